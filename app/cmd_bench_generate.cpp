@@ -1,0 +1,62 @@
+// `hipstudio bench generate`: prefill and decode throughput of the chosen model on the chosen device.
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "app/commands.h"
+#include "app/model_options.h"
+#include "engine/model/generation.h"
+
+namespace hipstudio::app {
+
+namespace {
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+}  // namespace
+
+void register_bench_generate(CLI::App& bench) {
+  struct Args {
+    ModelOptions model;
+    std::string prompt = "Once upon a time";
+    int64_t tokens = 256;
+    int repeats = 3;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = bench.add_subcommand("generate", "Prefill and decode tokens/s (greedy; median of repeats after a warm-up)");
+  args->model.add_to(*cmd);
+  cmd->add_option("--prompt", args->prompt, "prompt text, or @FILE")->capture_default_str();
+  cmd->add_option("--tokens", args->tokens, "decode steps per run (capped by the context)")->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--repeats", args->repeats, "timed runs")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->callback([args] {
+    const std::string prompt = read_text_argument(args->prompt, "--prompt");
+    auto model = args->model.load();
+    const int64_t context = args->model.context > 0 ? args->model.context : model->config.max_seq_len;
+    const int64_t prompt_tokens = static_cast<int64_t>(model->tokenizer->encode(prompt, true).size());
+    GenerationOptions options;
+    options.stop_at_eos = false;  // a fixed number of steps per run
+    options.max_new_tokens = std::min(args->tokens, context - prompt_tokens);
+    options.context_limit = args->model.context;
+    DenseAttention dense;
+    generate(model, prompt, options, dense);  // warm-up: allocator, thread pool, caches
+    std::vector<double> prefill, decode;
+    int64_t decoded = 0;
+    for (int r = 0; r < args->repeats; ++r) {
+      GenerationResult result = generate(model, prompt, options, dense);
+      decoded = static_cast<int64_t>(result.generated_ids.size());
+      prefill.push_back(static_cast<double>(result.prompt_ids.size()) / result.prefill_seconds);
+      // The first generated token comes from the prefill logits: decode runs decoded - 1 forwards.
+      decode.push_back(static_cast<double>(decoded) / result.decode_seconds);
+    }
+    std::printf("bench generate: %s, %s, greedy, median of %d runs\n", model->source.display_name.c_str(),
+                device_description(model->run).c_str(), args->repeats);
+    std::printf("%-8s %8s %12s\n", "phase", "tokens", "tokens/s");
+    std::printf("%-8s %8lld %12.1f\n", "prefill", static_cast<long long>(prompt_tokens), median(prefill));
+    std::printf("%-8s %8lld %12.1f\n", "decode", static_cast<long long>(decoded), median(decode));
+  });
+}
+
+}  // namespace hipstudio::app

@@ -1,0 +1,108 @@
+// generate, ppl, convert and bench generate: the commands that run a language model.
+#include <cstdio>
+#include <memory>
+
+#include <ATen/Parallel.h>
+
+#include "app/commands.h"
+#include "app/model_options.h"
+#include "engine/formats/errors.h"
+#include "engine/model/convert_hf.h"
+#include "engine/model/generation.h"
+
+namespace hipstudio::app {
+
+namespace {
+
+void register_generate(CLI::App& root) {
+  struct Args {
+    ModelOptions model;
+    std::string prompt;
+    int64_t max_tokens = 64;
+    SamplingOptions sampling;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = root.add_subcommand("generate", "Continue a prompt: the prompt and continuation on stdout, tokens/s on stderr");
+  args->model.add_to(*cmd);
+  cmd->add_option("--prompt", args->prompt, "prompt text, or @FILE")->required();
+  cmd->add_option("--max-tokens", args->max_tokens, "tokens to generate")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--temperature", args->sampling.temperature, "0 = greedy")->capture_default_str();
+  cmd->add_option("--top-p", args->sampling.top_p, "nucleus sampling mass (with --temperature > 0)")->capture_default_str();
+  cmd->add_option("--seed", args->sampling.seed, "sampling seed")->capture_default_str();
+  cmd->callback([args] {
+    const std::string prompt = read_text_argument(args->prompt, "--prompt");
+    validate_sampling(args->sampling);
+    auto model = args->model.load();
+    GenerationOptions options;
+    options.max_new_tokens = args->max_tokens;
+    options.sampling = args->sampling;
+    options.context_limit = args->model.context;
+    DenseAttention dense;
+    std::fputs(prompt.c_str(), stdout);
+    std::fflush(stdout);
+    GenerationResult r = generate(model, prompt, options, dense, [](const std::string& piece) {
+      std::fputs(piece.c_str(), stdout);
+      std::fflush(stdout);
+    });
+    std::fputs("\n", stdout);
+    const double n = static_cast<double>(r.generated_ids.size());
+    std::fprintf(stderr, "prompt: %zu tokens in %.3f s (%.1f tok/s); generated: %zu tokens in %.3f s (%.1f tok/s)\n",
+                 r.prompt_ids.size(), r.prefill_seconds, r.prompt_ids.size() / std::max(r.prefill_seconds, 1e-9),
+                 r.generated_ids.size(), r.decode_seconds, n / std::max(r.decode_seconds, 1e-9));
+  });
+}
+
+void register_ppl(CLI::App& root) {
+  struct Args {
+    ModelOptions model;
+    std::string text;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = root.add_subcommand("ppl", "Perplexity and mean negative log-likelihood of a text");
+  args->model.add_to(*cmd);
+  cmd->add_option("--text", args->text, "text, or @FILE")->required();
+  cmd->callback([args] {
+    const std::string text = read_text_argument(args->text, "--text");
+    auto model = args->model.load();
+    DenseAttention dense;
+    TextScore s = score_text(model, text, dense, args->model.context);
+    std::printf("tokens: %zu\nmean_nll: %.6f\nperplexity: %.6f\n", s.ids.size(), s.mean_nll, s.perplexity);
+  });
+}
+
+void register_convert(CLI::App& root) {
+  struct Args {
+    ModelOptions model;
+    std::string to = "hf";
+    std::string out_dtype = "f32";
+    std::string out;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = root.add_subcommand("convert", "Write a model as a Hugging Face directory (config.json, model.safetensors, tokenizer)");
+  cmd->add_option("--model", args->model.model, "llama2.c checkpoint or Hugging Face directory (default: stories15M)");
+  cmd->add_option("--tokenizer", args->model.tokenizer, "tokenizer file (default: beside the model)");
+  cmd->add_option("--to", args->to, "target format")->check(CLI::IsMember({"hf"}))->capture_default_str();
+  cmd->add_option("--dtype", args->out_dtype, "weights dtype: f32, bf16 or f16")
+      ->check(CLI::IsMember({"f32", "bf16", "f16"}))->capture_default_str();
+  cmd->add_option("--out", args->out, "new output directory")->required();
+  cmd->callback([args] {
+    // Loaded in float32 on the CPU; the requested dtype is applied once, when writing.
+    auto model = args->model.load();
+    const c10::ScalarType dtype = parse_dtype(args->out_dtype);
+    convert_to_hf(*model, dtype, args->out);
+    std::fprintf(stderr, "wrote %s (Hugging Face format, %s)\n", args->out.c_str(), args->out_dtype.c_str());
+  });
+}
+
+}  // namespace
+
+void register_bench_generate(CLI::App& bench);
+
+void register_model_commands(CLI::App& root, CLI::App& bench) {
+  register_generate(root);
+  register_ppl(root);
+  register_convert(root);
+  register_bench_generate(bench);
+}
+
+}  // namespace hipstudio::app

@@ -1,0 +1,34 @@
+#pragma once
+// The per-layer attention interface: the forward pass hands each layer's post-RoPE queries and
+// the layer's KV cache (already holding the new tokens) to a backend, which returns the attention
+// output. Dense attention is one backend; HiP plugs in as another without touching the model.
+#include <string>
+
+#include <ATen/core/Tensor.h>
+
+namespace hipstudio {
+
+struct AttentionCall {
+  int64_t layer = 0;
+  at::Tensor q;                // [n_heads, T, head_dim], post-RoPE
+  at::Tensor k;                // [n_kv_heads, first_position + T, head_dim], post-RoPE, whole cache so far
+  at::Tensor v;                // [n_kv_heads, first_position + T, head_dim]
+  int64_t first_position = 0;  // position of q's first row; row i attends to keys [0, first_position + i]
+};
+
+class AttentionBackend {
+ public:
+  virtual ~AttentionBackend() = default;
+  virtual std::string name() const = 0;
+  // Returns [n_heads, T, head_dim] in q's dtype.
+  virtual at::Tensor attend(const AttentionCall& call) = 0;
+};
+
+// Causal softmax(q k^T / sqrt(d)) v with grouped-query heads; softmax in float32.
+class DenseAttention final : public AttentionBackend {
+ public:
+  std::string name() const override { return "dense"; }
+  at::Tensor attend(const AttentionCall& call) override;
+};
+
+}  // namespace hipstudio

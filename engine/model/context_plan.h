@@ -1,0 +1,29 @@
+#pragma once
+// Before a run: does it fit the model's context and the device's memory? Refuses with the numbers
+// and a way out instead of failing half-way with an out-of-memory error.
+#include <cstdint>
+
+#include "engine/formats/model_config.h"
+#include "engine/model/device.h"
+
+namespace hipstudio {
+
+struct ContextPlan {
+  int64_t capacity = 0;          // KV-cache positions to allocate (prompt + new tokens)
+  int64_t prefill_chunk = 0;     // prompt tokens per forward call (bounds the attention scores' memory)
+  uint64_t bytes_needed = 0;     // KV cache + per-chunk activations
+};
+
+// Positions the forward pass runs per prefill call: larger chunks are faster, smaller ones bound
+// the dense attention scores [n_heads, chunk, positions] in memory.
+inline constexpr int64_t kDefaultPrefillChunk = 512;
+
+// context_limit <= 0 means the model's max_seq_len. available_bytes = 0 means "ask the system".
+// Throws InputError when the tokens exceed the context or the memory estimate exceeds what is free.
+ContextPlan plan_context(const ModelConfig& config, const RunDevice& run, int64_t prompt_tokens,
+                         int64_t new_tokens, int64_t context_limit = 0, uint64_t available_bytes = 0);
+
+// Free memory on the run device in bytes (CPU: MemAvailable; CUDA: free device memory), 0 if unknown.
+uint64_t available_memory_bytes(const RunDevice& run);
+
+}  // namespace hipstudio

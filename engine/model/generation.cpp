@@ -1,0 +1,134 @@
+#include "engine/model/generation.h"
+
+#include <chrono>
+#include <cmath>
+
+#include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
+
+#include "engine/formats/errors.h"
+#include "engine/model/context_plan.h"
+#include "engine/model/kv_cache.h"
+#include "engine/model/transformer.h"
+
+namespace hipstudio {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::vector<int32_t> encode_prompt(const Model& model, const std::string& prompt) {
+  if (prompt.empty()) throw InputError("the prompt is empty: pass some text with --prompt TEXT or --prompt @FILE");
+  std::vector<int32_t> ids = model.tokenizer->encode(prompt, /*add_bos=*/true);
+  for (int32_t id : ids)
+    if (id < 0 || id >= model.config.vocab_size)
+      throw InputError("the tokenizer produced token id " + std::to_string(id) + " outside the model's vocabulary of " +
+                       std::to_string(model.config.vocab_size) + "; the tokenizer does not belong to this model");
+  return ids;
+}
+
+// Length of the longest prefix of `text` that does not end inside a UTF-8 sequence: a multi-byte
+// character made of several byte-fallback tokens is held back until its last byte arrives.
+size_t complete_utf8_length(const std::string& text) {
+  size_t n = text.size();
+  size_t continuation = 0;
+  while (continuation < 3 && continuation < n && (static_cast<unsigned char>(text[n - 1 - continuation]) & 0xC0) == 0x80)
+    ++continuation;
+  if (continuation == n) return n;
+  const unsigned char lead = static_cast<unsigned char>(text[n - 1 - continuation]);
+  const size_t expected = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+  return expected > continuation + 1 ? n - continuation - 1 : n;
+}
+
+// Runs the prompt through the model in chunks, returning the logits the caller asked for.
+at::Tensor prefill(const Transformer& transformer, const std::vector<int32_t>& ids, int64_t chunk, KVCache& cache,
+                   AttentionBackend& attention, LogitsFor which) {
+  std::vector<at::Tensor> pieces;
+  for (size_t begin = 0; begin < ids.size(); begin += static_cast<size_t>(chunk)) {
+    const size_t end = std::min(ids.size(), begin + static_cast<size_t>(chunk));
+    std::vector<int32_t> part(ids.begin() + static_cast<std::ptrdiff_t>(begin), ids.begin() + static_cast<std::ptrdiff_t>(end));
+    at::Tensor logits = transformer.forward(part, cache, attention, which);
+    if (which == LogitsFor::AllTokens || end == ids.size()) pieces.push_back(logits);
+  }
+  return pieces.size() == 1 ? pieces[0] : at::cat(pieces, 0);
+}
+
+}  // namespace
+
+GenerationResult generate(std::shared_ptr<const Model> model, const std::string& prompt,
+                          const GenerationOptions& options, AttentionBackend& attention,
+                          const std::function<void(const std::string&)>& on_text) {
+  c10::InferenceMode inference;
+  GenerationResult result;
+  result.prompt_ids = encode_prompt(*model, prompt);
+  const ContextPlan plan = plan_context(model->config, model->run, static_cast<int64_t>(result.prompt_ids.size()),
+                                        options.max_new_tokens, options.context_limit);
+  Sampler sampler(options.sampling);
+  Transformer transformer(model, plan.capacity);
+  KVCache cache(model->config, model->run, plan.capacity);
+
+  auto start = std::chrono::steady_clock::now();
+  at::Tensor logits = prefill(transformer, result.prompt_ids, plan.prefill_chunk, cache, attention, LogitsFor::LastToken);
+  result.prefill_seconds = seconds_since(start);
+
+  // Text is emitted as the difference between decodes of the whole sequence, so pieces that only
+  // become valid UTF-8 together (byte-fallback tokens) come out whole.
+  const Tokenizer& tokenizer = *model->tokenizer;
+  std::vector<int32_t> all = result.prompt_ids;
+  const std::string prompt_text = tokenizer.decode(all);
+  size_t emitted = prompt_text.size();
+  const bool bos_ends = model->config.architecture == "llama2.c";
+
+  start = std::chrono::steady_clock::now();
+  for (int64_t step = 0; step < options.max_new_tokens; ++step) {
+    const int32_t next = sampler.sample(logits[0]);
+    if (options.stop_at_eos && (next == model->config.eos_id || (bos_ends && next == model->config.bos_id))) break;
+    result.generated_ids.push_back(next);
+    all.push_back(next);
+    const std::string text = tokenizer.decode(all);
+    const size_t complete = complete_utf8_length(text);
+    if (complete > emitted) {
+      if (on_text) on_text(text.substr(emitted, complete - emitted));
+      emitted = complete;
+    }
+    if (step + 1 == options.max_new_tokens) break;
+    logits = transformer.forward({next}, cache, attention, LogitsFor::LastToken);
+  }
+  result.decode_seconds = seconds_since(start);
+  const std::string full = tokenizer.decode(all);
+  result.completion = full.size() > prompt_text.size() ? full.substr(prompt_text.size()) : "";
+  if (on_text && full.size() > emitted) on_text(full.substr(emitted));
+  return result;
+}
+
+at::Tensor all_logits(std::shared_ptr<const Model> model, const std::vector<int32_t>& ids, AttentionBackend& attention,
+                      int64_t context_limit) {
+  c10::InferenceMode inference;
+  const ContextPlan plan = plan_context(model->config, model->run, static_cast<int64_t>(ids.size()), 0, context_limit);
+  Transformer transformer(model, plan.capacity);
+  KVCache cache(model->config, model->run, plan.capacity);
+  return prefill(transformer, ids, plan.prefill_chunk, cache, attention, LogitsFor::AllTokens);
+}
+
+TextScore score_text(std::shared_ptr<const Model> model, const std::string& text, AttentionBackend& attention,
+                     int64_t context_limit) {
+  c10::InferenceMode inference;
+  TextScore score;
+  score.ids = encode_prompt(*model, text);
+  if (score.ids.size() < 2) throw InputError("the text has a single token: perplexity needs at least two");
+  at::Tensor logprobs = at::log_softmax(all_logits(model, score.ids, attention, context_limit).to(at::kDouble), -1);
+  const int64_t n = static_cast<int64_t>(score.ids.size());
+  double total = 0.0;
+  for (int64_t i = 0; i + 1 < n; ++i) {
+    const double lp = logprobs[i][score.ids[i + 1]].item<double>();
+    score.logprob.push_back(lp);
+    total -= lp;
+  }
+  score.mean_nll = total / static_cast<double>(n - 1);
+  score.perplexity = std::exp(score.mean_nll);
+  return score;
+}
+
+}  // namespace hipstudio

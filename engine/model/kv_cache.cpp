@@ -1,0 +1,30 @@
+#include "engine/model/kv_cache.h"
+
+#include <stdexcept>
+
+#include <ATen/ATen.h>
+
+namespace hipstudio {
+
+KVCache::KVCache(const ModelConfig& c, const RunDevice& run, int64_t capacity) : capacity_(capacity) {
+  auto options = at::TensorOptions().device(run.device).dtype(run.dtype);
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    k_.push_back(at::empty({c.n_kv_heads, capacity, c.head_dim}, options));
+    v_.push_back(at::empty({c.n_kv_heads, capacity, c.head_dim}, options));
+  }
+}
+
+void KVCache::append(int64_t layer, const at::Tensor& k, const at::Tensor& v) {
+  const int64_t T = k.size(1);
+  if (length_ + T > capacity_)
+    throw std::logic_error("KV cache overflow: the caller sized the cache for " + std::to_string(capacity_) + " tokens");
+  k_[layer].narrow(1, length_, T).copy_(k);
+  v_[layer].narrow(1, length_, T).copy_(v);
+}
+
+at::Tensor KVCache::keys(int64_t layer, int64_t tokens) const { return k_[layer].narrow(1, 0, tokens); }
+at::Tensor KVCache::values(int64_t layer, int64_t tokens) const { return v_[layer].narrow(1, 0, tokens); }
+
+void KVCache::advance(int64_t tokens) { length_ += tokens; }
+
+}  // namespace hipstudio

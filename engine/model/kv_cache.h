@@ -1,0 +1,35 @@
+#pragma once
+// Per-layer key/value cache, preallocated for the whole run so decoding never reallocates.
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "engine/formats/model_config.h"
+#include "engine/model/device.h"
+
+namespace hipstudio {
+
+class KVCache {
+ public:
+  KVCache(const ModelConfig& config, const RunDevice& run, int64_t capacity);
+
+  int64_t length() const { return length_; }      // tokens stored
+  int64_t capacity() const { return capacity_; }
+
+  // Stores k, v ([n_kv_heads, T, head_dim]) of `layer` at positions [length, length + T).
+  void append(int64_t layer, const at::Tensor& k, const at::Tensor& v);
+  // Views of the first `tokens` positions of a layer: [n_kv_heads, tokens, head_dim].
+  at::Tensor keys(int64_t layer, int64_t tokens) const;
+  at::Tensor values(int64_t layer, int64_t tokens) const;
+  // Called once all layers have appended the same T tokens.
+  void advance(int64_t tokens);
+  void clear() { length_ = 0; }
+
+ private:
+  std::vector<at::Tensor> k_;  // per layer [n_kv_heads, capacity, head_dim]
+  std::vector<at::Tensor> v_;
+  int64_t length_ = 0;
+  int64_t capacity_ = 0;
+};
+
+}  // namespace hipstudio

@@ -1,0 +1,65 @@
+#include "engine/model/model.h"
+
+#include <ATen/ATen.h>
+
+#include "engine/formats/errors.h"
+
+namespace hipstudio {
+
+namespace {
+
+// Matrices go to the run dtype; norm weights stay float32 because RMSNorm runs in float32.
+void place(ModelWeights& w, const RunDevice& run) {
+  auto matrix = [&](at::Tensor& t) {
+    if (t.defined()) t = t.to(run.device, run.dtype).contiguous();
+  };
+  auto vector = [&](at::Tensor& t) {
+    if (t.defined()) t = t.to(run.device, at::kFloat).contiguous();
+  };
+  const bool tied = w.classifier.is_same(w.embedding);
+  matrix(w.embedding);
+  if (tied) w.classifier = w.embedding;
+  else matrix(w.classifier);
+  vector(w.final_norm);
+  for (LayerWeights& l : w.layers) {
+    vector(l.attn_norm);
+    matrix(l.wqkv);
+    matrix(l.bqkv);
+    matrix(l.wo);
+    vector(l.mlp_norm);
+    matrix(l.w13);
+    matrix(l.w2);
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<const Model> load_model(const ModelSource& source, const RunDevice& run) {
+  auto model = std::make_shared<Model>();
+  model->source = source;
+  model->run = run;
+  try {
+    if (source.format == ModelFormat::Llama2c) {
+      model->weights = load_llama2c_weights(source.checkpoint, &model->config);
+      model->tokenizer = load_llama2c_tokenizer(source.tokenizer, static_cast<int32_t>(model->config.vocab_size));
+    } else {
+      model->weights = load_hf_weights(source.checkpoint, run.dtype, &model->config);
+      const ModelConfig& c = model->config;
+      model->tokenizer = load_hf_tokenizer(source.tokenizer, c.bos_id >= 0 ? std::optional<int32_t>(c.bos_id) : std::nullopt,
+                                           c.eos_id >= 0 ? std::optional<int32_t>(c.eos_id) : std::nullopt);
+    }
+    if (model->tokenizer->vocab_size() > model->config.vocab_size)
+      throw InputError(source.tokenizer + ": the tokenizer has " + std::to_string(model->tokenizer->vocab_size()) +
+                       " tokens but the model's vocabulary has only " + std::to_string(model->config.vocab_size) +
+                       "; tokenizer and model do not belong together");
+    place(model->weights, run);
+  } catch (const c10::Error& e) {
+    // Allocation failures and device errors surface here (for example a GPU out of memory).
+    throw InputError("loading " + source.display_name + " onto " + device_description(run) +
+                     " failed: " + e.what_without_backtrace() +
+                     " (try --device cpu, a smaller --dtype, or a smaller model)");
+  }
+  return model;
+}
+
+}  // namespace hipstudio

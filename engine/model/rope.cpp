@@ -1,0 +1,55 @@
+#include "engine/model/rope.h"
+
+#include <cmath>
+
+#include <ATen/ATen.h>
+
+namespace hipstudio {
+
+at::Tensor rope_inverse_frequencies(const ModelConfig& c) {
+  const int64_t half = c.head_dim / 2;
+  at::Tensor inv = at::empty({half}, at::kFloat);
+  float* f = inv.data_ptr<float>();
+  for (int64_t p = 0; p < half; ++p) {
+    // Computed in float32 as llama2.c's run.c and Hugging Face both do, so logits match theirs.
+    f[p] = 1.0f / std::pow(static_cast<float>(c.rope_theta), static_cast<float>(2 * p) / static_cast<float>(c.head_dim));
+  }
+  if (c.rope_scaling.type == "llama3") {
+    // Llama 3.1: long wavelengths are slowed by `factor`, short ones kept, the band between blended.
+    const RopeScaling& s = c.rope_scaling;
+    const double old_len = static_cast<double>(s.original_max_position_embeddings);
+    const double low_wavelen = old_len / s.low_freq_factor;
+    const double high_wavelen = old_len / s.high_freq_factor;
+    for (int64_t p = 0; p < half; ++p) {
+      const double freq = f[p];
+      const double wavelen = 2.0 * M_PI / freq;
+      double scaled = freq;
+      if (wavelen > low_wavelen) {
+        scaled = freq / s.factor;
+      } else if (wavelen >= high_wavelen) {
+        const double smooth = (old_len / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+        scaled = (1.0 - smooth) * freq / s.factor + smooth * freq;
+      }
+      f[p] = static_cast<float>(scaled);
+    }
+  }
+  return inv;
+}
+
+RopeTables make_rope_tables(const ModelConfig& c, int64_t positions, const at::TensorOptions& options) {
+  at::Tensor inv = rope_inverse_frequencies(c);
+  at::Tensor pos = at::arange(positions, at::kFloat);
+  at::Tensor angles = at::outer(pos, inv);             // [positions, head_dim/2]
+  at::Tensor both = at::cat({angles, angles}, 1);       // [positions, head_dim]
+  return RopeTables{both.cos().to(options), both.sin().to(options)};
+}
+
+at::Tensor apply_rope(const at::Tensor& x, const RopeTables& t, int64_t start) {
+  const int64_t T = x.size(1), half = x.size(2) / 2;
+  at::Tensor cos = t.cos.narrow(0, start, T);  // broadcasts over heads
+  at::Tensor sin = t.sin.narrow(0, start, T);
+  at::Tensor rotated = at::cat({-x.narrow(2, half, half), x.narrow(2, 0, half)}, 2);
+  return x * cos + rotated * sin;
+}
+
+}  // namespace hipstudio

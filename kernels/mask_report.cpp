@@ -1,0 +1,56 @@
+#include "kernels/mask_report.h"
+
+#include <chrono>
+
+#include "kernels/oracle.h"
+#include "kernels/random_baseline.h"
+#include "kernels/search_range.h"
+
+namespace hipstudio::hip {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+MaskReport build_mask_report(const AttentionInputs& in, const HipParams& p, const MaskReportOptions& opt) {
+  validate_hip_params(p);
+  validate_attention_inputs(in, false);
+  MaskReport r;
+  auto t0 = std::chrono::steady_clock::now();
+  MaskOptions mopt;
+  mopt.threads = opt.threads;
+  r.hip.mask = estimate_masks(in, p, mopt).mask;
+  r.seconds_hip = seconds_since(t0);
+
+  t0 = std::chrono::steady_clock::now();
+  r.oracle.mask = oracle_masks(in, p, opt.threads);
+  r.seconds_oracle = seconds_since(t0);
+
+  t0 = std::chrono::steady_clock::now();
+  r.random.mask = random_masks(in, p, opt.random_seed);
+  const std::vector<char> searched = searched_query_blocks(in, p);
+  for (char s : searched) r.searched_query_blocks += s;
+  const int64_t heads = r.hip.mask.heads, qbs = r.hip.mask.query_blocks;
+  SelectionReport* all[3] = {&r.hip, &r.oracle, &r.random};
+  for (SelectionReport* s : all) {
+    s->recall = mask_recall(s->mask, r.oracle.mask);
+    s->recall_per_head = mean_per_head(s->recall, heads, qbs);
+    s->recall_searched_per_head = mean_per_head(s->recall, heads, qbs, &searched);
+  }
+  std::vector<AttentionMass> mass = attention_mass(in, p, {&r.hip.mask, &r.oracle.mask, &r.random.mask}, opt.threads);
+  for (int i = 0; i < 3; ++i) all[i]->mass = std::move(mass[i]);
+  if (in.v) {
+    r.dense = dense_attention_reference(in, p, opt.threads);
+    for (SelectionReport* s : all) {
+      s->output = sparse_attention_reference(in, p, s->mask, opt.threads);
+      s->output_error = output_relative_error(s->output, r.dense);
+    }
+  }
+  r.seconds_metrics = seconds_since(t0);
+  return r;
+}
+
+}  // namespace hipstudio::hip

@@ -1,0 +1,115 @@
+#include "kernels/score_locality.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "kernels/dot_f64.h"
+
+namespace hipstudio::hip {
+namespace {
+
+double normal_cdf(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
+
+double kl_histogram_vs_normal(const DeltaStats& st) {
+  if (st.pairs == 0) return std::numeric_limits<double>::quiet_NaN();
+  if (st.stddev == 0) return 0.0;
+  const int64_t bins = static_cast<int64_t>(st.counts.size());
+  const double width = (st.hist_hi - st.hist_lo) / static_cast<double>(bins);
+  std::vector<double> q(static_cast<size_t>(bins));
+  double q_total = 0;
+  for (int64_t b = 0; b < bins; ++b) {
+    const double a = st.hist_lo + width * static_cast<double>(b);
+    const double c = b + 1 == bins ? st.hist_hi : a + width;
+    q[b] = normal_cdf((c - st.mean) / st.stddev) - normal_cdf((a - st.mean) / st.stddev);
+    q_total += q[b];
+  }
+  double kl = 0;
+  for (int64_t b = 0; b < bins; ++b) {
+    if (st.counts[b] == 0) continue;
+    const double pb = static_cast<double>(st.counts[b]) / static_cast<double>(st.pairs);
+    const double qb = std::max(q[b] / q_total, 1e-300);
+    kl += pb * std::log(pb / qb);
+  }
+  return kl;
+}
+
+}  // namespace
+
+ScoreLocality score_locality(const AttentionInputs& in, const HipParams& p, int64_t head,
+                             const std::vector<int64_t>& queries, const LocalityParams& lp) {
+  validate_attention_inputs(in, false);
+  if (head < 0 || head >= in.hq) {
+    throw AttentionInputError("head " + std::to_string(head) + " is outside the " + std::to_string(in.hq) +
+                              " query heads");
+  }
+  if (lp.bins < 1) throw HipParamError("histogram bins (" + std::to_string(lp.bins) + ") must be >= 1");
+  for (int64_t delta : lp.deltas) {
+    if (delta < 1) throw HipParamError("Delta (" + std::to_string(delta) + ") must be >= 1");
+  }
+  ScoreLocality out;
+  out.head = head;
+  out.queries = queries;
+
+  // Scores of every query over its visible keys.
+  const int64_t g = kv_head(in, head);
+  std::vector<std::vector<double>> scores;
+  scores.reserve(queries.size());
+  for (int64_t i : queries) {
+    if (i < 0 || i >= in.tq) {
+      throw AttentionInputError("query " + std::to_string(i) + " is outside the " + std::to_string(in.tq) +
+                                " queries");
+    }
+    const int64_t e = visible_end(in, p, i);
+    std::vector<double> s(static_cast<size_t>(e + 1));
+    for (int64_t j = 0; j <= e; ++j) s[j] = dot_f64(q_row(in, head, i), k_row(in, g, j), in.d);
+    scores.push_back(std::move(s));
+  }
+
+  for (int64_t delta : lp.deltas) {
+    DeltaStats st;
+    st.delta = delta;
+    // Pass 1: count, mean, range. Pass 2: variance about the mean (stable) and the histogram.
+    double sum = 0, lo = std::numeric_limits<double>::infinity(), hi = -lo;
+    for (const auto& s : scores) {
+      for (size_t j = 0; j + static_cast<size_t>(delta) < s.size(); ++j) {
+        const double x = s[j + delta] - s[j];
+        sum += x;
+        lo = std::min(lo, x);
+        hi = std::max(hi, x);
+        ++st.pairs;
+      }
+    }
+    st.counts.assign(static_cast<size_t>(lp.bins), 0);
+    if (st.pairs == 0) {
+      st.mean = st.stddev = std::numeric_limits<double>::quiet_NaN();
+      st.kl_to_normal = std::numeric_limits<double>::quiet_NaN();
+      out.deltas.push_back(std::move(st));
+      continue;
+    }
+    st.mean = sum / static_cast<double>(st.pairs);
+    if (lo == hi) {
+      lo -= 0.5;
+      hi += 0.5;
+    }
+    st.hist_lo = lo;
+    st.hist_hi = hi;
+    const double inv_width = static_cast<double>(lp.bins) / (hi - lo);
+    double sq = 0;
+    for (const auto& s : scores) {
+      for (size_t j = 0; j + static_cast<size_t>(delta) < s.size(); ++j) {
+        const double x = s[j + delta] - s[j];
+        sq += (x - st.mean) * (x - st.mean);
+        const int64_t b = std::min<int64_t>(lp.bins - 1, static_cast<int64_t>((x - lo) * inv_width));
+        st.counts[std::max<int64_t>(0, b)] += 1;
+      }
+    }
+    st.stddev = std::sqrt(sq / static_cast<double>(st.pairs));
+    st.kl_to_normal = kl_histogram_vs_normal(st);
+    out.deltas.push_back(std::move(st));
+  }
+  return out;
+}
+
+}  // namespace hipstudio::hip

@@ -1,0 +1,43 @@
+#pragma once
+// Score locality (paper section 4, appendix A.3): for one head and a set of queries, the
+// distribution of delta = s_{j + Delta} - s_j over key pairs Delta apart, where s_j = dot(q, k_j)
+// (raw scores, as the paper's s = K q) over the query's visible keys [0, e]. The paper models
+// delta ~ N(0, sigma(Delta)^2) with sigma increasing in Delta; this measures how true that is.
+#include <cstdint>
+#include <vector>
+
+#include "kernels/attention_inputs.h"
+#include "kernels/hip_params.h"
+
+namespace hipstudio::hip {
+
+struct LocalityParams {
+  std::vector<int64_t> deltas;  // distances Delta >= 1, in the order the results should have
+  int64_t bins = 50;            // histogram bins per Delta (>= 1)
+};
+
+struct DeltaStats {
+  int64_t delta = 0;
+  int64_t pairs = 0;             // key pairs pooled over the queries
+  double mean = 0, stddev = 0;   // of delta (population standard deviation)
+  double hist_lo = 0, hist_hi = 0;  // histogram range: the observed [min, max] (widened by 0.5 if equal)
+  std::vector<int64_t> counts;   // (bins) equal-width bins over [hist_lo, hist_hi]
+  // KL(histogram || fitted normal N(mean, stddev^2)) with both as distributions over the bins (the
+  // normal's bin probabilities renormalised to the range): the paper's appendix A.3 test, where
+  // almost all values are < 0.1. 0 when stddev is 0; NaN when there are no pairs.
+  double kl_to_normal = 0;
+};
+
+struct ScoreLocality {
+  int64_t head = 0;
+  std::vector<int64_t> queries;     // query rows used
+  std::vector<DeltaStats> deltas;   // one per LocalityParams::deltas entry
+};
+
+// Keeps all scores of the given queries in memory: O(queries x tk) doubles. Only p.causal is read.
+// Throws AttentionInputError for a head or query outside the inputs, HipParamError for Delta < 1
+// or bins < 1.
+ScoreLocality score_locality(const AttentionInputs& in, const HipParams& p, int64_t head,
+                             const std::vector<int64_t>& queries, const LocalityParams& lp);
+
+}  // namespace hipstudio::hip
