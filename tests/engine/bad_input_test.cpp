@@ -164,12 +164,12 @@ TEST_F(HfDirTest, UnsupportedDtype) {
 
 TEST_F(HfDirTest, SafetensorsOffsetsOutOfRange) {
   write_raw_safetensors(R"({"model.norm.weight":{"dtype":"F32","shape":[288],"data_offsets":[0,1152]}})", 100);
-  expect_input_error([&] { load_path(dir_); }, {"model.safetensors"});
+  expect_input_error([&] { load_path(dir_); }, {"model.safetensors", "model.norm.weight", "outside the data section"});
 }
 
 TEST_F(HfDirTest, SafetensorsSizeThatDoesNotMatchTheShape) {
   write_raw_safetensors(R"({"model.norm.weight":{"dtype":"F32","shape":[288],"data_offsets":[0,1000]}})", 1000);
-  expect_input_error([&] { load_path(dir_); }, {"model.safetensors"});
+  expect_input_error([&] { load_path(dir_); }, {"model.safetensors", "1000 bytes of data but shape [288]", "needs 1152"});
 }
 
 TEST(BadInput, EmptyPromptAndEmptyText) {

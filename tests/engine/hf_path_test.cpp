@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include "engine/formats/errors.h"
 #include "engine/model/convert_hf.h"
 #include "engine/model/generation.h"
 #include "tests/engine/engine_fixture.h"

@@ -1,0 +1,398 @@
+// `hipstudio mask` (HiP masks, oracle and random baseline for captured Q/K[/V], written as .npy +
+// metrics.json) and `hipstudio bench mask` (how mask estimation scales against dense scores).
+// The computation lives in kernels/mask_report and kernels/mask_bench; this file reads, checks
+// and writes.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "app/commands.h"
+#include "captures/npy.h"
+#include "engine/formats/dtype.h"
+#include "engine/formats/errors.h"
+#include "engine/formats/safetensors.h"
+#include "kernels/dot_f64.h"
+#include "kernels/hip_params.h"
+#include "kernels/mask_bench.h"
+#include "kernels/mask_report.h"
+
+namespace hipstudio::app {
+namespace {
+
+using hip::HipParams;
+
+// ---- inputs ------------------------------------------------------------------------------------
+
+struct FloatTensor {
+  std::string source;           // "Q.npy" or "capture.safetensors:q" (for messages)
+  std::vector<int64_t> shape;
+  std::vector<float> data;      // C order
+};
+
+bool is_safetensors(const std::string& path) {
+  return path.size() >= 12 && path.compare(path.size() - 12, 12, ".safetensors") == 0;
+}
+
+std::string shape_text(const std::vector<int64_t>& s) {
+  std::string t = "[";
+  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+  return t + "]";
+}
+
+// A float32 tensor from .npy (must be '<f4') or from a .safetensors file (F32, or F16 / BF16 / F64
+// converted to float32, since captures are often stored in the model's dtype).
+FloatTensor load_float_tensor(const std::string& path, const std::string& name) {
+  FloatTensor t;
+  if (is_safetensors(path)) {
+    const SafetensorsFile file(path);
+    const TensorInfo& info = file.get(name);
+    t.source = path + ":" + name;
+    t.shape = info.shape;
+    const int64_t n = info.numel();
+    t.data.resize(static_cast<size_t>(n));
+    switch (info.dtype) {
+      case DType::F32: std::copy_n(static_cast<const float*>(info.data), n, t.data.begin()); break;
+      case DType::F64:
+        for (int64_t i = 0; i < n; ++i) t.data[i] = static_cast<float>(static_cast<const double*>(info.data)[i]);
+        break;
+      case DType::F16:
+        for (int64_t i = 0; i < n; ++i) t.data[i] = f16_to_float(static_cast<const uint16_t*>(info.data)[i]);
+        break;
+      case DType::BF16:
+        for (int64_t i = 0; i < n; ++i) t.data[i] = bf16_to_float(static_cast<const uint16_t*>(info.data)[i]);
+        break;
+      default:
+        throw InputError(t.source + ": tensor dtype " + dtype_name(info.dtype) +
+                         " is not a float type; store q, k, v as F32, F16, BF16 or F64");
+    }
+    return t;
+  }
+  captures::NpyArray a = captures::read_npy(path);
+  a.require_dtype(captures::NpyDType::F32);
+  t.source = path;
+  t.shape = a.shape;
+  const float* p = a.data<float>();
+  t.data.assign(p, p + a.numel());
+  return t;
+}
+
+// Query positions from .npy: int64 or int32, shape [Tq].
+std::vector<int64_t> load_positions(const std::string& path) {
+  const captures::NpyArray a = captures::read_npy(path);
+  a.require_rank(1, "[Tq]");
+  std::vector<int64_t> pos(static_cast<size_t>(a.numel()));
+  if (a.dtype == captures::NpyDType::I32) {
+    std::copy_n(a.data<int32_t>(), pos.size(), pos.begin());
+  } else {
+    a.require_dtype(captures::NpyDType::I64);
+    std::copy_n(a.data<int64_t>(), pos.size(), pos.begin());
+  }
+  return pos;
+}
+
+void require_rank3(const FloatTensor& t, const char* what) {
+  if (t.shape.size() != 3) {
+    throw InputError(t.source + ": expected 3 dimensions " + what + " but the tensor has shape " + shape_text(t.shape));
+  }
+}
+
+// ---- mask --------------------------------------------------------------------------------------
+
+struct MaskArgs {
+  std::string q, k, v, positions, out;
+  HipParams params;
+  std::string repr = "center";
+  bool non_causal = false;
+  uint64_t seed = 0;
+  int threads = 0;
+};
+
+void add_hip_options(CLI::App& cmd, HipParams& p, std::string& repr) {
+  cmd.add_option("--topk", p.k, "top-k budget in tokens (k)")->capture_default_str();
+  cmd.add_option("--bq", p.b_q, "query block size (b_q)")->capture_default_str();
+  cmd.add_option("--bk", p.b_k, "key block size (b_k)")->capture_default_str();
+  cmd.add_option("--bsq", p.b_sq, "query stride when scoring a branch (b_sq)")->capture_default_str();
+  cmd.add_option("--bsk", p.b_sk, "key stride when scoring a branch (b_sk)")->capture_default_str();
+  cmd.add_option("--sink", p.sink, "sink tokens S always attended")->capture_default_str();
+  cmd.add_option("--window", p.window, "sliding-window tokens W attended densely")->capture_default_str();
+  cmd.add_option("--repr", repr, "representative of a branch: center, first, last or a FRACTION in [0, 1]")
+      ->capture_default_str();
+}
+
+// Kernel-level argument errors (std::invalid_argument) are the user's: report them as InputError.
+template <class F>
+auto as_input_error(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::invalid_argument& e) {
+    throw InputError(e.what());
+  }
+}
+
+nlohmann::json nan_to_null(const std::vector<double>& v) {
+  nlohmann::json a = nlohmann::json::array();
+  for (double x : v) a.push_back(std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr));
+  return a;
+}
+
+double mean_finite(const std::vector<double>& v) {
+  double s = 0;
+  int n = 0;
+  for (double x : v) {
+    if (std::isfinite(x)) s += x, ++n;
+  }
+  return n ? s / n : NAN;
+}
+
+void write_text_atomic(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::trunc);
+    f << text;
+    f.flush();
+    if (!f) throw InputError(path + ": cannot write");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw InputError(path + ": cannot rename " + tmp + " into place");
+}
+
+std::vector<float> to_float(const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); }
+
+void run_mask(MaskArgs& a) {
+  a.params.rho = as_input_error([&] { return hip::parse_repr(a.repr); });
+  a.params.causal = !a.non_causal;
+  as_input_error([&] {
+    hip::validate_hip_params(a.params);
+    return 0;
+  });
+  if (a.k.empty() && !is_safetensors(a.q)) {
+    throw InputError("--k is required unless --q names a .safetensors file holding tensors q and k");
+  }
+  const std::string k_path = a.k.empty() ? a.q : a.k;
+  FloatTensor q = load_float_tensor(a.q, "q");
+  FloatTensor k = load_float_tensor(k_path, "k");
+  require_rank3(q, "[Hq, Tq, D]");
+  require_rank3(k, "[Hkv, Tk, D]");
+  FloatTensor v;
+  bool have_v = !a.v.empty();
+  if (have_v) {
+    v = load_float_tensor(a.v, "v");
+  } else if (a.k.empty() && SafetensorsFile(a.q).find("v")) {
+    v = load_float_tensor(a.q, "v");  // q, k and v all from one capture
+    have_v = true;
+  }
+  if (have_v && v.shape != k.shape) {
+    throw InputError(v.source + ": V has shape " + shape_text(v.shape) + " but K has " + shape_text(k.shape) +
+                     "; they must match");
+  }
+  if (q.shape[2] != k.shape[2]) {
+    throw InputError(q.source + ": head dimension " + std::to_string(q.shape[2]) + " differs from K's " +
+                     std::to_string(k.shape[2]) + " (" + k.source + ")");
+  }
+  std::vector<int64_t> positions;
+  if (!a.positions.empty()) {
+    positions = load_positions(a.positions);
+    if (static_cast<int64_t>(positions.size()) != q.shape[1]) {
+      throw InputError(a.positions + ": " + std::to_string(positions.size()) + " positions for " +
+                       std::to_string(q.shape[1]) + " queries");
+    }
+  }
+  hip::AttentionInputs in;
+  in.q = q.data.data();
+  in.k = k.data.data();
+  in.v = have_v ? v.data.data() : nullptr;
+  in.positions = positions.empty() ? nullptr : positions.data();
+  in.hq = q.shape[0], in.tq = q.shape[1], in.d = q.shape[2];
+  in.hkv = k.shape[0], in.tk = k.shape[1];
+  as_input_error([&] {
+    hip::validate_attention_inputs(in, have_v);
+    return 0;
+  });
+
+  std::error_code ec;
+  std::filesystem::create_directories(a.out, ec);
+  if (ec) throw InputError(a.out + ": cannot create the output folder: " + ec.message());
+
+  hip::MaskReportOptions opt;
+  opt.random_seed = a.seed;
+  opt.threads = a.threads;
+  const hip::MaskReport r = as_input_error([&] { return hip::build_mask_report(in, a.params, opt); });
+
+  namespace fs = std::filesystem;
+  const auto path = [&](const char* name) { return (fs::path(a.out) / name).string(); };
+  const hip::MaskResult& m = r.hip.mask;
+  const std::vector<int64_t> mask_shape = {m.heads, m.query_blocks, m.kb};
+  captures::write_npy(path("mask.npy"), mask_shape, m.blocks);
+  captures::write_npy(path("oracle_mask.npy"), mask_shape, r.oracle.mask.blocks);
+  captures::write_npy(path("random_mask.npy"), mask_shape, r.random.mask.blocks);
+  captures::write_npy(path("dense_from.npy"), {m.query_blocks}, m.dense_from);
+  if (have_v) {
+    const std::vector<int64_t> out_shape = {in.hq, in.tq, in.d};
+    captures::write_npy(path("out.npy"), out_shape, to_float(r.hip.output.out));
+    captures::write_npy(path("dense_out.npy"), out_shape, to_float(r.dense.out));
+  }
+
+  nlohmann::json j;
+  j["params"] = {{"k", a.params.k}, {"b_q", a.params.b_q}, {"b_k", a.params.b_k}, {"b_sq", a.params.b_sq},
+                 {"b_sk", a.params.b_sk}, {"sink", a.params.sink}, {"window", a.params.window},
+                 {"rho", a.params.rho}, {"causal", a.params.causal}, {"random_seed", a.seed}};
+  j["shapes"] = {{"hq", in.hq}, {"hkv", in.hkv}, {"tq", in.tq}, {"tk", in.tk}, {"d", in.d},
+                 {"query_blocks", m.query_blocks}, {"kb", m.kb}, {"searched_query_blocks", r.searched_query_blocks}};
+  const std::pair<const char*, const hip::SelectionReport*> selections[] = {
+      {"hip", &r.hip}, {"random", &r.random}, {"oracle", &r.oracle}};
+  for (const auto& [name, s] : selections) {
+    nlohmann::json e;
+    e["recall_per_head"] = nan_to_null(s->recall_per_head);
+    e["recall_searched_per_head"] = nan_to_null(s->recall_searched_per_head);
+    e["mass_per_head"] = nan_to_null(s->mass.per_head);
+    e["recall_mean"] = mean_finite(s->recall_per_head);
+    e["mass_mean"] = mean_finite(s->mass.per_head);
+    if (have_v) {
+      e["output_error_per_head"] = nan_to_null(s->output_error);
+      e["output_error_mean"] = mean_finite(s->output_error);
+    }
+    j[name] = e;
+  }
+  j["notes"] = {
+      {"recall", "|selection ∩ oracle| / |oracle| per (head, query block), averaged per head; the oracle is the "
+                 "exact top k/b_k key blocks by max score over the sampled query rows x every key of the block"},
+      {"recall_searched", "the same mean over query blocks whose search range exceeds k/b_k blocks (null if none)"},
+      {"mass", "dense softmax probability on the keys sparse attention uses (sink + blocks + window), per query, "
+               "averaged per head"},
+      {"output_error", "||O_sparse - O_dense||_2 / ||O_dense||_2 per head"}};
+  j["seconds"] = {{"hip", r.seconds_hip}, {"oracle", r.seconds_oracle}, {"metrics", r.seconds_metrics}};
+  write_text_atomic(path("metrics.json"), j.dump(2) + "\n");
+
+  std::printf("hipstudio mask: %lld heads x %lld queries x %lld keys, d %lld; k %lld (Kb %lld), b_q %lld, b_k %lld\n",
+              static_cast<long long>(in.hq), static_cast<long long>(in.tq), static_cast<long long>(in.tk),
+              static_cast<long long>(in.d), static_cast<long long>(a.params.k), static_cast<long long>(m.kb),
+              static_cast<long long>(a.params.b_q), static_cast<long long>(a.params.b_k));
+  std::printf("query blocks searched: %lld of %lld\n", static_cast<long long>(r.searched_query_blocks),
+              static_cast<long long>(m.query_blocks));
+  std::printf("%-8s %10s %10s %12s\n", "", "recall", "mass", have_v ? "output err" : "");
+  for (const auto& [name, s] : selections) {
+    std::printf("%-8s %10.4f %10.4f", name, mean_finite(s->recall_per_head), mean_finite(s->mass.per_head));
+    if (have_v) std::printf(" %12.3e", mean_finite(s->output_error));
+    std::printf("\n");
+  }
+  std::printf("wrote %s (mask.npy, dense_from.npy%s, metrics.json)\n", a.out.c_str(),
+              have_v ? ", out.npy, dense_out.npy" : "");
+}
+
+void register_mask(CLI::App& root) {
+  auto a = std::make_shared<MaskArgs>();
+  CLI::App* cmd = root.add_subcommand(
+      "mask", "HiP masks, exact oracle and random baseline for captured Q/K[/V] (.npy float32 or .safetensors)");
+  cmd->add_option("--q", a->q, "Q [Hq, Tq, D] (.npy, or .safetensors holding q and k (and v))")->required();
+  cmd->add_option("--k", a->k, "K [Hkv, Tk, D] (.npy or .safetensors tensor k)");
+  cmd->add_option("--v", a->v, "V [Hkv, Tk, D]: adds out.npy, dense_out.npy and output errors");
+  cmd->add_option("--positions", a->positions, "positions [Tq] int64/int32 .npy (default: Tk - Tq + i)");
+  add_hip_options(*cmd, a->params, a->repr);
+  cmd->add_flag("--non-causal", a->non_causal, "every query sees all keys");
+  cmd->add_option("--seed", a->seed, "seed of the random-selection baseline")->capture_default_str();
+  cmd->add_option("--threads", a->threads, "CPU threads (0 = all)")->capture_default_str();
+  cmd->add_option("--out", a->out, "output folder")->required();
+  cmd->callback([a] { run_mask(*a); });
+}
+
+// ---- bench mask --------------------------------------------------------------------------------
+
+struct BenchArgs {
+  std::string device = "cpu";
+  hip::MaskBenchOptions opt;
+  std::string repr = "center";
+};
+
+void run_bench(BenchArgs& a) {
+  if (a.device == "cuda") {
+    throw InputError("bench mask --device cuda: the CUDA HiP kernels are not built yet (this build has only the "
+                     "CPU reference); use --device cpu");
+  }
+  if (a.device != "cpu") throw InputError("--device must be cpu or cuda, not '" + a.device + "'");
+  a.opt.params.rho = as_input_error([&] { return hip::parse_repr(a.repr); });
+  as_input_error([&] {
+    hip::validate_hip_params(a.opt.params);
+    return 0;
+  });
+  if (a.opt.tokens.empty()) throw InputError("--tokens needs at least one size");
+  for (int64_t t : a.opt.tokens) {
+    if (t < 1) throw InputError("--tokens sizes must be >= 1, got " + std::to_string(t));
+  }
+  if (a.opt.dim < 1) throw InputError("--dim must be >= 1");
+  const HipParams& p = a.opt.params;
+  std::printf("bench mask: CPU reference, one head, Gaussian Q/K, d %lld; k %lld, b_q %lld, b_k %lld, b_sq %lld, "
+              "b_sk %lld, rho %.2f; float64 dots (%s); mask on %d thread(s), dense on 1\n",
+              static_cast<long long>(a.opt.dim), static_cast<long long>(p.k), static_cast<long long>(p.b_q),
+              static_cast<long long>(p.b_k), static_cast<long long>(p.b_sq), static_cast<long long>(p.b_sk), p.rho,
+              hip::dot_f64_uses_avx2() ? "AVX2" : "portable", a.opt.threads);
+  std::printf("%8s %12s %12s %14s %11s %12s %6s %14s\n", "T", "mask (s)", "branches", "dense QK^T(s)", "mask/dense",
+              "dense timed", "iters", "1 block+trace");
+  std::fflush(stdout);
+  const std::vector<hip::MaskBenchRow> rows = as_input_error([&] {
+    return hip::run_mask_bench(a.opt, [](const hip::MaskBenchRow& r) {
+      std::printf("%8lld %12.4f %12lld %14.3f %11.4f %11.1f%% %6d %11.3f ms\n", static_cast<long long>(r.tokens),
+                  r.mask_seconds, static_cast<long long>(r.branches), r.dense_seconds,
+                  r.mask_seconds / r.dense_seconds, 100.0 * std::min(1.0, r.dense_sampled_fraction),
+                  r.single_iterations, r.single_ms);
+      std::fflush(stdout);
+    });
+  });
+  std::printf("dense QK^T: %lld query blocks spread over T scored against all their causal keys with the same "
+              "kernel, scaled to the whole T x T / 2 ('dense timed' = share actually run)\n",
+              static_cast<long long>(a.opt.dense_blocks));
+  // Growth between consecutive sizes against the two models.
+  for (size_t i = 1; i < rows.size(); ++i) {
+    const double t0 = static_cast<double>(rows[i - 1].tokens), t1 = static_cast<double>(rows[i].tokens);
+    std::printf("T %lld -> %lld: mask x%.2f, dense x%.2f; T log T predicts x%.2f, T^2 predicts x%.2f\n",
+                static_cast<long long>(rows[i - 1].tokens), static_cast<long long>(rows[i].tokens),
+                rows[i].mask_seconds / rows[i - 1].mask_seconds, rows[i].dense_seconds / rows[i - 1].dense_seconds,
+                (t1 * std::log2(t1)) / (t0 * std::log2(t0)), (t1 / t0) * (t1 / t0));
+  }
+  if (rows.size() >= 2) {
+    const auto& f = rows.front();
+    const auto& l = rows.back();
+    const double t0 = static_cast<double>(f.tokens), t1 = static_cast<double>(l.tokens);
+    const double grew = l.mask_seconds / f.mask_seconds;
+    const double tlogt = (t1 * std::log2(t1)) / (t0 * std::log2(t0)), t2 = (t1 / t0) * (t1 / t0);
+    // Closer on a log scale decides which model the growth looks like.
+    const bool looks_tlogt = std::abs(std::log(grew / tlogt)) < std::abs(std::log(grew / t2));
+    std::printf("overall T %lld -> %lld: mask time x%.1f vs T log T x%.1f and T^2 x%.1f: grows like %s\n",
+                static_cast<long long>(f.tokens), static_cast<long long>(l.tokens), grew, tlogt, t2,
+                looks_tlogt ? "T log T" : "T^2 (unexpected)");
+  }
+  const auto& l = rows.back();
+  std::printf("GUI target (one head, one query block + trace, T = %lld): %.3f ms %s 5 ms\n",
+              static_cast<long long>(l.tokens), l.single_ms, l.single_ms < 5.0 ? "<" : ">=");
+}
+
+void register_bench_mask(CLI::App& bench) {
+  auto a = std::make_shared<BenchArgs>();
+  CLI::App* cmd = bench.add_subcommand("mask", "HiP mask estimation time vs dense QK^T over T (one head)");
+  cmd->add_option("--device", a->device, "cpu (the reference) or cuda")->capture_default_str();
+  cmd->add_option("--tokens", a->opt.tokens, "sequence lengths T, comma separated")->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--dim", a->opt.dim, "head dimension")->capture_default_str();
+  add_hip_options(*cmd, a->opt.params, a->repr);
+  cmd->add_option("--threads", a->opt.threads, "threads for the full mask estimate")->capture_default_str();
+  cmd->add_option("--dense-blocks", a->opt.dense_blocks, "query blocks timed for the dense estimate")
+      ->capture_default_str();
+  cmd->add_option("--repeats", a->opt.single_repeats, "runs of the single-block timing (median)")
+      ->capture_default_str();
+  cmd->callback([a] { run_bench(*a); });
+}
+
+}  // namespace
+
+void register_mask_commands(CLI::App& root, CLI::App& bench) {
+  register_mask(root);
+  register_bench_mask(bench);
+}
+
+}  // namespace hipstudio::app
