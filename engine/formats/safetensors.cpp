@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <utility>
@@ -377,7 +378,10 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
   uint64_t offset = 0;
   std::vector<uint64_t> sizes;
   for (const TensorToWrite* tensor : order) {
-    const uint64_t nbytes = static_cast<uint64_t>(checked_numel(tensor->shape).value_or(0)) * dtype_size(tensor->dtype);
+    const std::optional<int64_t> numel = checked_numel(tensor->shape);
+    if (!numel || static_cast<uint64_t>(*numel) > std::numeric_limits<uint64_t>::max() / dtype_size(tensor->dtype))
+      throw InputError(path + ": tensor '" + tensor->name + "' has a shape too large to store");
+    const uint64_t nbytes = static_cast<uint64_t>(*numel) * dtype_size(tensor->dtype);
     if (nbytes > 0 && !tensor->data)
       throw InputError(path + ": tensor '" + tensor->name + "' has no data pointer");
     header[tensor->name] = {{"dtype", dtype_name(tensor->dtype)},

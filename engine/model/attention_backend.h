@@ -14,6 +14,7 @@ struct AttentionCall {
   at::Tensor k;                // [n_kv_heads, first_position + T, head_dim], post-RoPE, whole cache so far
   at::Tensor v;                // [n_kv_heads, first_position + T, head_dim]
   int64_t first_position = 0;  // position of q's first row; row i attends to keys [0, first_position + i]
+  bool decoding = false;       // a decode step (one new token) rather than (a chunk of) the prompt
 };
 
 class AttentionBackend {
@@ -22,6 +23,9 @@ class AttentionBackend {
   virtual std::string name() const = 0;
   // Returns [n_heads, T, head_dim] in q's dtype.
   virtual at::Tensor attend(const AttentionCall& call) = 0;
+  // Prefill chunks are multiples of this many tokens (HiP: b_q, so a chunk boundary never splits a
+  // query block and chunked prefill computes the same masks as one pass).
+  virtual int64_t chunk_multiple() const { return 1; }
 };
 
 // Causal softmax(q k^T / sqrt(d)) v with grouped-query heads; softmax in float32.

@@ -45,6 +45,8 @@ size_t complete_utf8_length(const std::string& text) {
 // Runs the prompt through the model in chunks, returning the logits the caller asked for.
 at::Tensor prefill(const Transformer& transformer, const std::vector<int32_t>& ids, int64_t chunk, KVCache& cache,
                    AttentionBackend& attention, LogitsFor which) {
+  const int64_t multiple = attention.chunk_multiple();
+  chunk = std::max(multiple, chunk / multiple * multiple);
   std::vector<at::Tensor> pieces;
   for (size_t begin = 0; begin < ids.size(); begin += static_cast<size_t>(chunk)) {
     const size_t end = std::min(ids.size(), begin + static_cast<size_t>(chunk));
@@ -94,7 +96,7 @@ GenerationResult generate(std::shared_ptr<const Model> model, const std::string&
       emitted = complete;
     }
     if (step + 1 == options.max_new_tokens) break;
-    logits = transformer.forward({next}, cache, attention, LogitsFor::LastToken);
+    logits = transformer.forward({next}, cache, attention, LogitsFor::LastToken, Phase::Decode);
   }
   result.decode_seconds = seconds_since(start);
   const std::string full = tokenizer.decode(all);

@@ -3,6 +3,7 @@
 // in the paper's model (embeddings, per layer RMSNorm -> attention -> residual -> RMSNorm -> SwiGLU
 // MLP -> residual, final RMSNorm, classifier).
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -16,6 +17,7 @@
 namespace hipstudio {
 
 enum class LogitsFor { LastToken, AllTokens };
+enum class Phase { Prefill, Decode };
 
 class Transformer {
  public:
@@ -23,17 +25,25 @@ class Transformer {
   Transformer(std::shared_ptr<const Model> model, int64_t max_positions);
 
   const Model& model() const { return *model_; }
+
+  // Optional per-layer timing (seconds) of the attention backend call and of everything else in the
+  // layer (norms, projections, RoPE, cache writes, MLP). Timing synchronizes the device around each
+  // part, so only analysis runs should turn it on.
+  using LayerTimer = std::function<void(int64_t layer, double attention_seconds, double other_seconds)>;
+  void set_layer_timer(LayerTimer timer) { timer_ = std::move(timer); }
   int64_t max_positions() const { return max_positions_; }
 
   // Runs `tokens` at positions [cache.length(), cache.length() + T), appends their keys/values to
   // the cache and returns float32 logits on the CPU: [1, vocab] or [T, vocab].
+  // Phase tells the attention backend whether this is a decode step (HiP caches masks there).
   at::Tensor forward(const std::vector<int32_t>& tokens, KVCache& cache, AttentionBackend& attention,
-                     LogitsFor which = LogitsFor::LastToken) const;
+                     LogitsFor which = LogitsFor::LastToken, Phase phase = Phase::Prefill) const;
 
  private:
   std::shared_ptr<const Model> model_;
   int64_t max_positions_;
   RopeTables rope_;
+  LayerTimer timer_;
 };
 
 }  // namespace hipstudio

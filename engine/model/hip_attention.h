@@ -1,0 +1,81 @@
+#pragma once
+// HiP as an attention backend of the model (paper Algorithm 2): the first `dense_layers` (l_d)
+// layers stay dense; every other layer estimates a block mask with the hierarchical search and runs
+// block-sparse attention over sink + selected blocks + dense tail. While decoding, a layer's mask is
+// re-estimated every `refresh_every` (r_m) steps and reused in between: the cached mask keeps its
+// dense_from, so tokens generated since the refresh fall in the dense tail.
+//
+// The CPU float64 reference in kernels/ computes masks and attention here (CUDA tensors are copied
+// to the CPU for it until the CUDA kernels plug in).
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "engine/model/attention_backend.h"
+#include "kernels/hip_params.h"
+#include "kernels/mask_reference.h"
+
+namespace hipstudio {
+
+// Which blocks the sparse layers attend: HiP's estimate, or for comparison the same budget chosen
+// uniformly at random (the paper's theorem-1 baseline) or by the exact oracle.
+enum class BlockSelection { Hip, Random, Oracle };
+
+struct HipModelParams {
+  hip::HipParams hip;          // k, b_q, b_k, b_sq, b_sk, sink, window, rho (causal always)
+  int64_t dense_layers = 3;    // l_d
+  int64_t refresh_every = 8;   // r_m, decode steps per mask estimate
+  BlockSelection selection = BlockSelection::Hip;
+  uint64_t random_seed = 1;    // for BlockSelection::Random
+};
+
+// Throws hip::HipParamError naming the broken rule (HiP's rules, plus l_d >= 0 and r_m >= 1).
+void validate_hip_model_params(const HipModelParams& params);
+
+// What one layer call did; the analysis and the offloading simulator read these.
+struct HipLayerEvent {
+  int64_t layer = 0;
+  int64_t first_position = 0;       // position of the first query
+  int64_t queries = 0;              // T of this call (1 while decoding)
+  bool dense = false;               // layer < l_d: dense attention, no mask
+  bool refreshed = false;           // a mask was estimated in this call (always for prefill)
+  const hip::MaskResult* mask = nullptr;  // the mask used (null for dense layers); valid during the callback
+  const AttentionCall* call = nullptr;    // the inputs (post-RoPE q, cache k/v)
+  double mask_seconds = 0.0;        // mask estimation
+  double attention_seconds = 0.0;   // sparse (or dense) attention
+  // With record_access (sparse layers only): per query head, the key positions this call read.
+  // mask_keys: the sampled keys of every representative block scored by the search (empty when
+  // the cached mask was reused); sparse_keys: the keys sparse attention used for the last query.
+  std::vector<std::vector<int32_t>> mask_keys;    // (heads) ascending, unique
+  std::vector<std::vector<int32_t>> sparse_keys;  // (heads) ascending
+};
+
+class HipAttention final : public AttentionBackend {
+ public:
+  HipAttention(const HipModelParams& params, int64_t n_layers);
+  std::string name() const override { return "hip"; }
+  at::Tensor attend(const AttentionCall& call) override;
+  int64_t chunk_multiple() const override { return params_.hip.b_q; }
+
+  const HipModelParams& params() const { return params_; }
+  // Called after every layer call with what it did.
+  void set_observer(std::function<void(const HipLayerEvent&)> observer) { observer_ = std::move(observer); }
+  // Forget cached decode masks (a new sequence starts).
+  void reset();
+  // Fill HipLayerEvent::mask_keys / sparse_keys (costs a traced search on each refresh).
+  void set_record_access(bool on) { record_access_ = on; }
+
+ private:
+  struct LayerState {
+    hip::MaskResult decode_mask;   // mask of the last refresh (one query block)
+    bool valid = false;
+    int64_t steps_since_refresh = 0;
+  };
+  HipModelParams params_;
+  std::vector<LayerState> layers_;
+  DenseAttention dense_;
+  std::function<void(const HipLayerEvent&)> observer_;
+  bool record_access_ = false;
+};
+
+}  // namespace hipstudio

@@ -1,0 +1,114 @@
+#pragma once
+// Shared device helpers of the HiP kernels: error checks, the search range (a copy of
+// kernels/search_range.h for the device), element conversion and the bf16/f16 tensor-core mma.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+#include "kernels/cuda/hip_cuda.h"
+
+namespace hipstudio::gpu {
+
+[[noreturn]] void throw_cuda(cudaError_t e, const char* what, const char* file, int line);
+[[noreturn]] void throw_arg(const std::string& what);
+
+#define HIP_CUDA_CHECK(call)                                                      \
+  do {                                                                            \
+    cudaError_t hip_cuda_err_ = (call);                                           \
+    if (hip_cuda_err_ != cudaSuccess) ::hipstudio::gpu::throw_cuda(hip_cuda_err_, #call, __FILE__, __LINE__); \
+  } while (0)
+// After every launch: a bad configuration or a launch failure becomes a CudaError.
+#define HIP_CUDA_CHECK_LAUNCH(name) HIP_CUDA_CHECK(cudaGetLastError())
+
+inline cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
+
+// Device copy of search_range (kernels/search_range.h): keep the two in step.
+struct DevRange {
+  int64_t row_begin, row_end, p0, lo, hi, dense_from;
+};
+
+__device__ __forceinline__ int64_t dev_floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+__device__ __forceinline__ int64_t dev_position(const int64_t* positions, int64_t tq, int64_t tk, int64_t i) {
+  return positions ? positions[i] : tk - tq + i;
+}
+
+__device__ __forceinline__ int64_t dev_visible_end(const int64_t* positions, int64_t tq, int64_t tk, bool causal,
+                                                   int64_t i) {
+  return causal ? dev_position(positions, tq, tk, i) : tk - 1;
+}
+
+__device__ __forceinline__ DevRange dev_search_range(const hip::HipParams& p, const int64_t* positions, int64_t tq,
+                                                     int64_t tk, int64_t qb) {
+  DevRange r;
+  r.row_begin = qb * p.b_q;
+  r.row_end = r.row_begin + p.b_q < tq ? r.row_begin + p.b_q : tq;
+  r.p0 = dev_visible_end(positions, tq, tk, p.causal, r.row_begin);
+  r.lo = p.sink / p.b_k;
+  const int64_t top = dev_floor_div(r.p0 + 1 - p.window, p.b_k);
+  r.hi = top > r.lo ? top : r.lo;
+  r.dense_from = r.hi * p.b_k;
+  return r;
+}
+
+template <class T>
+__device__ __forceinline__ float to_f32(T x);
+template <>
+__device__ __forceinline__ float to_f32<float>(float x) { return x; }
+template <>
+__device__ __forceinline__ float to_f32<__nv_bfloat16>(__nv_bfloat16 x) { return __bfloat162float(x); }
+template <>
+__device__ __forceinline__ float to_f32<__half>(__half x) { return __half2float(x); }
+
+template <class T>
+__device__ __forceinline__ T from_f32(float x);
+template <>
+__device__ __forceinline__ float from_f32<float>(float x) { return x; }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+template <>
+__device__ __forceinline__ __half from_f32<__half>(float x) { return __float2half_rn(x); }
+
+// Two floats packed as the 16-bit type's pair: lo in the low half (the first element).
+template <class T>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi);
+template <>
+__device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, float hi) {
+  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<uint32_t*>(&v);
+}
+template <>
+__device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi) {
+  __half2 v = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<uint32_t*>(&v);
+}
+
+// D = A (16x16, row) * B (16x8, col) + C, float accumulators. Fragment layout (g = lane / 4,
+// c = lane % 4): a[0] = A[g][2c..], a[1] = A[g+8][2c..], a[2] = A[g][2c+8..], a[3] = A[g+8][2c+8..];
+// b[0] = B[2c..][g], b[1] = B[2c+8..][g]; d[0..1] = D[g][2c..], d[2..3] = D[g+8][2c..].
+template <class T>
+__device__ __forceinline__ void mma16816(float* d, const uint32_t* a, const uint32_t* b);
+template <>
+__device__ __forceinline__ void mma16816<__nv_bfloat16>(float* d, const uint32_t* a, const uint32_t* b) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+template <>
+__device__ __forceinline__ void mma16816<__half>(float* d, const uint32_t* a, const uint32_t* b) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// Raises a kernel's dynamic shared memory limit when it needs more than 48 KB, checking the device limit.
+void set_smem(const void* kernel, size_t bytes, const char* name);
+
+}  // namespace hipstudio::gpu

@@ -1,0 +1,145 @@
+#pragma once
+// CUDA HiP kernels: the plain C++ interface (no torch, no CUDA headers needed to include it).
+//
+// Every kernel takes a POD launch struct (device pointers, element strides, sizes, HipParams by
+// value) and runs on the legacy default stream unless a stream is given; it orders with
+// LibTorch's default stream. Errors (bad arguments, a failing CUDA call or launch) throw
+// hipstudio::gpu::CudaError with the call and the CUDA message; nothing calls exit().
+//
+// Layouts (elements, last dimension contiguous; strides in elements):
+//   Q   (batch, hq,  tq, d)      K, V (batch, hkv, tk, d)      out (batch, hq, tq, d)
+//   blocks (batch, hq, qbs, kb) int32, ascending key blocks, -1 padded    counts (batch, hq, qbs) int32
+//   positions (tq) int64 on the device, shared by the batch; null: query i sits at tk - tq + i.
+// Semantics are those of kernels/mask_reference.h and kernels/sparse_attention_reference.h.
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/hip_params.h"
+#include "kernels/hip_trace.h"
+
+namespace hipstudio::gpu {
+
+class CudaError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class DType : int32_t { kF32 = 0, kBF16 = 1, kF16 = 2 };
+const char* dtype_name(DType t);
+
+// "" when the kernels were built and a CUDA device is usable, else the reason (for the engine's
+// "falling back to the CPU" message).
+std::string device_status();
+bool device_available();
+int device_sm_count();
+
+struct Strides {
+  int64_t b = 0, h = 0, t = 0;  // elements
+};
+
+struct MaskLaunch {
+  const void* q = nullptr;          // (batch, hq, tq, d)
+  const void* k = nullptr;          // (batch, hkv, tk, d)
+  DType dtype = DType::kF32;        // kF32: exact float64 scores (bit-identical masks); kBF16/kF16: tensor cores
+  Strides q_stride, k_stride;
+  const int64_t* positions = nullptr;
+  int64_t batch = 1, hq = 0, hkv = 0, tq = 0, tk = 0, d = 0;
+  hip::HipParams hip;
+  int32_t* blocks = nullptr;        // (batch, hq, qbs, kb)
+  int32_t* counts = nullptr;        // (batch, hq, qbs)
+  int32_t* iterations = nullptr;    // (batch, hq, qbs) or null
+  int64_t* branches = nullptr;      // (batch, hq, qbs) or null
+  // Trace of one (batch, head, query block); trace_head < 0: none. trace_buffer: mask_trace_bytes(kb).
+  int64_t trace_batch = 0, trace_head = -1, trace_query_block = -1;
+  void* trace_buffer = nullptr;
+  void* stream = nullptr;           // cudaStream_t; null: legacy default stream
+};
+
+// Validates (CudaError naming the problem) and launches the mask estimation: one CTA per
+// (batch, head, query block), all in one launch.
+void estimate_masks(const MaskLaunch& l);
+size_t mask_trace_bytes(int64_t kb);
+// Decodes a trace buffer copied to the host; header fields come from the search range.
+hip::MaskTrace decode_mask_trace(const std::vector<uint8_t>& host, int64_t kb, int64_t head, int64_t query_block,
+                                 int64_t row_begin, int64_t row_end, int64_t p0, int64_t lo, int64_t hi,
+                                 int64_t dense_from);
+
+struct AttentionLaunch {
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  void* out = nullptr;              // (batch, hq, tq, d), same dtype
+  DType dtype = DType::kBF16;       // kF32: SIMT float32; kBF16/kF16: tensor cores (d <= 128, d % 8 == 0)
+  Strides q_stride, k_stride, v_stride, out_stride;
+  const int64_t* positions = nullptr;
+  int64_t batch = 1, hq = 0, hkv = 0, tq = 0, tk = 0, d = 0;
+  hip::HipParams hip;
+  const int32_t* blocks = nullptr;  // (batch, hq, qbs, kb); selection inside each block's [lo, hi)
+  const int32_t* counts = nullptr;  // (batch, hq, qbs)
+  int num_splits = 0;               // key-list splits per CTA (decode); 0: chosen to fill the GPU
+  void* workspace = nullptr;        // attention_workspace_bytes(...) bytes when splits > 1
+  void* stream = nullptr;
+};
+
+// Splits that estimate_attention would use (resolves num_splits == 0), and the workspace they need.
+int attention_splits(const AttentionLaunch& l);
+size_t attention_workspace_bytes(const AttentionLaunch& l, int splits);
+// Block-sparse attention over sink + selected blocks + dense tail (prefill and decode).
+void sparse_attention(const AttentionLaunch& l);
+
+// Device memory and timing helpers for tests and benchmarks (plain C++, RAII).
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  DeviceBuffer(DeviceBuffer&& o) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  void* get() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+  void upload(const void* host, size_t bytes);
+  void download(void* host, size_t bytes) const;
+  void fill_bytes(int value);  // cudaMemset (poisoning)
+
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+void synchronize();
+// Milliseconds of `fn` on the default stream between two CUDA events (fn enqueues work).
+template <class F>
+double time_ms(F&& fn);
+class EventPair {
+ public:
+  EventPair();
+  ~EventPair();
+  EventPair(const EventPair&) = delete;
+  EventPair& operator=(const EventPair&) = delete;
+  void start();
+  double stop_ms();  // records, synchronizes, returns elapsed ms
+
+ private:
+  void* a_ = nullptr;
+  void* b_ = nullptr;
+};
+template <class F>
+double time_ms(F&& fn) {
+  EventPair e;
+  e.start();
+  fn();
+  return e.stop_ms();
+}
+
+// float <-> bf16/f16 on the host (round to nearest even), for tests.
+uint16_t float_to_bf16(float f);
+float bf16_to_float(uint16_t h);
+uint16_t float_to_f16(float f);
+float f16_to_float(uint16_t h);
+
+}  // namespace hipstudio::gpu

@@ -1,0 +1,119 @@
+// Host helpers of the CUDA kernels: error reporting, device queries, buffers, events, conversions.
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "kernels/cuda/common.cuh"
+
+namespace hipstudio::gpu {
+
+void throw_cuda(cudaError_t e, const char* what, const char* file, int line) {
+  cudaGetLastError();  // clear a sticky-free error so that the next call starts clean
+  throw CudaError(std::string("CUDA error: ") + what + " failed with " + cudaGetErrorName(e) + " (" +
+                  cudaGetErrorString(e) + ") at " + file + ":" + std::to_string(line));
+}
+
+void throw_arg(const std::string& what) { throw CudaError("HiP CUDA kernels: " + what); }
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::kF32: return "f32";
+    case DType::kBF16: return "bf16";
+    case DType::kF16: return "f16";
+  }
+  return "?";
+}
+
+std::string device_status() {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return std::string("no usable CUDA device (") + cudaGetErrorString(e) + ")";
+  }
+  if (n == 0) return "no CUDA device is visible";
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return "cannot read the CUDA device's properties";
+  if (prop.major < 8) {
+    return std::string("GPU ") + prop.name + " is compute capability " + std::to_string(prop.major) + "." +
+           std::to_string(prop.minor) + "; the HiP kernels need 8.0 or newer";
+  }
+  return "";
+}
+
+bool device_available() { return device_status().empty(); }
+
+int device_sm_count() {
+  static int count = [] {
+    int dev = 0, n = 0;
+    HIP_CUDA_CHECK(cudaGetDevice(&dev));
+    HIP_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+    return n;
+  }();
+  return count;
+}
+
+void set_smem(const void* kernel, size_t bytes, const char* name) {
+  int dev = 0, optin = 0;
+  HIP_CUDA_CHECK(cudaGetDevice(&dev));
+  HIP_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  if (bytes > static_cast<size_t>(optin)) {
+    throw_arg(std::string(name) + " needs " + std::to_string(bytes) + " bytes of shared memory, the device allows " +
+              std::to_string(optin) + ": reduce k / b_k or the query block");
+  }
+  HIP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+}
+
+DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
+  if (bytes) HIP_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
+}
+DeviceBuffer::~DeviceBuffer() {
+  if (ptr_) cudaFree(ptr_);
+}
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(o.bytes_) {}
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    if (ptr_) cudaFree(ptr_);
+    ptr_ = std::exchange(o.ptr_, nullptr);
+    bytes_ = o.bytes_;
+  }
+  return *this;
+}
+void DeviceBuffer::upload(const void* host, size_t bytes) {
+  if (bytes > bytes_) throw_arg("upload larger than the buffer");
+  HIP_CUDA_CHECK(cudaMemcpy(ptr_, host, bytes, cudaMemcpyHostToDevice));
+}
+void DeviceBuffer::download(void* host, size_t bytes) const {
+  if (bytes > bytes_) throw_arg("download larger than the buffer");
+  HIP_CUDA_CHECK(cudaMemcpy(host, ptr_, bytes, cudaMemcpyDeviceToHost));
+}
+void DeviceBuffer::fill_bytes(int value) { HIP_CUDA_CHECK(cudaMemset(ptr_, value, bytes_)); }
+
+void synchronize() { HIP_CUDA_CHECK(cudaDeviceSynchronize()); }
+
+EventPair::EventPair() {
+  cudaEvent_t a, b;
+  HIP_CUDA_CHECK(cudaEventCreate(&a));
+  HIP_CUDA_CHECK(cudaEventCreate(&b));
+  a_ = a;
+  b_ = b;
+}
+EventPair::~EventPair() {
+  cudaEventDestroy(static_cast<cudaEvent_t>(a_));
+  cudaEventDestroy(static_cast<cudaEvent_t>(b_));
+}
+void EventPair::start() { HIP_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(a_), 0)); }
+double EventPair::stop_ms() {
+  HIP_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(b_), 0));
+  HIP_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(b_)));
+  float ms = 0;
+  HIP_CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(a_), static_cast<cudaEvent_t>(b_)));
+  return ms;
+}
+
+uint16_t float_to_bf16(float f) { return __bfloat16_as_ushort(__float2bfloat16_rn(f)); }
+float bf16_to_float(uint16_t h) { return __bfloat162float(__ushort_as_bfloat16(h)); }
+uint16_t float_to_f16(float f) { return __half_as_ushort(__float2half_rn(f)); }
+float f16_to_float(uint16_t h) { return __half2float(__ushort_as_half(h)); }
+
+}  // namespace hipstudio::gpu
