@@ -211,10 +211,12 @@ void run_mask(MaskArgs& a) {
   in.positions = positions.empty() ? nullptr : positions.data();
   in.hq = q.shape[0], in.tq = q.shape[1], in.d = q.shape[2];
   in.hkv = k.shape[0], in.tk = k.shape[1];
-  as_input_error([&] {
+  try {
     hip::validate_attention_inputs(in, have_v);
-    return 0;
-  });
+  } catch (const std::invalid_argument& e) {
+    throw InputError("inputs Q " + q.source + ", K " + k.source +
+                     (a.positions.empty() ? "" : ", positions " + a.positions) + ": " + e.what());
+  }
 
   std::error_code ec;
   std::filesystem::create_directories(a.out, ec);

@@ -117,7 +117,7 @@ void dot_rows_f64(const double* rows, int64_t nrows, const float* key, int64_t n
     return;
   }
 #endif
-  for (int64_t r = 0; r < nrows; ++r) out[r] = dot_portable(rows + r * n, key, n);
+  dot_rows_f64_portable(rows, nrows, key, n, out);
 }
 
 double max_dot_rows_f64(const double* rows, int64_t nrows, const float* key, int64_t n) {
@@ -135,5 +135,11 @@ double max_dot_rows_f64(const double* rows, int64_t nrows, const float* key, int
 }
 
 bool dot_f64_uses_avx2() { return kUseAvx2; }
+
+double dot_f64_portable(const float* a, const float* b, int64_t n) { return dot_portable(a, b, n); }
+
+void dot_rows_f64_portable(const double* rows, int64_t nrows, const float* key, int64_t n, double* out) {
+  for (int64_t r = 0; r < nrows; ++r) out[r] = dot_portable(rows + r * n, key, n);
+}
 
 }  // namespace hipstudio::hip

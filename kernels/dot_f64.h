@@ -26,4 +26,8 @@ double max_dot_rows_f64(const double* rows, int64_t nrows, const float* key, int
 // Whether the AVX2 path is in use (for the benchmark's table header).
 bool dot_f64_uses_avx2();
 
+// The portable paths, always available (tests compare them with the dispatched ones).
+double dot_f64_portable(const float* a, const float* b, int64_t n);
+void dot_rows_f64_portable(const double* rows, int64_t nrows, const float* key, int64_t n, double* out);
+
 }  // namespace hipstudio::hip

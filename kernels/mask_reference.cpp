@@ -174,6 +174,13 @@ MaskResult make_empty_mask(const AttentionInputs& in, const HipParams& p) {
   m.query_blocks = query_blocks(in, p);
   m.kb = hip_kb(p);
   const size_t items = static_cast<size_t>(m.heads * m.query_blocks);
+  // Kb columns per row even where the range is shorter: a budget far beyond the keys would
+  // allocate padding only, so refuse sizes that cannot be meant.
+  if (static_cast<double>(items) * static_cast<double>(m.kb) > static_cast<double>(int64_t{1} << 32)) {
+    throw HipParamError("a mask of " + std::to_string(m.heads) + " heads x " + std::to_string(m.query_blocks) +
+                        " query blocks x " + std::to_string(m.kb) + " blocks (k / b_k) is too large; lower k (" +
+                        std::to_string(p.k) + ") to at most the number of keys");
+  }
   m.blocks.assign(items * static_cast<size_t>(m.kb), -1);
   m.counts.assign(items, 0);
   m.iterations.assign(items, 0);

@@ -46,7 +46,7 @@ size_t complete_utf8_length(const std::string& text) {
 at::Tensor prefill(const Transformer& transformer, const std::vector<int32_t>& ids, int64_t chunk, KVCache& cache,
                    AttentionBackend& attention, LogitsFor which) {
   const int64_t multiple = attention.chunk_multiple();
-  chunk = std::max(multiple, chunk / multiple * multiple);
+  chunk = (chunk + multiple - 1) / multiple * multiple;
   std::vector<at::Tensor> pieces;
   for (size_t begin = 0; begin < ids.size(); begin += static_cast<size_t>(chunk)) {
     const size_t end = std::min(ids.size(), begin + static_cast<size_t>(chunk));

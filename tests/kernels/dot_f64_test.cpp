@@ -34,6 +34,7 @@ TEST(DotF64, MatchesTheDefinitionBitForBit) {
     for (auto& x : b) x = static_cast<float>(rng.normal() * std::exp(6 * rng.normal()));
     const double expect = dot_definition(a, b, 0, 0, n);
     EXPECT_TRUE(same_bits(dot_f64(a.data(), b.data(), n), expect)) << "n=" << n;
+    EXPECT_TRUE(same_bits(dot_f64_portable(a.data(), b.data(), n), expect)) << "n=" << n;
     // Unaligned start.
     EXPECT_TRUE(same_bits(dot_f64(a.data() + 1, b.data() + 1, n - (n > 0 ? 1 : 0)),
                           dot_definition(a, b, 1, 1, n - (n > 0 ? 1 : 0))))
@@ -65,11 +66,14 @@ TEST(DotF64, RowsVariantEqualsSingleDots) {
       for (auto& x : q) x = static_cast<float>(rng.normal() * std::exp(4 * rng.normal()));
       for (auto& x : key) x = static_cast<float>(rng.normal() * std::exp(4 * rng.normal()));
       std::vector<double> qd(q.begin(), q.end()), out(static_cast<size_t>(rows));
+      std::vector<double> portable(static_cast<size_t>(rows));
       dot_rows_f64(qd.data(), rows, key.data(), n, out.data());
+      dot_rows_f64_portable(qd.data(), rows, key.data(), n, portable.data());
       double best = -std::numeric_limits<double>::infinity();
       for (int64_t r = 0; r < rows; ++r) {
         const double expect = dot_definition(q, key, static_cast<size_t>(r * n), 0, n);
         EXPECT_TRUE(same_bits(out[r], expect)) << "n=" << n << " rows=" << rows << " r=" << r;
+        EXPECT_TRUE(same_bits(portable[r], expect)) << "n=" << n << " rows=" << rows << " r=" << r;
         best = std::max(best, expect);
       }
       EXPECT_TRUE(same_bits(max_dot_rows_f64(qd.data(), rows, key.data(), n), best));

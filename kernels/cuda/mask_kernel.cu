@@ -1,0 +1,601 @@
+// HiP mask estimation on the GPU (kernels/mask_reference.h is the CPU reference it must match).
+//
+// v1: one CTA of 256 threads per (batch, head, query block), every query block and head in one
+// launch. Heads are the fastest grid index so that the query heads of one KV group run side by
+// side and share the key rows they gather through L2; the query blocks with the longest search
+// (last ones under causal masking) start first. Per iteration:
+//   1. split the Kb nodes into <= 2 Kb branches (block scan of the split counts);
+//   2. representative per branch; branches whose representative differs from the inherited one
+//      are compacted into a list and scored chunk by chunk: the sampled key rows of a chunk are
+//      gathered into shared memory and multiplied with the sampled query rows (kept in shared
+//      memory for the whole search);
+//        f32 inputs  : float64 dots in the fixed order of dot_f64.h (bit-identical scores);
+//        bf16 / f16  : mma.m16n8k16 tensor cores, float32 accumulation;
+//   3. selection of the Kb best without sorting: the Kb-th largest score key is found bit by bit
+//      (one block-wide count per bit: 64 for float64 keys, 32 for float32), then the branches above
+//      it plus the first (by begin) of those equal to it are kept, which is exactly the order
+//      "score descending, then smaller begin" of the reference, ties included;
+//   4. kept branches, compacted in ascending begin, become the next nodes.
+#include <cfloat>
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/cuda/common.cuh"
+
+namespace hipstudio::gpu {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+constexpr int kMaxKb = 1024;                 // 2 Kb branches, 8 per thread: keys stay in registers
+constexpr int kMaxPer = 2 * kMaxKb / kThreads;
+constexpr int kMaxIter = 32;                 // N < 2^31 blocks: at most 31 halvings
+constexpr int kChunkFast = 128;              // keys per scoring chunk, tensor-core path: 16 n-tiles, 2 per warp
+constexpr int kChunkExact = 64;              // keys per chunk, float64 path: 4 threads per key
+
+struct TraceEntry {
+  int32_t begin, end, repr, kept;
+  double score;
+};
+
+// Trace buffer: int32 iterations, int32 branches[kMaxIter], int32 init_begin[kb], init_end[kb],
+// then (8-aligned) TraceEntry entries[kMaxIter][2 kb].
+__host__ __device__ inline size_t trace_entries_offset(int64_t kb) {
+  const size_t ints = 1 + kMaxIter + 2 * static_cast<size_t>(kb);
+  return (ints * 4 + 7) / 8 * 8;
+}
+
+struct Smem {  // byte offsets into dynamic shared memory
+  size_t br_score, nd_score, key_score, br_begin, br_end, br_repr, nd_begin, nd_end, nd_repr, scan, flag, list, red,
+      sq, sk, total;
+};
+
+struct MaskArgs {
+  const void* q;
+  const void* k;
+  Strides qs, ks;
+  const int64_t* positions;
+  int64_t hq, hkv, tq, tk, d, qbs, kb;
+  hip::HipParams hip;
+  int32_t* blocks;
+  int32_t* counts;
+  int32_t* iterations;
+  int64_t* branches;
+  int64_t trace_batch, trace_head, trace_qb;
+  uint8_t* trace;
+  Smem sm;
+  int r_max;      // sampled rows of a full query block
+  int r16;        // rows padded to 16 (tensor-core path)
+  int d16;        // d padded to 16
+  int q_ld, k_ld; // shared-memory row strides (elements)
+  bool vec_ok;    // 16-byte loads allowed (d % 8 == 0 and aligned rows, 16-bit types)
+};
+
+Smem layout(int64_t kb, bool exact, int r_max, int r16, int d16, int q_ld, int k_ld) {
+  Smem s{};
+  size_t off = 0;
+  auto take = [&](size_t bytes) {
+    const size_t at = off;
+    off = (off + bytes + 15) / 16 * 16;
+    return at;
+  };
+  const size_t nb = 2 * static_cast<size_t>(kb);
+  const int chunk = exact ? kChunkExact : kChunkFast;
+  s.br_score = take(nb * 8);
+  s.nd_score = take(kb * 8);
+  s.key_score = take(chunk * 8);
+  s.br_begin = take(nb * 4);
+  s.br_end = take(nb * 4);
+  s.br_repr = take(nb * 4);
+  s.nd_begin = take(kb * 4);
+  s.nd_end = take(kb * 4);
+  s.nd_repr = take(kb * 4);
+  s.scan = take(nb * 4);
+  s.flag = take(nb * 4);
+  s.list = take(nb * 4);
+  s.red = take(2 * 32 * 4);
+  if (exact) {
+    s.sq = take(static_cast<size_t>(r_max) * q_ld * 4);
+    s.sk = take(static_cast<size_t>(chunk) * k_ld * 4);
+  } else {
+    s.sq = take(static_cast<size_t>(r16) * q_ld * 2);
+    s.sk = take(static_cast<size_t>(chunk) * k_ld * 2);
+  }
+  (void)d16;
+  s.total = off;
+  return s;
+}
+
+// ---- block-wide helpers (256 threads); `red` holds two 32-int slots used alternately, so that a
+// slot is rewritten only after every thread has passed the barrier of the following call.
+__device__ int block_sum(int v, int* red, int& parity) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  v = __reduce_add_sync(0xffffffffu, v);
+  int* slot = red + parity * 32;
+  if (lane == 0) slot[warp] = v;
+  __syncthreads();
+  int total = 0;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) total += slot[w];
+  parity ^= 1;
+  return total;
+}
+
+__device__ int block_max(int v, int* red, int& parity) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  v = __reduce_max_sync(0xffffffffu, v);
+  int* slot = red + parity * 32;
+  if (lane == 0) slot[warp] = v;
+  __syncthreads();
+  int best = slot[0];
+#pragma unroll
+  for (int w = 1; w < kWarps; ++w) best = max(best, slot[w]);
+  parity ^= 1;
+  return best;
+}
+
+// In-place exclusive scan of a[0, len) (written before a barrier); returns the total. Each thread
+// scans a contiguous segment; ends with a barrier so the results are visible.
+__device__ int block_scan(int* a, int len, int* red, int& parity) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int per = (len + kThreads - 1) / kThreads;
+  const int b = min(static_cast<int>(threadIdx.x) * per, len), e = min(b + per, len);
+  int s = 0;
+  for (int i = b; i < e; ++i) s += a[i];
+  int x = s;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const int y = __shfl_up_sync(0xffffffffu, x, o);
+    if (lane >= o) x += y;
+  }
+  int* slot = red + parity * 32;
+  if (lane == 31) slot[warp] = x;
+  __syncthreads();
+  int before = 0, total = 0;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    const int t = slot[w];
+    if (w < warp) before += t;
+    total += t;
+  }
+  int run = before + x - s;
+  for (int i = b; i < e; ++i) {
+    const int v = a[i];
+    a[i] = run;
+    run += v;
+  }
+  parity ^= 1;
+  __syncthreads();
+  return total;
+}
+
+// Order-preserving key of a score: larger score, larger key. Exact path: all 64 bits of the
+// double; tensor-core path: the float's 32 bits in the upper half.
+template <bool kExact>
+__device__ __forceinline__ uint64_t score_key(double s) {
+  if (s == 0.0) s = 0.0;  // -0 and +0 tie, as in the reference's comparison
+  if (kExact) {
+    const uint64_t u = static_cast<uint64_t>(__double_as_longlong(s));
+    return (u >> 63) ? ~u : (u | (1ull << 63));
+  } else {
+    const uint32_t u = __float_as_uint(static_cast<float>(s));
+    const uint32_t k = (u >> 31) ? ~u : (u | 0x80000000u);
+    return static_cast<uint64_t>(k) << 32;
+  }
+}
+
+// NaN-ignoring max (NaN compares false), as max_dot_rows_f64.
+template <class F>
+__device__ __forceinline__ F nan_max(F best, F v) { return v > best ? v : best; }
+
+// dot_f64.h's definition: eight lane sums over d = l (mod 8), combined in a fixed tree.
+__device__ __forceinline__ double dot_fixed(const float* a, const float* b, int n) {
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
+  int c = 0;
+  for (; c + 8 <= n; c += 8) {
+    s0 = fma(static_cast<double>(a[c + 0]), static_cast<double>(b[c + 0]), s0);
+    s1 = fma(static_cast<double>(a[c + 1]), static_cast<double>(b[c + 1]), s1);
+    s2 = fma(static_cast<double>(a[c + 2]), static_cast<double>(b[c + 2]), s2);
+    s3 = fma(static_cast<double>(a[c + 3]), static_cast<double>(b[c + 3]), s3);
+    s4 = fma(static_cast<double>(a[c + 4]), static_cast<double>(b[c + 4]), s4);
+    s5 = fma(static_cast<double>(a[c + 5]), static_cast<double>(b[c + 5]), s5);
+    s6 = fma(static_cast<double>(a[c + 6]), static_cast<double>(b[c + 6]), s6);
+    s7 = fma(static_cast<double>(a[c + 7]), static_cast<double>(b[c + 7]), s7);
+  }
+  if (c + 0 < n) s0 = fma(static_cast<double>(a[c + 0]), static_cast<double>(b[c + 0]), s0);
+  if (c + 1 < n) s1 = fma(static_cast<double>(a[c + 1]), static_cast<double>(b[c + 1]), s1);
+  if (c + 2 < n) s2 = fma(static_cast<double>(a[c + 2]), static_cast<double>(b[c + 2]), s2);
+  if (c + 3 < n) s3 = fma(static_cast<double>(a[c + 3]), static_cast<double>(b[c + 3]), s3);
+  if (c + 4 < n) s4 = fma(static_cast<double>(a[c + 4]), static_cast<double>(b[c + 4]), s4);
+  if (c + 5 < n) s5 = fma(static_cast<double>(a[c + 5]), static_cast<double>(b[c + 5]), s5);
+  if (c + 6 < n) s6 = fma(static_cast<double>(a[c + 6]), static_cast<double>(b[c + 6]), s6);
+  return ((s0 + s4) + (s2 + s6)) + ((s1 + s5) + (s3 + s7));
+}
+
+template <class T, bool kExact>
+__global__ void __launch_bounds__(kThreads) hip_mask_kernel(const MaskArgs a) {
+  extern __shared__ __align__(16) uint8_t smem[];
+  double* br_score = reinterpret_cast<double*>(smem + a.sm.br_score);
+  double* nd_score = reinterpret_cast<double*>(smem + a.sm.nd_score);
+  double* key_score = reinterpret_cast<double*>(smem + a.sm.key_score);
+  int* br_begin = reinterpret_cast<int*>(smem + a.sm.br_begin);
+  int* br_end = reinterpret_cast<int*>(smem + a.sm.br_end);
+  int* br_repr = reinterpret_cast<int*>(smem + a.sm.br_repr);
+  int* nd_begin = reinterpret_cast<int*>(smem + a.sm.nd_begin);
+  int* nd_end = reinterpret_cast<int*>(smem + a.sm.nd_end);
+  int* nd_repr = reinterpret_cast<int*>(smem + a.sm.nd_repr);
+  int* scan = reinterpret_cast<int*>(smem + a.sm.scan);
+  int* flag = reinterpret_cast<int*>(smem + a.sm.flag);
+  int* list = reinterpret_cast<int*>(smem + a.sm.list);
+  int* red = reinterpret_cast<int*>(smem + a.sm.red);
+  int parity = 0;
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  int64_t idx = blockIdx.x;
+  const int64_t h = idx % a.hq;
+  idx /= a.hq;
+  const int64_t qb = a.qbs - 1 - idx % a.qbs;  // longest searches first
+  const int64_t b = idx / a.qbs;
+  const int64_t item = (b * a.hq + h) * a.qbs + qb;
+  const int kb = static_cast<int>(a.kb);
+  int32_t* out = a.blocks + item * a.kb;
+  const DevRange sr = dev_search_range(a.hip, a.positions, a.tq, a.tk, qb);
+  const int64_t n = sr.hi - sr.lo;
+  const bool traced = a.trace && b == a.trace_batch && h == a.trace_head && qb == a.trace_qb;
+  int32_t* trace_ints = reinterpret_cast<int32_t*>(a.trace);
+  TraceEntry* trace_entries = traced ? reinterpret_cast<TraceEntry*>(a.trace + trace_entries_offset(a.kb)) : nullptr;
+
+  if (n <= a.kb) {  // the whole range fits in the budget
+    for (int j = tid; j < kb; j += kThreads) out[j] = j < n ? static_cast<int32_t>(sr.lo + j) : -1;
+    if (tid == 0) {
+      a.counts[item] = static_cast<int32_t>(n);
+      if (a.iterations) a.iterations[item] = 0;
+      if (a.branches) a.branches[item] = 0;
+      if (traced) trace_ints[0] = 0;
+    }
+    return;
+  }
+
+  // Sampled query rows, kept in shared memory for the whole search.
+  const int64_t g = h / (a.hq / a.hkv);
+  const int d = static_cast<int>(a.d);
+  const int R = static_cast<int>((sr.row_end - sr.row_begin + a.hip.b_sq - 1) / a.hip.b_sq);
+  const T* qbase = static_cast<const T*>(a.q) + b * a.qs.b + h * a.qs.h;
+  const T* kbase = static_cast<const T*>(a.k) + b * a.ks.b + g * a.ks.h;
+  if (kExact) {
+    float* sq = reinterpret_cast<float*>(smem + a.sm.sq);
+    for (int e = tid; e < R * d; e += kThreads) {
+      const int r = e / d, c = e % d;
+      sq[r * a.q_ld + c] = to_f32(qbase[(sr.row_begin + r * a.hip.b_sq) * a.qs.t + c]);
+    }
+  } else {
+    T* sq = reinterpret_cast<T*>(smem + a.sm.sq);
+    for (int e = tid; e < a.r16 * a.d16; e += kThreads) {
+      const int r = e / a.d16, c = e % a.d16;
+      sq[r * a.q_ld + c] = (r < R && c < d) ? qbase[(sr.row_begin + r * a.hip.b_sq) * a.qs.t + c] : from_f32<T>(0.f);
+    }
+  }
+
+  // Kb initial nodes of (nearly) equal size.
+  int largest_local = 0;
+  for (int j = tid; j < kb; j += kThreads) {
+    nd_begin[j] = static_cast<int>(sr.lo + j * n / a.kb);
+    nd_end[j] = static_cast<int>(sr.lo + (j + 1) * n / a.kb);
+    nd_repr[j] = -1;
+    nd_score[j] = 0;
+    largest_local = max(largest_local, nd_end[j] - nd_begin[j]);
+    if (traced) {
+      trace_ints[1 + kMaxIter + j] = nd_begin[j];
+      trace_ints[1 + kMaxIter + kb + j] = nd_end[j];
+    }
+  }
+  int largest = block_max(largest_local, red, parity);
+
+  const int kpr = static_cast<int>(a.hip.b_k / a.hip.b_sk);  // sampled keys per representative
+  const double rho = a.hip.rho;
+  int iter = 0;
+  int64_t branch_total = 0;
+  while (largest > 1) {
+    // 1. split: offsets of each node's branches.
+    for (int j = tid; j < kb; j += kThreads) scan[j] = (nd_end[j] - nd_begin[j] >= 2) ? 2 : 1;
+    __syncthreads();
+    const int nb = block_scan(scan, kb, red, parity);
+    for (int j = tid; j < kb; j += kThreads) {
+      const int o = scan[j], nb0 = nd_begin[j], ne = nd_end[j];
+      if (ne - nb0 >= 2) {
+        const int m = nb0 + (ne - nb0) / 2;
+        br_begin[o] = nb0, br_end[o] = m, br_repr[o] = nd_repr[j], br_score[o] = nd_score[j];
+        br_begin[o + 1] = m, br_end[o + 1] = ne, br_repr[o + 1] = nd_repr[j], br_score[o + 1] = nd_score[j];
+      } else {
+        br_begin[o] = nb0, br_end[o] = ne, br_repr[o] = nd_repr[j], br_score[o] = nd_score[j];
+      }
+    }
+    __syncthreads();
+    // 2. representatives; those not inherited need scores.
+    for (int i = tid; i < nb; i += kThreads) {
+      const int len = br_end[i] - br_begin[i];
+      const int off = min(len - 1, static_cast<int>(floor(rho * static_cast<double>(len))));
+      const int r = br_begin[i] + off;
+      const int need = r != br_repr[i];
+      br_repr[i] = r;
+      if (need) br_score[i] = -INFINITY;
+      flag[i] = need;
+      scan[i] = need;
+    }
+    __syncthreads();
+    const int ns = block_scan(scan, nb, red, parity);
+    for (int i = tid; i < nb; i += kThreads)
+      if (flag[i]) list[scan[i]] = i;
+    __syncthreads();
+
+    const int pairs = ns * kpr;  // (branch, sampled key) pairs to score
+    constexpr int kChunk = kExact ? kChunkExact : kChunkFast;
+    for (int p0 = 0; p0 < pairs; p0 += kChunk) {
+      const int np = min(kChunk, pairs - p0);
+      // Gather the chunk's key rows.
+      if (kExact) {
+        float* sk = reinterpret_cast<float*>(smem + a.sm.sk);
+        for (int e = tid; e < np * d; e += kThreads) {
+          const int pp = e / d, c = e % d, p = p0 + pp;
+          const int64_t key = int64_t{br_repr[list[p / kpr]]} * a.hip.b_k + int64_t{p % kpr} * a.hip.b_sk;
+          sk[pp * a.k_ld + c] = to_f32(kbase[key * a.ks.t + c]);
+        }
+      } else {
+        T* sk = reinterpret_cast<T*>(smem + a.sm.sk);
+        if (a.vec_ok) {
+          const int vecs = a.d16 / 8;  // 8 elements per 16-byte load
+          for (int e = tid; e < kChunk * vecs; e += kThreads) {
+            const int pp = e / vecs, c = (e % vecs) * 8;
+            uint4 v = make_uint4(0, 0, 0, 0);
+            if (pp < np && c < d) {
+              const int p = p0 + pp;
+              const int64_t key = int64_t{br_repr[list[p / kpr]]} * a.hip.b_k + int64_t{p % kpr} * a.hip.b_sk;
+              v = *reinterpret_cast<const uint4*>(kbase + key * a.ks.t + c);
+            }
+            *reinterpret_cast<uint4*>(sk + pp * a.k_ld + c) = v;
+          }
+        } else {
+          for (int e = tid; e < kChunk * a.d16; e += kThreads) {
+            const int pp = e / a.d16, c = e % a.d16;
+            T v = from_f32<T>(0.f);
+            if (pp < np && c < d) {
+              const int p = p0 + pp;
+              const int64_t key = int64_t{br_repr[list[p / kpr]]} * a.hip.b_k + int64_t{p % kpr} * a.hip.b_sk;
+              v = kbase[key * a.ks.t + c];
+            }
+            sk[pp * a.k_ld + c] = v;
+          }
+        }
+      }
+      __syncthreads();
+      // Max over the sampled rows of each key's dot products.
+      if (kExact) {
+        const float* sq = reinterpret_cast<const float*>(smem + a.sm.sq);
+        const float* sk = reinterpret_cast<const float*>(smem + a.sm.sk);
+        const int pp = tid >> 2, sub = tid & 3;
+        double best = -INFINITY;
+        if (pp < np) {
+          for (int r = sub; r < R; r += 4) best = nan_max(best, dot_fixed(sq + r * a.q_ld, sk + pp * a.k_ld, d));
+        }
+        best = nan_max(best, __shfl_xor_sync(0xffffffffu, best, 1));
+        best = nan_max(best, __shfl_xor_sync(0xffffffffu, best, 2));
+        if (sub == 0 && pp < np) key_score[pp] = best;
+      } else {
+        const T* sq = reinterpret_cast<const T*>(smem + a.sm.sq);
+        const T* sk = reinterpret_cast<const T*>(smem + a.sm.sk);
+        const int gq = lane >> 2, cq = lane & 3;
+        for (int nt = warp; nt < kChunk / 8; nt += kWarps) {
+          if (nt * 8 >= np) break;
+          float m0 = -INFINITY, m1 = -INFINITY;
+          for (int mt = 0; mt < a.r16 / 16; ++mt) {
+            float acc[4] = {0.f, 0.f, 0.f, 0.f};
+            for (int ks = 0; ks < a.d16 / 16; ++ks) {
+              const T* qa = sq + (mt * 16 + gq) * a.q_ld + ks * 16 + cq * 2;
+              uint32_t af[4];
+              af[0] = *reinterpret_cast<const uint32_t*>(qa);
+              af[1] = *reinterpret_cast<const uint32_t*>(qa + 8 * a.q_ld);
+              af[2] = *reinterpret_cast<const uint32_t*>(qa + 8);
+              af[3] = *reinterpret_cast<const uint32_t*>(qa + 8 * a.q_ld + 8);
+              const T* kbp = sk + (nt * 8 + gq) * a.k_ld + ks * 16 + cq * 2;
+              uint32_t bf[2];
+              bf[0] = *reinterpret_cast<const uint32_t*>(kbp);
+              bf[1] = *reinterpret_cast<const uint32_t*>(kbp + 8);
+              mma16816<T>(acc, af, bf);
+            }
+            const bool v0 = mt * 16 + gq < R, v1 = mt * 16 + gq + 8 < R;
+            if (v0) m0 = nan_max(m0, acc[0]), m1 = nan_max(m1, acc[1]);
+            if (v1) m0 = nan_max(m0, acc[2]), m1 = nan_max(m1, acc[3]);
+          }
+#pragma unroll
+          for (int o = 4; o < 32; o <<= 1) {
+            m0 = nan_max(m0, __shfl_xor_sync(0xffffffffu, m0, o));
+            m1 = nan_max(m1, __shfl_xor_sync(0xffffffffu, m1, o));
+          }
+          if (gq == 0) {
+            key_score[nt * 8 + cq * 2] = m0;
+            key_score[nt * 8 + cq * 2 + 1] = m1;
+          }
+        }
+      }
+      __syncthreads();
+      // Fold the keys' maxima into their branches (a branch's keys may straddle chunks).
+      const int first = p0 / kpr, last = (p0 + np - 1) / kpr;
+      for (int x = first + tid; x <= last; x += kThreads) {
+        const int i = list[x];
+        double best = br_score[i];
+        const int pb = max(x * kpr, p0), pe = min((x + 1) * kpr, p0 + np);
+        for (int p = pb; p < pe; ++p) best = nan_max(best, key_score[p - p0]);
+        br_score[i] = best;
+      }
+      __syncthreads();
+    }
+
+    // 3. selection of the Kb best: threshold key T = the Kb-th largest, found bit by bit.
+    uint64_t keys[kMaxPer];
+#pragma unroll
+    for (int j = 0; j < kMaxPer; ++j) {
+      const int i = tid + j * kThreads;
+      keys[j] = i < nb ? score_key<kExact>(br_score[i]) : 0;  // 0 is below every real key
+    }
+    uint64_t thr = 0;
+    const int low_bit = kExact ? 0 : 32;
+    for (int bit = 63; bit >= low_bit; --bit) {
+      const uint64_t cand = thr | (1ull << bit);
+      int c = 0;
+#pragma unroll
+      for (int j = 0; j < kMaxPer; ++j) c += (tid + j * kThreads < nb && keys[j] >= cand);
+      if (block_sum(c, red, parity) >= kb) thr = cand;
+    }
+    int c_gt = 0;
+#pragma unroll
+    for (int j = 0; j < kMaxPer; ++j) c_gt += (tid + j * kThreads < nb && keys[j] > thr);
+    const int need = kb - block_sum(c_gt, red, parity);
+    // Ties at the threshold: the first `need` of them in branch (= begin) order are kept.
+#pragma unroll
+    for (int j = 0; j < kMaxPer; ++j) {
+      const int i = tid + j * kThreads;
+      if (i < nb) scan[i] = keys[j] == thr;
+    }
+    __syncthreads();
+    block_scan(scan, nb, red, parity);
+#pragma unroll
+    for (int j = 0; j < kMaxPer; ++j) {
+      const int i = tid + j * kThreads;
+      if (i < nb) flag[i] = keys[j] > thr || (keys[j] == thr && scan[i] < need);
+    }
+    __syncthreads();
+    block_scan(flag, nb, red, parity);
+    // 4. kept branches become the next nodes, in ascending begin.
+    largest_local = 0;
+#pragma unroll
+    for (int j = 0; j < kMaxPer; ++j) {
+      const int i = tid + j * kThreads;
+      if (i >= nb) continue;
+      const bool kept = keys[j] > thr || (keys[j] == thr && scan[i] < need);
+      if (kept) {
+        const int o = flag[i];
+        nd_begin[o] = br_begin[i], nd_end[o] = br_end[i], nd_repr[o] = br_repr[i], nd_score[o] = br_score[i];
+        largest_local = max(largest_local, br_end[i] - br_begin[i]);
+      }
+      if (traced && iter < kMaxIter) {
+        trace_entries[static_cast<size_t>(iter) * 2 * a.kb + i] =
+            TraceEntry{br_begin[i], br_end[i], br_repr[i], kept ? 1 : 0, br_score[i]};
+      }
+    }
+    if (traced && tid == 0 && iter < kMaxIter) trace_ints[1 + iter] = nb;
+    largest = block_max(largest_local, red, parity);  // its barrier also publishes the new nodes
+    ++iter;
+    branch_total += nb;
+  }
+
+  for (int j = tid; j < kb; j += kThreads) out[j] = nd_begin[j];
+  if (tid == 0) {
+    a.counts[item] = kb;
+    if (a.iterations) a.iterations[item] = iter;
+    if (a.branches) a.branches[item] = branch_total;
+    if (traced) trace_ints[0] = iter;
+  }
+}
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
+
+}  // namespace
+
+size_t mask_trace_bytes(int64_t kb) {
+  return trace_entries_offset(kb) + sizeof(TraceEntry) * static_cast<size_t>(kMaxIter) * 2 * static_cast<size_t>(kb);
+}
+
+hip::MaskTrace decode_mask_trace(const std::vector<uint8_t>& host, int64_t kb, int64_t head, int64_t query_block,
+                                 int64_t row_begin, int64_t row_end, int64_t p0, int64_t lo, int64_t hi,
+                                 int64_t dense_from) {
+  if (host.size() < mask_trace_bytes(kb)) throw_arg("trace buffer smaller than mask_trace_bytes(kb)");
+  hip::MaskTrace t;
+  t.head = head, t.query_block = query_block, t.row_begin = row_begin, t.row_end = row_end, t.p0 = p0;
+  t.lo = lo, t.hi = hi, t.dense_from = dense_from;
+  const int32_t* ints = reinterpret_cast<const int32_t*>(host.data());
+  const TraceEntry* entries = reinterpret_cast<const TraceEntry*>(host.data() + trace_entries_offset(kb));
+  const int64_t n = hi - lo;
+  if (n <= kb) {
+    for (int64_t j = 0; j < n; ++j) t.blocks.push_back(static_cast<int32_t>(lo + j));
+    return t;
+  }
+  t.initial_begin.assign(ints + 1 + kMaxIter, ints + 1 + kMaxIter + kb);
+  t.initial_end.assign(ints + 1 + kMaxIter + kb, ints + 1 + kMaxIter + 2 * kb);
+  const int iters = std::min(ints[0], kMaxIter);
+  for (int it = 0; it < iters; ++it) {
+    hip::TraceIteration ti;
+    const int nb = ints[1 + it];
+    for (int i = 0; i < nb; ++i) {
+      const TraceEntry& e = entries[static_cast<size_t>(it) * 2 * kb + i];
+      ti.branches.push_back(hip::TraceBranch{e.begin, e.end, e.repr, e.score, e.kept != 0});
+    }
+    t.iterations.push_back(std::move(ti));
+  }
+  if (!t.iterations.empty()) {
+    for (const auto& br : t.iterations.back().branches)
+      if (br.kept) t.blocks.push_back(br.begin);
+  } else {
+    t.blocks = t.initial_begin;
+  }
+  return t;
+}
+
+void estimate_masks(const MaskLaunch& l) {
+  const hip::HipParams& p = l.hip;
+  check_hip_params(p);
+  if (!l.q || !l.k || !l.blocks || !l.counts) throw_arg("mask estimation needs Q, K, blocks and counts pointers");
+  if (l.batch < 1 || l.hq < 1 || l.hkv < 1 || l.tq < 1 || l.tk < 1 || l.d < 1)
+    throw_arg("mask estimation needs batch, heads, queries, keys and d >= 1");
+  if (l.hq % l.hkv != 0) throw_arg("query heads must be a multiple of KV heads");
+  if (l.tk >= (int64_t{1} << 31)) throw_arg("tk must be below 2^31");
+  if (!l.positions && l.tq > l.tk) throw_arg("tq > tk needs explicit positions");
+  const int64_t kb = hip::hip_kb(p);
+  if (kb > kMaxKb) throw_arg("k / b_k = " + std::to_string(kb) + " exceeds the kernel's limit of " + std::to_string(kMaxKb));
+  if (l.d > 256) throw_arg("head dimension " + std::to_string(l.d) + " exceeds 256");
+  if (l.trace_head >= 0 && !l.trace_buffer) throw_arg("a trace request needs trace_buffer (mask_trace_bytes)");
+
+  MaskArgs a{};
+  a.q = l.q, a.k = l.k, a.qs = l.q_stride, a.ks = l.k_stride, a.positions = l.positions;
+  a.hq = l.hq, a.hkv = l.hkv, a.tq = l.tq, a.tk = l.tk, a.d = l.d;
+  a.qbs = (l.tq + p.b_q - 1) / p.b_q, a.kb = kb, a.hip = p;
+  a.blocks = l.blocks, a.counts = l.counts, a.iterations = l.iterations, a.branches = l.branches;
+  a.trace_batch = l.trace_batch, a.trace_head = l.trace_head, a.trace_qb = l.trace_query_block;
+  a.trace = l.trace_head >= 0 ? static_cast<uint8_t*>(l.trace_buffer) : nullptr;
+  a.r_max = static_cast<int>((p.b_q + p.b_sq - 1) / p.b_sq);
+  a.r16 = (a.r_max + 15) / 16 * 16;
+  a.d16 = static_cast<int>((l.d + 15) / 16 * 16);
+  const bool exact = l.dtype == DType::kF32;
+  // Row padding: +1 float (exact: keys and rows read by different threads at the same column hit
+  // different banks); +8 halves (16 bytes) for the fragment loads of the tensor-core path.
+  a.q_ld = exact ? static_cast<int>(l.d) + 1 : a.d16 + 8;
+  a.k_ld = a.q_ld;
+  a.vec_ok = !exact && l.d % 8 == 0 && aligned16(l.k) && l.k_stride.t % 8 == 0 && l.k_stride.h % 8 == 0 &&
+             l.k_stride.b % 8 == 0;
+  a.sm = layout(kb, exact, a.r_max, a.r16, a.d16, a.q_ld, a.k_ld);
+  const int64_t ctas = l.batch * l.hq * a.qbs;
+  if (ctas >= (int64_t{1} << 31)) throw_arg("too many (batch, head, query block) items for one launch");
+  if (l.trace_head >= 0) {
+    if (l.trace_head >= l.hq || l.trace_query_block < 0 || l.trace_query_block >= a.qbs || l.trace_batch < 0 ||
+        l.trace_batch >= l.batch)
+      throw_arg("trace request outside the heads x query blocks");
+  }
+  const dim3 grid(static_cast<unsigned>(ctas));
+  cudaStream_t s = as_stream(l.stream);
+  switch (l.dtype) {
+    case DType::kF32:
+      set_smem(reinterpret_cast<const void*>(hip_mask_kernel<float, true>), a.sm.total, "mask estimation (f32)");
+      hip_mask_kernel<float, true><<<grid, kThreads, a.sm.total, s>>>(a);
+      break;
+    case DType::kBF16:
+      set_smem(reinterpret_cast<const void*>(hip_mask_kernel<__nv_bfloat16, false>), a.sm.total, "mask estimation (bf16)");
+      hip_mask_kernel<__nv_bfloat16, false><<<grid, kThreads, a.sm.total, s>>>(a);
+      break;
+    case DType::kF16:
+      set_smem(reinterpret_cast<const void*>(hip_mask_kernel<__half, false>), a.sm.total, "mask estimation (f16)");
+      hip_mask_kernel<__half, false><<<grid, kThreads, a.sm.total, s>>>(a);
+      break;
+  }
+  HIP_CUDA_CHECK_LAUNCH("hip_mask_kernel");
+}
+
+}  // namespace hipstudio::gpu
