@@ -158,9 +158,15 @@ void write_text_atomic(const std::string& path, const std::string& text) {
     std::ofstream f(tmp, std::ios::trunc);
     f << text;
     f.flush();
-    if (!f) throw InputError(path + ": cannot write");
+    if (!f) {
+      std::remove(tmp.c_str());
+      throw InputError(path + ": cannot write");
+    }
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw InputError(path + ": cannot rename " + tmp + " into place");
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw InputError(path + ": cannot rename " + tmp + " into place");
+  }
 }
 
 std::vector<float> to_float(const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); }

@@ -13,11 +13,15 @@ int main(int argc, char** argv) {
   bench->require_subcommand(1);
   hipstudio::app::register_model_commands(root, *bench);
   hipstudio::app::register_mask_commands(root, *bench);
+  hipstudio::app::register_analyze_command(root);
   try {
     root.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return root.exit(e);
   } catch (const hipstudio::InputError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  } catch (const std::invalid_argument& e) {  // parameter rules (HiP, kernels) broken by the user
     std::fprintf(stderr, "error: %s\n", e.what());
     return 2;
   } catch (const std::exception& e) {

@@ -202,6 +202,23 @@ PairedAnalysis run_paired_analysis(std::shared_ptr<const Model> model, const std
   result.kl = (dense_lp.exp() * (dense_lp - hip_lp)).sum(-1).mean().item<double>();
   result.top1_agreement = dense_logits.argmax(-1).eq(hip_logits.argmax(-1)).to(at::kDouble).mean().item<double>();
 
+  auto to_floats = [](const at::Tensor& t) {
+    const at::Tensor f = t.to(at::kCPU, at::kFloat).contiguous();
+    return std::vector<float>(f.data_ptr<float>(), f.data_ptr<float>() + f.numel());
+  };
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const Capture& cap = captures[static_cast<size_t>(l)];
+    LayerInputs in;
+    in.heads = cap.q.size(0);
+    in.tokens = cap.q.size(1);
+    in.dim = cap.q.size(2);
+    in.kv_heads = cap.k.size(0);
+    in.q = to_floats(cap.q);
+    in.k = to_floats(cap.k);
+    in.v = to_floats(cap.v);
+    result.inputs.push_back(std::move(in));
+  }
+
   for (int64_t l = 0; l < c.n_layers; ++l) {
     report(progress, 0.3 + 0.4 * static_cast<double>(l) / static_cast<double>(c.n_layers), "layer " + std::to_string(l) + " quality");
     const Capture& cap = captures[static_cast<size_t>(l)];

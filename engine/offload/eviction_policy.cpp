@@ -1,5 +1,7 @@
 #include "engine/offload/eviction_policy.h"
 
+#include <algorithm>
+
 namespace hipstudio::offload {
 
 const char* eviction_policy_name(EvictionPolicy policy) {

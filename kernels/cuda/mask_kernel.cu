@@ -174,7 +174,7 @@ __device__ int block_scan(int* a, int len, int* red, int& parity) {
 template <bool kExact>
 __device__ __forceinline__ uint64_t score_key(double s) {
   if (s == 0.0) s = 0.0;  // -0 and +0 tie, as in the reference's comparison
-  if (kExact) {
+  if constexpr (kExact) {
     const uint64_t u = static_cast<uint64_t>(__double_as_longlong(s));
     return (u >> 63) ? ~u : (u | (1ull << 63));
   } else {
@@ -262,7 +262,7 @@ __global__ void __launch_bounds__(kThreads) hip_mask_kernel(const MaskArgs a) {
   const int R = static_cast<int>((sr.row_end - sr.row_begin + a.hip.b_sq - 1) / a.hip.b_sq);
   const T* qbase = static_cast<const T*>(a.q) + b * a.qs.b + h * a.qs.h;
   const T* kbase = static_cast<const T*>(a.k) + b * a.ks.b + g * a.ks.h;
-  if (kExact) {
+  if constexpr (kExact) {
     float* sq = reinterpret_cast<float*>(smem + a.sm.sq);
     for (int e = tid; e < R * d; e += kThreads) {
       const int r = e / d, c = e % d;
@@ -333,7 +333,7 @@ __global__ void __launch_bounds__(kThreads) hip_mask_kernel(const MaskArgs a) {
     for (int p0 = 0; p0 < pairs; p0 += kChunk) {
       const int np = min(kChunk, pairs - p0);
       // Gather the chunk's key rows.
-      if (kExact) {
+      if constexpr (kExact) {
         float* sk = reinterpret_cast<float*>(smem + a.sm.sk);
         for (int e = tid; e < np * d; e += kThreads) {
           const int pp = e / d, c = e % d, p = p0 + pp;
@@ -369,7 +369,7 @@ __global__ void __launch_bounds__(kThreads) hip_mask_kernel(const MaskArgs a) {
       }
       __syncthreads();
       // Max over the sampled rows of each key's dot products.
-      if (kExact) {
+      if constexpr (kExact) {
         const float* sq = reinterpret_cast<const float*>(smem + a.sm.sq);
         const float* sk = reinterpret_cast<const float*>(smem + a.sm.sk);
         const int pp = tid >> 2, sub = tid & 3;

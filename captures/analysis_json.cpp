@@ -1,0 +1,91 @@
+#include "captures/analysis_json.h"
+
+#include <cmath>
+
+namespace hipstudio::captures {
+
+namespace {
+using nlohmann::json;
+
+json number(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+json numbers(const std::vector<double>& values) {
+  json a = json::array();
+  for (double v : values) a.push_back(number(v));
+  return a;
+}
+
+json components(const ComponentMs& c) {
+  return {{"mask_estimation", number(c.mask)}, {"sparse_attention", number(c.sparse)},
+          {"dense_attention", number(c.dense)}, {"other", number(c.other)}, {"total", number(c.total())}};
+}
+
+json latency(const LatencyBreakdown& l) {
+  json layers = json::array();
+  for (size_t i = 0; i < l.prefill_layers.size(); ++i)
+    layers.push_back({{"layer", i}, {"prefill", components(l.prefill_layers[i])}, {"decode_step", components(l.decode_layers[i])}});
+  return {{"prefill", components(l.prefill)}, {"decode_step", components(l.decode_step)}, {"layers", layers}};
+}
+
+json side(const SideResult& s) {
+  return {{"ppl", number(s.ppl)}, {"mean_nll", number(s.mean_nll)}, {"nll", numbers(s.nll)}, {"generated", s.generated}};
+}
+
+double ratio(double a, double b) { return b > 0 ? a / b : NAN; }
+}  // namespace
+
+json analysis_to_json(const PairedAnalysis& a, const RunInfo& info) {
+  const HipModelParams& p = a.options.hip;
+  json j;
+  j["schema"] = "hipstudio.analysis/1";
+  j["tool"] = {{"name", "hipstudio"}, {"version", info.tool_version}};
+  j["model"] = {{"name", info.model}, {"architecture", info.architecture}};
+  j["device"] = info.device;
+  j["prompt"] = {{"text", info.prompt}, {"tokens", a.prompt_ids}};
+  j["params"] = {{"k", p.hip.k},           {"b_q", p.hip.b_q},       {"b_k", p.hip.b_k},
+                 {"b_sq", p.hip.b_sq},     {"b_sk", p.hip.b_sk},     {"sink", p.hip.sink},
+                 {"window", p.hip.window}, {"repr", p.hip.rho},      {"l_d", p.dense_layers},
+                 {"r_m", p.refresh_every}, {"decode", a.options.decode_steps},
+                 {"force_dense_tokens", a.options.force_dense_tokens}, {"random_seed", a.options.random_seed}};
+  j["dense"] = side(a.dense);
+  j["hip"] = side(a.hip);
+  j["kl"] = number(a.kl);
+  j["top1_agreement"] = number(a.top1_agreement);
+
+  json layers = json::array();
+  for (const LayerQuality& layer : a.layers) {
+    json heads = json::array();
+    for (size_t h = 0; h < layer.heads.size(); ++h) {
+      const HeadQuality& q = layer.heads[h];
+      heads.push_back({{"head", h},
+                       {"recall", number(q.recall)},
+                       {"random_recall", number(q.random_recall)},
+                       {"mass", number(q.mass)},
+                       {"random_mass", number(q.random_mass)},
+                       {"out_rel_err", number(q.out_rel_err)},
+                       {"random_out_rel_err", number(q.random_out_rel_err)}});
+    }
+    layers.push_back({{"layer", layer.layer}, {"dense", layer.dense}, {"heads", heads}});
+  }
+  j["layers"] = layers;
+
+  json steps = json::array();
+  for (const DecodeStepRecord& s : a.decode)
+    steps.push_back({{"step", s.step},
+                     {"position", s.position},
+                     {"refreshed", s.refreshed},
+                     {"dense_token", s.dense_token},
+                     {"hip_token", s.hip_token},
+                     {"mask_tokens_accessed", s.mask_tokens_accessed},
+                     {"sparse_tokens_accessed", s.sparse_tokens_accessed}});
+  j["decode"] = {{"steps", static_cast<int64_t>(a.decode.size())}, {"mask_refreshes", a.mask_refreshes}, {"per_step", steps}};
+
+  j["latency_ms"] = {{"dense", latency(a.dense.latency)},
+                     {"hip", latency(a.hip.latency)},
+                     {"speedup",
+                      {{"prefill", number(ratio(a.dense.latency.prefill.total(), a.hip.latency.prefill.total()))},
+                       {"decode_step", number(ratio(a.dense.latency.decode_step.total(), a.hip.latency.decode_step.total()))}}}};
+  return j;
+}
+
+}  // namespace hipstudio::captures

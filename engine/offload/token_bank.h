@@ -1,0 +1,66 @@
+#pragma once
+// One GPU token bank of an offloading context (paper section 3.3): `capacity` token slots, a page
+// table (token -> slot) and an eviction policy. access() replays one decode step's reads and counts
+// what the kernel would see: hits served from the bank, misses fetched from host memory over PCIe.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/offload/eviction_policy.h"
+#include "engine/offload/page_table.h"
+
+namespace hipstudio::offload {
+
+// Counters of one step, or sums of steps. Invariant: hits + misses == accesses.
+struct BankCounts {
+  int64_t accesses = 0;
+  int64_t hits = 0;
+  int64_t misses = 0;
+  int64_t bytes = 0;      // misses x bytes_per_token: what would cross PCIe
+  int64_t evictions = 0;  // resident tokens dropped to make room
+  int64_t probes = 0;     // page-table cells read or written
+  BankCounts& operator+=(const BankCounts& o);
+};
+double hit_ratio(const BankCounts& c);  // hits / accesses; 0 when nothing was read
+
+// Outcome of one token read, as stored in access maps (a larger value is worse).
+enum AccessOutcome : uint8_t { kAccessNone = 0, kAccessHit = 1, kAccessMiss = 2 };
+
+struct BankConfig {
+  int64_t capacity = 0;        // token slots; 0 = no bank, every read misses
+  int64_t context_tokens = 1;  // T: tokens must lie in [0, T)
+  int64_t bytes_per_token = 0; // bytes fetched per miss (key only, or key + value)
+  PageTableKind table = PageTableKind::Vector;
+  EvictionPolicy policy = EvictionPolicy::Lru;
+};
+
+class TokenBank {
+ public:
+  explicit TokenBank(const BankConfig& config);  // throws InputError on negative sizes or T < 1
+
+  // One decode step. tokens: (n) unique positions in [0, T), in the order the kernel reads them.
+  // Misses are fetched in that order into a free slot, or into the victim's slot when the bank is
+  // full (so a later miss of the step can evict an earlier one only when all slots hold tokens of
+  // this step). outcome, when given, is resized to (n) and receives kAccessHit / kAccessMiss.
+  // Throws InputError for a token outside [0, T) (before changing anything) or a token repeated
+  // within the step (state unspecified afterwards: reset()).
+  BankCounts access(const std::vector<int32_t>& tokens, std::vector<uint8_t>* outcome = nullptr);
+
+  void reset();                                // empty the bank, keep its configuration
+  int64_t capacity() const { return capacity_; }  // min(configured capacity, T)
+  int64_t resident() const { return used_; }
+  std::vector<int32_t> resident_tokens() const;   // ascending; does not touch the page table
+  int64_t page_table_bytes() const { return table_->memory_bytes(); }
+
+ private:
+  BankConfig config_;
+  int64_t capacity_ = 0;  // slots beyond T could never fill, so they are not allocated
+  int64_t used_ = 0;      // slots [0, used_) hold tokens; they fill in order, never empty again
+  int64_t step_ = 0;      // counts access() calls; stamps slots to catch repeated tokens
+  std::vector<int32_t> slot_token_;  // (capacity) token held by each slot
+  std::vector<int64_t> slot_step_;   // (capacity) step that last read each slot
+  std::unique_ptr<PageTable> table_;
+  std::unique_ptr<Evictor> evictor_;
+};
+
+}  // namespace hipstudio::offload

@@ -1,0 +1,328 @@
+#include "kernels/torch/hip_torch.h"
+
+#include <c10/core/DeviceGuard.h>
+
+#include <string>
+#include <vector>
+
+#include "kernels/attention_inputs.h"
+#include "kernels/search_range.h"
+
+#if __has_include(<torch/version.h>)
+#include <torch/version.h>
+#endif
+#if defined(TORCH_VERSION_MAJOR) && TORCH_VERSION_MAJOR >= 2
+#define HIPSTUDIO_TORCH_SDPA 1
+#endif
+
+#ifdef HIPSTUDIO_HAVE_CUDA_KERNELS
+#include "kernels/cuda/hip_cuda.h"
+#endif
+
+namespace hipstudio::hip_torch {
+namespace {
+
+[[noreturn]] void fail(const std::string& m) { throw std::invalid_argument("HiP CUDA binding: " + m); }
+
+std::string shape_str(const at::Tensor& t) {
+  std::string s = "(";
+  for (int64_t i = 0; i < t.dim(); ++i) s += (i ? ", " : "") + std::to_string(t.size(i));
+  return s + ")";
+}
+
+#ifdef HIPSTUDIO_HAVE_CUDA_KERNELS
+struct Shape {
+  int64_t batch = 1, heads = 0, t = 0, d = 0;
+  gpu::Strides strides;
+};
+
+// Accepts (heads, t, d) or (batch, heads, t, d) on CUDA with a contiguous last dimension.
+Shape shape_of(const at::Tensor& x, const char* name) {
+  if (!x.defined()) fail(std::string(name) + " is undefined");
+  if (!x.is_cuda()) fail(std::string(name) + " must be a CUDA tensor (it is on " + x.device().str() + ")");
+  if (x.dim() != 3 && x.dim() != 4) fail(std::string(name) + " must be 3-D or 4-D, got " + shape_str(x));
+  if (x.stride(-1) != 1) fail(std::string(name) + " must have a contiguous last dimension (call .contiguous())");
+  Shape s;
+  const int o = x.dim() == 4 ? 1 : 0;
+  if (o) s.batch = x.size(0), s.strides.b = x.stride(0);
+  s.heads = x.size(o), s.t = x.size(o + 1), s.d = x.size(o + 2);
+  s.strides.h = x.stride(o), s.strides.t = x.stride(o + 1);
+  return s;
+}
+
+gpu::DType dtype_of(const at::Tensor& x) {
+  switch (x.scalar_type()) {
+    case at::kFloat: return gpu::DType::kF32;
+    case at::kBFloat16: return gpu::DType::kBF16;
+    case at::kHalf: return gpu::DType::kF16;
+    default: fail(std::string("dtype ") + std::string(c10::toString(x.scalar_type())) + " is not float32, bfloat16 or float16");
+  }
+}
+
+void require_ready() {
+  const std::string s = gpu::device_status();
+  if (!s.empty()) throw gpu::CudaError("HiP CUDA kernels unavailable: " + s);
+}
+
+// Positions as a validated device int64 tensor (undefined stays undefined).
+at::Tensor device_positions(const at::Tensor& positions, int64_t tq, int64_t tk, const at::Device& dev) {
+  if (!positions.defined()) {
+    if (tq > tk) fail("Q has more queries (" + std::to_string(tq) + ") than K has keys (" + std::to_string(tk) + "): pass positions");
+    return positions;
+  }
+  if (positions.dim() != 1 || positions.size(0) != tq || positions.scalar_type() != at::kLong)
+    fail("positions must be int64 of shape (" + std::to_string(tq) + "), got " + shape_str(positions));
+  const at::Tensor host = positions.to(at::kCPU).contiguous();
+  const int64_t* p = host.data_ptr<int64_t>();
+  for (int64_t i = 0; i < tq; ++i)
+    if (p[i] < 0 || p[i] >= tk) fail("position of query " + std::to_string(i) + " is " + std::to_string(p[i]) +
+                                     ", outside [0, " + std::to_string(tk) + ")");
+  return positions.to(dev).contiguous();
+}
+
+void check_pair(const at::Tensor& q, const Shape& qs, const at::Tensor& k, const Shape& ks, const char* kname) {
+  if (k.device() != q.device()) fail(std::string(kname) + " is on " + k.device().str() + ", Q on " + q.device().str());
+  if (k.scalar_type() != q.scalar_type()) fail(std::string(kname) + " and Q must have the same dtype");
+  if (k.dim() != q.dim()) fail(std::string(kname) + " " + shape_str(k) + " and Q " + shape_str(q) + " differ in rank");
+  if (ks.batch != qs.batch) fail(std::string(kname) + " and Q differ in batch");
+  if (ks.d != qs.d) fail(std::string(kname) + " head dimension " + std::to_string(ks.d) + " differs from Q's " + std::to_string(qs.d));
+  if (qs.heads % ks.heads != 0)
+    fail("query heads (" + std::to_string(qs.heads) + ") must be a multiple of " + kname + " heads (" + std::to_string(ks.heads) + ")");
+}
+
+MaskTensors run_masks(const at::Tensor& q, const at::Tensor& k, const hip::HipParams& p, const at::Tensor& positions,
+                      int64_t trace_head, int64_t trace_qb, int64_t trace_batch, at::Tensor* trace_buf) {
+  require_ready();
+  const Shape qs = shape_of(q, "Q"), ks = shape_of(k, "K");
+  check_pair(q, qs, k, ks, "K");
+  c10::DeviceGuard guard(q.device());
+  const at::Tensor pos = device_positions(positions, qs.t, ks.t, q.device());
+  const int64_t qbs = (qs.t + p.b_q - 1) / p.b_q, kb = p.k / std::max<int64_t>(p.b_k, 1);
+  const auto i32 = q.options().dtype(at::kInt), i64 = q.options().dtype(at::kLong);
+  std::vector<int64_t> bshape, cshape;
+  if (q.dim() == 4) bshape.push_back(qs.batch), cshape.push_back(qs.batch);
+  bshape.insert(bshape.end(), {qs.heads, qbs, kb});
+  cshape.insert(cshape.end(), {qs.heads, qbs});
+  MaskTensors m;
+  m.blocks = at::empty(bshape, i32);
+  m.counts = at::empty(cshape, i32);
+  m.iterations = at::empty(cshape, i32);
+  m.branches = at::empty(cshape, i64);
+  gpu::MaskLaunch l;
+  l.q = q.data_ptr(), l.k = k.data_ptr(), l.dtype = dtype_of(q);
+  l.q_stride = qs.strides, l.k_stride = ks.strides;
+  l.positions = pos.defined() ? pos.data_ptr<int64_t>() : nullptr;
+  l.batch = qs.batch, l.hq = qs.heads, l.hkv = ks.heads, l.tq = qs.t, l.tk = ks.t, l.d = qs.d, l.hip = p;
+  l.blocks = m.blocks.data_ptr<int32_t>(), l.counts = m.counts.data_ptr<int32_t>();
+  l.iterations = m.iterations.data_ptr<int32_t>(), l.branches = m.branches.data_ptr<int64_t>();
+  if (trace_buf) {
+    *trace_buf = at::empty({static_cast<int64_t>(gpu::mask_trace_bytes(kb))}, q.options().dtype(at::kByte));
+    l.trace_head = trace_head, l.trace_query_block = trace_qb, l.trace_batch = trace_batch;
+    l.trace_buffer = trace_buf->data_ptr();
+  }
+  gpu::estimate_masks(l);
+  return m;
+}
+#endif
+
+}  // namespace
+
+bool cuda_kernels_built() {
+#ifdef HIPSTUDIO_HAVE_CUDA_KERNELS
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::string cuda_kernels_status() {
+#ifdef HIPSTUDIO_HAVE_CUDA_KERNELS
+  return gpu::device_status();
+#else
+  return "this build has no CUDA kernels (nvcc was not found at configure time)";
+#endif
+}
+
+#ifdef HIPSTUDIO_HAVE_CUDA_KERNELS
+MaskTensors estimate_masks(const at::Tensor& q, const at::Tensor& k, const hip::HipParams& p,
+                           const at::Tensor& positions) {
+  return run_masks(q, k, p, positions, -1, -1, 0, nullptr);
+}
+
+std::pair<MaskTensors, hip::MaskTrace> estimate_masks_traced(const at::Tensor& q, const at::Tensor& k,
+                                                             const hip::HipParams& p, int64_t head,
+                                                             int64_t query_block, const at::Tensor& positions,
+                                                             int64_t batch) {
+  at::Tensor buf;
+  MaskTensors m = run_masks(q, k, p, positions, head, query_block, batch, &buf);
+  const at::Tensor host = buf.to(at::kCPU);
+  std::vector<uint8_t> bytes(host.data_ptr<uint8_t>(), host.data_ptr<uint8_t>() + host.numel());
+  hip::AttentionInputs in;
+  const at::Tensor hpos = positions.defined() ? positions.to(at::kCPU).contiguous() : positions;
+  in.positions = hpos.defined() ? hpos.data_ptr<int64_t>() : nullptr;
+  in.tq = q.size(-2), in.tk = k.size(-2);
+  const hip::SearchRange sr = hip::search_range(in, p, query_block);
+  hip::MaskTrace t = gpu::decode_mask_trace(bytes, hip::hip_kb(p), head, query_block, sr.row_begin, sr.row_end, sr.p0,
+                                            sr.lo, sr.hi, sr.dense_from);
+  return {std::move(m), std::move(t)};
+}
+
+at::Tensor sparse_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& blocks,
+                            const at::Tensor& counts, const hip::HipParams& p, const at::Tensor& positions,
+                            int num_splits) {
+  require_ready();
+  const Shape qs = shape_of(q, "Q"), ks = shape_of(k, "K"), vs = shape_of(v, "V");
+  check_pair(q, qs, k, ks, "K");
+  check_pair(q, qs, v, vs, "V");
+  if (vs.heads != ks.heads || vs.t != ks.t) fail("V " + shape_str(v) + " must have K's shape " + shape_str(k));
+  c10::DeviceGuard guard(q.device());
+  const int64_t qbs = (qs.t + p.b_q - 1) / p.b_q, kb = p.k / std::max<int64_t>(p.b_k, 1);
+  std::vector<int64_t> bshape, cshape;
+  if (q.dim() == 4) bshape.push_back(qs.batch), cshape.push_back(qs.batch);
+  bshape.insert(bshape.end(), {qs.heads, qbs, kb});
+  cshape.insert(cshape.end(), {qs.heads, qbs});
+  if (!blocks.defined() || blocks.scalar_type() != at::kInt || blocks.sizes().vec() != bshape || !blocks.is_contiguous() ||
+      blocks.device() != q.device())
+    fail("blocks must be contiguous int32 on Q's device with shape (batch?, hq, qbs, kb), got " +
+         (blocks.defined() ? shape_str(blocks) : std::string("undefined")));
+  if (!counts.defined() || counts.scalar_type() != at::kInt || counts.sizes().vec() != cshape || !counts.is_contiguous() ||
+      counts.device() != q.device())
+    fail("counts must be contiguous int32 on Q's device with shape (batch?, hq, qbs), got " +
+         (counts.defined() ? shape_str(counts) : std::string("undefined")));
+  const at::Tensor pos = device_positions(positions, qs.t, ks.t, q.device());
+  at::Tensor out = at::empty(q.sizes(), q.options());
+  const Shape os = shape_of(out, "out");
+  gpu::AttentionLaunch l;
+  l.q = q.data_ptr(), l.k = k.data_ptr(), l.v = v.data_ptr(), l.out = out.data_ptr(), l.dtype = dtype_of(q);
+  l.q_stride = qs.strides, l.k_stride = ks.strides, l.v_stride = vs.strides, l.out_stride = os.strides;
+  l.positions = pos.defined() ? pos.data_ptr<int64_t>() : nullptr;
+  l.batch = qs.batch, l.hq = qs.heads, l.hkv = ks.heads, l.tq = qs.t, l.tk = ks.t, l.d = qs.d, l.hip = p;
+  l.blocks = blocks.data_ptr<int32_t>(), l.counts = counts.data_ptr<int32_t>();
+  l.num_splits = num_splits;
+  const int splits = gpu::attention_splits(l);
+  l.num_splits = splits;
+  at::Tensor ws;
+  if (splits > 1) {
+    ws = at::empty({static_cast<int64_t>(gpu::attention_workspace_bytes(l, splits))}, q.options().dtype(at::kByte));
+    l.workspace = ws.data_ptr();
+  }
+  gpu::sparse_attention(l);
+  return out;
+}
+#else
+MaskTensors estimate_masks(const at::Tensor&, const at::Tensor&, const hip::HipParams&, const at::Tensor&) {
+  throw std::runtime_error(cuda_kernels_status());
+}
+std::pair<MaskTensors, hip::MaskTrace> estimate_masks_traced(const at::Tensor&, const at::Tensor&,
+                                                             const hip::HipParams&, int64_t, int64_t,
+                                                             const at::Tensor&, int64_t) {
+  throw std::runtime_error(cuda_kernels_status());
+}
+at::Tensor sparse_attention(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                            const at::Tensor&, const hip::HipParams&, const at::Tensor&, int) {
+  throw std::runtime_error(cuda_kernels_status());
+}
+#endif
+
+hip::MaskResult to_mask_result(const MaskTensors& m, const hip::HipParams& p, int64_t tq, int64_t tk,
+                               const at::Tensor& positions) {
+  if (m.blocks.dim() != 3) fail("to_mask_result takes a 3-D (unbatched) mask, got " + shape_str(m.blocks));
+  hip::MaskResult r;
+  r.heads = m.blocks.size(0), r.query_blocks = m.blocks.size(1), r.kb = m.blocks.size(2);
+  const at::Tensor b = m.blocks.to(at::kCPU).contiguous(), c = m.counts.to(at::kCPU).contiguous();
+  r.blocks.assign(b.data_ptr<int32_t>(), b.data_ptr<int32_t>() + b.numel());
+  r.counts.assign(c.data_ptr<int32_t>(), c.data_ptr<int32_t>() + c.numel());
+  if (m.iterations.defined()) {
+    const at::Tensor it = m.iterations.to(at::kCPU).contiguous(), br = m.branches.to(at::kCPU).contiguous();
+    r.iterations.assign(it.data_ptr<int32_t>(), it.data_ptr<int32_t>() + it.numel());
+    r.branches.assign(br.data_ptr<int64_t>(), br.data_ptr<int64_t>() + br.numel());
+  }
+  hip::AttentionInputs in;
+  const at::Tensor hpos = positions.defined() ? positions.to(at::kCPU).contiguous() : positions;
+  in.positions = hpos.defined() ? hpos.data_ptr<int64_t>() : nullptr;
+  in.tq = tq, in.tk = tk;
+  r.dense_from.resize(static_cast<size_t>(r.query_blocks));
+  for (int64_t qb = 0; qb < r.query_blocks; ++qb) r.dense_from[qb] = hip::search_range(in, p, qb).dense_from;
+  return r;
+}
+
+const char* dense_backend_name(DenseBackend b) {
+  switch (b) {
+    case DenseBackend::kAuto: return "auto";
+    case DenseBackend::kFlash: return "flash";
+    case DenseBackend::kCuDNN: return "cudnn";
+    case DenseBackend::kEfficient: return "efficient";
+    case DenseBackend::kMath: return "math";
+  }
+  return "?";
+}
+
+bool dense_attention_supported() {
+#ifdef HIPSTUDIO_TORCH_SDPA
+  return true;
+#else
+  return false;
+#endif
+}
+
+at::Tensor expand_kv_heads(const at::Tensor& kv, int64_t hq) {
+  if (kv.dim() != 4) fail("expand_kv_heads takes (batch, hkv, t, d), got " + shape_str(kv));
+  const int64_t hkv = kv.size(1);
+  if (hq % hkv != 0) fail("query heads must be a multiple of KV heads");
+  if (hq == hkv) return kv;
+  return kv.repeat_interleave(hq / hkv, 1).contiguous();
+}
+
+#ifdef HIPSTUDIO_TORCH_SDPA
+namespace {
+// Forces one SDPA backend for its lifetime and restores the previous choice.
+class BackendScope {
+ public:
+  explicit BackendScope(DenseBackend b) {
+    auto& c = at::globalContext();
+    flash_ = c.userEnabledFlashSDP(), eff_ = c.userEnabledMemEfficientSDP(), math_ = c.userEnabledMathSDP();
+    cudnn_ = c.userEnabledCuDNNSDP();
+    if (b == DenseBackend::kAuto) return;
+    c.setSDPUseFlash(b == DenseBackend::kFlash);
+    c.setSDPUseMemEfficient(b == DenseBackend::kEfficient);
+    c.setSDPUseMath(b == DenseBackend::kMath);
+    c.setSDPUseCuDNN(b == DenseBackend::kCuDNN);
+  }
+  ~BackendScope() {
+    auto& c = at::globalContext();
+    c.setSDPUseFlash(flash_), c.setSDPUseMemEfficient(eff_), c.setSDPUseMath(math_), c.setSDPUseCuDNN(cudnn_);
+  }
+
+ private:
+  bool flash_, eff_, math_, cudnn_;
+};
+}  // namespace
+
+at::Tensor dense_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal,
+                           DenseBackend backend) {
+  if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4 || k.size(1) != q.size(1))
+    fail("dense_attention takes (batch, heads, t, d) with K/V heads expanded to Q's, got Q " + shape_str(q) + ", K " +
+         shape_str(k));
+  BackendScope scope(backend);
+  return at::scaled_dot_product_attention(q, k, v, {}, 0.0, causal);
+}
+
+at::Tensor dense_decode(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, DenseBackend backend) {
+  if (q.dim() != 4 || k.dim() != 4 || q.size(1) % k.size(1) != 0)
+    fail("dense_decode takes Q (batch, hq, tq, d), K/V (batch, hkv, tk, d), got Q " + shape_str(q) + ", K " + shape_str(k));
+  const int64_t b = q.size(0), hq = q.size(1), tq = q.size(2), d = q.size(3), hkv = k.size(1);
+  const at::Tensor qf = q.contiguous().view({b, hkv, (hq / hkv) * tq, d});  // the group's heads as rows
+  BackendScope scope(backend);
+  return at::scaled_dot_product_attention(qf, k, v, {}, 0.0, false).reshape({b, hq, tq, d});
+}
+#else
+at::Tensor dense_attention(const at::Tensor&, const at::Tensor&, const at::Tensor&, bool, DenseBackend) {
+  throw std::runtime_error("the dense baseline needs LibTorch >= 2 (scaled_dot_product_attention); this is " +
+                           std::string("an older LibTorch"));
+}
+at::Tensor dense_decode(const at::Tensor&, const at::Tensor&, const at::Tensor&, DenseBackend) {
+  throw std::runtime_error("the dense baseline needs LibTorch >= 2 (scaled_dot_product_attention)");
+}
+#endif
+
+}  // namespace hipstudio::hip_torch

@@ -1,0 +1,64 @@
+#pragma once
+// LibTorch binding of the CUDA HiP kernels (kernels/cuda/hip_cuda.h): at::Tensor in, at::Tensor
+// out, every argument checked with a message that names the tensor and the rule. Compiles against
+// CPU-only LibTorch 1.13 and CUDA LibTorch 2.x; without CUDA kernels (or without a GPU) every
+// kernel call throws hipstudio::gpu::CudaError and cuda_kernels_status() says why, so the engine
+// can fall back to the CPU path and say so. Work runs on the legacy default stream (LibTorch's
+// default stream).
+//
+// Shapes: q (hq, tq, d) or (batch, hq, tq, d); k, v (hkv, tk, d) or (batch, hkv, tk, d), last
+// dimension contiguous, all one dtype (float32: exact masks / float32 attention; bfloat16 or
+// float16: tensor cores). positions: undefined (query i at tk - tq + i) or int64 (tq).
+// Masks: blocks (batch?, hq, qbs, kb) int32 ascending, -1 padded; counts (batch?, hq, qbs) int32.
+#include <ATen/ATen.h>
+
+#include <string>
+#include <utility>
+
+#include "kernels/hip_params.h"
+#include "kernels/hip_trace.h"
+#include "kernels/mask_reference.h"
+
+namespace hipstudio::hip_torch {
+
+bool cuda_kernels_built();
+// "" when the kernels were built and a GPU is usable; otherwise the reason.
+std::string cuda_kernels_status();
+
+struct MaskTensors {
+  at::Tensor blocks;      // (batch?, hq, qbs, kb) int32
+  at::Tensor counts;      // (batch?, hq, qbs) int32
+  at::Tensor iterations;  // (batch?, hq, qbs) int32
+  at::Tensor branches;    // (batch?, hq, qbs) int64
+};
+
+MaskTensors estimate_masks(const at::Tensor& q, const at::Tensor& k, const hip::HipParams& p,
+                           const at::Tensor& positions = at::Tensor());
+// Same, plus the trace of one (head, query block) of batch entry `batch`.
+std::pair<MaskTensors, hip::MaskTrace> estimate_masks_traced(const at::Tensor& q, const at::Tensor& k,
+                                                             const hip::HipParams& p, int64_t head,
+                                                             int64_t query_block, const at::Tensor& positions = at::Tensor(),
+                                                             int64_t batch = 0);
+// A (3-D) mask copied to the host as the reference's MaskResult (dense_from from the search ranges).
+hip::MaskResult to_mask_result(const MaskTensors& m, const hip::HipParams& p, int64_t tq, int64_t tk,
+                               const at::Tensor& positions = at::Tensor());
+
+// Block-sparse attention; num_splits 0 picks the split of the key list that fills the GPU.
+at::Tensor sparse_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& blocks,
+                            const at::Tensor& counts, const hip::HipParams& p,
+                            const at::Tensor& positions = at::Tensor(), int num_splits = 0);
+
+// Dense baseline: LibTorch's scaled-dot-product attention with one backend forced (torch >= 2).
+enum class DenseBackend { kAuto, kFlash, kCuDNN, kEfficient, kMath };
+const char* dense_backend_name(DenseBackend b);
+bool dense_attention_supported();  // false before torch 2 (no scaled_dot_product_attention)
+// q (batch, hq, tq, d); k, v (batch, hq, tk, d) (expand GQA heads beforehand with expand_kv_heads).
+// causal: top-left aligned (torch's convention), i.e. for prefill with tq == tk.
+at::Tensor dense_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal,
+                           DenseBackend backend);
+// Decode (no mask: every query sees every key): GQA folded into rows, q (batch, hq, tq, d) with
+// k, v (batch, hkv, tk, d) and no copy of K/V.
+at::Tensor dense_decode(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, DenseBackend backend);
+at::Tensor expand_kv_heads(const at::Tensor& kv, int64_t hq);
+
+}  // namespace hipstudio::hip_torch
