@@ -15,6 +15,8 @@
 #include <nlohmann/json.hpp>
 
 #include "app/commands.h"
+#include "app/hip_options.h"
+#include "captures/atomic_file.h"
 #include "captures/npy.h"
 #include "engine/formats/dtype.h"
 #include "engine/formats/errors.h"
@@ -108,24 +110,12 @@ void require_rank3(const FloatTensor& t, const char* what) {
 
 struct MaskArgs {
   std::string q, k, v, positions, out;
-  HipParams params;
-  std::string repr = "center";
+  HipOptions hip;
+  HipParams params;  // resolved from `hip` when the command runs
   bool non_causal = false;
   uint64_t seed = 0;
   int threads = 0;
 };
-
-void add_hip_options(CLI::App& cmd, HipParams& p, std::string& repr) {
-  cmd.add_option("--topk", p.k, "top-k budget in tokens (k)")->capture_default_str();
-  cmd.add_option("--bq", p.b_q, "query block size (b_q)")->capture_default_str();
-  cmd.add_option("--bk", p.b_k, "key block size (b_k)")->capture_default_str();
-  cmd.add_option("--bsq", p.b_sq, "query stride when scoring a branch (b_sq)")->capture_default_str();
-  cmd.add_option("--bsk", p.b_sk, "key stride when scoring a branch (b_sk)")->capture_default_str();
-  cmd.add_option("--sink", p.sink, "sink tokens S always attended")->capture_default_str();
-  cmd.add_option("--window", p.window, "sliding-window tokens W attended densely")->capture_default_str();
-  cmd.add_option("--repr", repr, "representative of a branch: center, first, last or a FRACTION in [0, 1]")
-      ->capture_default_str();
-}
 
 // Kernel-level argument errors (std::invalid_argument) are the user's: report them as InputError.
 template <class F>
@@ -152,32 +142,11 @@ double mean_finite(const std::vector<double>& v) {
   return n ? s / n : NAN;
 }
 
-void write_text_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    f << text;
-    f.flush();
-    if (!f) {
-      std::remove(tmp.c_str());
-      throw InputError(path + ": cannot write");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw InputError(path + ": cannot rename " + tmp + " into place");
-  }
-}
-
 std::vector<float> to_float(const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); }
 
 void run_mask(MaskArgs& a) {
-  a.params.rho = as_input_error([&] { return hip::parse_repr(a.repr); });
+  a.params = a.hip.kernel_params();
   a.params.causal = !a.non_causal;
-  as_input_error([&] {
-    hip::validate_hip_params(a.params);
-    return 0;
-  });
   if (a.k.empty() && !is_safetensors(a.q)) {
     throw InputError("--k is required unless --q names a .safetensors file holding tensors q and k");
   }
@@ -276,7 +245,7 @@ void run_mask(MaskArgs& a) {
                "averaged per head"},
       {"output_error", "||O_sparse - O_dense||_2 / ||O_dense||_2 per head"}};
   j["seconds"] = {{"hip", r.seconds_hip}, {"oracle", r.seconds_oracle}, {"metrics", r.seconds_metrics}};
-  write_text_atomic(path("metrics.json"), j.dump(2) + "\n");
+  captures::write_file_atomic(path("metrics.json"), j.dump(2) + "\n");
 
   std::printf("hipstudio mask: %lld heads x %lld queries x %lld keys, d %lld; k %lld (Kb %lld), b_q %lld, b_k %lld\n",
               static_cast<long long>(in.hq), static_cast<long long>(in.tq), static_cast<long long>(in.tk),
@@ -302,7 +271,7 @@ void register_mask(CLI::App& root) {
   cmd->add_option("--k", a->k, "K [Hkv, Tk, D] (.npy or .safetensors tensor k)");
   cmd->add_option("--v", a->v, "V [Hkv, Tk, D]: adds out.npy, dense_out.npy and output errors");
   cmd->add_option("--positions", a->positions, "positions [Tq] int64/int32 .npy (default: Tk - Tq + i)");
-  add_hip_options(*cmd, a->params, a->repr);
+  a->hip.add_kernel_options(*cmd);
   cmd->add_flag("--non-causal", a->non_causal, "every query sees all keys");
   cmd->add_option("--seed", a->seed, "seed of the random-selection baseline")->capture_default_str();
   cmd->add_option("--threads", a->threads, "CPU threads (0 = all)")->capture_default_str();
@@ -315,7 +284,7 @@ void register_mask(CLI::App& root) {
 struct BenchArgs {
   std::string device = "cpu";
   hip::MaskBenchOptions opt;
-  std::string repr = "center";
+  HipOptions hip;
 };
 
 void run_bench(BenchArgs& a) {
@@ -324,11 +293,7 @@ void run_bench(BenchArgs& a) {
                      "CPU reference); use --device cpu");
   }
   if (a.device != "cpu") throw InputError("--device must be cpu or cuda, not '" + a.device + "'");
-  a.opt.params.rho = as_input_error([&] { return hip::parse_repr(a.repr); });
-  as_input_error([&] {
-    hip::validate_hip_params(a.opt.params);
-    return 0;
-  });
+  a.opt.params = a.hip.kernel_params();
   if (a.opt.tokens.empty()) throw InputError("--tokens needs at least one size");
   for (int64_t t : a.opt.tokens) {
     if (t < 1) throw InputError("--tokens sizes must be >= 1, got " + std::to_string(t));
@@ -398,7 +363,7 @@ void register_bench_mask(CLI::App& bench) {
   cmd->add_option("--tokens", a->opt.tokens, "sequence lengths T, comma separated")->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--dim", a->opt.dim, "head dimension")->capture_default_str();
-  add_hip_options(*cmd, a->opt.params, a->repr);
+  a->hip.add_kernel_options(*cmd);
   cmd->add_option("--threads", a->opt.threads, "threads for the full mask estimate")->capture_default_str();
   cmd->add_option("--dense-blocks", a->opt.dense_blocks, "query blocks timed for the dense estimate")
       ->capture_default_str();

@@ -1,5 +1,7 @@
 #include "captures/npy.h"
 
+#include "captures/atomic_file.h"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -340,24 +342,7 @@ std::vector<unsigned char> encode_npy(NpyDType dtype, const std::vector<int64_t>
 
 void write_npy(const std::string& path, NpyDType dtype, const std::vector<int64_t>& shape, const void* data) {
   const std::vector<unsigned char> image = encode_npy(dtype, shape, data);
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) fail(path, std::string("cannot write (creating ") + tmp + "): " + std::strerror(errno));
-    f.write(reinterpret_cast<const char*>(image.data()), static_cast<std::streamsize>(image.size()));
-    f.flush();
-    if (!f) {
-      const int err = errno;
-      f.close();
-      std::remove(tmp.c_str());
-      fail(path, std::string("write failed: ") + std::strerror(err));
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    fail(path, std::string("cannot rename ") + tmp + " into place: " + std::strerror(err));
-  }
+  write_file_atomic(path, std::string_view(reinterpret_cast<const char*>(image.data()), image.size()));
 }
 
 }  // namespace hipstudio::captures

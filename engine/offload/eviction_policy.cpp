@@ -23,11 +23,20 @@ void LruEvictor::clear() {
   std::fill(linked_.begin(), linked_.end(), uint8_t{0});
 }
 
+void LruEvictor::unlink(int32_t slot) {
+  if (!linked_[slot]) return;
+  next_[prev_[slot]] = next_[slot];
+  prev_[next_[slot]] = prev_[slot];
+  linked_[slot] = 0;
+}
+
+int32_t LruEvictor::victim() const {
+  int32_t last = prev_[sentinel_];
+  return last == sentinel_ ? kNoSlot : last;  // empty list: every slot is reserved
+}
+
 void LruEvictor::move_to_front(int32_t slot) {
-  if (linked_[slot]) {  // unlink
-    next_[prev_[slot]] = next_[slot];
-    prev_[next_[slot]] = prev_[slot];
-  }
+  unlink(slot);
   int32_t first = next_[sentinel_];
   prev_[slot] = sentinel_;
   next_[slot] = first;
@@ -59,14 +68,15 @@ void LfuEvictor::loaded(int32_t slot) {
 }
 
 void LfuEvictor::hit(int32_t slot) {
-  int64_t uses = rank_[slot].uses + 1;
+  int64_t uses = rank_[slot].uses + 1;  // reserve() already took the slot out of both sets
   unlist(slot);
   pin(slot, uses);
 }
 
 int32_t LfuEvictor::victim() const {
-  // Pinned slots only when every slot was read in this step (see the same-step rule).
-  return evictable_.empty() ? pinned_.begin()->slot : evictable_.begin()->slot;
+  if (!evictable_.empty()) return evictable_.begin()->slot;
+  if (!pinned_.empty()) return pinned_.begin()->slot;  // only tokens of this step are left
+  return kNoSlot;
 }
 
 void LfuEvictor::end_step() {

@@ -1,15 +1,18 @@
 #pragma once
-// Which token a full bank gives up for a missed one. The bank tells its evictor what happened to
-// each slot (loaded, hit) and when a decode step ends; the evictor names the next victim slot.
+// Which token a full bank gives up for a missed one. The bank tells its evictor what happens to
+// each slot during a decode step (see TokenBank::access for the order) and the evictor names the
+// next victim.
 //
-// Same-step rule: the tokens of one step are read by one kernel launch, so a token the step has
-// already fetched must not be evicted to make room for a later token of the same step unless every
-// slot holds a token of this step (a step with more unique tokens than slots); then the victim is
-// the one the policy ranks lowest among them, which for LRU is the earliest-read token of the step.
+// Same-step rule: the tokens of one step are read by one kernel launch, so a step's tokens must not
+// evict each other while a token the step does not read is still in the bank. Hence the victim is,
+// in this order of preference: a slot the step does not read; a slot the step has already read
+// (the policy's lowest); none (kNoSlot), when every slot holds a token the step has yet to read.
 #include <cstdint>
 #include <memory>
 #include <set>
 #include <vector>
+
+#include "engine/offload/page_table.h"  // kNoSlot
 
 namespace hipstudio::offload {
 
@@ -19,26 +22,29 @@ const char* eviction_policy_name(EvictionPolicy policy);  // "LRU", "LFU"
 class Evictor {
  public:
   virtual ~Evictor() = default;
-  virtual void loaded(int32_t slot) = 0;  // a missed token now lives in slot (also after eviction)
-  virtual void hit(int32_t slot) = 0;     // the token in slot was read again
-  virtual int32_t victim() const = 0;     // full bank only: the slot to refill next
-  virtual void end_step() = 0;            // the step's tokens may be evicted from now on
+  virtual void reserve(int32_t slot) = 0; // this step will read the token in slot: no victim until read
+  virtual void hit(int32_t slot) = 0;     // the reserved token in slot is read now
+  virtual void loaded(int32_t slot) = 0;  // a missed token now lives in slot (free, or the victim's)
+  virtual int32_t victim() const = 0;     // full bank only: the slot to refill next, or kNoSlot
+  virtual void end_step() = 0;            // the step's tokens are ordinary candidates again
   virtual void clear() = 0;               // empty bank
 };
 
-// Least recently used, O(1) per event: a doubly linked list over slots, most recent first. It
-// keeps the same-step rule by itself: every token of the current step was moved to the front when
-// read, so the tail is a token of this step only when all slots are.
+// Least recently used, O(1) per event: a doubly linked list over slots, most recent first. The
+// same-step rule comes from the list itself: reserved slots are off the list until read, and a read
+// moves a slot to the front, so the tail is a token the step has read only when no other is left.
 class LruEvictor final : public Evictor {
  public:
   explicit LruEvictor(int64_t capacity);
-  void loaded(int32_t slot) override { move_to_front(slot); }
+  void reserve(int32_t slot) override { unlink(slot); }
   void hit(int32_t slot) override { move_to_front(slot); }
-  int32_t victim() const override { return prev_[sentinel_]; }
+  void loaded(int32_t slot) override { move_to_front(slot); }
+  int32_t victim() const override;
   void end_step() override {}
   void clear() override;
 
  private:
+  void unlink(int32_t slot);
   void move_to_front(int32_t slot);
   int32_t sentinel_;            // = capacity: the list's head and tail meet here
   std::vector<int32_t> prev_;   // (capacity + 1); prev_[sentinel_] is the least recent slot
@@ -48,13 +54,14 @@ class LruEvictor final : public Evictor {
 
 // Least frequently used, ties broken by least recent use, O(log capacity) per event. A use count
 // starts at 1 when a token is loaded and is forgotten when it is evicted (in-cache LFU: the bank
-// keeps no history of evicted tokens). Slots read in the current step are pinned (kept out of the
-// evictable set) until end_step(), which is how the same-step rule holds.
+// keeps no history of evicted tokens). Slots read in the current step wait in a pinned set until
+// end_step(), and reserved slots are in neither set: that is how the same-step rule holds.
 class LfuEvictor final : public Evictor {
  public:
   explicit LfuEvictor(int64_t capacity);
-  void loaded(int32_t slot) override;
+  void reserve(int32_t slot) override { unlist(slot); }
   void hit(int32_t slot) override;
+  void loaded(int32_t slot) override;
   int32_t victim() const override;
   void end_step() override;
   void clear() override;
@@ -69,7 +76,7 @@ class LfuEvictor final : public Evictor {
       return slot < o.slot;
     }
   };
-  enum class Where : uint8_t { None, Evictable, Pinned };
+  enum class Where : uint8_t { None, Evictable, Pinned };  // None: empty or reserved
   void unlist(int32_t slot);
   void pin(int32_t slot, int64_t uses);
   std::set<Rank> evictable_;   // slots not read in this step

@@ -36,52 +36,64 @@ TokenBank::TokenBank(const BankConfig& config) : config_(config) {
   }
   capacity_ = std::min(config.capacity, config.context_tokens);
   slot_token_.assign(static_cast<size_t>(capacity_), -1);
-  slot_step_.assign(static_cast<size_t>(capacity_), -1);
   table_ = make_page_table(config.table, config.context_tokens, capacity_);
   evictor_ = make_evictor(config.policy, capacity_);
 }
 
-BankCounts TokenBank::access(const std::vector<int32_t>& tokens, std::vector<uint8_t>* outcome) {
-  for (int32_t token : tokens) {
-    if (token < 0 || token >= config_.context_tokens) {
-      throw InputError("token bank: key position " + std::to_string(token) + " is outside the context [0, " +
+void TokenBank::check_step(const std::vector<int32_t>& tokens) {
+  bool ascending = true;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] < 0 || tokens[i] >= config_.context_tokens) {
+      throw InputError("token bank: key position " + std::to_string(tokens[i]) + " is outside the context [0, " +
                        std::to_string(config_.context_tokens) +
                        "); set the context length T to cover every position the run read");
     }
+    ascending = ascending && (i == 0 || tokens[i - 1] < tokens[i]);
   }
-  ++step_;
-  if (outcome) outcome->assign(tokens.size(), kAccessNone);
+  if (ascending) return;  // the streams' own order: unique without sorting
+  sorted_.assign(tokens.begin(), tokens.end());
+  std::sort(sorted_.begin(), sorted_.end());
+  auto repeat = std::adjacent_find(sorted_.begin(), sorted_.end());
+  if (repeat != sorted_.end()) {
+    throw InputError("token bank: key position " + std::to_string(*repeat) +
+                     " appears twice in one step; a step's positions must be unique");
+  }
+}
+
+BankCounts TokenBank::access(const std::vector<int32_t>& tokens, std::vector<uint8_t>* outcome) {
+  check_step(tokens);
+  const size_t n = tokens.size();
+  if (outcome) outcome->assign(n, kAccessNone);
   BankCounts c;
+  c.accesses = static_cast<int64_t>(n);
   const int64_t probes_before = table_->probes();
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    const int32_t token = tokens[i];
-    ++c.accesses;
-    // The kernel always asks the page table first, even with an empty bank.
-    int32_t slot = table_->find(token);
-    if (slot != kNoSlot) {
-      if (slot_step_[slot] == step_) {
-        throw InputError("token bank: key position " + std::to_string(token) +
-                         " appears twice in one step; a step's positions must be unique");
-      }
+  // Phase 1: look everything up (the page table is asked even with an empty bank, as the kernel does).
+  hit_slot_.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    hit_slot_[i] = table_->find(tokens[i]);
+    if (hit_slot_[i] != kNoSlot) evictor_->reserve(hit_slot_[i]);
+  }
+  // Phase 2: read in step order.
+  for (size_t i = 0; i < n; ++i) {
+    if (hit_slot_[i] != kNoSlot) {
       ++c.hits;
-      slot_step_[slot] = step_;
-      evictor_->hit(slot);
+      evictor_->hit(hit_slot_[i]);
       if (outcome) (*outcome)[i] = kAccessHit;
       continue;
     }
     ++c.misses;
     if (outcome) (*outcome)[i] = kAccessMiss;
-    if (capacity_ == 0) continue;  // nothing to keep it in: read straight from host memory
+    int32_t slot;
     if (used_ < capacity_) {
       slot = static_cast<int32_t>(used_++);
     } else {
-      slot = evictor_->victim();
+      slot = capacity_ == 0 ? kNoSlot : evictor_->victim();
+      if (slot == kNoSlot) continue;  // nowhere to keep it: read straight from host memory
       table_->erase(slot_token_[slot]);
       ++c.evictions;
     }
-    slot_token_[slot] = token;
-    slot_step_[slot] = step_;
-    table_->insert(token, slot);
+    slot_token_[slot] = tokens[i];
+    table_->insert(tokens[i], slot);
     evictor_->loaded(slot);
   }
   evictor_->end_step();
@@ -94,7 +106,6 @@ void TokenBank::reset() {
   for (int64_t s = 0; s < used_; ++s) {
     table_->erase(slot_token_[s]);  // O(bank), not O(T): the vector map is not reallocated
     slot_token_[s] = -1;
-    slot_step_[s] = -1;
   }
   used_ = 0;
   evictor_->clear();

@@ -39,11 +39,16 @@ class TokenBank {
   explicit TokenBank(const BankConfig& config);  // throws InputError on negative sizes or T < 1
 
   // One decode step. tokens: (n) unique positions in [0, T), in the order the kernel reads them.
-  // Misses are fetched in that order into a free slot, or into the victim's slot when the bank is
-  // full (so a later miss of the step can evict an earlier one only when all slots hold tokens of
-  // this step). outcome, when given, is resized to (n) and receives kAccessHit / kAccessMiss.
-  // Throws InputError for a token outside [0, T) (before changing anything) or a token repeated
-  // within the step (state unspecified afterwards: reset()).
+  // The step runs in two phases, as a kernel that looks up all its keys before fetching any:
+  //  1. look up every token; resident ones are hits and are reserved (not evictable until read);
+  //  2. in step order, read hits, and fetch each miss into a free slot or the victim's slot.
+  // So a step's tokens never evict each other while the bank holds a token the step does not read,
+  // and a token the step has yet to read is never evicted: a miss that finds every slot reserved is
+  // read from host memory without being cached. With LRU this makes the bank after each step the
+  // C most recent tokens of one recency stack (step order within a step) whatever C is, so hits
+  // can only grow with C (the inclusion property the tests check).
+  // outcome, when given, is resized to (n) and receives kAccessHit / kAccessMiss per token.
+  // Throws InputError, before changing anything, for a token outside [0, T) or a repeated token.
   BankCounts access(const std::vector<int32_t>& tokens, std::vector<uint8_t>* outcome = nullptr);
 
   void reset();                                // empty the bank, keep its configuration
@@ -53,12 +58,13 @@ class TokenBank {
   int64_t page_table_bytes() const { return table_->memory_bytes(); }
 
  private:
+  void check_step(const std::vector<int32_t>& tokens);  // range and uniqueness; throws InputError
   BankConfig config_;
   int64_t capacity_ = 0;  // slots beyond T could never fill, so they are not allocated
   int64_t used_ = 0;      // slots [0, used_) hold tokens; they fill in order, never empty again
-  int64_t step_ = 0;      // counts access() calls; stamps slots to catch repeated tokens
   std::vector<int32_t> slot_token_;  // (capacity) token held by each slot
-  std::vector<int64_t> slot_step_;   // (capacity) step that last read each slot
+  std::vector<int32_t> hit_slot_;    // (n) scratch of access(): slot of each token, kNoSlot on a miss
+  std::vector<int32_t> sorted_;      // (n) scratch of access(): for the uniqueness check
   std::unique_ptr<PageTable> table_;
   std::unique_ptr<Evictor> evictor_;
 };

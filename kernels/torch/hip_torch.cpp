@@ -91,7 +91,8 @@ void check_pair(const at::Tensor& q, const Shape& qs, const at::Tensor& k, const
 }
 
 MaskTensors run_masks(const at::Tensor& q, const at::Tensor& k, const hip::HipParams& p, const at::Tensor& positions,
-                      int64_t trace_head, int64_t trace_qb, int64_t trace_batch, at::Tensor* trace_buf) {
+                      int64_t trace_head, int64_t trace_qb, int64_t trace_batch, at::Tensor* trace_buf,
+                      const MaskTensors* into = nullptr) {
   require_ready();
   const Shape qs = shape_of(q, "Q"), ks = shape_of(k, "K");
   check_pair(q, qs, k, ks, "K");
@@ -104,10 +105,22 @@ MaskTensors run_masks(const at::Tensor& q, const at::Tensor& k, const hip::HipPa
   bshape.insert(bshape.end(), {qs.heads, qbs, kb});
   cshape.insert(cshape.end(), {qs.heads, qbs});
   MaskTensors m;
-  m.blocks = at::empty(bshape, i32);
-  m.counts = at::empty(cshape, i32);
-  m.iterations = at::empty(cshape, i32);
-  m.branches = at::empty(cshape, i64);
+  if (into) {
+    auto check = [&](const at::Tensor& t, const std::vector<int64_t>& shape, at::ScalarType st, const char* name) {
+      if (!t.defined() || t.sizes().vec() != shape || t.scalar_type() != st || !t.is_contiguous() || t.device() != q.device())
+        fail(std::string("preallocated ") + name + " has the wrong shape, dtype, layout or device");
+    };
+    check(into->blocks, bshape, at::kInt, "blocks");
+    check(into->counts, cshape, at::kInt, "counts");
+    check(into->iterations, cshape, at::kInt, "iterations");
+    check(into->branches, cshape, at::kLong, "branches");
+    m = *into;
+  } else {
+    m.blocks = at::empty(bshape, i32);
+    m.counts = at::empty(cshape, i32);
+    m.iterations = at::empty(cshape, i32);
+    m.branches = at::empty(cshape, i64);
+  }
   gpu::MaskLaunch l;
   l.q = q.data_ptr(), l.k = k.data_ptr(), l.dtype = dtype_of(q);
   l.q_stride = qs.strides, l.k_stride = ks.strides;
@@ -149,6 +162,11 @@ MaskTensors estimate_masks(const at::Tensor& q, const at::Tensor& k, const hip::
   return run_masks(q, k, p, positions, -1, -1, 0, nullptr);
 }
 
+void estimate_masks_into(MaskTensors& out, const at::Tensor& q, const at::Tensor& k, const hip::HipParams& p,
+                         const at::Tensor& positions) {
+  run_masks(q, k, p, positions, -1, -1, 0, nullptr, &out);
+}
+
 std::pair<MaskTensors, hip::MaskTrace> estimate_masks_traced(const at::Tensor& q, const at::Tensor& k,
                                                              const hip::HipParams& p, int64_t head,
                                                              int64_t query_block, const at::Tensor& positions,
@@ -169,7 +187,7 @@ std::pair<MaskTensors, hip::MaskTrace> estimate_masks_traced(const at::Tensor& q
 
 at::Tensor sparse_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& blocks,
                             const at::Tensor& counts, const hip::HipParams& p, const at::Tensor& positions,
-                            int num_splits) {
+                            int num_splits, const at::Tensor& out_given) {
   require_ready();
   const Shape qs = shape_of(q, "Q"), ks = shape_of(k, "K"), vs = shape_of(v, "V");
   check_pair(q, qs, k, ks, "K");
@@ -190,7 +208,9 @@ at::Tensor sparse_attention(const at::Tensor& q, const at::Tensor& k, const at::
     fail("counts must be contiguous int32 on Q's device with shape (batch?, hq, qbs), got " +
          (counts.defined() ? shape_str(counts) : std::string("undefined")));
   const at::Tensor pos = device_positions(positions, qs.t, ks.t, q.device());
-  at::Tensor out = at::empty(q.sizes(), q.options());
+  at::Tensor out = out_given.defined() ? out_given : at::empty(q.sizes(), q.options());
+  if (out.sizes() != q.sizes() || out.scalar_type() != q.scalar_type() || out.device() != q.device())
+    fail("out " + shape_str(out) + " must have Q's shape, dtype and device");
   const Shape os = shape_of(out, "out");
   gpu::AttentionLaunch l;
   l.q = q.data_ptr(), l.k = k.data_ptr(), l.v = v.data_ptr(), l.out = out.data_ptr(), l.dtype = dtype_of(q);
@@ -213,13 +233,16 @@ at::Tensor sparse_attention(const at::Tensor& q, const at::Tensor& k, const at::
 MaskTensors estimate_masks(const at::Tensor&, const at::Tensor&, const hip::HipParams&, const at::Tensor&) {
   throw std::runtime_error(cuda_kernels_status());
 }
+void estimate_masks_into(MaskTensors&, const at::Tensor&, const at::Tensor&, const hip::HipParams&, const at::Tensor&) {
+  throw std::runtime_error(cuda_kernels_status());
+}
 std::pair<MaskTensors, hip::MaskTrace> estimate_masks_traced(const at::Tensor&, const at::Tensor&,
                                                              const hip::HipParams&, int64_t, int64_t,
                                                              const at::Tensor&, int64_t) {
   throw std::runtime_error(cuda_kernels_status());
 }
 at::Tensor sparse_attention(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                            const at::Tensor&, const hip::HipParams&, const at::Tensor&, int) {
+                            const at::Tensor&, const hip::HipParams&, const at::Tensor&, int, const at::Tensor&) {
   throw std::runtime_error(cuda_kernels_status());
 }
 #endif

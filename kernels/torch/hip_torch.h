@@ -34,6 +34,9 @@ struct MaskTensors {
 
 MaskTensors estimate_masks(const at::Tensor& q, const at::Tensor& k, const hip::HipParams& p,
                            const at::Tensor& positions = at::Tensor());
+// Same, writing into preallocated tensors of the right shapes and dtypes (all four defined).
+void estimate_masks_into(MaskTensors& out, const at::Tensor& q, const at::Tensor& k, const hip::HipParams& p,
+                         const at::Tensor& positions = at::Tensor());
 // Same, plus the trace of one (head, query block) of batch entry `batch`.
 std::pair<MaskTensors, hip::MaskTrace> estimate_masks_traced(const at::Tensor& q, const at::Tensor& k,
                                                              const hip::HipParams& p, int64_t head,
@@ -46,7 +49,8 @@ hip::MaskResult to_mask_result(const MaskTensors& m, const hip::HipParams& p, in
 // Block-sparse attention; num_splits 0 picks the split of the key list that fills the GPU.
 at::Tensor sparse_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& blocks,
                             const at::Tensor& counts, const hip::HipParams& p,
-                            const at::Tensor& positions = at::Tensor(), int num_splits = 0);
+                            const at::Tensor& positions = at::Tensor(), int num_splits = 0,
+                            const at::Tensor& out = at::Tensor());  // out: preallocated, Q's shape
 
 // Dense baseline: LibTorch's scaled-dot-product attention with one backend forced (torch >= 2).
 enum class DenseBackend { kAuto, kFlash, kCuDNN, kEfficient, kMath };
