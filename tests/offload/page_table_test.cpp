@@ -2,6 +2,7 @@
 // sizing, and token banks on either table giving identical hits.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <unordered_map>
 
