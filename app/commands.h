@@ -7,6 +7,7 @@ namespace hipstudio::app {
 
 void register_model_commands(CLI::App& root, CLI::App& bench);  // generate, ppl, convert, bench generate
 void register_mask_commands(CLI::App& root, CLI::App& bench);   // mask, bench mask
+void register_kernel_bench(CLI::App& bench);                     // bench kernels (CUDA HiP kernels)
 void register_analyze_command(CLI::App& root);                  // analyze
 
 }  // namespace hipstudio::app

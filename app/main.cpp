@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   bench->require_subcommand(1);
   hipstudio::app::register_model_commands(root, *bench);
   hipstudio::app::register_mask_commands(root, *bench);
+  hipstudio::app::register_kernel_bench(*bench);
   hipstudio::app::register_analyze_command(root);
   try {
     root.parse(argc, argv);

@@ -6,20 +6,23 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <random>
+#include <cstdlib>
+#include <sys/stat.h>
 
 #include "engine/formats/errors.h"
 
 namespace hipstudio::captures {
 
 void write_file_atomic(const std::string& path, std::string_view bytes) {
-  const std::string tmp = path + ".tmp-" + std::to_string(std::random_device{}());
+  // mkstemp names and creates the temporary in one step (std::random_device crashes beside
+  // PyTorch's LibTorch wheels, and a fixed name would race with a second writer).
+  std::string tmp = path + ".tmp-XXXXXX";
   auto fail = [&](const char* what) {
     const std::string reason = std::strerror(errno);
     ::unlink(tmp.c_str());
     throw InputError(path + ": " + what + " (" + reason + "); nothing was overwritten: free disk space or choose a writable location");
   };
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  const int fd = ::mkstemp(tmp.data());
   if (fd < 0) {
     const std::string reason = std::strerror(errno);
     throw InputError(path + ": cannot create a file there (" + reason + "); choose a writable location");
@@ -39,6 +42,7 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
     fail("flushing to disk failed");
   }
   if (::close(fd) != 0) fail("closing failed");
+  ::chmod(tmp.c_str(), 0644);  // mkstemp creates 0600; captures and exports are ordinary files
   if (std::rename(tmp.c_str(), path.c_str()) != 0) fail("renaming the finished file into place failed");
 }
 

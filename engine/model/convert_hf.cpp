@@ -2,7 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
-#include <random>
+#include <cstdlib>
 
 #include <ATen/ATen.h>
 
@@ -61,8 +61,11 @@ void convert_to_hf(const Model& model, c10::ScalarType dtype, const std::string&
     throw InputError("convert: " + out.string() + " already exists and is not an empty directory; choose a new --out");
   const fs::path parent = out.parent_path();
   if (!fs::is_directory(parent)) throw InputError("convert: the parent directory " + parent.string() + " does not exist");
-  const fs::path tmp = parent / (".hipstudio-convert-" + out.filename().string() + "-" + std::to_string(std::random_device{}()));
-  fs::create_directory(tmp);
+  // mkdtemp gives a fresh private name (std::random_device crashes beside PyTorch's LibTorch wheels).
+  std::string pattern = (parent / (".hipstudio-convert-" + out.filename().string() + "-XXXXXX")).string();
+  if (!::mkdtemp(pattern.data()))
+    throw InputError("convert: cannot create a temporary directory in " + parent.string() + " (read-only or full?)");
+  const fs::path tmp = pattern;
   try {
     const ModelConfig& c = model.config;
     const ModelWeights& w = model.weights;

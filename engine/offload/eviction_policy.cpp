@@ -57,21 +57,15 @@ void LfuEvictor::unlist(int32_t slot) {
 }
 
 void LfuEvictor::pin(int32_t slot, int64_t uses) {
+  unlist(slot);
   rank_[slot] = Rank{uses, ++clock_, slot};
   pinned_.insert(rank_[slot]);
   where_[slot] = Where::Pinned;
 }
 
-void LfuEvictor::loaded(int32_t slot) {
-  unlist(slot);  // the evicted token's count goes with it
-  pin(slot, 1);
-}
+void LfuEvictor::loaded(int32_t slot) { pin(slot, 1); }  // the evicted token's count goes with it
 
-void LfuEvictor::hit(int32_t slot) {
-  int64_t uses = rank_[slot].uses + 1;  // reserve() already took the slot out of both sets
-  unlist(slot);
-  pin(slot, uses);
-}
+void LfuEvictor::hit(int32_t slot) { pin(slot, rank_[slot].uses + 1); }
 
 int32_t LfuEvictor::victim() const {
   if (!evictable_.empty()) return evictable_.begin()->slot;

@@ -82,12 +82,12 @@ void validate_streams(const AccessStreams& s, int64_t context_tokens) {
         const int64_t head = static_cast<int64_t>(i) % s.heads;
         const int64_t layer = static_cast<int64_t>(i) / s.heads % s.layers;
         const int64_t step = static_cast<int64_t>(i) / s.heads / s.layers;
-        require(false, std::string(offload_context_name(c)) + " keys of step " + std::to_string(step) +
-                           ", layer " + std::to_string(layer) + ", head " + std::to_string(head) + ": position " +
-                           std::to_string(keys[j]) +
-                           (inside ? " repeats or breaks ascending order; streams must hold sorted unique positions"
-                                   : " is outside the context [0, " + std::to_string(context_tokens) +
-                                         "); set T to the run's context length"));
+        throw InputError("offloading: " + std::string(offload_context_name(c)) + " keys of step " +
+                         std::to_string(step) + ", layer " + std::to_string(layer) + ", head " +
+                         std::to_string(head) + ": position " + std::to_string(keys[j]) +
+                         (inside ? " repeats or breaks ascending order; streams must hold sorted unique positions"
+                                 : " is outside the context [0, " + std::to_string(context_tokens) +
+                                       "); set T to the run's context length"));
       }
     }
   }

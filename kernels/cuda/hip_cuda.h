@@ -35,6 +35,7 @@ const char* dtype_name(DType t);
 std::string device_status();
 bool device_available();
 int device_sm_count();
+std::string device_name();  // e.g. "NVIDIA H100 80GB HBM3, 132 SMs, 50 MB L2"
 
 struct Strides {
   int64_t b = 0, h = 0, t = 0;  // elements

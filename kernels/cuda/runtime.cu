@@ -64,6 +64,15 @@ int device_sm_count() {
   return count;
 }
 
+std::string device_name() {
+  int dev = 0;
+  HIP_CUDA_CHECK(cudaGetDevice(&dev));
+  cudaDeviceProp prop{};
+  HIP_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
+  return std::string(prop.name) + ", " + std::to_string(prop.multiProcessorCount) + " SMs, " +
+         std::to_string(prop.l2CacheSize >> 20) + " MB L2";
+}
+
 void set_smem(const void* kernel, size_t bytes, const char* name) {
   int dev = 0, optin = 0;
   HIP_CUDA_CHECK(cudaGetDevice(&dev));

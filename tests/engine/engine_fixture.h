@@ -3,7 +3,8 @@
 // temporary directories.
 #include <filesystem>
 #include <memory>
-#include <random>
+#include <cstdlib>
+#include <stdexcept>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -25,9 +26,10 @@ inline std::shared_ptr<const Model> default_model() {
 class TempDir {
  public:
   TempDir() {
-    path_ = std::filesystem::temp_directory_path() /
-            ("hipstudio-test-" + std::to_string(std::random_device{}()) + std::to_string(std::random_device{}()));
-    std::filesystem::create_directories(path_);
+    // mkdtemp, not std::random_device: the latter crashes when linked with PyTorch's LibTorch wheels.
+    std::string pattern = (std::filesystem::temp_directory_path() / "hipstudio-test-XXXXXX").string();
+    if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed in " + pattern);
+    path_ = pattern;
   }
   ~TempDir() {
     std::error_code ignored;

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <chrono>
 #include <random>
 #include <vector>
 
@@ -34,7 +35,7 @@ struct Small {
 Small make_small(int64_t tq, bool bf16_round) {
   Small s;
   s.tq = tq;
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(static_cast<uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count()));  // not std::random_device (crashes beside PyTorch's LibTorch)
   std::normal_distribution<float> nd;
   auto fill = [&](std::vector<float>& x, size_t n) {
     x.resize(n);

@@ -4,6 +4,9 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -29,7 +32,7 @@ inline const char* kind_name(Kind k) { return k == Kind::kRandom ? "random" : k 
 
 // Fresh seed per run (printed so a failure can be replayed).
 inline uint64_t fresh_seed() {
-  static const uint64_t base = std::random_device{}();
+  static const uint64_t base = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^ (static_cast<uint64_t>(::getpid()) << 32);  // not std::random_device: it crashes beside PyTorch's LibTorch
   static uint64_t n = 0;
   return base + 7919 * n++;
 }
