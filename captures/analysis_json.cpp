@@ -32,9 +32,29 @@ json side(const SideResult& s) {
 }
 
 double ratio(double a, double b) { return b > 0 ? a / b : NAN; }
+
+json counts(const offload::BankCounts& c) {
+  return {{"accesses", c.accesses}, {"hits", c.hits}, {"misses", c.misses}, {"bytes", c.bytes},
+          {"hit_ratio", number(offload::hit_ratio(c))}};
+}
+
+json context(const offload::ContextStats& s) {
+  json j = counts(s.total);
+  j["bank_tokens"] = s.bank_tokens;
+  j["bytes_per_token"] = s.bytes_per_token;
+  j["page_table_bytes"] = s.page_table_bytes;
+  json steps = json::array();
+  for (const offload::BankCounts& c : s.per_step_total) steps.push_back(counts(c));
+  j["per_step"] = steps;
+  json layers = json::array();
+  for (const offload::BankCounts& c : s.per_layer) layers.push_back(counts(c));
+  j["per_layer"] = layers;
+  return j;
+}
 }  // namespace
 
-json analysis_to_json(const PairedAnalysis& a, const RunInfo& info) {
+json analysis_to_json(const PairedAnalysis& a, const RunInfo& info, const offload::OffloadResult* offload,
+                      const offload::OffloadConfig* offload_config) {
   const HipModelParams& p = a.options.hip;
   json j;
   j["schema"] = "hipstudio.analysis/1";
@@ -79,6 +99,16 @@ json analysis_to_json(const PairedAnalysis& a, const RunInfo& info) {
                      {"mask_tokens_accessed", s.mask_tokens_accessed},
                      {"sparse_tokens_accessed", s.sparse_tokens_accessed}});
   j["decode"] = {{"steps", static_cast<int64_t>(a.decode.size())}, {"mask_refreshes", a.mask_refreshes}, {"per_step", steps}};
+
+  if (offload) {
+    j["offload"] = {{"mask", context(offload->mask)}, {"sa", context(offload->sparse)}, {"first_layer", offload->first_layer},
+                    {"context_tokens", offload->context_tokens}};
+    if (offload_config) {
+      j["offload"]["page_table"] = offload::page_table_kind_name(offload_config->table);
+      j["offload"]["policy"] = offload::eviction_policy_name(offload_config->policy);
+      j["offload"]["cache_factor"] = offload_config->cache_factor;
+    }
+  }
 
   j["latency_ms"] = {{"dense", latency(a.dense.latency)},
                      {"hip", latency(a.hip.latency)},

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/analysis/paired_result.h"
+#include "engine/offload/offload_simulator.h"
 
 namespace hipstudio::captures {
 
@@ -18,6 +19,9 @@ struct RunInfo {
   std::string prompt;
 };
 
-nlohmann::json analysis_to_json(const PairedAnalysis& analysis, const RunInfo& info);
+// `offload` (with the config that produced it) adds the "offload" section when given.
+nlohmann::json analysis_to_json(const PairedAnalysis& analysis, const RunInfo& info,
+                                const offload::OffloadResult* offload = nullptr,
+                                const offload::OffloadConfig* offload_config = nullptr);
 
 }  // namespace hipstudio::captures
