@@ -35,10 +35,9 @@ TEST(CudaEngine, Fp32LogitsMatchCpu) {
   EXPECT_LE(diff, 1e-3);
 }
 
-TEST(CudaEngine, Bf16LogitsStayCloseToCpuFp32) {
-  REQUIRE_CUDA();
+void expect_half_precision_close(const char* dtype) {
   auto cpu = load("cpu", "f32");
-  auto gpu = load("cuda", "bf16");
+  auto gpu = load("cuda", dtype);
   DenseAttention dense;
   const auto ids = cpu->tokenizer->encode(kText, true);
   const at::Tensor a = all_logits(cpu, ids, dense);
@@ -46,10 +45,20 @@ TEST(CudaEngine, Bf16LogitsStayCloseToCpuFp32) {
   const double diff = (a - b).abs().max().item<double>();
   const double rel = ((a - b).norm() / a.norm()).item<double>();
   const double agree = a.argmax(-1).eq(b.argmax(-1)).to(at::kDouble).mean().item<double>();
-  std::printf("[gpu] stories15M bf16 logits, CUDA vs CPU fp32: max abs diff %.3g, relative L2 %.3g, top-1 agreement %.3f\n",
-              diff, rel, agree);
+  std::printf("[gpu] stories15M %s logits, CUDA vs CPU fp32: max abs diff %.3g, relative L2 %.3g, top-1 agreement %.3f\n",
+              dtype, diff, rel, agree);
   EXPECT_LT(rel, 0.05);
   EXPECT_GE(agree, 0.9);
+}
+
+TEST(CudaEngine, Bf16LogitsStayCloseToCpuFp32) {
+  REQUIRE_CUDA();
+  expect_half_precision_close("bf16");
+}
+
+TEST(CudaEngine, F16LogitsStayCloseToCpuFp32) {
+  REQUIRE_CUDA();
+  expect_half_precision_close("f16");
 }
 
 TEST(CudaEngine, GreedyGenerationMatchesCpu) {
