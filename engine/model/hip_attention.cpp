@@ -4,8 +4,11 @@
 #include <chrono>
 
 #include <ATen/ATen.h>
+#include <torch/cuda.h>
 
 #include "kernels/attention_inputs.h"
+#include "kernels/search_range.h"
+#include "kernels/torch/hip_torch.h"
 #include "kernels/key_set.h"
 #include "kernels/oracle.h"
 #include "kernels/random_baseline.h"
@@ -90,12 +93,27 @@ at::Tensor HipAttention::attend(const AttentionCall& call) {
     return out;
   }
 
-  HostInputs host(call);
   LayerState& state = layers_.at(static_cast<size_t>(call.layer));
-  const bool decoding = call.decoding;
+  bool use_cuda = false;
+  if (call.q.is_cuda() && params_.selection == BlockSelection::Hip) {
+    if (cuda_ready_ < 0) {
+      const std::string why = hip_torch::cuda_kernels_status();
+      cuda_ready_ = why.empty() ? 1 : 0;
+      backend_note_ = why.empty() ? "HiP CUDA kernels" : "HiP CPU reference (CUDA kernels unavailable: " + why + ")";
+    }
+    use_cuda = cuda_ready_ == 1;
+  } else {
+    backend_note_ = "HiP CPU reference (float64)";
+  }
+  at::Tensor out = use_cuda ? attend_cuda(call, state, event) : attend_reference(call, state, event);
+  if (observer_) observer_(event);
+  return out;
+}
+
+at::Tensor HipAttention::attend_reference(const AttentionCall& call, LayerState& state, HipLayerEvent& event) {
+  HostInputs host(call);
   hip::MaskResult prefill_mask;
   const hip::MaskResult* mask = nullptr;
-
   auto select = [&] {
     switch (params_.selection) {
       case BlockSelection::Random: return hip::random_masks(host.view, params_.hip, params_.random_seed + call.layer);
@@ -106,7 +124,7 @@ at::Tensor HipAttention::attend(const AttentionCall& call) {
   };
 
   auto start = std::chrono::steady_clock::now();
-  if (!decoding) {
+  if (!call.decoding) {
     // Prefill: a fresh mask for every query block; the first decode step then refreshes.
     prefill_mask = select();
     mask = &prefill_mask;
@@ -130,17 +148,93 @@ at::Tensor HipAttention::attend(const AttentionCall& call) {
                           .to(call.q.device(), call.q.scalar_type());
   event.attention_seconds = seconds_since(start);
   event.mask = mask;
-  if (record_access_) {
-    if (event.refreshed && params_.selection == BlockSelection::Hip) event.mask_keys = search_keys(host.view, params_.hip);
-    else event.mask_keys.assign(static_cast<size_t>(host.view.hq), {});
-    std::vector<int64_t> keys;
-    for (int64_t h = 0; h < host.view.hq; ++h) {
-      hip::attended_keys(host.view, params_.hip, *mask, h, host.view.tq - 1, keys);
-      event.sparse_keys.emplace_back(keys.begin(), keys.end());
+  if (record_access_) record_access(call, *mask, event);
+  return result;
+}
+
+void HipAttention::record_access(const AttentionCall& call, const hip::MaskResult& mask, HipLayerEvent& event) {
+  HostInputs host(call);
+  if (event.refreshed && params_.selection == BlockSelection::Hip) event.mask_keys = search_keys(host.view, params_.hip);
+  else event.mask_keys.assign(static_cast<size_t>(host.view.hq), {});
+  std::vector<int64_t> keys;
+  for (int64_t h = 0; h < host.view.hq; ++h) {
+    hip::attended_keys(host.view, params_.hip, mask, h, host.view.tq - 1, keys);
+    event.sparse_keys.emplace_back(keys.begin(), keys.end());
+  }
+}
+
+at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& state, HipLayerEvent& event) {
+  const hip::HipParams& p = params_.hip;
+  const bool need_host_mask = static_cast<bool>(observer_) || record_access_;
+  const int64_t heads = call.q.size(0), kb = hip::hip_kb(p), lo = p.sink / p.b_k;
+  // First key block of the dense tail for a query at `position` (the search range's hi).
+  auto tail_block = [&](int64_t position) { return std::max(lo, hip::floor_div(position + 1 - p.window, p.b_k)); };
+  hip::MaskResult host_mask;
+  at::Tensor out;
+  auto start = std::chrono::steady_clock::now();
+
+  if (!call.decoding) {
+    const hip_torch::MaskTensors masks = hip_torch::estimate_masks(call.q, call.k, p);
+    event.mask_seconds = seconds_since(start);
+    start = std::chrono::steady_clock::now();
+    out = hip_torch::sparse_attention(call.q, call.k, call.v, masks.blocks, masks.counts, p);
+    state.valid = false;
+    event.refreshed = true;
+    if (need_host_mask) host_mask = hip_torch::to_mask_result(masks, p, call.q.size(1), call.k.size(1));
+  } else {
+    const int64_t position = call.first_position;
+    if (!state.valid || state.steps_since_refresh >= params_.refresh_every) {
+      const hip_torch::MaskTensors masks = hip_torch::estimate_masks(call.q, call.k, p);
+      const at::Tensor blocks = masks.blocks.to(at::kCPU).contiguous(), counts = masks.counts.to(at::kCPU).contiguous();
+      state.gpu_blocks.assign(blocks.data_ptr<int32_t>(), blocks.data_ptr<int32_t>() + heads * kb);
+      state.gpu_counts.assign(counts.data_ptr<int32_t>(), counts.data_ptr<int32_t>() + heads);
+      state.refresh_hi = tail_block(position);
+      state.valid = true;
+      state.steps_since_refresh = 0;
+      event.refreshed = true;
+    }
+    ++state.steps_since_refresh;
+    // A cached mask keeps its dense tail start: the kernel derives the tail from the query's own
+    // position, so the key blocks the tail has moved past since the refresh are appended to every
+    // head's selection (they lie above all selected blocks, so rows stay ascending). Together they
+    // attend exactly sink + blocks + [refresh dense_from, position], as the reference does.
+    const int64_t extra = tail_block(position) - state.refresh_hi;
+    const int64_t width = kb + extra;
+    std::vector<int32_t> rows(static_cast<size_t>(heads * width), -1), counts(static_cast<size_t>(heads));
+    for (int64_t h = 0; h < heads; ++h) {
+      const int32_t n = state.gpu_counts[h];
+      std::copy_n(state.gpu_blocks.begin() + h * kb, n, rows.begin() + h * width);
+      for (int64_t e = 0; e < extra; ++e) rows[h * width + n + e] = static_cast<int32_t>(state.refresh_hi + e);
+      counts[h] = static_cast<int32_t>(n + extra);
+    }
+    hip::HipParams widened = p;
+    widened.k = width * p.b_k;
+    const auto device = at::TensorOptions().dtype(at::kInt).device(call.q.device());
+    const at::Tensor blocks = at::from_blob(rows.data(), {heads, 1, width}, at::kInt).to(device);
+    const at::Tensor block_counts = at::from_blob(counts.data(), {heads, 1}, at::kInt).to(device);
+    event.mask_seconds = event.refreshed ? seconds_since(start) : 0.0;
+    start = std::chrono::steady_clock::now();
+    out = hip_torch::sparse_attention(call.q, call.k, call.v, blocks, block_counts, widened);
+    if (need_host_mask) {
+      // The refresh's mask as the reference keeps it: the original blocks and the refresh dense_from.
+      host_mask.heads = heads;
+      host_mask.query_blocks = 1;
+      host_mask.kb = kb;
+      host_mask.blocks.assign(state.gpu_blocks.begin(), state.gpu_blocks.end());
+      host_mask.counts.assign(state.gpu_counts.begin(), state.gpu_counts.end());
+      host_mask.dense_from = {state.refresh_hi * p.b_k};
+      host_mask.iterations.assign(static_cast<size_t>(heads), 0);
+      host_mask.branches.assign(static_cast<size_t>(heads), 0);
     }
   }
-  if (observer_) observer_(event);
-  return result;
+  if (call.q.is_cuda() && (need_host_mask || observer_)) torch::cuda::synchronize();
+  event.attention_seconds = seconds_since(start);
+  if (need_host_mask) {
+    state.decode_mask = host_mask;
+    event.mask = &state.decode_mask;
+    if (record_access_) record_access(call, host_mask, event);
+  }
+  return out;
 }
 
 }  // namespace hipstudio

@@ -5,8 +5,9 @@
 // re-estimated every `refresh_every` (r_m) steps and reused in between: the cached mask keeps its
 // dense_from, so tokens generated since the refresh fall in the dense tail.
 //
-// The CPU float64 reference in kernels/ computes masks and attention here (CUDA tensors are copied
-// to the CPU for it until the CUDA kernels plug in).
+// On the CPU, the float64 reference in kernels/ computes masks and attention. On CUDA, the CUDA
+// kernels do (kernels/torch/hip_torch.h) when they were built; otherwise the tensors are copied to
+// the CPU reference and `backend_note()` says so. Random/oracle selections always use the reference.
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -42,6 +43,8 @@ class HipAttention final : public AttentionBackend {
  public:
   HipAttention(const HipModelParams& params, int64_t n_layers);
   std::string name() const override { return "hip"; }
+  // Which implementation ran the last sparse layer call and, on CUDA without kernels, why not.
+  const std::string& backend_note() const { return backend_note_; }
   at::Tensor attend(const AttentionCall& call) override;
   int64_t chunk_multiple() const override { return params_.hip.b_q; }
 
@@ -58,12 +61,21 @@ class HipAttention final : public AttentionBackend {
     hip::MaskResult decode_mask;   // mask of the last refresh (one query block)
     bool valid = false;
     int64_t steps_since_refresh = 0;
+    // CUDA path: the refresh's mask on the host ((hq, kb) blocks and (hq) counts) and the first key
+    // block of its dense tail; cached steps extend it with the blocks the tail has moved past.
+    std::vector<int32_t> gpu_blocks, gpu_counts;
+    int64_t refresh_hi = 0;
   };
+  at::Tensor attend_reference(const AttentionCall& call, LayerState& state, HipLayerEvent& event);
+  at::Tensor attend_cuda(const AttentionCall& call, LayerState& state, HipLayerEvent& event);
+  void record_access(const AttentionCall& call, const hip::MaskResult& mask, HipLayerEvent& event);
   HipModelParams params_;
   std::vector<LayerState> layers_;
   DenseAttention dense_;
   std::function<void(const HipLayerEvent&)> observer_;
   bool record_access_ = false;
+  int cuda_ready_ = -1;  // -1 unknown, 0 no (reason in backend_note_), 1 yes
+  std::string backend_note_;
 };
 
 }  // namespace hipstudio
