@@ -97,12 +97,14 @@ void register_convert(CLI::App& root) {
 }  // namespace
 
 void register_bench_generate(CLI::App& bench);
+void register_bench_model(CLI::App& bench);
 
 void register_model_commands(CLI::App& root, CLI::App& bench) {
   register_generate(root);
   register_ppl(root);
   register_convert(root);
   register_bench_generate(bench);
+  register_bench_model(bench);
 }
 
 }  // namespace hipstudio::app

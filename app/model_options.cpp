@@ -21,14 +21,14 @@ void ModelOptions::add_to(CLI::App& command) {
       ->check(CLI::NonNegativeNumber);
 }
 
-std::shared_ptr<const Model> ModelOptions::load() const {
+std::shared_ptr<const Model> ModelOptions::load(bool require_tokenizer) const {
   // Matrix products, the bulk of the work, run on OpenBLAS's (or the GPU's) own threads. LibTorch's
   // OpenMP workers only speed up small element-wise ops and, busy-waiting beside OpenBLAS, halve
   // CPU decode speed on a 2-core machine (measured: 165 vs 310 tok/s for stories15M). So they
   // default to one thread; --threads N sets them explicitly.
   at::set_num_threads(threads > 0 ? threads : 1);
   const RunDevice run = parse_run_device(device, dtype);
-  const ModelSource source = resolve_model_source(model, tokenizer);
+  const ModelSource source = resolve_model_source(model, tokenizer, require_tokenizer);
   auto loaded = load_model(source, run);
   const ModelConfig& c = loaded->config;
   std::fprintf(stderr, "model: %s (%s, %lld layers, %lld heads / %lld kv heads, dim %lld, vocab %lld, context %lld) on %s\n",

@@ -18,8 +18,9 @@ struct ModelOptions {
   int64_t context = 0;     // 0 = the model's max_seq_len
 
   void add_to(CLI::App& command);
-  // Resolves, loads and reports (on stderr) the model; throws InputError with a fix.
-  std::shared_ptr<const Model> load() const;
+  // Resolves, loads and reports (on stderr) the model; throws InputError with a fix. Benchmarks that
+  // feed token ids pass require_tokenizer = false (a random-weight checkpoint has no tokenizer).
+  std::shared_ptr<const Model> load(bool require_tokenizer = true) const;
 };
 
 // "TEXT" -> TEXT; "@FILE" -> the file's contents (InputError if unreadable); "@@x" -> "@x".

@@ -31,7 +31,7 @@ std::string tokenizer_beside(const fs::path& checkpoint, const std::string& over
 }
 }  // namespace
 
-ModelSource resolve_model_source(const std::string& model, const std::string& tokenizer) {
+ModelSource resolve_model_source(const std::string& model, const std::string& tokenizer, bool require_tokenizer) {
   ModelSource source;
   if (model.empty()) {
     fs::path dir = default_model_dir();
@@ -56,7 +56,7 @@ ModelSource resolve_model_source(const std::string& model, const std::string& to
       source.tokenizer = !tokenizer.empty() ? tokenizer
                          : fs::is_regular_file(path / "tokenizer.json") ? (path / "tokenizer.json").string()
                                                                          : "";
-      if (source.tokenizer.empty())
+      if (source.tokenizer.empty() && require_tokenizer)
         throw InputError(model + ": no tokenizer.json in the model directory; copy it there or pass --tokenizer PATH");
       return source;
     }

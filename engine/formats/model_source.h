@@ -18,7 +18,9 @@ struct ModelSource {
 std::string default_model_dir();
 
 // Empty `model` means the default model. `tokenizer` overrides the tokenizer file. Throws InputError
-// when the files are not there, saying how to get them.
-ModelSource resolve_model_source(const std::string& model, const std::string& tokenizer = "");
+// when the files are not there, saying how to get them. With require_tokenizer false, a Hugging Face
+// directory without tokenizer.json resolves with an empty `tokenizer` (benchmarks feed token ids).
+ModelSource resolve_model_source(const std::string& model, const std::string& tokenizer = "",
+                                 bool require_tokenizer = true);
 
 }  // namespace hipstudio

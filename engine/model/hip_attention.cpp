@@ -165,7 +165,10 @@ void HipAttention::record_access(const AttentionCall& call, const hip::MaskResul
 
 at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& state, HipLayerEvent& event) {
   const hip::HipParams& p = params_.hip;
-  const bool need_host_mask = static_cast<bool>(observer_) || record_access_;
+  const bool need_host_mask = record_access_;
+  auto sync = [&] {
+    if (sync_timing_) torch::cuda::synchronize();
+  };
   const int64_t heads = call.q.size(0), kb = hip::hip_kb(p), lo = p.sink / p.b_k;
   // First key block of the dense tail for a query at `position` (the search range's hi).
   auto tail_block = [&](int64_t position) { return std::max(lo, hip::floor_div(position + 1 - p.window, p.b_k)); };
@@ -175,9 +178,11 @@ at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& stat
 
   if (!call.decoding) {
     const hip_torch::MaskTensors masks = hip_torch::estimate_masks(call.q, call.k, p);
+    sync();
     event.mask_seconds = seconds_since(start);
     start = std::chrono::steady_clock::now();
     out = hip_torch::sparse_attention(call.q, call.k, call.v, masks.blocks, masks.counts, p);
+    sync();
     state.valid = false;
     event.refreshed = true;
     if (need_host_mask) host_mask = hip_torch::to_mask_result(masks, p, call.q.size(1), call.k.size(1));
@@ -212,9 +217,11 @@ at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& stat
     const auto device = at::TensorOptions().dtype(at::kInt).device(call.q.device());
     const at::Tensor blocks = at::from_blob(rows.data(), {heads, 1, width}, at::kInt).to(device);
     const at::Tensor block_counts = at::from_blob(counts.data(), {heads, 1}, at::kInt).to(device);
+    sync();
     event.mask_seconds = event.refreshed ? seconds_since(start) : 0.0;
     start = std::chrono::steady_clock::now();
     out = hip_torch::sparse_attention(call.q, call.k, call.v, blocks, block_counts, widened);
+    sync();
     if (need_host_mask) {
       // The refresh's mask as the reference keeps it: the original blocks and the refresh dense_from.
       host_mask.heads = heads;
@@ -227,7 +234,6 @@ at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& stat
       host_mask.branches.assign(static_cast<size_t>(heads), 0);
     }
   }
-  if (call.q.is_cuda() && (need_host_mask || observer_)) torch::cuda::synchronize();
   event.attention_seconds = seconds_since(start);
   if (need_host_mask) {
     state.decode_mask = host_mask;

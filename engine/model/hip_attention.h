@@ -28,7 +28,9 @@ struct HipLayerEvent {
   int64_t queries = 0;              // T of this call (1 while decoding)
   bool dense = false;               // layer < l_d: dense attention, no mask
   bool refreshed = false;           // a mask was estimated in this call (always for prefill)
-  const hip::MaskResult* mask = nullptr;  // the mask used (null for dense layers); valid during the callback
+  // The mask used, valid during the callback: null for dense layers, and on the CUDA path unless
+  // access recording is on (copying masks to the host would stall the GPU).
+  const hip::MaskResult* mask = nullptr;
   const AttentionCall* call = nullptr;    // the inputs (post-RoPE q, cache k/v)
   double mask_seconds = 0.0;        // mask estimation
   double attention_seconds = 0.0;   // sparse (or dense) attention
@@ -55,6 +57,9 @@ class HipAttention final : public AttentionBackend {
   void reset();
   // Fill HipLayerEvent::mask_keys / sparse_keys (costs a traced search on each refresh).
   void set_record_access(bool on) { record_access_ = on; }
+  // Synchronize the device after mask estimation and after attention so that the event's seconds
+  // are the GPU's (benchmark breakdowns only: it stalls the pipeline).
+  void set_sync_timing(bool on) { sync_timing_ = on; }
 
  private:
   struct LayerState {
@@ -74,6 +79,7 @@ class HipAttention final : public AttentionBackend {
   DenseAttention dense_;
   std::function<void(const HipLayerEvent&)> observer_;
   bool record_access_ = false;
+  bool sync_timing_ = false;
   int cuda_ready_ = -1;  // -1 unknown, 0 no (reason in backend_note_), 1 yes
   std::string backend_note_;
 };

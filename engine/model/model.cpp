@@ -45,10 +45,11 @@ std::shared_ptr<const Model> load_model(const ModelSource& source, const RunDevi
     } else {
       model->weights = load_hf_weights(source.checkpoint, run.dtype, &model->config);
       const ModelConfig& c = model->config;
-      model->tokenizer = load_hf_tokenizer(source.tokenizer, c.bos_id >= 0 ? std::optional<int32_t>(c.bos_id) : std::nullopt,
-                                           c.eos_id >= 0 ? std::optional<int32_t>(c.eos_id) : std::nullopt);
+      if (!source.tokenizer.empty())
+        model->tokenizer = load_hf_tokenizer(source.tokenizer, c.bos_id >= 0 ? std::optional<int32_t>(c.bos_id) : std::nullopt,
+                                             c.eos_id >= 0 ? std::optional<int32_t>(c.eos_id) : std::nullopt);
     }
-    if (model->tokenizer->vocab_size() > model->config.vocab_size)
+    if (model->tokenizer && model->tokenizer->vocab_size() > model->config.vocab_size)
       throw InputError(source.tokenizer + ": the tokenizer has " + std::to_string(model->tokenizer->vocab_size()) +
                        " tokens but the model's vocabulary has only " + std::to_string(model->config.vocab_size) +
                        "; tokenizer and model do not belong together");

@@ -37,7 +37,7 @@ struct Model {
   ModelConfig config;
   ModelSource source;
   RunDevice run;
-  std::shared_ptr<const Tokenizer> tokenizer;
+  std::shared_ptr<const Tokenizer> tokenizer;  // null only for a source resolved without a tokenizer
   ModelWeights weights;
 };
 

@@ -1,0 +1,209 @@
+// `hipstudio bench model`: end-to-end prefill and decode latency of a whole model, HiP vs dense,
+// measured in the same run (warm-up, median of repeats), with the attention share, a per-component
+// breakdown and peak device memory. Token ids are random, so any checkpoint works, tokenizer or not.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <torch/cuda.h>
+
+#include "app/commands.h"
+#include "app/hip_options.h"
+#include "app/model_options.h"
+#include "engine/analysis/paired_result.h"
+#include "engine/model/context_plan.h"
+#include "engine/model/device_memory.h"
+#include "engine/model/hip_attention.h"
+#include "engine/model/kv_cache.h"
+#include "engine/model/transformer.h"
+
+namespace hipstudio::app {
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+struct SideResult {
+  double prefill_ms = 0, decode_step_ms = 0;
+  ComponentMs prefill_parts, decode_parts;  // from one extra run with per-layer timing
+  double peak_gib = -1;
+  std::string backend;
+};
+
+class Runner {
+ public:
+  Runner(std::shared_ptr<const Model> model, std::vector<int32_t> prompt, int64_t decode)
+      : model_(std::move(model)), prompt_(std::move(prompt)), decode_(decode),
+        cuda_(model_->run.device.is_cuda()) {}
+
+  SideResult measure(AttentionBackend& backend, HipAttention* hip, int warmup, int repeats) {
+    SideResult r;
+    reset_peak_device_memory();
+    std::vector<double> prefill, steps;
+    for (int i = 0; i < warmup + repeats; ++i) {
+      if (hip) hip->reset();
+      const auto [p, s] = run(backend, nullptr);
+      if (i < warmup) continue;
+      prefill.push_back(p);
+      steps.insert(steps.end(), s.begin(), s.end());
+    }
+    r.prefill_ms = median(prefill);
+    r.decode_step_ms = median(steps);
+    const DeviceMemoryStats memory = device_memory_stats();
+    if (memory.available) r.peak_gib = static_cast<double>(memory.peak_allocated_bytes) / (1ull << 30);
+
+    // One more run, synchronized per layer, for the breakdown.
+    if (hip) {
+      hip->reset();
+      hip->set_sync_timing(true);
+    }
+    Breakdown breakdown;
+    breakdown.hip = hip;
+    run(backend, &breakdown);
+    if (hip) hip->set_sync_timing(false);
+    r.prefill_parts = breakdown.prefill;
+    r.decode_parts = breakdown.decode;
+    const double steps_run = static_cast<double>(std::max<int64_t>(1, decode_));
+    r.decode_parts.mask /= steps_run;
+    r.decode_parts.sparse /= steps_run;
+    r.decode_parts.dense /= steps_run;
+    r.decode_parts.other /= steps_run;
+    if (hip) r.backend = hip->backend_note();
+    return r;
+  }
+
+ private:
+  struct Breakdown {
+    HipAttention* hip = nullptr;
+    ComponentMs prefill, decode;
+    bool decoding = false;
+    double mask_seconds = 0;
+  };
+
+  double now() const {
+    if (cuda_) torch::cuda::synchronize();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
+
+  // Prefill the prompt (chunked as generation does), then decode greedily; returns
+  // (prefill ms, per-step decode ms).
+  std::pair<double, std::vector<double>> run(AttentionBackend& backend, Breakdown* breakdown) {
+    const int64_t capacity = static_cast<int64_t>(prompt_.size()) + decode_;
+    Transformer transformer(model_, capacity);
+    KVCache cache(model_->config, model_->run, capacity);
+    if (breakdown) {
+      if (breakdown->hip)
+        breakdown->hip->set_observer([breakdown](const HipLayerEvent& e) { breakdown->mask_seconds = e.mask_seconds; });
+      transformer.set_layer_timer([breakdown](int64_t l, double attention_s, double other_s) {
+        ComponentMs& c = breakdown->decoding ? breakdown->decode : breakdown->prefill;
+        c.other += other_s * 1e3;
+        if (!breakdown->hip || l < breakdown->hip->params().dense_layers) {
+          c.dense += attention_s * 1e3;
+        } else {
+          c.mask += breakdown->mask_seconds * 1e3;
+          c.sparse += std::max(0.0, attention_s - breakdown->mask_seconds) * 1e3;
+        }
+        breakdown->mask_seconds = 0;
+      });
+    }
+    const int64_t multiple = backend.chunk_multiple();
+    const int64_t chunk = (kDefaultPrefillChunk + multiple - 1) / multiple * multiple;
+    double start = now();
+    at::Tensor logits;
+    for (size_t begin = 0; begin < prompt_.size(); begin += static_cast<size_t>(chunk)) {
+      const size_t end = std::min(prompt_.size(), begin + static_cast<size_t>(chunk));
+      logits = transformer.forward({prompt_.begin() + static_cast<std::ptrdiff_t>(begin), prompt_.begin() + static_cast<std::ptrdiff_t>(end)},
+                                   cache, backend);
+    }
+    const double prefill_ms = now() - start;
+    if (breakdown) breakdown->decoding = true;
+    std::vector<double> steps;
+    for (int64_t s = 0; s < decode_; ++s) {
+      const int32_t next = static_cast<int32_t>(logits[0].argmax().item<int64_t>());
+      start = now();
+      logits = transformer.forward({next}, cache, backend, LogitsFor::LastToken, Phase::Decode);
+      steps.push_back(now() - start);
+    }
+    if (breakdown && breakdown->hip) breakdown->hip->set_observer({});
+    return {prefill_ms, steps};
+  }
+
+  std::shared_ptr<const Model> model_;
+  std::vector<int32_t> prompt_;
+  int64_t decode_;
+  bool cuda_;
+};
+
+void print_row(const char* side, const SideResult& r) {
+  const ComponentMs& p = r.prefill_parts;
+  const double attention = p.mask + p.sparse + p.dense;
+  std::printf("%-6s %11.2f %8.1f%% %9.2f %9.2f %9.2f %9.2f %12.3f %10.1f %8s\n", side, r.prefill_ms,
+              p.total() > 0 ? 100.0 * attention / p.total() : 0.0, p.mask, p.sparse, p.dense, p.other, r.decode_step_ms,
+              r.decode_step_ms > 0 ? 1e3 / r.decode_step_ms : 0.0,
+              r.peak_gib >= 0 ? (std::to_string(r.peak_gib).substr(0, 5)).c_str() : "n/a");
+}
+
+}  // namespace
+
+void register_bench_model(CLI::App& bench) {
+  struct Args {
+    ModelOptions model;
+    HipOptions hip;
+    int64_t tokens = 4096;
+    int64_t decode = 32;
+    int warmup = 1;
+    int repeats = 3;
+    uint64_t seed = 1;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = bench.add_subcommand("model", "End-to-end prefill and decode latency of the model, HiP vs dense in the same run");
+  args->model.add_to(*cmd);
+  args->hip.add_model_options(*cmd);
+  cmd->add_option("--tokens", args->tokens, "prompt length T (random token ids)")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--decode", args->decode, "decode steps timed after the prompt")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--warmup", args->warmup, "untimed runs first")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--repeats", args->repeats, "timed runs (median)")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--seed", args->seed, "seed of the random prompt")->capture_default_str();
+  cmd->callback([args] {
+    const HipModelParams hip_params = args->hip.model_params();
+    auto model = args->model.load(/*require_tokenizer=*/false);
+    const ModelConfig& c = model->config;
+    plan_context(c, model->run, args->tokens, args->decode, args->model.context);  // refuses what cannot fit
+    std::mt19937_64 rng(args->seed);
+    std::uniform_int_distribution<int32_t> token(3, static_cast<int32_t>(c.vocab_size - 1));
+    std::vector<int32_t> prompt(static_cast<size_t>(args->tokens));
+    for (int32_t& t : prompt) t = token(rng);
+    Runner runner(model, prompt, args->decode);
+
+    DenseAttention dense;
+    HipAttention hip(hip_params, c.n_layers);
+    const SideResult d = runner.measure(dense, nullptr, args->warmup, args->repeats);
+    const SideResult h = runner.measure(hip, &hip, args->warmup, args->repeats);
+    const hip::HipParams& p = hip_params.hip;
+    std::printf("bench model: %s on %s; T = %lld prompt tokens + %lld decode steps; HiP k=%lld b_q=%lld b_k=%lld "
+                "b_sq=%lld b_sk=%lld sink=%lld window=%lld l_d=%lld r_m=%lld; median of %d after %d warm-up\n",
+                model->source.display_name.c_str(), device_description(model->run).c_str(),
+                static_cast<long long>(args->tokens), static_cast<long long>(args->decode), static_cast<long long>(p.k),
+                static_cast<long long>(p.b_q), static_cast<long long>(p.b_k), static_cast<long long>(p.b_sq),
+                static_cast<long long>(p.b_sk), static_cast<long long>(p.sink), static_cast<long long>(p.window),
+                static_cast<long long>(hip_params.dense_layers), static_cast<long long>(hip_params.refresh_every),
+                args->repeats, args->warmup);
+    std::printf("HiP backend: %s\n", h.backend.c_str());
+    std::printf("%-6s %11s %9s %9s %9s %9s %9s %12s %10s %8s\n", "side", "prefill ms", "attn", "mask ms", "sparse ms",
+                "dense ms", "other ms", "decode ms/tok", "decode t/s", "peak GiB");
+    print_row("dense", d);
+    print_row("hip", h);
+    std::printf("speedup (dense / HiP): prefill %.2fx, decode step %.2fx  (breakdown columns: one extra run "
+                "synchronized per layer; attn = attention share of that run)\n",
+                d.prefill_ms / std::max(h.prefill_ms, 1e-9), d.decode_step_ms / std::max(h.decode_step_ms, 1e-9));
+  });
+}
+
+}  // namespace hipstudio::app
