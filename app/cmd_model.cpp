@@ -5,10 +5,12 @@
 #include <ATen/Parallel.h>
 
 #include "app/commands.h"
+#include "app/hip_options.h"
 #include "app/model_options.h"
 #include "engine/formats/errors.h"
 #include "engine/model/convert_hf.h"
 #include "engine/model/generation.h"
+#include "engine/model/hip_attention.h"
 
 namespace hipstudio::app {
 
@@ -17,6 +19,8 @@ namespace {
 void register_generate(CLI::App& root) {
   struct Args {
     ModelOptions model;
+    HipOptions hip;
+    std::string attention = "dense";
     std::string prompt;
     int64_t max_tokens = 64;
     SamplingOptions sampling;
@@ -24,6 +28,9 @@ void register_generate(CLI::App& root) {
   auto args = std::make_shared<Args>();
   CLI::App* cmd = root.add_subcommand("generate", "Continue a prompt: the prompt and continuation on stdout, tokens/s on stderr");
   args->model.add_to(*cmd);
+  cmd->add_option("--attention", args->attention, "dense, or hip (with the HiP options below)")
+      ->check(CLI::IsMember({"dense", "hip"}))->capture_default_str();
+  args->hip.add_model_options(*cmd);
   cmd->add_option("--prompt", args->prompt, "prompt text, or @FILE")->required();
   cmd->add_option("--max-tokens", args->max_tokens, "tokens to generate")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--temperature", args->sampling.temperature, "0 = greedy")->capture_default_str();
@@ -32,20 +39,26 @@ void register_generate(CLI::App& root) {
   cmd->callback([args] {
     const std::string prompt = read_text_argument(args->prompt, "--prompt");
     validate_sampling(args->sampling);
+    const bool use_hip = args->attention == "hip";
+    const HipModelParams hip_params = use_hip ? args->hip.model_params() : HipModelParams{};
     auto model = args->model.load();
     GenerationOptions options;
     options.max_new_tokens = args->max_tokens;
     options.sampling = args->sampling;
     options.context_limit = args->model.context;
     DenseAttention dense;
+    std::unique_ptr<HipAttention> hip;
+    if (use_hip) hip = std::make_unique<HipAttention>(hip_params, model->config.n_layers);
+    AttentionBackend& attention = use_hip ? static_cast<AttentionBackend&>(*hip) : dense;
     std::fputs(prompt.c_str(), stdout);
     std::fflush(stdout);
-    GenerationResult r = generate(model, prompt, options, dense, [](const std::string& piece) {
+    GenerationResult r = generate(model, prompt, options, attention, [](const std::string& piece) {
       std::fputs(piece.c_str(), stdout);
       std::fflush(stdout);
     });
     std::fputs("\n", stdout);
     const double n = static_cast<double>(r.generated_ids.size());
+    if (hip) std::fprintf(stderr, "attention: %s\n", hip->backend_note().c_str());
     std::fprintf(stderr, "prompt: %zu tokens in %.3f s (%.1f tok/s); generated: %zu tokens in %.3f s (%.1f tok/s)\n",
                  r.prompt_ids.size(), r.prefill_seconds, r.prompt_ids.size() / std::max(r.prefill_seconds, 1e-9),
                  r.generated_ids.size(), r.decode_seconds, n / std::max(r.decode_seconds, 1e-9));

@@ -162,3 +162,16 @@ TEST(Cli, MaskCommandWritesMasksForNpyInputs) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Cli, GenerateWithHipAttentionStaysOnTheStoryAndSaysWhichBackendRan) {
+  CommandResult r = run_hipstudio(
+      "generate --prompt 'Once upon a time' --attention hip --topk 16 --bq 8 --bk 2 --ld 1 --rm 4 --max-tokens 24", true);
+  EXPECT_EQ(r.status, 0) << r.out;
+  // 24 tokens fit the budget of sink + 8 blocks + window: HiP still reproduces dense greedy output here.
+  EXPECT_NE(r.out.find("Once upon a time, there was a little girl named Lily."), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("attention: HiP CPU reference"), std::string::npos) << r.out;
+}
+
+}  // namespace
