@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 #include <torch/cuda.h>
 
+#include "engine/model/host_inputs.h"
 #include "kernels/attention_inputs.h"
 #include "kernels/search_range.h"
 #include "kernels/torch/hip_torch.h"
@@ -21,26 +22,6 @@ namespace {
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
-
-// float32, contiguous, CPU copies of one call's tensors, and the reference's view over them.
-struct HostInputs {
-  at::Tensor q, k, v;
-  hip::AttentionInputs view;
-  explicit HostInputs(const AttentionCall& call) {
-    q = call.q.to(at::kCPU, at::kFloat).contiguous();
-    k = call.k.to(at::kCPU, at::kFloat).contiguous();
-    v = call.v.to(at::kCPU, at::kFloat).contiguous();
-    view.q = q.data_ptr<float>();
-    view.k = k.data_ptr<float>();
-    view.v = v.data_ptr<float>();
-    view.hq = q.size(0);
-    view.tq = q.size(1);
-    view.d = q.size(2);
-    view.hkv = k.size(0);
-    view.tk = k.size(1);
-    // positions stay implicit: query i is at tk - tq + i = first_position + i.
-  }
-};
 
 // Keys read by the hierarchical search of query block 0 for each head: the sampled keys of every
 // scored branch's representative block, from the traces.
@@ -111,7 +92,7 @@ at::Tensor HipAttention::attend(const AttentionCall& call) {
 }
 
 at::Tensor HipAttention::attend_reference(const AttentionCall& call, LayerState& state, HipLayerEvent& event) {
-  HostInputs host(call);
+  HostAttentionInputs host(call.q, call.k, call.v);
   hip::MaskResult prefill_mask;
   const hip::MaskResult* mask = nullptr;
   auto select = [&] {
@@ -153,7 +134,7 @@ at::Tensor HipAttention::attend_reference(const AttentionCall& call, LayerState&
 }
 
 void HipAttention::record_access(const AttentionCall& call, const hip::MaskResult& mask, HipLayerEvent& event) {
-  HostInputs host(call);
+  HostAttentionInputs host(call.q, call.k, call.v);
   if (event.refreshed && params_.selection == BlockSelection::Hip) event.mask_keys = search_keys(host.view, params_.hip);
   else event.mask_keys.assign(static_cast<size_t>(host.view.hq), {});
   std::vector<int64_t> keys;

@@ -7,6 +7,7 @@
 
 #include "engine/formats/errors.h"
 #include "engine/model/context_plan.h"
+#include "engine/model/host_inputs.h"
 #include "engine/model/kv_cache.h"
 #include "engine/model/transformer.h"
 #include "kernels/attention_metrics.h"
@@ -91,18 +92,8 @@ void report(const AnalysisProgress& progress, double fraction, const std::string
 
 LayerQuality layer_quality(const at::Tensor& q_any, const at::Tensor& k_any, const at::Tensor& v_any,
                            const hip::HipParams& params, uint64_t random_seed) {
-  const at::Tensor q = q_any.to(at::kCPU, at::kFloat).contiguous();
-  const at::Tensor k = k_any.to(at::kCPU, at::kFloat).contiguous();
-  const at::Tensor v = v_any.to(at::kCPU, at::kFloat).contiguous();
-  hip::AttentionInputs in;
-  in.q = q.data_ptr<float>();
-  in.k = k.data_ptr<float>();
-  in.v = v.data_ptr<float>();
-  in.hq = q.size(0);
-  in.tq = q.size(1);
-  in.d = q.size(2);
-  in.hkv = k.size(0);
-  in.tk = k.size(1);
+  const HostAttentionInputs host(q_any, k_any, v_any);
+  const hip::AttentionInputs& in = host.view;
 
   const hip::MaskResult hip_mask = hip::estimate_masks(in, params).mask;
   const hip::MaskResult oracle = hip::oracle_masks(in, params);
