@@ -9,5 +9,6 @@ void register_model_commands(CLI::App& root, CLI::App& bench);  // generate, ppl
 void register_mask_commands(CLI::App& root, CLI::App& bench);   // mask, bench mask
 void register_kernel_bench(CLI::App& bench);                     // bench kernels (CUDA HiP kernels)
 void register_analyze_command(CLI::App& root);                  // analyze
+void register_capture_commands(CLI::App& root);                 // capture, report, export, open
 
 }  // namespace hipstudio::app

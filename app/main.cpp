@@ -4,19 +4,32 @@
 
 #include "app/commands.h"
 #include "engine/formats/errors.h"
+#ifdef HIPSTUDIO_HAVE_GUI
+#include "app/gui/gui_main.h"
+#endif
 
 int main(int argc, char** argv) {
   CLI::App root{"HiP Studio: explore and profile Hierarchically Pruned Attention on real LLMs"};
   root.set_version_flag("--version", std::string("hipstudio ") + HIPSTUDIO_VERSION);
+#ifdef HIPSTUDIO_HAVE_GUI
+  root.require_subcommand(0, 1);  // no subcommand opens the GUI
+  hipstudio::gui::GuiOptions gui_options;
+  hipstudio::gui::add_gui_options(root, gui_options);
+#else
   root.require_subcommand(1);
+#endif
   CLI::App* bench = root.add_subcommand("bench", "Benchmarks that print tables (speed targets live here)");
   bench->require_subcommand(1);
   hipstudio::app::register_model_commands(root, *bench);
   hipstudio::app::register_mask_commands(root, *bench);
   hipstudio::app::register_kernel_bench(*bench);
   hipstudio::app::register_analyze_command(root);
+  hipstudio::app::register_capture_commands(root);
   try {
     root.parse(argc, argv);
+#ifdef HIPSTUDIO_HAVE_GUI
+    if (root.get_subcommands().empty()) return hipstudio::gui::run_gui(gui_options);
+#endif
   } catch (const CLI::ParseError& e) {
     return root.exit(e);
   } catch (const hipstudio::InputError& e) {

@@ -115,3 +115,29 @@ __device__ __forceinline__ void mma16816<__half>(float* d, const uint32_t* a, co
 void set_smem(const void* kernel, size_t bytes, const char* name);
 
 }  // namespace hipstudio::gpu
+
+namespace hipstudio::gpu {
+
+// Asynchronous 16-byte global -> shared copy (sm_80+); valid == false writes 16 zero bytes
+// (src-size 0: nothing is read). Many can be in flight per thread, unlike load-then-store.
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const int n = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(n));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+// Four 8x8 b16 matrices from shared memory, transposed: thread t gets M_j[2(t%4)..+1][t/4] in r[j];
+// threads 8j..8j+7 give the row addresses of matrix j.
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t* r, const void* smem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(s));
+}
+
+}  // namespace hipstudio::gpu

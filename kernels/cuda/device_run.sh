@@ -10,6 +10,8 @@ cd "$repo"
 out="${OUT:-/tmp}"
 mkdir -p .device-carry/include
 [ -d .device-carry/googletest ] || tar -xJf .device-carry/deps.tar.xz -C .device-carry
+# Headers other layers may need that the machine lacks (carry [".hipcuda-carry"] too, optional).
+[ -d .hipcuda-carry/stb ] && cp -r .hipcuda-carry/stb /usr/local/include/
 torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv,noheader
 cmake -S . -B build-hipcuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DHIPSTUDIO_GUI=OFF -DCMAKE_CUDA_ARCHITECTURES=90 -DHIPSTUDIO_CUDA=ON \
@@ -17,7 +19,8 @@ cmake -S . -B build-hipcuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DHIPSTUDIO_GUI=
   -DHIPSTUDIO_GTEST_SOURCE_DIR="$repo/.device-carry/googletest" >"$out/configure.log" 2>&1 ||
   { tail -40 "$out/configure.log"; exit 1; }
 start=$(date +%s)
-ninja -C build-hipcuda -j 16 test_gpu hipstudio >"$out/build.log" 2>&1 || { grep -E -A3 "error" "$out/build.log" | head -60; exit 1; }
+ninja -C build-hipcuda -j 16 test_gpu >"$out/build.log" 2>&1 || { grep -E -A3 "error" "$out/build.log" | head -60; exit 1; }
+ninja -C build-hipcuda -j 16 hipstudio >>"$out/build.log" 2>&1 || { echo "hipstudio did not build:"; grep -E -A3 "error" "$out/build.log" | head -20; }
 echo "== build $(( $(date +%s) - start )) s"
 if [ "$what" != bench ]; then
   echo "== tests"

@@ -10,6 +10,9 @@
 //   Q   (batch, hq,  tq, d)      K, V (batch, hkv, tk, d)      out (batch, hq, tq, d)
 //   blocks (batch, hq, qbs, kb) int32, ascending key blocks, -1 padded    counts (batch, hq, qbs) int32
 //   positions (tq) int64 on the device, shared by the batch; null: query i sits at tk - tq + i.
+//   The kernels trust positions (each in [0, tk)) and selections (inside each query block's
+//   [lo, hi), as HiP, the oracle and the random baseline produce); the LibTorch binding checks
+//   positions, and unlike kernels/key_set.cpp the GPU does not de-duplicate overlapping selections.
 // Semantics are those of kernels/mask_reference.h and kernels/sparse_attention_reference.h.
 #include <cstddef>
 #include <cstdint>

@@ -1,22 +1,23 @@
 // HiP mask estimation on the GPU (kernels/mask_reference.h is the CPU reference it must match).
 //
-// v1: one CTA of 256 threads per (batch, head, query block), every query block and head in one
-// launch. Heads are the fastest grid index so that the query heads of one KV group run side by
-// side and share the key rows they gather through L2; the query blocks with the longest search
-// (last ones under causal masking) start first. Per iteration:
+// Current version (v5, kernels/BENCHMARKS.md has the path): one CTA of 256 threads per (batch,
+// head, query block), every query block and head in one launch; grid order head-within-group
+// fastest, then query block (longest searches first), then KV group, so that the CTAs resident at
+// one time gather from one group's K, which L2 holds. Per iteration:
 //   1. split the Kb nodes into <= 2 Kb branches (block scan of the split counts);
 //   2. representative per branch; branches whose representative differs from the inherited one
 //      are compacted into a list and scored chunk by chunk: the sampled key rows of a chunk are
 //      gathered into shared memory and multiplied with the sampled query rows (kept in shared
 //      memory for the whole search);
 //        f32 inputs  : float64 dots in the fixed order of dot_f64.h (bit-identical scores);
-//        bf16 / f16  : mma.m16n8k16 tensor cores, float32 accumulation;
-//   3. selection of the Kb best without sorting: the Kb-th largest score key is found bit by bit
-//      (one block-wide count per bit: 64 for float64 keys, 32 for float32), then the branches above
-//      it plus the first (by begin) of those equal to it are kept, which is exactly the order
-//      "score descending, then smaller begin" of the reference, ties included;
+//        bf16 / f16  : mma.m16n8k16 tensor cores, float32 accumulation; chunks of 64 keys (256
+//                      when few CTAs run, i.e. decode) gathered by cp.async, two stages; with <= 2
+//                      sampled keys per branch the lanes holding a branch's keys write its score;
+//   3. selection of the Kb best without sorting: the Kb-th largest score key by 8-bit radix
+//      selection (histogram per digit), then the branches above it plus the first (by begin) of
+//      those equal to it are kept: exactly the reference's order "score descending, then smaller
+//      begin", ties included;
 //   4. kept branches, compacted in ascending begin, become the next nodes.
-#include <cfloat>
 #include <algorithm>
 #include <cmath>
 
@@ -30,7 +31,9 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kMaxKb = 1024;                 // 2 Kb branches, 8 per thread: keys stay in registers
 constexpr int kMaxPer = 2 * kMaxKb / kThreads;
 constexpr int kMaxIter = 32;                 // N < 2^31 blocks: at most 31 halvings
-constexpr int kChunkFast = 128;              // keys per scoring chunk, tensor-core path: 16 n-tiles, 2 per warp
+constexpr int kChunkFast = 64;               // keys per scoring chunk, tensor-core path: 8 n-tiles, 1 per warp
+constexpr int kChunkFastFew = 256;           // same when few CTAs run (decode): 4x the bytes in flight per CTA
+constexpr int kStages = 2;                   // gather pipeline depth (v4 tried 4 at 2 CTAs/SM: slower, see BENCHMARKS.md)
 constexpr int kChunkExact = 64;              // keys per chunk, float64 path: 4 threads per key
 
 struct TraceEntry {
@@ -47,7 +50,7 @@ __host__ __device__ inline size_t trace_entries_offset(int64_t kb) {
 
 struct Smem {  // byte offsets into dynamic shared memory
   size_t br_score, nd_score, key_score, br_begin, br_end, br_repr, nd_begin, nd_end, nd_repr, scan, flag, list, red,
-      sq, sk, total;
+      sq, sk, hist, total;
 };
 
 struct MaskArgs {
@@ -68,10 +71,11 @@ struct MaskArgs {
   int r16;        // rows padded to 16 (tensor-core path)
   int d16;        // d padded to 16
   int q_ld, k_ld; // shared-memory row strides (elements)
+  int chunk;      // keys per scoring chunk (tensor-core path)
   bool vec_ok;    // 16-byte loads allowed (d % 8 == 0 and aligned rows, 16-bit types)
 };
 
-Smem layout(int64_t kb, bool exact, int r_max, int r16, int d16, int q_ld, int k_ld) {
+Smem layout(int64_t kb, bool exact, int r_max, int r16, int d16, int q_ld, int k_ld, int fast_chunk) {
   Smem s{};
   size_t off = 0;
   auto take = [&](size_t bytes) {
@@ -80,7 +84,7 @@ Smem layout(int64_t kb, bool exact, int r_max, int r16, int d16, int q_ld, int k
     return at;
   };
   const size_t nb = 2 * static_cast<size_t>(kb);
-  const int chunk = exact ? kChunkExact : kChunkFast;
+  const int chunk = exact ? kChunkExact : fast_chunk;
   s.br_score = take(nb * 8);
   s.nd_score = take(kb * 8);
   s.key_score = take(chunk * 8);
@@ -94,12 +98,13 @@ Smem layout(int64_t kb, bool exact, int r_max, int r16, int d16, int q_ld, int k
   s.flag = take(nb * 4);
   s.list = take(nb * 4);
   s.red = take(2 * 32 * 4);
+  s.hist = take((256 + 2) * 4);
   if (exact) {
     s.sq = take(static_cast<size_t>(r_max) * q_ld * 4);
     s.sk = take(static_cast<size_t>(chunk) * k_ld * 4);
   } else {
     s.sq = take(static_cast<size_t>(r16) * q_ld * 2);
-    s.sk = take(static_cast<size_t>(chunk) * k_ld * 2);
+    s.sk = take(kStages * static_cast<size_t>(chunk) * k_ld * 2);  // pipeline stages
   }
   (void)d16;
   s.total = off;
@@ -188,6 +193,54 @@ __device__ __forceinline__ uint64_t score_key(double s) {
 template <class F>
 __device__ __forceinline__ F nan_max(F best, F v) { return v > best ? v : best; }
 
+// The k-th largest of the branch keys (k >= 1), by radix selection on 8-bit digits from the top:
+// per digit a 256-bin histogram of the keys that match the digits found so far, then one warp finds
+// the bin holding the k-th largest. 3 barriers per digit (4 digits for float32 keys, 8 for float64)
+// instead of one per bit. Keys below low_bit are zero.
+__device__ __forceinline__ uint64_t kth_largest_key(const uint64_t* keys, int nb, int k, int low_bit, int* hist) {
+  const int tid = threadIdx.x, lane = tid & 31;
+  int* bcast = hist + 256;
+  uint64_t prefix = 0, mask = 0;
+  for (int shift = 56; shift >= low_bit; shift -= 8) {
+    hist[tid] = 0;  // kThreads == 256 bins
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < kMaxPer; ++j) {
+      const int i = tid + j * kThreads;
+      if (i < nb && (keys[j] & mask) == prefix) atomicAdd(&hist[(keys[j] >> shift) & 255], 1);
+    }
+    __syncthreads();
+    if (tid < 32) {
+      int own = 0;
+#pragma unroll
+      for (int b = 0; b < 8; ++b) own += hist[lane * 8 + b];
+      int x = own;  // sum over lanes >= lane
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const int y = __shfl_down_sync(0xffffffffu, x, o);
+        if (lane + o < 32) x += y;
+      }
+      int run = x - own;  // keys in higher bins
+      if (run < k && k <= x) {
+        for (int b = 7; b >= 0; --b) {
+          const int c = hist[lane * 8 + b];
+          if (run < k && k <= run + c) {
+            bcast[0] = lane * 8 + b;
+            bcast[1] = k - run;
+            break;
+          }
+          run += c;
+        }
+      }
+    }
+    __syncthreads();
+    prefix |= static_cast<uint64_t>(bcast[0]) << shift;
+    mask |= uint64_t{255} << shift;
+    k = bcast[1];
+  }
+  return prefix;
+}
+
 // dot_f64.h's definition: eight lane sums over d = l (mod 8), combined in a fixed tree.
 __device__ __forceinline__ double dot_fixed(const float* a, const float* b, int n) {
   double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
@@ -212,8 +265,21 @@ __device__ __forceinline__ double dot_fixed(const float* a, const float* b, int 
   return ((s0 + s4) + (s2 + s6)) + ((s1 + s5) + (s3 + s7));
 }
 
+// Folds a chunk's per-key maxima into their branches (a branch's keys may straddle chunks).
+__device__ __forceinline__ void fold_chunk(int p0, int np, int kpr, const int* list, double* br_score,
+                                           const double* key_score) {
+  const int first = p0 / kpr, last = (p0 + np - 1) / kpr;
+  for (int x = first + static_cast<int>(threadIdx.x); x <= last; x += kThreads) {
+    const int i = list[x];
+    double best = br_score[i];
+    const int pb = max(x * kpr, p0), pe = min((x + 1) * kpr, p0 + np);
+    for (int p = pb; p < pe; ++p) best = nan_max(best, key_score[p - p0]);
+    br_score[i] = best;
+  }
+}
+
 template <class T, bool kExact>
-__global__ void __launch_bounds__(kThreads) hip_mask_kernel(const MaskArgs a) {
+__global__ void __launch_bounds__(kThreads, 3) hip_mask_kernel(const MaskArgs a) {
   extern __shared__ __align__(16) uint8_t smem[];
   double* br_score = reinterpret_cast<double*>(smem + a.sm.br_score);
   double* nd_score = reinterpret_cast<double*>(smem + a.sm.nd_score);
@@ -231,11 +297,17 @@ __global__ void __launch_bounds__(kThreads) hip_mask_kernel(const MaskArgs a) {
   int parity = 0;
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  // Grid order, fastest first: head within its KV group, query block (longest searches first),
+  // KV group, batch. The CTAs resident at one time then gather from one group's K (8 MB at 32k,
+  // 32 MB at 128k for Llama-3.1-8B), which stays in L2, instead of from all of K.
+  const int64_t group = a.hq / a.hkv;
   int64_t idx = blockIdx.x;
-  const int64_t h = idx % a.hq;
-  idx /= a.hq;
-  const int64_t qb = a.qbs - 1 - idx % a.qbs;  // longest searches first
-  const int64_t b = idx / a.qbs;
+  const int64_t hg = idx % group;
+  idx /= group;
+  const int64_t qb = a.qbs - 1 - idx % a.qbs;
+  idx /= a.qbs;
+  const int64_t h = (idx % a.hkv) * group + hg;
+  const int64_t b = idx / a.hkv;
   const int64_t item = (b * a.hq + h) * a.qbs + qb;
   const int kb = static_cast<int>(a.kb);
   int32_t* out = a.blocks + item * a.kb;
@@ -329,49 +401,18 @@ __global__ void __launch_bounds__(kThreads) hip_mask_kernel(const MaskArgs a) {
     __syncthreads();
 
     const int pairs = ns * kpr;  // (branch, sampled key) pairs to score
-    constexpr int kChunk = kExact ? kChunkExact : kChunkFast;
-    for (int p0 = 0; p0 < pairs; p0 += kChunk) {
-      const int np = min(kChunk, pairs - p0);
-      // Gather the chunk's key rows.
-      if constexpr (kExact) {
+    if constexpr (kExact) {
+      for (int p0 = 0; p0 < pairs; p0 += kChunkExact) {
+        const int np = min(kChunkExact, pairs - p0);
         float* sk = reinterpret_cast<float*>(smem + a.sm.sk);
         for (int e = tid; e < np * d; e += kThreads) {
           const int pp = e / d, c = e % d, p = p0 + pp;
           const int64_t key = int64_t{br_repr[list[p / kpr]]} * a.hip.b_k + int64_t{p % kpr} * a.hip.b_sk;
           sk[pp * a.k_ld + c] = to_f32(kbase[key * a.ks.t + c]);
         }
-      } else {
-        T* sk = reinterpret_cast<T*>(smem + a.sm.sk);
-        if (a.vec_ok) {
-          const int vecs = a.d16 / 8;  // 8 elements per 16-byte load
-          for (int e = tid; e < kChunk * vecs; e += kThreads) {
-            const int pp = e / vecs, c = (e % vecs) * 8;
-            uint4 v = make_uint4(0, 0, 0, 0);
-            if (pp < np && c < d) {
-              const int p = p0 + pp;
-              const int64_t key = int64_t{br_repr[list[p / kpr]]} * a.hip.b_k + int64_t{p % kpr} * a.hip.b_sk;
-              v = *reinterpret_cast<const uint4*>(kbase + key * a.ks.t + c);
-            }
-            *reinterpret_cast<uint4*>(sk + pp * a.k_ld + c) = v;
-          }
-        } else {
-          for (int e = tid; e < kChunk * a.d16; e += kThreads) {
-            const int pp = e / a.d16, c = e % a.d16;
-            T v = from_f32<T>(0.f);
-            if (pp < np && c < d) {
-              const int p = p0 + pp;
-              const int64_t key = int64_t{br_repr[list[p / kpr]]} * a.hip.b_k + int64_t{p % kpr} * a.hip.b_sk;
-              v = kbase[key * a.ks.t + c];
-            }
-            sk[pp * a.k_ld + c] = v;
-          }
-        }
-      }
-      __syncthreads();
-      // Max over the sampled rows of each key's dot products.
-      if constexpr (kExact) {
+        __syncthreads();
+        // Max over the sampled rows of each key's float64 dot products; 4 threads per key.
         const float* sq = reinterpret_cast<const float*>(smem + a.sm.sq);
-        const float* sk = reinterpret_cast<const float*>(smem + a.sm.sk);
         const int pp = tid >> 2, sub = tid & 3;
         double best = -INFINITY;
         if (pp < np) {
@@ -380,14 +421,57 @@ __global__ void __launch_bounds__(kThreads) hip_mask_kernel(const MaskArgs a) {
         best = nan_max(best, __shfl_xor_sync(0xffffffffu, best, 1));
         best = nan_max(best, __shfl_xor_sync(0xffffffffu, best, 2));
         if (sub == 0 && pp < np) key_score[pp] = best;
-      } else {
+        __syncthreads();
+        fold_chunk(p0, np, kpr, list, br_score, key_score);
+        __syncthreads();
+      }
+    } else {
+      // Tensor-core path: chunks of 64 (decode: 256) sampled keys, gathered with cp.async into
+      // kStages buffers so that the next kStages - 1 chunks are in flight while one is multiplied.
+      T* skb = reinterpret_cast<T*>(smem + a.sm.sk);
+      const int kChunk = a.chunk;
+      const int chunks = (pairs + kChunk - 1) / kChunk;
+      const int vecs = a.d16 / 8;  // 16-byte pieces per key row
+      auto issue = [&](int ci) {
+        T* dst = skb + (ci % kStages) * kChunk * a.k_ld;
+        const int p0 = ci * kChunk, np = min(kChunk, pairs - p0);
+        for (int e = tid; e < kChunk * vecs; e += kThreads) {
+          const int pp = e / vecs, c = (e - pp * vecs) * 8;
+          int64_t key = 0;
+          if (pp < np) {
+            const int p = p0 + pp, x = p / kpr;
+            key = int64_t{br_repr[list[x]]} * a.hip.b_k + int64_t{p - x * kpr} * a.hip.b_sk;
+          }
+          if (a.vec_ok) {
+            const bool valid = pp < np && c < d;
+            cp_async16(dst + pp * a.k_ld + c, valid ? kbase + key * a.ks.t + c : kbase, valid);
+          } else {
+            for (int i = 0; i < 8; ++i)
+              dst[pp * a.k_ld + c + i] = (pp < np && c + i < d) ? kbase[key * a.ks.t + c + i] : from_f32<T>(0.f);
+          }
+        }
+        cp_async_commit();
+      };
+      // One commit group per chunk index (empty past the end), so that waiting for all but the
+      // newest kStages - 1 groups always means "chunk ci has landed".
+      for (int ci = 0; ci < kStages - 1; ++ci) {
+        if (ci < chunks) issue(ci);
+        else cp_async_commit();
+      }
+      for (int ci = 0; ci < chunks; ++ci) {
+        if (ci + kStages - 1 < chunks) issue(ci + kStages - 1);
+        else cp_async_commit();
+        cp_async_wait<kStages - 1>();
+        __syncthreads();
+        const int p0 = ci * kChunk, np = min(kChunk, pairs - p0);
         const T* sq = reinterpret_cast<const T*>(smem + a.sm.sq);
-        const T* sk = reinterpret_cast<const T*>(smem + a.sm.sk);
+        const T* sk = skb + (ci % kStages) * kChunk * a.k_ld;
         const int gq = lane >> 2, cq = lane & 3;
         for (int nt = warp; nt < kChunk / 8; nt += kWarps) {
           if (nt * 8 >= np) break;
           float m0 = -INFINITY, m1 = -INFINITY;
           for (int mt = 0; mt < a.r16 / 16; ++mt) {
+            if (mt * 16 >= R) break;
             float acc[4] = {0.f, 0.f, 0.f, 0.f};
             for (int ks = 0; ks < a.d16 / 16; ++ks) {
               const T* qa = sq + (mt * 16 + gq) * a.q_ld + ks * 16 + cq * 2;
@@ -412,22 +496,28 @@ __global__ void __launch_bounds__(kThreads) hip_mask_kernel(const MaskArgs a) {
             m1 = nan_max(m1, __shfl_xor_sync(0xffffffffu, m1, o));
           }
           if (gq == 0) {
-            key_score[nt * 8 + cq * 2] = m0;
-            key_score[nt * 8 + cq * 2 + 1] = m1;
+            const int k0 = p0 + nt * 8 + cq * 2;  // pair index of this lane's first key
+            if (kpr <= 2) {
+              // A branch's keys never straddle a lane's pair (chunks and pairs start at multiples
+              // of 2): fold straight into the branch score, no second pass.
+              if (kpr == 2) {
+                if (k0 < p0 + np) br_score[list[k0 >> 1]] = nan_max(nan_max(-INFINITY, m0), m1);
+              } else {
+                if (k0 < p0 + np) br_score[list[k0]] = nan_max(-INFINITY, m0);
+                if (k0 + 1 < p0 + np) br_score[list[k0 + 1]] = nan_max(-INFINITY, m1);
+              }
+            } else {
+              key_score[nt * 8 + cq * 2] = m0;
+              key_score[nt * 8 + cq * 2 + 1] = m1;
+            }
           }
         }
+        __syncthreads();
+        if (kpr > 2) {
+          fold_chunk(p0, np, kpr, list, br_score, key_score);
+          __syncthreads();
+        }
       }
-      __syncthreads();
-      // Fold the keys' maxima into their branches (a branch's keys may straddle chunks).
-      const int first = p0 / kpr, last = (p0 + np - 1) / kpr;
-      for (int x = first + tid; x <= last; x += kThreads) {
-        const int i = list[x];
-        double best = br_score[i];
-        const int pb = max(x * kpr, p0), pe = min((x + 1) * kpr, p0 + np);
-        for (int p = pb; p < pe; ++p) best = nan_max(best, key_score[p - p0]);
-        br_score[i] = best;
-      }
-      __syncthreads();
     }
 
     // 3. selection of the Kb best: threshold key T = the Kb-th largest, found bit by bit.
@@ -437,15 +527,8 @@ __global__ void __launch_bounds__(kThreads) hip_mask_kernel(const MaskArgs a) {
       const int i = tid + j * kThreads;
       keys[j] = i < nb ? score_key<kExact>(br_score[i]) : 0;  // 0 is below every real key
     }
-    uint64_t thr = 0;
-    const int low_bit = kExact ? 0 : 32;
-    for (int bit = 63; bit >= low_bit; --bit) {
-      const uint64_t cand = thr | (1ull << bit);
-      int c = 0;
-#pragma unroll
-      for (int j = 0; j < kMaxPer; ++j) c += (tid + j * kThreads < nb && keys[j] >= cand);
-      if (block_sum(c, red, parity) >= kb) thr = cand;
-    }
+    int* hist = reinterpret_cast<int*>(smem + a.sm.hist);
+    const uint64_t thr = kth_largest_key(keys, nb, kb, kExact ? 0 : 32, hist);
     int c_gt = 0;
 #pragma unroll
     for (int j = 0; j < kMaxPer; ++j) c_gt += (tid + j * kThreads < nb && keys[j] > thr);
@@ -571,7 +654,9 @@ void estimate_masks(const MaskLaunch& l) {
   a.k_ld = a.q_ld;
   a.vec_ok = !exact && l.d % 8 == 0 && aligned16(l.k) && l.k_stride.t % 8 == 0 && l.k_stride.h % 8 == 0 &&
              l.k_stride.b % 8 == 0;
-  a.sm = layout(kb, exact, a.r_max, a.r16, a.d16, a.q_ld, a.k_ld);
+  const int64_t ctas_total = l.batch * l.hq * ((l.tq + p.b_q - 1) / p.b_q);
+  a.chunk = ctas_total < 2 * device_sm_count() ? kChunkFastFew : kChunkFast;
+  a.sm = layout(kb, exact, a.r_max, a.r16, a.d16, a.q_ld, a.k_ld, a.chunk);
   const int64_t ctas = l.batch * l.hq * a.qbs;
   if (ctas >= (int64_t{1} << 31)) throw_arg("too many (batch, head, query block) items for one launch");
   if (l.trace_head >= 0) {

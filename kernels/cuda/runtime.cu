@@ -1,5 +1,7 @@
 // Host helpers of the CUDA kernels: error reporting, device queries, buffers, events, conversions.
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <string>
 #include <utility>
 
@@ -35,7 +37,8 @@ const char* dtype_name(DType t) {
   return "?";
 }
 
-std::string device_status() {
+namespace {
+std::string probe_device() {
   int n = 0;
   const cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {
@@ -50,6 +53,13 @@ std::string device_status() {
            std::to_string(prop.minor) + "; the HiP kernels need 8.0 or newer";
   }
   return "";
+}
+}  // namespace
+
+// Probed once: cudaGetDeviceProperties costs tens of microseconds, more than a decode step.
+std::string device_status() {
+  static const std::string status = probe_device();
+  return status;
 }
 
 bool device_available() { return device_status().empty(); }
@@ -74,14 +84,25 @@ std::string device_name() {
 }
 
 void set_smem(const void* kernel, size_t bytes, const char* name) {
-  int dev = 0, optin = 0;
-  HIP_CUDA_CHECK(cudaGetDevice(&dev));
-  HIP_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  // cudaFuncSetAttribute once per (kernel, largest size so far): it is a host round trip that
+  // would otherwise sit in every decode step.
+  static std::mutex mu;
+  static std::map<const void*, size_t> raised;
+  static int optin = -1;
+  std::lock_guard<std::mutex> lock(mu);
+  if (optin < 0) {
+    int dev = 0;
+    HIP_CUDA_CHECK(cudaGetDevice(&dev));
+    HIP_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  }
   if (bytes > static_cast<size_t>(optin)) {
     throw_arg(std::string(name) + " needs " + std::to_string(bytes) + " bytes of shared memory, the device allows " +
               std::to_string(optin) + ": reduce k / b_k or the query block");
   }
+  size_t& done = raised[kernel];
+  if (bytes <= done) return;
   HIP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  done = bytes;
 }
 
 DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {

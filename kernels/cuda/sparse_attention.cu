@@ -2,14 +2,17 @@
 // reference): every query attends sink + its query block's selected key blocks + the dense tail,
 // keys beyond its visible end masked.
 //
-// v1 (tensor cores, bf16/f16, head dim padded to 64 or 128): one CTA per (batch, head, query
-// block, tile of <= 64 rows, split), one warp per 16 query rows (b_q = 32: 2 warps). The CTA walks
-// its key list (sink, then the selected blocks, then the dense tail) in tiles of 64 keys: gathers
-// K (row-major) and V (transposed, so that P V reads key pairs as one 32-bit word) into shared
-// memory, S = Q K^T with mma.m16n8k16 from Q fragments held in registers, flash-style online
+// Current version (v7, kernels/BENCHMARKS.md): tensor cores, bf16/f16, head dim padded to 64 or
+// 128; one CTA per (batch, head, query block, tile of <= 64 rows, split), one warp per 16 query
+// rows (CTAs of <= 16 rows, i.e. decode, get 4 warps, the extra ones only copying). The CTA walks
+// its key list (sink, then the selected blocks, then the dense tail) in tiles of 64 keys: K and V
+// rows gathered by 16-byte cp.async into two shared-memory stages (the next tile in flight while
+// this one is computed), S = Q K^T with mma.m16n8k16 from Q fragments held in registers, online
 // softmax in float32 (exp2 with the scale folded in), O += P V with P re-packed from the S
-// accumulators. Decode (few rows, long KV) splits the key list over CTAs (`num_splits`) and a
-// second kernel merges the partial (max, sum, O) rows.
+// accumulators and V's fragments read transposed by ldmatrix. Grid order: split, head within its
+// KV group, row tile, query block (longest lists first), group. Decode (few rows, long KV) splits
+// the key list over CTAs (`num_splits`, chosen to fill the GPU) and a second kernel merges the
+// partial (max, sum, O) rows.
 // The float32 path (and any shape the tensor-core path does not take) is a SIMT kernel: one warp
 // per query row, float32 dot products and online softmax.
 #include <algorithm>
@@ -67,14 +70,19 @@ struct CtaCoords {
 __device__ CtaCoords cta_coords(const AttnArgs& a) {
   CtaCoords c;
   int64_t idx = blockIdx.x;
+  // Fastest first: split, head within its KV group, row tile, query block (longest lists first),
+  // KV group, batch: resident CTAs gather from one group's K/V, which L2 can hold.
+  const int64_t group = a.hq / a.hkv;
   c.split = static_cast<int>(idx % a.splits);
   idx /= a.splits;
-  c.h = idx % a.hq;
-  idx /= a.hq;
+  const int64_t hg = idx % group;
+  idx /= group;
   const int64_t rt = idx % a.row_tiles;
   idx /= a.row_tiles;
-  c.qb = a.qbs - 1 - idx % a.qbs;  // longest key lists first
-  c.b = idx / a.qbs;
+  c.qb = a.qbs - 1 - idx % a.qbs;
+  idx /= a.qbs;
+  c.h = (idx % a.hkv) * group + hg;
+  c.b = idx / a.hkv;
   c.item = (c.b * a.hq + c.h) * a.qbs + c.qb;
   const int64_t qb_begin = c.qb * a.hip.b_q;
   const int64_t qb_end = min(a.tq, qb_begin + a.hip.b_q);
@@ -96,15 +104,21 @@ __device__ KeyList key_list(const AttnArgs& a, const CtaCoords& c, int64_t e_max
   return kl;
 }
 
+template <int D>
+constexpr size_t mma_smem_bytes() {  // two stages of K and V tiles (row-major, rows padded by 16 bytes) + key ids
+  return 2 * (2 * static_cast<size_t>(kBK) * (D + 8) * 2) + 2 * kBK * sizeof(int64_t);
+}
+
 template <class T, int D>
 __global__ void __launch_bounds__(128) sparse_attention_mma(const AttnArgs a) {
-  constexpr int KLD = D + 8;    // +16 bytes: the 8 rows of a B fragment load hit distinct banks
-  constexpr int VLD = kBK + 8;  // same for the transposed V
-  constexpr int KS = D / 16;    // k-steps of Q K^T
-  constexpr int NT = D / 8;     // n-tiles of O
-  __shared__ __align__(16) T sk[kBK * KLD];
-  __shared__ __align__(16) T svt[D * VLD];
-  __shared__ int64_t skey[kBK];
+  constexpr int LD = D + 8;  // +16 bytes: the 8 rows of a fragment load (or ldmatrix) hit distinct banks
+  constexpr int KS = D / 16;  // k-steps of Q K^T
+  constexpr int NT = D / 8;   // n-tiles of O
+  constexpr int kVecs = D / 8;
+  extern __shared__ __align__(16) uint8_t smem_raw[];
+  T* sk_all = reinterpret_cast<T*>(smem_raw);               // [2][kBK][LD]
+  T* sv_all = sk_all + 2 * kBK * LD;                         // [2][kBK][LD]
+  int64_t* skey_all = reinterpret_cast<int64_t*>(sv_all + 2 * kBK * LD);  // [2][kBK]
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nthreads = blockDim.x;
   const int gq = lane >> 2, cq = lane & 3;
@@ -112,6 +126,8 @@ __global__ void __launch_bounds__(128) sparse_attention_mma(const AttnArgs a) {
   if (c.r0 >= c.r1) return;
   const int64_t g = c.h / (a.hq / a.hkv);
   const int d = static_cast<int>(a.d);
+  // Warps past the CTA's rows only help with the copies (decode: 1 row, 4 warps loading).
+  const bool computes = warp * 16 < c.r1 - c.r0;
 
   int64_t e_max = -1;
   for (int64_t r = c.r0; r < c.r1; ++r) e_max = max(e_max, dev_visible_end(a.positions, a.tq, a.tk, a.hip.causal, r));
@@ -147,89 +163,109 @@ __global__ void __launch_bounds__(128) sparse_attention_mma(const AttnArgs a) {
 
   const T* kbase = static_cast<const T*>(a.k) + c.b * a.ks.b + g * a.ks.h;
   const T* vbase = static_cast<const T*>(a.v) + c.b * a.vs.b + g * a.vs.h;
-  for (int64_t tile = t_begin; tile < t_end; ++tile) {
-    for (int j = tid; j < kBK; j += nthreads) skey[j] = kl.key(tile * kBK + j);
-    __syncthreads();
-    constexpr int kVecs = D / 8;
+  // Stage s of tile `tile`: key ids, then K and V rows by cp.async (zero-filled where no key).
+  auto key_ids = [&](int64_t tile, int stage) {
+    for (int j = tid; j < kBK; j += nthreads) skey_all[stage * kBK + j] = kl.key(tile * kBK + j);
+  };
+  auto issue = [&](int stage) {
+    const int64_t* skey = skey_all + stage * kBK;
+    T* sk = sk_all + stage * kBK * LD;
+    T* sv = sv_all + stage * kBK * LD;
     for (int e = tid; e < kBK * kVecs; e += nthreads) {
       const int j = e / kVecs, col = (e % kVecs) * 8;
       const int64_t key = skey[j];
-      uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
-      if (key >= 0 && col < d) {
-        kv = *reinterpret_cast<const uint4*>(kbase + key * a.ks.t + col);
-        vv = *reinterpret_cast<const uint4*>(vbase + key * a.vs.t + col);
-      }
-      *reinterpret_cast<uint4*>(sk + j * KLD + col) = kv;
-      const T* vt = reinterpret_cast<const T*>(&vv);
-#pragma unroll
-      for (int i = 0; i < 8; ++i) svt[(col + i) * VLD + j] = vt[i];
+      const bool valid = key >= 0 && col < d;
+      cp_async16(sk + j * LD + col, valid ? kbase + key * a.ks.t + col : kbase, valid);
+      cp_async16(sv + j * LD + col, valid ? vbase + key * a.vs.t + col : vbase, valid);
+    }
+    cp_async_commit();
+  };
+  if (t_begin < t_end) {
+    key_ids(t_begin, 0);
+    __syncthreads();
+    issue(0);
+  }
+  for (int64_t tile = t_begin; tile < t_end; ++tile) {
+    const int stage = static_cast<int>((tile - t_begin) & 1);
+    if (tile + 1 < t_end) {  // next tile's copies fly while this one is computed
+      key_ids(tile + 1, stage ^ 1);
+      __syncthreads();
+      issue(stage ^ 1);
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
     }
     __syncthreads();
-
-    // S = Q K^T for this warp's 16 rows x 64 keys.
-    float s[kBK / 8][4];
+    const T* sk = sk_all + stage * kBK * LD;
+    const T* sv = sv_all + stage * kBK * LD;
+    const int64_t* skey = skey_all + stage * kBK;
+    if (computes) {
+      // S = Q K^T for this warp's 16 rows x 64 keys.
+      float s[kBK / 8][4];
 #pragma unroll
-    for (int nt = 0; nt < kBK / 8; ++nt) {
-      s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
+      for (int nt = 0; nt < kBK / 8; ++nt) {
+        s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
 #pragma unroll
-      for (int ks = 0; ks < KS; ++ks) {
-        const T* kp = sk + (nt * 8 + gq) * KLD + ks * 16 + cq * 2;
-        uint32_t bf[2];
-        bf[0] = *reinterpret_cast<const uint32_t*>(kp);
-        bf[1] = *reinterpret_cast<const uint32_t*>(kp + 8);
-        mma16816<T>(s[nt], qf[ks], bf);
+        for (int ks = 0; ks < KS; ++ks) {
+          const T* kp = sk + (nt * 8 + gq) * LD + ks * 16 + cq * 2;
+          uint32_t bf[2];
+          bf[0] = *reinterpret_cast<const uint32_t*>(kp);
+          bf[1] = *reinterpret_cast<const uint32_t*>(kp + 8);
+          mma16816<T>(s[nt], qf[ks], bf);
+        }
+      }
+      // Mask, scale, online softmax.
+      float mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+      for (int nt = 0; nt < kBK / 8; ++nt) {
+#pragma unroll
+        for (int x = 0; x < 2; ++x) {
+          const int64_t key = skey[nt * 8 + cq * 2 + x];
+          const bool ok0 = key >= 0 && key <= e0, ok1 = key >= 0 && key <= e1;
+          s[nt][x] = ok0 ? s[nt][x] * a.scale_log2 : -INFINITY;
+          s[nt][2 + x] = ok1 ? s[nt][2 + x] * a.scale_log2 : -INFINITY;
+          mx0 = fmaxf(mx0, s[nt][x]);
+          mx1 = fmaxf(mx1, s[nt][2 + x]);
+        }
+      }
+      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+      const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
+      const float mu0 = mn0 == -INFINITY ? 0.f : mn0, mu1 = mn1 == -INFINITY ? 0.f : mn1;
+      const float al0 = exp2f(m0 - mu0), al1 = exp2f(m1 - mu1);
+      m0 = mn0, m1 = mn1;
+      l0 *= al0, l1 *= al1;
+#pragma unroll
+      for (int t = 0; t < NT; ++t) o[t][0] *= al0, o[t][1] *= al0, o[t][2] *= al1, o[t][3] *= al1;
+#pragma unroll
+      for (int nt = 0; nt < kBK / 8; ++nt) {
+        s[nt][0] = exp2f(s[nt][0] - mu0), s[nt][1] = exp2f(s[nt][1] - mu0);
+        s[nt][2] = exp2f(s[nt][2] - mu1), s[nt][3] = exp2f(s[nt][3] - mu1);
+        l0 += s[nt][0] + s[nt][1];
+        l1 += s[nt][2] + s[nt][3];
+      }
+      // O += P V: P's accumulator layout is the A fragment layout of the next mma; V's B
+      // fragments come transposed out of the row-major tile by ldmatrix (two n-tiles per call).
+#pragma unroll
+      for (int kk = 0; kk < kBK / 16; ++kk) {
+        uint32_t pf[4];
+        pf[0] = pack2<T>(s[2 * kk][0], s[2 * kk][1]);
+        pf[1] = pack2<T>(s[2 * kk][2], s[2 * kk][3]);
+        pf[2] = pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+        pf[3] = pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+        const T* vrow = sv + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LD + (lane >> 4) * 8;
+#pragma unroll
+        for (int t = 0; t < NT; t += 2) {
+          uint32_t r[4];
+          ldmatrix_x4_trans(r, vrow + t * 8);
+          mma16816<T>(o[t], pf, r);
+          mma16816<T>(o[t + 1], pf, r + 2);
+        }
       }
     }
-    // Mask, scale, online softmax.
-    float mx0 = -INFINITY, mx1 = -INFINITY;
-#pragma unroll
-    for (int nt = 0; nt < kBK / 8; ++nt) {
-#pragma unroll
-      for (int x = 0; x < 2; ++x) {
-        const int64_t key = skey[nt * 8 + cq * 2 + x];
-        const bool ok0 = key >= 0 && key <= e0, ok1 = key >= 0 && key <= e1;
-        s[nt][x] = ok0 ? s[nt][x] * a.scale_log2 : -INFINITY;
-        s[nt][2 + x] = ok1 ? s[nt][2 + x] * a.scale_log2 : -INFINITY;
-        mx0 = fmaxf(mx0, s[nt][x]);
-        mx1 = fmaxf(mx1, s[nt][2 + x]);
-      }
-    }
-    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-    const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
-    const float mu0 = mn0 == -INFINITY ? 0.f : mn0, mu1 = mn1 == -INFINITY ? 0.f : mn1;
-    const float al0 = exp2f(m0 - mu0), al1 = exp2f(m1 - mu1);
-    m0 = mn0, m1 = mn1;
-    l0 *= al0, l1 *= al1;
-#pragma unroll
-    for (int t = 0; t < NT; ++t) o[t][0] *= al0, o[t][1] *= al0, o[t][2] *= al1, o[t][3] *= al1;
-#pragma unroll
-    for (int nt = 0; nt < kBK / 8; ++nt) {
-      s[nt][0] = exp2f(s[nt][0] - mu0), s[nt][1] = exp2f(s[nt][1] - mu0);
-      s[nt][2] = exp2f(s[nt][2] - mu1), s[nt][3] = exp2f(s[nt][3] - mu1);
-      l0 += s[nt][0] + s[nt][1];
-      l1 += s[nt][2] + s[nt][3];
-    }
-    // O += P V: P's accumulator layout is the A fragment layout of the next mma.
-#pragma unroll
-    for (int kk = 0; kk < kBK / 16; ++kk) {
-      uint32_t pf[4];
-      pf[0] = pack2<T>(s[2 * kk][0], s[2 * kk][1]);
-      pf[1] = pack2<T>(s[2 * kk][2], s[2 * kk][3]);
-      pf[2] = pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-      pf[3] = pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-#pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        const T* vp = svt + (t * 8 + gq) * VLD + kk * 16 + cq * 2;
-        uint32_t bf[2];
-        bf[0] = *reinterpret_cast<const uint32_t*>(vp);
-        bf[1] = *reinterpret_cast<const uint32_t*>(vp + 8);
-        mma16816<T>(o[t], pf, bf);
-      }
-    }
-    __syncthreads();  // the next tile overwrites sk / svt
+    __syncthreads();  // the next iteration refills this stage
   }
 
   l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
@@ -272,27 +308,42 @@ __global__ void __launch_bounds__(128) sparse_attention_mma(const AttnArgs a) {
   }
 }
 
-// Merges the splits' partial rows: out = sum_s 2^(m_s - M) O_s / sum_s 2^(m_s - M) l_s.
+// Merges the splits' partial rows: out = sum_s 2^(m_s - M) O_s / sum_s 2^(m_s - M) l_s. The
+// splits' (m, l) pairs are read in parallel into shared memory first (v1 read them in dependent
+// loops: one memory latency per split, most of the merge's time in decode).
+constexpr int kMaxSplits = 256;
 template <class T>
-__global__ void combine_splits(const AttnArgs a) {
+__global__ void __launch_bounds__(128) combine_splits(const AttnArgs a) {
+  __shared__ float w[kMaxSplits];
+  __shared__ float inv_l;
   const int64_t r = blockIdx.x;  // (b, h, row) flattened
   const int64_t row = r % a.tq, bh = r / a.tq, h = bh % a.hq, b = bh / a.hq;
-  float mmax = -INFINITY;
-  for (int s = 0; s < a.splits; ++s) mmax = fmaxf(mmax, a.part_ml[2 * (s * a.rows_total + r)]);
-  const float mu = mmax == -INFINITY ? 0.f : mmax;
-  float lsum = 0.f;
-  for (int s = 0; s < a.splits; ++s) {
-    const float m = a.part_ml[2 * (s * a.rows_total + r)];
-    lsum += m == -INFINITY ? 0.f : exp2f(m - mu) * a.part_ml[2 * (s * a.rows_total + r) + 1];
+  for (int s = threadIdx.x; s < a.splits; s += blockDim.x) w[s] = a.part_ml[2 * (s * a.rows_total + r)];
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    float mmax = -INFINITY;
+    for (int s = threadIdx.x; s < a.splits; s += 32) mmax = fmaxf(mmax, w[s]);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) mmax = fmaxf(mmax, __shfl_xor_sync(0xffffffffu, mmax, o));
+    const float mu = mmax == -INFINITY ? 0.f : mmax;
+    float lsum = 0.f;
+    for (int s = threadIdx.x; s < a.splits; s += 32) {
+      const float m = w[s];
+      const float ws = m == -INFINITY ? 0.f : exp2f(m - mu);
+      lsum += ws * a.part_ml[2 * (s * a.rows_total + r) + 1];
+      w[s] = ws;  // each split's weight, read by all threads below
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) lsum += __shfl_xor_sync(0xffffffffu, lsum, o);
+    if (threadIdx.x == 0) inv_l = lsum > 0.f ? 1.f / lsum : 0.f;
   }
+  __syncthreads();
   T* out = static_cast<T*>(a.out) + b * a.os.b + h * a.os.h + row * a.os.t;
   for (int col = threadIdx.x; col < a.d; col += blockDim.x) {
     float acc = 0.f;
-    for (int s = 0; s < a.splits; ++s) {
-      const float m = a.part_ml[2 * (s * a.rows_total + r)];
-      if (m != -INFINITY) acc += exp2f(m - mu) * a.part_o[(s * a.rows_total + r) * a.d + col];
-    }
-    out[col] = from_f32<T>(lsum > 0.f ? acc / lsum : 0.f);
+#pragma unroll 4
+    for (int s = 0; s < a.splits; ++s) acc += w[s] * a.part_o[(s * a.rows_total + r) * a.d + col];
+    out[col] = from_f32<T>(acc * inv_l);
   }
 }
 
@@ -386,14 +437,14 @@ int64_t base_ctas(const AttentionLaunch& l) {
 
 int attention_splits(const AttentionLaunch& l) {
   if (!mma_path(l)) return 1;  // the SIMT path does not split
-  if (l.num_splits > 0) return std::min(l.num_splits, 256);
+  if (l.num_splits > 0) return std::min(l.num_splits, kMaxSplits);
   const int64_t ctas = base_ctas(l);
   const int64_t want = 4 * static_cast<int64_t>(device_sm_count());
   if (ctas >= want / 2) return 1;
   // About 4 CTAs per multiprocessor, but no split shorter than one 64-key tile of a typical list.
   const int64_t est_keys = l.hip.k + l.hip.sink + l.hip.window + l.hip.b_q + l.hip.b_k;
   const int64_t tiles = (est_keys + kBK - 1) / kBK;
-  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>((want + ctas - 1) / ctas, tiles)));
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({(want + ctas - 1) / ctas, tiles, kMaxSplits})));
 }
 
 size_t attention_workspace_bytes(const AttentionLaunch& l, int splits) {
@@ -427,14 +478,19 @@ void sparse_attention(const AttentionLaunch& l) {
   const dim3 grid(static_cast<unsigned>(ctas));
   cudaStream_t s = as_stream(l.stream);
   if (mma) {
-    const int threads = 32 * ((a.rows_cta + 15) / 16);
+    // One warp per 16 rows; CTAs of <= 16 rows (decode) get 4 warps anyway, the extra ones copying.
+    const int threads = a.rows_cta > 16 ? 32 * ((a.rows_cta + 15) / 16) : 128;
     const bool d64 = l.d <= 64;
+    auto launch = [&](auto kernel, size_t smem) {
+      set_smem(reinterpret_cast<const void*>(kernel), smem, "sparse attention");
+      kernel<<<grid, threads, smem, s>>>(a);
+    };
     if (l.dtype == DType::kBF16) {
-      if (d64) sparse_attention_mma<__nv_bfloat16, 64><<<grid, threads, 0, s>>>(a);
-      else sparse_attention_mma<__nv_bfloat16, 128><<<grid, threads, 0, s>>>(a);
+      if (d64) launch(sparse_attention_mma<__nv_bfloat16, 64>, mma_smem_bytes<64>());
+      else launch(sparse_attention_mma<__nv_bfloat16, 128>, mma_smem_bytes<128>());
     } else {
-      if (d64) sparse_attention_mma<__half, 64><<<grid, threads, 0, s>>>(a);
-      else sparse_attention_mma<__half, 128><<<grid, threads, 0, s>>>(a);
+      if (d64) launch(sparse_attention_mma<__half, 64>, mma_smem_bytes<64>());
+      else launch(sparse_attention_mma<__half, 128>, mma_smem_bytes<128>());
     }
     HIP_CUDA_CHECK_LAUNCH("sparse_attention_mma");
     if (a.splits > 1) {

@@ -152,6 +152,29 @@ TEST(HipCudaMask, Bf16MasksOverlapReference) {
   }
 }
 
+// Integer inputs in {-1, 0, 1}: every bf16 product and float32 sum is exact, so the tensor-core path
+// must give the reference's masks exactly, ties included (sampled keys per branch 1, 2 and 8).
+TEST(HipCudaMask, Bf16TieHeavyIntegerInputsGiveIdenticalMasks) {
+  HIP_CUDA_REQUIRE();
+  const MaskCase cs[] = {
+      {"bf16_ties_kpr2", Kind::kTies, 8, 2, 1024, 1024, 128, params(64, 32, 2)},
+      {"bf16_ties_kpr1_bsq", Kind::kTies, 4, 2, 700, 700, 64, params(64, 64, 2, 2, 2, 4, 8)},
+      {"bf16_ties_kpr8_rho0", Kind::kTies, 4, 1, 900, 900, 64, params(128, 32, 8, 1, 1, 0, 0, 0.0)},
+      {"bf16_ties_decode", Kind::kTies, 8, 2, 1, 6000, 128, params(256, 32, 2)},
+  };
+  for (const MaskCase& c : cs) {
+    const uint64_t seed = testing_gpu::fresh_seed();
+    SCOPED_TRACE(std::string(c.name) + " seed " + std::to_string(seed));
+    const testing_gpu::HostInputs h = testing_gpu::make_inputs(c.kind, c.hq, c.hkv, c.tq, c.tk, c.d, seed, c.positions);
+    const hip::MaskEstimate ref = hip::estimate_masks(h.view(), c.p);
+    const at::Tensor q = testing_gpu::to_device(h.q, {c.hq, c.tq, c.d}, at::kBFloat16);
+    const at::Tensor k = testing_gpu::to_device(h.k, {c.hkv, c.tk, c.d}, at::kBFloat16);
+    const hip::MaskResult got = hip_torch::to_mask_result(hip_torch::estimate_masks(q, k, c.p), c.p, c.tq, c.tk);
+    EXPECT_EQ(got.counts, ref.mask.counts);
+    compare_masks(c.name, ref.mask, got, true);
+  }
+}
+
 TEST(HipCudaMask, BadArgumentsGiveClearErrors) {
   HIP_CUDA_REQUIRE();
   const at::Tensor q = at::randn({2, 64, 64}, at::Device(at::kCUDA, 0));

@@ -1,0 +1,244 @@
+// `hipstudio capture`, `report` and `open` (headless part): captures and report material.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "app/commands.h"
+#include "app/hip_options.h"
+#include "app/model_options.h"
+#include "captures/atomic_file.h"
+#include "captures/capture.h"
+#include "captures/export_view.h"
+#include "captures/exports.h"
+#include "captures/sha256.h"
+#include "engine/formats/errors.h"
+#include "engine/model/paired_analysis.h"
+#include "engine/offload/offload_simulator.h"
+
+namespace hipstudio::app {
+namespace {
+
+// SHA-256 of the weights: the llama2.c file itself, or for a Hugging Face directory the hash of
+// "name sha256\n" lines over config.json and every *.safetensors file in name order.
+std::string model_weights_sha256(const ModelSource& source) {
+  namespace fs = std::filesystem;
+  if (source.format == ModelFormat::Llama2c) return captures::sha256_file_hex(source.checkpoint);
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(source.checkpoint)) {
+    const std::string n = e.path().filename().string();
+    if (n == "config.json" || (n.size() > 12 && n.compare(n.size() - 12, 12, ".safetensors") == 0)) names.push_back(n);
+  }
+  std::sort(names.begin(), names.end());
+  captures::Sha256 all;
+  for (const std::string& n : names) all.update(n + " " + captures::sha256_file_hex((fs::path(source.checkpoint) / n).string()) + "\n");
+  return all.finish_hex();
+}
+
+// "L:H:QB" -> TraceSpec.
+captures::TraceSpec parse_trace(const std::string& text) {
+  captures::TraceSpec t;
+  long long l = 0, h = 0, q = 0;
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "%lld:%lld:%lld%c", &l, &h, &q, &tail) != 3)
+    throw InputError("--trace '" + text + "': expected LAYER:HEAD:QUERY_BLOCK, e.g. 4:0:12");
+  t.layer = l;
+  t.head = h;
+  t.query_block = q;
+  return t;
+}
+
+std::string default_report_path(const std::string& capture) {
+  std::filesystem::path p(capture);
+  p.replace_extension(".html");
+  return p.string();
+}
+
+void print_summary(const nlohmann::json& m) {
+  const auto& a = m["analysis"];
+  auto num = [](const nlohmann::json& v) { return v.is_number() ? v.get<double>() : NAN; };
+  std::printf("capture format %d, written by hipstudio %s on %s\n", m["format_version"].get<int>(),
+              m["tool"]["version"].get<std::string>().c_str(), m["created"].get<std::string>().c_str());
+  std::printf("model: %s (%s), sha256 %s\n", m["model"]["name"].get<std::string>().c_str(),
+              m["model"]["architecture"].get<std::string>().c_str(),
+              m["model"]["sha256"].get<std::string>().empty() ? "not recorded" : m["model"]["sha256"].get<std::string>().c_str());
+  std::printf("device: %s, dtype %s\n", m["device"].get<std::string>().c_str(), m["dtype"].get<std::string>().c_str());
+  const auto& p = m["params"];
+  std::printf("HiP: k %lld, b_q %lld, b_k %lld, b_sq %lld, b_sk %lld, sink %lld, window %lld, rho %g, l_d %lld, r_m %lld, decode %lld\n",
+              p["k"].get<long long>(), p["b_q"].get<long long>(), p["b_k"].get<long long>(), p["b_sq"].get<long long>(),
+              p["b_sk"].get<long long>(), p["sink"].get<long long>(), p["window"].get<long long>(), p["rho"].get<double>(),
+              p["l_d"].get<long long>(), p["r_m"].get<long long>(), p["decode_steps"].get<long long>());
+  std::printf("prompt: %zu tokens\n", m["prompt"]["tokens"].size());
+  std::string views;
+  for (const auto& v : m["views"]) views += (views.empty() ? "" : ",") + v.get<std::string>();
+  std::printf("views: %s; %zu arrays, %zu images\n", views.c_str(), m["arrays"].size(), m["images"].size());
+  std::printf("dense ppl %.4f | HiP ppl %.4f | KL %.5f | top-1 agreement %.4f\n", num(a["dense"]["ppl"]), num(a["hip"]["ppl"]),
+              num(a["kl"]), num(a["top1_agreement"]));
+}
+
+}  // namespace
+
+void register_capture_commands(CLI::App& root) {
+  struct CaptureArgs {
+    ModelOptions model;
+    HipOptions hip;
+    std::string prompt;
+    int64_t decode = 0;
+    bool free_running = false;
+    uint64_t seed = 1;
+    std::vector<std::string> views = captures::capture_view_names();
+    std::vector<std::string> traces;
+    std::string page_table = "vector";
+    std::string policy = "lru";
+    int64_t mask_bank = 0, sparse_bank = 0;
+    std::string model_hash;
+    bool no_images = false, no_inputs = false;
+    std::string out;
+  };
+  auto args = std::make_shared<CaptureArgs>();
+  CLI::App* cmd = root.add_subcommand("capture", "Run a paired dense vs HiP analysis and save it as a capture file (reopens without the model)");
+  args->model.add_to(*cmd);
+  args->hip.add_model_options(*cmd);
+  cmd->add_option("--prompt", args->prompt, "prompt text, or @FILE")->required();
+  cmd->add_option("--decode", args->decode, "greedy decode steps after the prompt")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--free-running", args->free_running, "let the HiP side decode its own tokens");
+  cmd->add_option("--seed", args->seed, "seed of the random-selection baseline")->capture_default_str();
+  cmd->add_option("--views", args->views, "views to capture, comma-separated: mask,iterations,locality,cache,latency")
+      ->delimiter(',')->check(CLI::IsMember(captures::capture_view_names()))->capture_default_str();
+  cmd->add_option("--trace", args->traces, "query block to trace, LAYER:HEAD:QUERY_BLOCK (repeatable; default: the last block of head 0 in each HiP layer)");
+  cmd->add_option("--page-table", args->page_table, "offloading page table: vector or hash")
+      ->check(CLI::IsMember({"vector", "hash"}))->capture_default_str();
+  cmd->add_option("--policy", args->policy, "offloading eviction policy: lru or lfu")->check(CLI::IsMember({"lru", "lfu"}))->capture_default_str();
+  cmd->add_option("--mask-bank", args->mask_bank, "mask-estimation bank tokens per head (0: c * (k / b_sk) * log2 T)")->capture_default_str();
+  cmd->add_option("--sa-bank", args->sparse_bank, "sparse-attention bank tokens per head (0: k)")->capture_default_str();
+  cmd->add_option("--model-hash", args->model_hash, "SHA-256 of the weights to record (default: computed from the files; 'none' skips)");
+  cmd->add_flag("--no-images", args->no_images, "do not store rendered images (reports render them from the data anyway)");
+  cmd->add_flag("--no-inputs", args->no_inputs,
+                "do not store the prompt's post-RoPE Q/K/V (smaller file; the GUI cannot recompute views from it)");
+  cmd->add_option("--out", args->out, "capture file to write (.hipcap)")->required();
+  cmd->callback([args] {
+    // Say so before the model runs when the capture could not be written anyway.
+    const std::filesystem::path parent = std::filesystem::absolute(args->out).parent_path();
+    if (!std::filesystem::is_directory(parent))
+      throw InputError("--out " + args->out + ": the folder " + parent.string() + " does not exist; create it first");
+    const std::string prompt = read_text_argument(args->prompt, "--prompt");
+    captures::CaptureRequest request;
+    request.views = args->views;
+    request.render_images = !args->no_images;
+    request.keep_inputs = !args->no_inputs;
+    for (const std::string& t : args->traces) request.traces.push_back(parse_trace(t));
+    AnalysisOptions options;
+    options.hip = args->hip.model_params();
+    options.decode_steps = args->decode;
+    options.force_dense_tokens = !args->free_running;
+    options.context_limit = args->model.context;
+    options.random_seed = args->seed;
+    auto model = args->model.load();
+    captures::CaptureInfo info;
+    info.run = {HIPSTUDIO_VERSION, model->source.display_name, model->config.architecture, device_description(model->run), prompt};
+    info.dtype = dtype_name(model->run.dtype);
+    info.model_sha256 = args->model_hash == "none" ? "" : !args->model_hash.empty() ? args->model_hash : model_weights_sha256(model->source);
+    PairedAnalysis analysis = run_paired_analysis(model, prompt, options, [](double fraction, const std::string& what) {
+      std::fprintf(stderr, "\rcapture: %3.0f%% %-40s", fraction * 100.0, what.c_str());
+      return true;
+    });
+    std::fprintf(stderr, "\n");
+    offload::OffloadConfig oc;
+    oc.cache_factor = args->hip.cache_factor;
+    oc.mask_bank_tokens = args->mask_bank;
+    oc.sparse_bank_tokens = args->sparse_bank;
+    oc.table = args->page_table == "hash" ? offload::PageTableKind::Hash : offload::PageTableKind::Vector;
+    oc.policy = args->policy == "lfu" ? offload::EvictionPolicy::Lfu : offload::EvictionPolicy::Lru;
+    oc.k = options.hip.hip.k;
+    oc.b_sk = options.hip.hip.b_sk;
+    oc.context_tokens = static_cast<int64_t>(analysis.prompt_ids.size()) + args->decode;
+    const int64_t element = static_cast<int64_t>(c10::elementSize(model->run.dtype));
+    oc.mask_bytes_per_token = model->config.head_dim * element;
+    oc.sparse_bytes_per_token = 2 * model->config.head_dim * element;
+    const captures::Capture capture = captures::build_capture(std::move(analysis), info, request, &oc);
+    captures::write_capture(args->out, capture);
+    const PairedAnalysis& a = capture.analysis;
+    std::printf("dense ppl %.4f | HiP ppl %.4f | KL %.5f | top-1 agreement %.4f | decode steps %zu, mask refreshes %lld\n", a.dense.ppl,
+                a.hip.ppl, a.kl, a.top1_agreement, a.decode.size(), static_cast<long long>(a.mask_refreshes));
+    std::fprintf(stderr, "wrote %s (%lld bytes)\n", args->out.c_str(), static_cast<long long>(std::filesystem::file_size(args->out)));
+  });
+
+  struct ReportArgs {
+    std::string capture, out, png_dir, csv_dir, npy_dir, json_out, trace_out, tile_dir;
+    int64_t mask_px = 512, tile = 4096;
+  };
+  auto rargs = std::make_shared<ReportArgs>();
+  CLI::App* rep = root.add_subcommand("report", "Turn a capture into a self-contained HTML report (and PNG/SVG, CSV, .npy, JSON, Chrome trace files)");
+  rep->add_option("capture", rargs->capture, "capture file")->required();
+  rep->add_option("--out", rargs->out, "HTML report to write (default: the capture's name with .html)");
+  rep->add_option("--png-dir", rargs->png_dir, "also write the figures (PNG masks, SVG plots) into this folder");
+  rep->add_option("--csv-dir", rargs->csv_dir, "also write the CSV tables into this folder");
+  rep->add_option("--npy-dir", rargs->npy_dir, "also write every array as .npy into this folder");
+  rep->add_option("--mask-px", rargs->mask_px, "longest side of the mask images in pixels (max-pooled above it)")
+      ->capture_default_str()->check(CLI::Range(int64_t{16}, int64_t{16384}));
+  rep->add_option("--mask-tiles", rargs->tile_dir, "also write every layer's and head's mask at full detail, in PNG tiles, into this folder");
+  rep->add_option("--tile", rargs->tile, "tile side in pixels for --mask-tiles")->capture_default_str()
+      ->check(CLI::Range(int64_t{16}, int64_t{65536}));
+  rep->add_option("--json", rargs->json_out, "also write the metrics in the `analyze` JSON schema");
+  rep->add_option("--chrome-trace", rargs->trace_out, "also write the latency as Chrome trace events (Perfetto, chrome://tracing)");
+  rep->callback([rargs] {
+    const captures::Capture c = captures::read_capture(rargs->capture);
+    const std::string out = rargs->out.empty() ? default_report_path(rargs->capture) : rargs->out;
+    captures::FigureOptions figures;
+    figures.mask_px = rargs->mask_px;
+    captures::write_file_atomic(out, captures::html_report(c, figures));
+    std::fprintf(stderr, "wrote %s\n", out.c_str());
+    auto note = [](const std::vector<std::string>& paths, const std::string& dir) {
+      std::fprintf(stderr, "wrote %zu files into %s\n", paths.size(), dir.c_str());
+    };
+    if (!rargs->png_dir.empty()) note(captures::write_figure_exports(c, rargs->png_dir, figures), rargs->png_dir);
+    if (!rargs->tile_dir.empty()) note(captures::write_mask_tiles(c, rargs->tile_dir, rargs->tile), rargs->tile_dir);
+    if (!rargs->csv_dir.empty()) note(captures::write_csv_exports(c, rargs->csv_dir), rargs->csv_dir);
+    if (!rargs->npy_dir.empty()) note(captures::write_npy_exports(c, rargs->npy_dir), rargs->npy_dir);
+    if (!rargs->json_out.empty()) {
+      captures::write_file_atomic(rargs->json_out, captures::capture_analysis_json(c).dump(1) + "\n");
+      std::fprintf(stderr, "wrote %s\n", rargs->json_out.c_str());
+    }
+    if (!rargs->trace_out.empty()) {
+      captures::write_file_atomic(rargs->trace_out, captures::chrome_trace(c).dump() + "\n");
+      std::fprintf(stderr, "wrote %s\n", rargs->trace_out.c_str());
+    }
+    std::printf("report: %s\n", out.c_str());
+  });
+
+  struct ExportArgs {
+    std::string capture, out;
+    captures::ExportRequest request;
+  };
+  auto eargs = std::make_shared<ExportArgs>();
+  CLI::App* exp = root.add_subcommand("export", "Write one view of a capture as PNG, SVG, CSV, JSON or .npy");
+  exp->add_option("capture", eargs->capture, "capture file")->required();
+  exp->add_option("--what", eargs->request.what, std::string("what to export:\n") + captures::export_choices())->required();
+  exp->add_option("--format", eargs->request.format, "png, svg, csv, json or npy")->required()
+      ->check(CLI::IsMember({"png", "svg", "csv", "json", "npy"}));
+  exp->add_option("--layer", eargs->request.layer, "layer (default: the last)");
+  exp->add_option("--head", eargs->request.head, "head (default: all where an array allows it, else 0)");
+  exp->add_option("--delta", eargs->request.delta, "locality svg: the histogram of this Delta");
+  exp->add_option("--px", eargs->request.px, "mask png: longest side in pixels, max-pooled above it (0: one pixel per block pair)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  exp->add_option("--name", eargs->request.name, "--what array: the array's name, e.g. masks/L3/hip_blocks");
+  exp->add_option("--out", eargs->out, "file to write")->required();
+  exp->callback([eargs] {
+    const captures::Capture c = captures::read_capture(eargs->capture);
+    captures::write_file_atomic(eargs->out, captures::export_view(c, eargs->request));
+    std::fprintf(stderr, "wrote %s\n", eargs->out.c_str());
+  });
+
+  auto open_path = std::make_shared<std::string>();
+  CLI::App* open = root.add_subcommand("open", "Show a capture: validates it and prints its parameters and metrics (the GUI view is pending)");
+  open->add_option("capture", *open_path, "capture file")->required();
+  open->callback([open_path] {
+    // Validate the whole file (arrays included) before describing it.
+    captures::read_capture(*open_path);
+    print_summary(captures::read_capture_manifest(*open_path));
+    std::fprintf(stderr, "(showing captures in the GUI is not built yet; `hipstudio report` makes an HTML report)\n");
+  });
+}
+
+}  // namespace hipstudio::app

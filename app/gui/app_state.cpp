@@ -1,0 +1,76 @@
+#include "app/gui/app_state.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/hip_params.h"
+
+namespace hipstudio::gui {
+
+namespace {
+void push_recent(std::vector<std::string>& list, const std::string& item) {
+  if (item.empty()) return;
+  list.erase(std::remove(list.begin(), list.end(), item), list.end());
+  list.insert(list.begin(), item);
+  if (list.size() > 8) list.resize(8);
+}
+}  // namespace
+
+void AppState::add_recent_model(const std::string& path) { push_recent(recent_models, path); }
+void AppState::add_recent_prompt(const std::string& path) { push_recent(recent_prompts, path); }
+
+std::string validate_knobs(const HipKnobs& k, int64_t n_layers) {
+  hip::HipParams p;
+  p.k = k.k;
+  p.b_q = k.b_q;
+  p.b_k = k.b_k;
+  p.b_sq = k.b_sq;
+  p.b_sk = k.b_sk;
+  p.sink = k.sink;
+  p.window = k.window;
+  p.rho = k.rho;
+  try {
+    hip::validate_hip_params(p);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  if (k.l_d < 0) return "l_d (" + std::to_string(k.l_d) + ") must be >= 0";
+  if (n_layers > 0 && k.l_d > n_layers)
+    return "l_d (" + std::to_string(k.l_d) + ") must be <= the model's layers (" + std::to_string(n_layers) + ")";
+  if (k.r_m < 1) return "r_m (" + std::to_string(k.r_m) + ") must be >= 1";
+  if (k.decode_steps < 0) return "decode steps must be >= 0";
+  if (!(k.cache_factor >= 0) || !std::isfinite(k.cache_factor)) return "cache factor c must be >= 0";
+  return "";
+}
+
+Request make_request(const AppState& s) {
+  Request r;
+  r.model.path = s.model_path;
+  r.model.device = s.device;
+  r.model.dtype = s.dtype;
+  r.model.synthetic_tokens = s.synthetic_tokens;
+  r.prompt = s.prompt;
+  const HipKnobs& k = s.applied;
+  r.hip.hip.k = k.k;
+  r.hip.hip.b_q = k.b_q;
+  r.hip.hip.b_k = k.b_k;
+  r.hip.hip.b_sq = k.b_sq;
+  r.hip.hip.b_sk = k.b_sk;
+  r.hip.hip.sink = k.sink;
+  r.hip.hip.window = k.window;
+  r.hip.hip.rho = k.rho;
+  r.hip.dense_layers = k.l_d;
+  r.hip.refresh_every = k.r_m;
+  r.decode_steps = k.decode_steps;
+  r.cache_factor = k.cache_factor;
+  r.layer = s.layer;
+  r.head = s.head;
+  r.query_block = s.query_block;
+  r.delta = s.delta;
+  r.bins = s.bins;
+  r.generate_id = s.generate_id;
+  r.generate_tokens = s.generate_tokens;
+  return r;
+}
+
+}  // namespace hipstudio::gui

@@ -1,0 +1,81 @@
+#pragma once
+// UI state: what the user chose and where they look. Separate from results (results.h), which
+// only the worker writes. Panels edit this; the main loop turns it into a Request every frame.
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "app/gui/request.h"
+
+namespace hipstudio::gui {
+
+// The HiP knobs as the sliders hold them (ints for ImGui); validated before they reach a Request.
+struct HipKnobs {
+  int k = 32, b_q = 8, b_k = 2, b_sq = 1, b_sk = 1, sink = 2, window = 4, l_d = 1, r_m = 4;
+  float rho = 0.5f;          // representative position
+  float cache_factor = 2.0f; // c
+  int decode_steps = 16;
+};
+
+// Zoom and pan of the mask view, in cells (tokens): the visible rect's top-left and cells per axis.
+struct MaskViewState {
+  double x0 = 0, y0 = 0;      // first visible key / query
+  double span = 0;            // visible cells along each axis; 0: fit the whole prompt
+  bool show_oracle = true, show_random = false, show_sink_dense = true;
+};
+
+struct LatencySample {
+  double hip_ms = 0, dense_ms = 0, mask_ms = 0, sparse_ms = 0;
+  int k = 0;
+};
+
+struct AppState {
+  // Inputs
+  std::string model_path;  // empty: default model
+  std::string device = "cpu", dtype = "f32";
+  std::string prompt;
+  std::string prompt_path;
+  std::vector<std::string> recent_models, recent_prompts;
+  int64_t synthetic_tokens = 0;  // frame-stats mode
+  HipKnobs knobs;
+  std::string invalid;     // the broken rule, when the knobs are invalid (no run starts)
+  HipKnobs applied;        // last valid knobs (what the results show)
+
+  // Selection
+  int layer = 1, head = 0, query_block = 0;
+  int delta = 8, bins = 40;
+  MaskViewState mask_view;
+  int step = 0;            // iteration stepper: 0 = initial nodes
+  bool playing = false;
+  double play_accum = 0;
+  float play_rate = 2.0f;  // steps per second
+  int kv_step = 0;         // KV cache scrubber
+  int kv_context = 0;      // 0 mask, 1 sparse
+  uint64_t generate_id = 0;
+  int generate_tokens = 48;
+
+  // Presentation
+  bool dark = true;
+  float ui_scale = 1.0f;
+  bool show_help = false;
+  float sidebar_width = 360.0f;
+  float pane_split = 0.55f;   // share of the right area given to the left pane
+  std::string focus_panel;    // a panel id to bring to front on the next frame
+  std::deque<LatencySample> latency_history;
+
+  // Bookkeeping of transient messages
+  std::string status_message;
+  double status_until = 0;
+
+  void add_recent_model(const std::string& path);
+  void add_recent_prompt(const std::string& path);
+};
+
+// Checks the knobs (HiP's rules plus l_d, r_m, decode steps, c); returns the broken rule or "".
+std::string validate_knobs(const HipKnobs& k, int64_t n_layers);
+
+// The request the worker should serve for this state (uses `applied`, the last valid knobs).
+Request make_request(const AppState& s);
+
+}  // namespace hipstudio::gui

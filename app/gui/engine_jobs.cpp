@@ -1,0 +1,106 @@
+// The GUI's adapter to the engine: the one GUI file that includes LibTorch headers.
+#include "app/gui/engine_jobs.h"
+
+#include <chrono>
+
+#include <c10/core/ScalarType.h>
+
+#include "app/model_options.h"
+#include "engine/model/device.h"
+#include "engine/model/generation.h"
+#include "engine/model/hip_attention.h"
+#include "engine/model/paired_analysis.h"
+
+namespace hipstudio::gui {
+
+struct LoadedModel {
+  std::shared_ptr<const Model> model;
+};
+
+bool cuda_is_available() { return cuda_available(); }
+
+std::shared_ptr<const LoadedModel> load_model_job(const ModelRequest& request, ModelInfo& info) {
+  app::ModelOptions options;  // same resolution and thread policy as the command line
+  options.model = request.path;
+  options.device = request.device;
+  options.dtype = request.dtype;
+  auto loaded = std::make_shared<LoadedModel>();
+  loaded->model = options.load();
+  const Model& m = *loaded->model;
+  info = {};
+  info.display_name = m.source.display_name;
+  info.architecture = m.config.architecture;
+  info.device = device_description(m.run);
+  info.on_cuda = m.run.device.is_cuda();
+  info.cuda_available = cuda_available();
+  info.n_layers = m.config.n_layers;
+  info.n_heads = m.config.n_heads;
+  info.n_kv_heads = m.config.n_kv_heads;
+  info.head_dim = m.config.head_dim;
+  info.max_seq_len = m.config.max_seq_len;
+  info.vocab = m.config.vocab_size;
+  info.element_bytes = static_cast<int64_t>(c10::elementSize(m.run.dtype));
+  return loaded;
+}
+
+std::shared_ptr<const AnalysisView> analysis_job(const LoadedModel& model, const ModelInfo& info, const Request& r,
+                                                 const JobProgress& progress) {
+  AnalysisOptions options;
+  options.hip = r.hip;
+  options.decode_steps = r.decode_steps;
+  options.random_seed = r.seed;
+  const auto start = std::chrono::steady_clock::now();
+  auto view = std::make_shared<AnalysisView>();
+  try {
+    view->analysis = std::make_shared<PairedAnalysis>(run_paired_analysis(
+        model.model, r.prompt, options, [&](double f, const std::string& what) { return progress(f, what); }));
+  } catch (const AnalysisCancelled&) {
+    throw Cancelled();
+  }
+  view->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  view->model = info;
+  view->prompt = r.prompt;
+  const Tokenizer& tok = *model.model->tokenizer;
+  for (int32_t id : view->analysis->prompt_ids) view->prompt_tokens.push_back(tok.token_text(id));
+  for (const auto& d : view->analysis->decode) {
+    view->decode_dense_text.push_back(tok.token_text(d.dense_token));
+    view->decode_hip_text.push_back(tok.token_text(d.hip_token));
+  }
+  return view;
+}
+
+namespace {
+struct StopGeneration {};
+}  // namespace
+
+void generate_job(const LoadedModel& model, const ModelInfo& info, const Request& r,
+                  const std::function<bool(const GenerateView&)>& update) {
+  GenerateView view;
+  view.id = r.generate_id;
+  view.running = true;
+  view.device = info.device;
+  GenerationOptions options;
+  options.max_new_tokens = r.generate_tokens;
+  options.stop_at_eos = true;
+  auto run_side = [&](AttentionBackend& backend, std::string& text, int64_t& tokens, double& tok_s) {
+    try {
+      GenerationResult g = generate(model.model, r.prompt, options, backend, [&](const std::string& piece) {
+        text += piece;
+        if (!update(view)) throw StopGeneration();
+      });
+      tokens = static_cast<int64_t>(g.generated_ids.size());
+      tok_s = g.decode_seconds > 0 ? static_cast<double>(tokens) / g.decode_seconds : 0.0;
+    } catch (const StopGeneration&) {
+      throw Cancelled();
+    }
+    if (!update(view)) throw Cancelled();
+  };
+  DenseAttention dense;
+  run_side(dense, view.dense_text, view.dense_tokens, view.dense_tok_s);
+  HipAttention hip(r.hip, info.n_layers);
+  run_side(hip, view.hip_text, view.hip_tokens, view.hip_tok_s);
+  view.running = false;
+  update(view);
+}
+
+}  // namespace hipstudio::gui

@@ -1,0 +1,44 @@
+#include "app/gui/files.h"
+
+#include <sys/stat.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace hipstudio::gui {
+
+bool open_prompt_file(AppState& s, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    s.status_message = "cannot open " + path + " (check the path)";
+    return false;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  s.prompt = text.str();
+  s.prompt_path = path;
+  s.add_recent_prompt(path);
+  s.status_message = "prompt from " + path;
+  return true;
+}
+
+void handle_dropped_path(AppState& s, const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    s.status_message = "dropped path not found: " + path;
+    return;
+  }
+  auto ends_with = [&](const char* suffix) {
+    const std::string x(suffix);
+    return path.size() >= x.size() && path.compare(path.size() - x.size(), x.size(), x) == 0;
+  };
+  if (S_ISDIR(st.st_mode) || ends_with(".bin") || ends_with(".safetensors")) {
+    s.model_path = path;
+    s.add_recent_model(path);
+    s.status_message = "model: " + path;
+  } else {
+    open_prompt_file(s, path);
+  }
+}
+
+}  // namespace hipstudio::gui

@@ -1,0 +1,246 @@
+// The GUI's entry: window, Dear ImGui setup, the frame loop (one snapshot per frame), settings,
+// drag and drop, screenshots and the self-test driver.
+#include "app/gui/gui_main.h"
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <vector>
+
+#define GL_SILENCE_DEPRECATION
+#include <GLFW/glfw3.h>
+#include <imgui.h>
+#include <backends/imgui_impl_glfw.h>
+#include <backends/imgui_impl_opengl3.h>
+
+#include "app/gui/files.h"
+#include "app/gui/layout.h"
+#include "app/gui/screenshot.h"
+#include "app/gui/self_test.h"
+#include "app/gui/settings.h"
+#include "app/gui/worker.h"
+
+namespace hipstudio::gui {
+
+namespace {
+
+// A story long enough (about 190 tokens) that HiP has something to prune, short enough to leave
+// room for decoding in stories15M's 256-token context.
+const char* kDefaultPrompt =
+    "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her red "
+    "ball. One day, she saw a big dog near the swings. The dog was brown and had a long tail. Lily was scared at "
+    "first, but the dog wagged its tail and barked happily. Lily threw her red ball and the dog ran to get it. He "
+    "brought the ball back to Lily and dropped it at her feet. Lily laughed and threw the ball again. They played "
+    "together all afternoon. When the sun went down, Lily's mom called her home for dinner. Lily said goodbye to "
+    "the dog and promised to come back tomorrow. The next day, Lily went back to the park with her ball. She "
+    "looked for the big brown dog, but he was not there. Lily felt sad. Then she heard a bark behind the trees.";
+
+// Paths dropped on the window, handed from GLFW's callback to the frame loop.
+std::mutex g_drop_mutex;
+std::vector<std::string> g_dropped;
+
+void on_drop(GLFWwindow*, int count, const char** paths) {
+  std::lock_guard<std::mutex> lock(g_drop_mutex);
+  for (int i = 0; i < count; ++i) g_dropped.emplace_back(paths[i]);
+}
+
+// CPU time of the whole process (all threads: ours, the worker's, Mesa's rasteriser threads).
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+void on_glfw_error(int code, const char* message) { std::fprintf(stderr, "glfw error %d: %s\n", code, message); }
+
+std::string read_prompt_option(const std::string& value) {
+  if (value.rfind('@', 0) != 0) return value;
+  std::ifstream in(value.substr(1), std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+void add_gui_options(CLI::App& root, GuiOptions& o) {
+  root.add_flag("--self-test", o.self_test, "GUI: scripted run of the UI against the engine; exit 0 when every check passes");
+  root.add_option("--screenshot", o.screenshot, "GUI: save a PNG of the main window at the end (of the self-test or of --frames)");
+  root.add_option("--frames", o.frames,
+                  "GUI: with --self-test, then render N frames of a synthetic 4096-token mask; without, quit after N frames")
+      ->check(CLI::NonNegativeNumber);
+  root.add_flag("--frame-stats", o.frame_stats, "GUI self-test: print median / p99 frame time of those frames");
+  root.add_option("--gui-model", o.model, "GUI: model to open (default: stories15M)");
+  root.add_option("--gui-prompt", o.prompt, "GUI: prompt text or @FILE to open");
+}
+
+int run_gui(const GuiOptions& opt) {
+  glfwSetErrorCallback(on_glfw_error);
+  if (!glfwInit()) {
+    std::fprintf(stderr, "error: cannot open a window (no display? run under xvfb-run, or use a subcommand)\n");
+    return 2;
+  }
+  auto panels = make_panels();
+  AppState state;
+  state.prompt = kDefaultPrompt;
+  WindowGeometry geom;
+  const std::string settings_path = config_dir() + "/settings.json";
+  const std::string ini_path = config_dir() + "/imgui.ini";
+  const bool persist = !opt.self_test;  // the self-test starts from defaults and leaves no trace
+  if (persist) load_settings(settings_path, state, panels, geom);
+  if (!opt.model.empty()) state.model_path = opt.model;
+  if (!opt.prompt.empty()) state.prompt = read_prompt_option(opt.prompt);
+  state.applied = state.knobs;
+  if (opt.self_test) geom = WindowGeometry{};
+
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 0);
+  GLFWwindow* window = glfwCreateWindow(geom.width, geom.height, "HiP Studio", nullptr, nullptr);
+  if (!window) {
+    std::fprintf(stderr, "error: cannot create an OpenGL 3.0 window\n");
+    glfwTerminate();
+    return 2;
+  }
+  if (geom.x >= 0 && geom.y >= 0) glfwSetWindowPos(window, geom.x, geom.y);
+  glfwMakeContextCurrent(window);
+  glfwSwapInterval(opt.self_test ? 0 : 1);
+  glfwSetDropCallback(window, on_drop);
+
+  IMGUI_CHECKVERSION();
+  ImGui::CreateContext();
+  ImGuiIO& io = ImGui::GetIO();
+  static std::string ini_storage;
+  ini_storage = ini_path;
+  io.IniFilename = persist ? ini_storage.c_str() : nullptr;
+  ImGui_ImplGlfw_InitForOpenGL(window, true);
+  ImGui_ImplOpenGL3_Init("#version 130");
+
+  // DPI: the monitor's content scale times the user's zoom.
+  float content_scale = 1.0f;
+  {
+    float sx = 1, sy = 1;
+    glfwGetWindowContentScale(window, &sx, &sy);
+    content_scale = std::max(1.0f, std::max(sx, sy));
+  }
+  Theme theme = apply_theme(state.dark, content_scale * state.ui_scale);
+  load_fonts(content_scale * state.ui_scale, theme);
+
+  Worker worker;
+  worker.set_notify([] { glfwPostEmptyEvent(); });
+  std::unique_ptr<SelfTest> self_test;
+  if (opt.self_test) self_test = std::make_unique<SelfTest>(panels, opt.screenshot, opt.frames);
+
+  const auto t0 = std::chrono::steady_clock::now();
+  auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  double last_frame = seconds();
+  double last_cpu = process_cpu_seconds();
+  float frame_ms = 0;
+  int exit_code = 0;
+  bool quit = false;
+  long frame_count = 0;  // without --self-test, --frames N quits after N frames (smoke runs)
+  while (!quit && !glfwWindowShouldClose(window)) {
+    // Idle: sleep until input or a worker publish; busy or animating: full rate.
+    const auto snap = worker.snapshot();
+    const bool animating = snap->busy || state.playing || opt.self_test;
+    if (animating) {
+      glfwPollEvents();
+    } else {
+      glfwWaitEventsTimeout(0.5);
+    }
+    const double now = seconds();
+    frame_ms = static_cast<float>((now - last_frame) * 1000.0);
+    last_frame = now;
+    const double cpu_now = process_cpu_seconds();
+    if (self_test) self_test->record_frame(frame_ms, (cpu_now - last_cpu) * 1000.0);
+    last_cpu = cpu_now;
+    {
+      std::lock_guard<std::mutex> lock(g_drop_mutex);
+      for (const auto& p : g_dropped) handle_dropped_path(state, p);
+      g_dropped.clear();
+    }
+    const auto frame_snap = worker.snapshot();  // the one snapshot this frame reads
+    if (self_test) {
+      int ww = 0, wh = 0;
+      glfwGetWindowSize(window, &ww, &wh);
+      glfwSetCursorPos(window, self_test->mouse_x * ww, self_test->mouse_y * wh);
+      self_test->tick(state, *frame_snap, now);
+      if (self_test->finished()) {
+        exit_code = self_test->exit_code();
+        break;
+      }
+    }
+    const double ui_start = seconds();
+    ImGui_ImplOpenGL3_NewFrame();
+    ImGui_ImplGlfw_NewFrame();
+    ImGui::NewFrame();
+    PanelContext ctx{state, *frame_snap, worker, theme, now, io.DeltaTime};
+    const LayoutActions act = draw_layout(ctx, panels, frame_ms);
+    ImGui::Render();
+    const double render_start = seconds();
+    int w = 0, h = 0;
+    glfwGetFramebufferSize(window, &w, &h);
+    glViewport(0, 0, w, h);
+    const ImVec4 bg = ImGui::GetStyle().Colors[ImGuiCol_WindowBg];
+    glClearColor(bg.x, bg.y, bg.z, 1.0f);
+    glClear(GL_COLOR_BUFFER_BIT);
+    ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+    ++frame_count;
+    const bool last_plain_frame = !self_test && opt.frames > 0 && frame_count >= opt.frames;
+    if (last_plain_frame && !opt.screenshot.empty()) {
+      const std::string err = save_screenshot(opt.screenshot, w, h);
+      std::printf("screenshot %s%s\n", opt.screenshot.c_str(), err.empty() ? "" : (": " + err).c_str());
+    }
+    if (last_plain_frame) quit = true;
+    if (self_test) {
+      const std::string shot = self_test->take_screenshot_request();
+      if (!shot.empty()) {
+        const std::string err = save_screenshot(shot, w, h);
+        std::printf("self-test: screenshot %s%s\n", shot.c_str(), err.empty() ? "" : (": " + err).c_str());
+      }
+    }
+    const double swap_start = seconds();
+    glfwSwapBuffers(window);
+    if (self_test) self_test->record_parts((render_start - ui_start) * 1000, (swap_start - render_start) * 1000,
+                                           (seconds() - swap_start) * 1000);
+
+    // Settle this frame's edits: theme, scale, and the request the worker should serve.
+    if (act.theme_changed || act.scale_changed || state.dark != theme.dark) {
+      theme = apply_theme(state.dark, content_scale * state.ui_scale);
+      if (act.scale_changed) {
+        load_fonts(content_scale * state.ui_scale, theme);
+        ImGui_ImplOpenGL3_DestroyFontsTexture();
+        ImGui_ImplOpenGL3_CreateFontsTexture();
+      }
+    }
+    if (act.reset_settings) {
+      const std::string model = state.model_path;
+      state = AppState{};
+      state.prompt = kDefaultPrompt;
+      state.model_path = model;
+      state.applied = state.knobs;
+      for (auto& p : panels) p->open = true, p->slot = p->default_slot();
+      theme = apply_theme(state.dark, content_scale * state.ui_scale);
+    }
+    if (act.quit) quit = true;
+    worker.submit(make_request(state));
+  }
+  if (persist) {
+    glfwGetWindowSize(window, &geom.width, &geom.height);
+    glfwGetWindowPos(window, &geom.x, &geom.y);
+    save_settings(settings_path, state, panels, geom);
+    ImGui::SaveIniSettingsToDisk(ini_storage.c_str());
+  }
+  worker.set_notify(nullptr);  // the worker may still publish while it winds down; GLFW is going away
+  ImGui_ImplOpenGL3_Shutdown();
+  ImGui_ImplGlfw_Shutdown();
+  ImGui::DestroyContext();
+  glfwDestroyWindow(window);
+  glfwTerminate();
+  return exit_code;
+}
+
+}  // namespace hipstudio::gui

@@ -1,0 +1,24 @@
+#pragma once
+// `hipstudio` with no subcommand: the desktop GUI (Dear ImGui + GLFW + OpenGL 3).
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace hipstudio::gui {
+
+struct GuiOptions {
+  bool self_test = false;   // scripted run of the real UI state; exit status = pass / fail
+  std::string screenshot;   // PNG of the main window at the end of the self-test
+  int frames = 0;           // with --self-test: then render this many frames of a 4096-token mask
+  bool frame_stats = false; // print median / p99 frame time of those frames
+  std::string model;        // initial model path (default model when empty)
+  std::string prompt;       // initial prompt text, or @FILE
+};
+
+// Adds --self-test, --screenshot, --frames, --frame-stats, --gui-model, --gui-prompt to the root.
+void add_gui_options(CLI::App& root, GuiOptions& options);
+
+// Opens the window and runs until it closes; returns the process exit status.
+int run_gui(const GuiOptions& options);
+
+}  // namespace hipstudio::gui

@@ -1,0 +1,173 @@
+#include "app/gui/layout.h"
+
+#include <algorithm>
+
+#include <imgui.h>
+
+#include "app/gui/widgets.h"
+#include "app/gui/worker.h"
+
+namespace hipstudio::gui {
+
+namespace {
+
+void draw_menu(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>& panels, LayoutActions& act) {
+  AppState& s = ctx.state;
+  if (!ImGui::BeginMenuBar()) return;
+  if (ImGui::BeginMenu("File")) {
+    if (ImGui::MenuItem("Default model (stories15M)")) s.model_path.clear();
+    if (ImGui::MenuItem("Reset layout and settings")) act.reset_settings = true;
+    ImGui::Separator();
+    if (ImGui::MenuItem("Quit", "Ctrl+Q")) act.quit = true;
+    ImGui::EndMenu();
+  }
+  if (ImGui::BeginMenu("View")) {
+    for (auto& p : panels) {
+      if (p->slot == PaneSlot::Sidebar) continue;
+      if (ImGui::MenuItem(p->title(), p->shortcut(), p->open)) {
+        p->open = !p->open;
+        if (p->open) s.focus_panel = p->id();
+      }
+    }
+    ImGui::Separator();
+    if (ImGui::BeginMenu("Move to the other pane")) {
+      for (auto& p : panels) {
+        if (p->slot == PaneSlot::Sidebar) continue;
+        if (ImGui::MenuItem(p->title(), p->slot == PaneSlot::Left ? "left -> right" : "right -> left"))
+          p->slot = p->slot == PaneSlot::Left ? PaneSlot::Right : PaneSlot::Left;
+      }
+      ImGui::EndMenu();
+    }
+    ImGui::Separator();
+    if (ImGui::MenuItem("Dark theme", "Ctrl+T", s.dark)) {
+      s.dark = !s.dark;
+      act.theme_changed = true;
+    }
+    float scale = s.ui_scale;
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
+    if (ImGui::SliderFloat("UI scale", &scale, 0.75f, 2.0f, "%.2f")) s.ui_scale = scale;
+    if (ImGui::IsItemDeactivatedAfterEdit()) act.scale_changed = true;
+    ImGui::EndMenu();
+  }
+  if (ImGui::BeginMenu("Help")) {
+    if (ImGui::MenuItem("Shortcuts and help", "F1")) s.show_help = true;
+    ImGui::EndMenu();
+  }
+  // Right side of the menu bar: what produced the numbers on screen.
+  if (ctx.snap.model) {
+    const std::string dev = ctx.snap.model->display_name + " on " + ctx.snap.model->device;
+    const float w = ImGui::CalcTextSize(dev.c_str()).x;
+    ImGui::SameLine(ImGui::GetWindowWidth() - w - ImGui::GetFontSize());
+    ImGui::TextDisabled("%s", dev.c_str());
+  }
+  ImGui::EndMenuBar();
+}
+
+void draw_pane(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>& panels, PaneSlot slot, const char* id) {
+  AppState& s = ctx.state;
+  if (!ImGui::BeginTabBar(id, ImGuiTabBarFlags_Reorderable | ImGuiTabBarFlags_FittingPolicyScroll)) return;
+  for (auto& p : panels) {
+    if (p->slot != slot || !p->open) continue;
+    const bool focus = s.focus_panel == p->id();
+    if (ImGui::BeginTabItem(p->title(), &p->open, focus ? ImGuiTabItemFlags_SetSelected : 0)) {
+      ImGui::BeginChild("##content", ImVec2(0, 0), false);
+      p->draw(ctx);
+      ++p->frames_drawn;
+      ImGui::EndChild();
+      ImGui::EndTabItem();
+    }
+    if (focus) s.focus_panel.clear();
+  }
+  ImGui::EndTabBar();
+}
+
+void draw_status(PanelContext& ctx, float frame_ms) {
+  const Snapshot& sn = ctx.snap;
+  const Theme& t = ctx.theme;
+  if (sn.busy) {
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 16);
+    const std::string label = fmt("%s %.0f%%", stage_name(sn.running_stage), sn.fraction * 100);
+    ImGui::ProgressBar(static_cast<float>(sn.fraction), ImVec2(ImGui::GetFontSize() * 16, 0), label.c_str());
+    ImGui::SameLine();
+    if (ImGui::Button("Cancel (Esc)")) ctx.worker.cancel();
+    ImGui::SameLine();
+    ImGui::TextDisabled("%s", sn.what.c_str());
+  } else {
+    std::string errors;
+    for (int st = 0; st < kStageCount; ++st)
+      if (!sn.error[st].empty()) errors += std::string(stage_name(st)) + ": " + sn.error[st] + "  ";
+    if (!errors.empty()) {
+      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.bad), "%s", errors.c_str());
+    } else if (!ctx.state.invalid.empty()) {
+      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.warn), "Parameters not run: %s", ctx.state.invalid.c_str());
+    } else if (sn.analysis) {
+      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.good), "Up to date");
+      ImGui::SameLine();
+      ImGui::TextDisabled("paired run %.2f s, %lld tokens", sn.analysis->seconds, static_cast<long long>(sn.analysis->tokens()));
+    } else {
+      ImGui::TextDisabled("Idle");
+    }
+  }
+  if (!ctx.state.status_message.empty()) {
+    ImGui::SameLine();
+    ImGui::TextDisabled("| %s", ctx.state.status_message.c_str());
+  }
+  const std::string fps = fmt("%.1f ms/frame  F1 help", frame_ms);
+  ImGui::SameLine(ImGui::GetWindowWidth() - ImGui::CalcTextSize(fps.c_str()).x - ImGui::GetFontSize());
+  ImGui::TextDisabled("%s", fps.c_str());
+}
+
+}  // namespace
+
+LayoutActions draw_layout(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>& panels, float frame_ms) {
+  LayoutActions act;
+  AppState& s = ctx.state;
+  const ImGuiViewport* vp = ImGui::GetMainViewport();
+  ImGui::SetNextWindowPos(vp->WorkPos);
+  ImGui::SetNextWindowSize(vp->WorkSize);
+  ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(6, 4));
+  ImGui::Begin("HiP Studio", nullptr,
+               ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoSavedSettings |
+                   ImGuiWindowFlags_MenuBar | ImGuiWindowFlags_NoBringToFrontOnFocus | ImGuiWindowFlags_NoBackground);
+  ImGui::PopStyleVar();
+  draw_menu(ctx, panels, act);
+  const float status_h = ImGui::GetFrameHeightWithSpacing() + 4;
+  const float body_h = ImGui::GetContentRegionAvail().y - status_h;
+  const float total_w = ImGui::GetContentRegionAvail().x;
+  s.sidebar_width = std::clamp(s.sidebar_width, 220.0f * ctx.theme.scale, std::max(240.0f, total_w * 0.5f));
+
+  ImGui::BeginChild("##sidebar", ImVec2(s.sidebar_width, body_h), true);
+  for (auto& p : panels) {
+    if (p->slot != PaneSlot::Sidebar) continue;
+    if (ImGui::CollapsingHeader(p->title(), ImGuiTreeNodeFlags_DefaultOpen)) {
+      ImGui::PushID(p->id());
+      p->draw(ctx);
+      ++p->frames_drawn;
+      ImGui::PopID();
+    }
+  }
+  ImGui::EndChild();
+  ImGui::SameLine(0, 0);
+  vertical_splitter("##split_sidebar", &s.sidebar_width, 220.0f * ctx.theme.scale, total_w * 0.5f, body_h);
+  ImGui::SameLine(0, 0);
+  const float right_w = ImGui::GetContentRegionAvail().x;
+  float left_px = s.pane_split * right_w;
+  ImGui::BeginChild("##pane_left", ImVec2(left_px, body_h), true);
+  draw_pane(ctx, panels, PaneSlot::Left, "##tabs_left");
+  ImGui::EndChild();
+  ImGui::SameLine(0, 0);
+  if (vertical_splitter("##split_panes", &left_px, right_w * 0.2f, right_w * 0.8f, body_h))
+    s.pane_split = left_px / std::max(1.0f, right_w);
+  ImGui::SameLine(0, 0);
+  ImGui::BeginChild("##pane_right", ImVec2(0, body_h), true);
+  draw_pane(ctx, panels, PaneSlot::Right, "##tabs_right");
+  ImGui::EndChild();
+  draw_status(ctx, frame_ms);
+  ImGui::End();
+
+  handle_shortcuts(ctx, act);
+  if (s.show_help) draw_help(ctx, panels);
+  return act;
+}
+
+}  // namespace hipstudio::gui

@@ -1,0 +1,54 @@
+#pragma once
+// A panel is one file drawing one view. The layout owns the window (tab, pane, focus); a panel
+// draws only its content from the UI state and the frame's snapshot (ImHex's view base class).
+#include <memory>
+#include <vector>
+
+#include "app/gui/app_state.h"
+#include "app/gui/results.h"
+#include "app/gui/theme.h"
+
+namespace hipstudio::gui {
+
+class Worker;
+
+struct PanelContext {
+  AppState& state;
+  const Snapshot& snap;  // taken once at the top of the frame
+  Worker& worker;
+  const Theme& theme;
+  double now = 0;        // seconds since start
+  float dt = 0;          // seconds since the last frame
+};
+
+enum class PaneSlot { Sidebar, Left, Right };
+
+class Panel {
+ public:
+  virtual ~Panel() = default;
+  virtual const char* id() const = 0;     // stable: settings and the self-test use it
+  virtual const char* title() const = 0;  // tab / header label
+  virtual PaneSlot default_slot() const = 0;
+  virtual const char* shortcut() const { return ""; }  // shown in the help window
+  virtual void draw(PanelContext& ctx) = 0;
+
+  bool open = true;
+  PaneSlot slot = PaneSlot::Left;
+  long frames_drawn = 0;  // the self-test checks that every panel drew
+};
+
+// The registry: every panel, in menu order. Defined in panels.cpp, the one place panels are listed.
+std::vector<std::unique_ptr<Panel>> make_panels();
+
+// Constructors of the panels (one file each).
+std::unique_ptr<Panel> make_load_panel();
+std::unique_ptr<Panel> make_params_panel();
+std::unique_ptr<Panel> make_mask_panel();
+std::unique_ptr<Panel> make_stepper_panel();
+std::unique_ptr<Panel> make_compare_panel();
+std::unique_ptr<Panel> make_locality_panel();
+std::unique_ptr<Panel> make_kvcache_panel();
+std::unique_ptr<Panel> make_latency_panel();
+std::unique_ptr<Panel> make_generate_panel();
+
+}  // namespace hipstudio::gui

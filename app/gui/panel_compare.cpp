@@ -1,0 +1,213 @@
+// Side by side: dense attention probabilities next to HiP's mask for the same layer and head; the
+// per-head quality of every layer as a heat map (click to jump); perplexity and KL; the prompt
+// coloured by how much worse (red) or better (blue) HiP predicts each token than dense attention.
+#include <algorithm>
+#include <cmath>
+
+#include <imgui.h>
+
+#include "app/gui/mask_canvas.h"
+#include "app/gui/panel.h"
+#include "app/gui/widgets.h"
+#include "viz/colormap.h"
+
+namespace hipstudio::gui {
+
+namespace {
+
+enum Metric { kRecall, kMass, kError };
+
+class ComparePanel final : public Panel {
+ public:
+  const char* id() const override { return "compare"; }
+  const char* title() const override { return "Side by side"; }
+  PaneSlot default_slot() const override { return PaneSlot::Left; }
+  const char* shortcut() const override { return "Ctrl+3"; }
+
+  void draw(PanelContext& ctx) override {
+    const Theme& t = ctx.theme;
+    const auto& a = ctx.snap.analysis;
+    if (!a) {
+      empty_state("No analysis yet: load a model and a prompt.", t);
+      return;
+    }
+    const PairedAnalysis& pa = *a->analysis;
+    StaleScope grey(ctx.snap.stale[kStageAnalysis]);
+    if (a->model.synthetic) {
+      ImGui::TextDisabled("Synthetic Q/K: no model, so no perplexity or per-head table.");
+    } else {
+      ImGui::TextWrapped("Perplexity: dense %.3f, HiP %.3f (%+.2f%%)   KL(dense||HiP) %.4f nats/token   top-1 agreement %.1f%%",
+                  pa.dense.ppl, pa.hip.ppl, (pa.hip.ppl / pa.dense.ppl - 1) * 100, pa.kl, pa.top1_agreement * 100);
+    }
+    const float avail = ImGui::GetContentRegionAvail().x;
+    const float img = std::min((avail - ImGui::GetStyle().ItemSpacing.x) / 2, ImGui::GetContentRegionAvail().y * 0.5f);
+    draw_images(ctx, img);
+    if (!a->model.synthetic) {
+      draw_heat_map(ctx, pa);
+      draw_nll_text(ctx, *a);
+    }
+  }
+
+ private:
+  void draw_images(PanelContext& ctx, float size) {
+    const Theme& t = ctx.theme;
+    AppState& s = ctx.state;
+    const auto& d = ctx.snap.dense;
+    const auto& m = ctx.snap.masks;
+    ImGui::BeginGroup();
+    ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + size);
+    if (d && d->probs.values.empty()) {
+      ImGui::TextWrapped("Dense probabilities skipped above %lld tokens (O(T^2) per head).", static_cast<long long>(kOracleMaxTokens));
+    } else if (d) {
+      StaleScope grey(ctx.snap.stale[kStageDense]);
+      ImGui::TextWrapped("Dense softmax probabilities, layer %lld head %lld", static_cast<long long>(d->layer),
+                         static_cast<long long>(d->head));
+      if (dense_src_ != d || dense_dark_ != t.dark) {
+        std::vector<uint32_t> rgba;
+        viz::colorize_heat(d->probs, viz::ColorMapKind::Magma, 0.0f, std::max(1e-6f, d->scale_max), 0.5f, t.mask.future, rgba);
+        dense_tex_.upload(rgba.data(), static_cast<int>(d->probs.cols), static_cast<int>(d->probs.rows));
+        dense_src_ = d;
+        dense_dark_ = t.dark;
+      }
+      const float fh = ImGui::GetFontSize();
+      ImGui::SetCursorPosX(ImGui::GetCursorPosX() + fh * 2.8f);  // align with the mask's axis margin
+      ImGui::SetCursorPosY(ImGui::GetCursorPosY() + fh * 1.3f);
+      const float side = size - std::max(fh * 2.8f, fh * 1.3f);
+      ImGui::Image(dense_tex_.id(), ImVec2(side, side));
+      if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("Query rows, key columns, max-pooled. Brighter = more probability (square-root scale,\n"
+                          "saturating at the 99.5th percentile %.3f; the largest is %.3f).", d->scale_max, d->max_prob);
+    } else {
+      ImGui::TextDisabled("Dense probabilities: computing...");
+    }
+    ImGui::PopTextWrapPos();
+    ImGui::EndGroup();
+    ImGui::SameLine();
+    ImGui::BeginGroup();
+    ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + size);
+    if (m && m->source) {
+      StaleScope grey(ctx.snap.stale[kStageMasks]);
+      ImGui::TextWrapped("HiP mask, layer %lld head %d (vs oracle)", static_cast<long long>(m->layer), s.head);
+      MaskViewState fit = s.mask_view;
+      fit.span = 0;
+      fit.x0 = fit.y0 = 0;
+      canvas_.draw("##cmp_mask", m, *m->source, std::min<int64_t>(s.head, m->hip.heads - 1), fit, size, false, s.query_block, t);
+    } else {
+      ImGui::TextDisabled("HiP mask: computing...");
+    }
+    ImGui::PopTextWrapPos();
+    ImGui::EndGroup();
+  }
+
+  void draw_heat_map(PanelContext& ctx, const PairedAnalysis& pa) {
+    const Theme& t = ctx.theme;
+    AppState& s = ctx.state;
+    ImGui::Text("Per head, all layers:");
+    ImGui::SameLine();
+    ImGui::RadioButton("recall", &metric_, kRecall);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Share of the oracle's top-k blocks HiP found (mean over query blocks)");
+    ImGui::SameLine();
+    ImGui::RadioButton("mass", &metric_, kMass);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Share of dense attention probability on HiP's keys");
+    ImGui::SameLine();
+    ImGui::RadioButton("output error", &metric_, kError);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("||O_hip - O_dense|| / ||O_dense|| (lower is better)");
+    ImGui::SameLine();
+    ImGui::TextDisabled("click a cell to view it");
+    if (pa.layers.empty() || pa.layers[0].heads.empty()) return;
+    const int heads = static_cast<int>(pa.layers[0].heads.size());
+    const float cell_h = ImGui::GetTextLineHeight() + 2;
+    const float label_w = ImGui::GetFontSize() * 5.5f;
+    const float cell_w = std::min(ImGui::GetFontSize() * 4.5f, (ImGui::GetContentRegionAvail().x - label_w) / heads);
+    const ImVec2 o = ImGui::GetCursorScreenPos();
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    double emax = 1e-9;
+    for (const auto& l : pa.layers)
+      for (const auto& h : l.heads) emax = std::max(emax, h.out_rel_err);
+    for (int h = 0; h < heads; ++h) {
+      const std::string lbl = fmt("head %d", h);
+      dl->AddText(ImVec2(o.x + label_w + h * cell_w + 3, o.y), t.text_dim, lbl.c_str());
+    }
+    for (size_t l = 0; l < pa.layers.size(); ++l) {
+      const float y = o.y + cell_h * static_cast<float>(l + 1);
+      const std::string lbl = fmt("layer %zu%s", l, pa.layers[l].dense ? " (d)" : "");
+      dl->AddText(ImVec2(o.x, y + 1), t.text_dim, lbl.c_str());
+      for (int h = 0; h < heads; ++h) {
+        const HeadQuality& q = pa.layers[l].heads[static_cast<size_t>(h)];
+        double v = metric_ == kRecall ? q.recall : metric_ == kMass ? q.mass : q.out_rel_err;
+        // Recall and mass: higher is better (viridis bright); error: lower is better (inverted).
+        const double tcol = metric_ == kError ? 1.0 - v / emax : v;
+        const ImVec2 a(o.x + label_w + h * cell_w, y), b(a.x + cell_w - 2, y + cell_h - 2);
+        const viz::Rgb c = viz::colormap(viz::ColorMapKind::Viridis, tcol);
+        dl->AddRectFilled(a, b, viz::pack_rgba(c));
+        const std::string txt = fmt(metric_ == kError ? "%.3f" : "%.2f", v);
+        const float lum = 0.3f * c.r + 0.6f * c.g + 0.1f * c.b;
+        dl->AddText(ImVec2(a.x + 3, a.y + 1), lum > 0.5f ? IM_COL32(0, 0, 0, 255) : IM_COL32(255, 255, 255, 255), txt.c_str());
+        if (static_cast<int>(l) == s.layer && h == s.head) dl->AddRect(a, b, t.accent, 0, 0, 2.0f);
+        if (ImGui::IsMouseHoveringRect(a, b) && ImGui::IsWindowHovered()) {
+          ImGui::SetTooltip("layer %zu head %d%s\nrecall %.3f (random %.3f)\nmass %.3f (random %.3f)\noutput error %.4f (random %.4f)",
+                            l, h, pa.layers[l].dense ? " (dense layer in the model)" : "", q.recall, q.random_recall, q.mass,
+                            q.random_mass, q.out_rel_err, q.random_out_rel_err);
+          if (ImGui::IsMouseClicked(0)) {
+            s.layer = static_cast<int>(l);
+            s.head = h;
+          }
+        }
+      }
+    }
+    ImGui::Dummy(ImVec2(label_w + cell_w * heads, cell_h * static_cast<float>(pa.layers.size() + 1)));
+  }
+
+  // Each predicted token (i + 1) on a background coloured by nll_hip[i] - nll_dense[i].
+  void draw_nll_text(PanelContext& ctx, const AnalysisView& a) {
+    const Theme& t = ctx.theme;
+    const PairedAnalysis& pa = *a.analysis;
+    ImGui::Text("Prompt coloured by NLL(HiP) - NLL(dense) per token:");
+    ImGui::SameLine();
+    legend_item(viz::pack_rgba(viz::diverging(-1, 1, viz::unpack_rgb(t.plot_bg))), "HiP better");
+    legend_item(viz::pack_rgba(viz::diverging(1, 1, viz::unpack_rgb(t.plot_bg))), "HiP worse (scale +/-0.5 nats)");
+    ImGui::NewLine();
+    ImGui::BeginChild("##nll_text", ImVec2(0, 0), true);
+    if (t.mono) ImGui::PushFont(t.mono);
+    const float wrap = ImGui::GetContentRegionAvail().x;
+    const ImVec2 start = ImGui::GetCursorScreenPos();
+    float x = 0, y = 0;
+    const float lh = ImGui::GetTextLineHeightWithSpacing();
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    const viz::Rgb neutral = viz::unpack_rgb(t.plot_bg);
+    for (size_t i = 1; i < a.prompt_tokens.size(); ++i) {
+      std::string tok = a.prompt_tokens[i];
+      bool newline = false;
+      if (tok == "\n" || tok == "<0x0A>") {
+        tok = "\\n";
+        newline = true;
+      }
+      const ImVec2 ts = ImGui::CalcTextSize(tok.c_str());
+      if (x + ts.x > wrap && x > 0) x = 0, y += lh;
+      const ImVec2 p(start.x + x, start.y + y);
+      const double diff = i - 1 < pa.hip.nll.size() ? pa.hip.nll[i - 1] - pa.dense.nll[i - 1] : 0.0;
+      dl->AddRectFilled(p, ImVec2(p.x + ts.x, p.y + ts.y), viz::pack_rgba(viz::diverging(diff, 0.5, neutral)));
+      dl->AddText(p, ImGui::GetColorU32(ImGuiCol_Text), tok.c_str());
+      if (ImGui::IsMouseHoveringRect(p, ImVec2(p.x + ts.x, p.y + ts.y)) && ImGui::IsWindowHovered())
+        ImGui::SetTooltip("token %zu %s\nNLL dense %.3f, HiP %.3f (diff %+.3f nats)", i, token_label(a, static_cast<int64_t>(i)).c_str(),
+                          pa.dense.nll[i - 1], pa.hip.nll[i - 1], diff);
+      x += ts.x;
+      if (newline) x = 0, y += lh;
+    }
+    ImGui::Dummy(ImVec2(wrap, y + lh));
+    if (t.mono) ImGui::PopFont();
+    ImGui::EndChild();
+  }
+
+  MaskCanvas canvas_;
+  GlTexture dense_tex_;
+  std::shared_ptr<const DenseView> dense_src_;
+  bool dense_dark_ = false;
+  int metric_ = kRecall;
+};
+
+}  // namespace
+
+std::unique_ptr<Panel> make_compare_panel() { return std::make_unique<ComparePanel>(); }
+
+}  // namespace hipstudio::gui

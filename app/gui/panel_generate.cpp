@@ -1,0 +1,70 @@
+// Generate: continue the prompt greedily with dense attention and with HiP, side by side, with
+// tokens per second and the device that produced them.
+#include <imgui.h>
+
+#include "app/gui/panel.h"
+#include "app/gui/widgets.h"
+
+namespace hipstudio::gui {
+
+namespace {
+
+class GeneratePanel final : public Panel {
+ public:
+  const char* id() const override { return "generate"; }
+  const char* title() const override { return "Generate"; }
+  PaneSlot default_slot() const override { return PaneSlot::Right; }
+  const char* shortcut() const override { return "Ctrl+7, Ctrl+G"; }
+
+  void draw(PanelContext& ctx) override {
+    AppState& s = ctx.state;
+    const Theme& t = ctx.theme;
+    const auto& g = ctx.snap.generate;
+    const bool running = ctx.snap.busy && ctx.snap.running_stage == kStageGenerate;
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 10);
+    ImGui::SliderInt("new tokens", &s.generate_tokens, 1, 256);
+    ImGui::SameLine();
+    const bool can = ctx.snap.model && !ctx.snap.model->synthetic && s.invalid.empty();
+    if (!can) ImGui::BeginDisabled();
+    if (ImGui::Button(running ? "Restart (Ctrl+G)" : "Generate (Ctrl+G)")) ++s.generate_id;
+    if (!can) ImGui::EndDisabled();
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Greedy decoding; the HiP side uses the current parameters.");
+    if (!g) {
+      empty_state("Press Generate to continue the prompt with dense attention and with HiP.", t);
+      return;
+    }
+    StaleScope grey(ctx.snap.stale[kStageGenerate] && !running);
+    ImGui::TextDisabled("on %s", g->device.c_str());
+    const float w = (ImGui::GetContentRegionAvail().x - ImGui::GetStyle().ItemSpacing.x) / 2;
+    const float h = ImGui::GetContentRegionAvail().y;
+    auto side = [&](const char* id, const char* name, const std::string& text, int64_t n, double tps, uint32_t col) {
+      ImGui::BeginChild(id, ImVec2(w, h), true);
+      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(col), "%s", name);
+      ImGui::SameLine();
+      if (tps > 0) {
+        ImGui::TextDisabled("%lld tokens, %.1f tokens/s (decode)", static_cast<long long>(n), tps);
+      } else {
+        ImGui::TextDisabled("%s", n > 0 || !text.empty() ? "running..." : "waiting");
+      }
+      ImGui::Separator();
+      ImGui::PushTextWrapPos(0);
+      ImGui::TextUnformatted(ctx.state.prompt.c_str());
+      ImGui::PopTextWrapPos();
+      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(col));
+      ImGui::PushTextWrapPos(0);
+      ImGui::TextUnformatted(text.c_str());
+      ImGui::PopTextWrapPos();
+      ImGui::PopStyleColor();
+      ImGui::EndChild();
+    };
+    side("##gen_dense", "Dense attention", g->dense_text, g->dense_tokens, g->dense_tok_s, t.dense);
+    ImGui::SameLine();
+    side("##gen_hip", "HiP", g->hip_text, g->hip_tokens, g->hip_tok_s, t.hip);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Panel> make_generate_panel() { return std::make_unique<GeneratePanel>(); }
+
+}  // namespace hipstudio::gui

@@ -1,0 +1,180 @@
+// KV cache: the paper's two offloading contexts (section 3.3) replayed over the decode steps of the
+// paired run: which token positions each step read and whether the GPU bank held them, hit ratio
+// per step and overall, bank sizes and bytes that would cross PCIe. Scrub through the steps.
+#include <algorithm>
+#include <cmath>
+
+#include <imgui.h>
+
+#include "app/gui/panel.h"
+#include "app/gui/texture.h"
+#include "app/gui/widgets.h"
+#include "viz/plot_data.h"
+
+namespace hipstudio::gui {
+
+namespace {
+
+class KvCachePanel final : public Panel {
+ public:
+  const char* id() const override { return "kvcache"; }
+  const char* title() const override { return "KV cache"; }
+  PaneSlot default_slot() const override { return PaneSlot::Right; }
+  const char* shortcut() const override { return "Ctrl+5"; }
+
+  void draw(PanelContext& ctx) override {
+    AppState& s = ctx.state;
+    const Theme& t = ctx.theme;
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 10);
+    ImGui::SliderFloat("cache factor c", &s.knobs.cache_factor, 0.0f, 8.0f, "%.2f");
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
+    ImGui::SliderInt("decode steps", &s.knobs.decode_steps, 0, 64);
+    ImGui::TextUnformatted("Access map of:");
+    ImGui::SameLine();
+    ImGui::RadioButton("mask estimation", &s.kv_context, 0);
+    ImGui::SameLine();
+    ImGui::RadioButton("sparse attention", &s.kv_context, 1);
+    const auto& ov = ctx.snap.offload;
+    if (!ov || ov->result.steps == 0) {
+      empty_state(ov ? "No decode steps: raise 'decode steps' to see the KV cache at work."
+                     : "Offloading simulation appears after the analysis (needs decode steps > 0).",
+                  t);
+      return;
+    }
+    const OffloadView& v = *ov;
+    const offload::OffloadResult& r = v.result;
+    StaleScope grey(ctx.snap.stale[kStageOffload] || ctx.snap.stale[kStageAnalysis]);
+    s.kv_step = std::clamp(s.kv_step, 0, static_cast<int>(r.steps) - 1);
+
+    // Summary table.
+    if (ImGui::BeginTable("##kv_summary", 7, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchProp)) {
+      for (const char* h : {"context", "bank / head", "accesses", "hit ratio", "misses", "bytes moved", "page table"})
+        ImGui::TableSetupColumn(h);
+      ImGui::TableHeadersRow();
+      for (int c = 0; c < 2; ++c) {
+        const offload::ContextStats& cs = c == 0 ? r.mask : r.sparse;
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(c == 0 ? "mask (keys)" : "sparse (K+V)");
+        ImGui::TableNextColumn();
+        ImGui::Text("%lld tokens", static_cast<long long>(cs.bank_tokens));
+        ImGui::TableNextColumn();
+        ImGui::Text("%lld", static_cast<long long>(cs.total.accesses));
+        ImGui::TableNextColumn();
+        ImGui::Text("%.1f%%", offload::hit_ratio(cs.total) * 100);
+        ImGui::TableNextColumn();
+        ImGui::Text("%lld", static_cast<long long>(cs.total.misses));
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(viz::format_bytes(static_cast<double>(cs.total.bytes)).c_str());
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(viz::format_bytes(static_cast<double>(cs.page_table_bytes)).c_str());
+      }
+      ImGui::EndTable();
+    }
+    ImGui::PushTextWrapPos(0);
+    ImGui::TextDisabled("%lld HiP layers x %lld heads, each with its own bank; T = %lld; %s of K+V per token and head",
+                        static_cast<long long>(r.layers), static_cast<long long>(r.heads),
+                        static_cast<long long>(r.context_tokens),
+                        viz::format_bytes(static_cast<double>(v.config.sparse_bytes_per_token)).c_str());
+    ImGui::PopTextWrapPos();
+
+    const offload::ContextStats& cs = s.kv_context == 0 ? r.mask : r.sparse;
+    ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 6);
+    ImGui::SliderInt("step (scrub)", &s.kv_step, 0, static_cast<int>(r.steps) - 1);
+    const offload::BankCounts& sc = cs.per_step_total[static_cast<size_t>(s.kv_step)];
+    ImGui::Text("step %d: %lld reads, %lld hits, %lld misses (%.1f%% hit), %s moved", s.kv_step,
+                static_cast<long long>(sc.accesses), static_cast<long long>(sc.hits), static_cast<long long>(sc.misses),
+                offload::hit_ratio(sc) * 100, viz::format_bytes(static_cast<double>(sc.bytes)).c_str());
+
+    // Access map: rows = decode steps, columns = token positions.
+    const offload::AccessMap& m = cs.map;
+    const float avail_y = ImGui::GetContentRegionAvail().y;
+    const float map_h = std::max(ImGui::GetFontSize() * 6, avail_y * 0.45f);
+    if (!m.cells.empty()) {
+      if (map_src_ != ov || map_ctx_ != s.kv_context || map_dark_ != t.dark) {
+        std::vector<uint32_t> rgba(m.cells.size());
+        for (size_t i = 0; i < m.cells.size(); ++i)
+          rgba[i] = m.cells[i] == offload::kAccessHit ? t.mask.dense : m.cells[i] == offload::kAccessMiss ? t.mask.miss : t.mask.empty;
+        map_tex_.upload(rgba.data(), static_cast<int>(m.tokens), static_cast<int>(m.steps));
+        map_src_ = ov;
+        map_ctx_ = s.kv_context;
+        map_dark_ = t.dark;
+      }
+      legend_item(t.mask.dense, "hit");
+      legend_item(t.mask.miss, "miss (fetched over PCIe)");
+      legend_item(t.mask.empty, "not read");
+      ImGui::NewLine();
+      ImGui::PushTextWrapPos(0);
+      ImGui::TextDisabled("Token position ->, decode step down; all layers and heads folded (a miss anywhere wins). "
+                          "Mask estimation reads keys only on refresh steps (every r_m).");
+      ImGui::PopTextWrapPos();
+      const ImVec2 o = ImGui::GetCursorScreenPos();
+      const float w = ImGui::GetContentRegionAvail().x;
+      ImGui::Image(map_tex_.id(), ImVec2(w, map_h));
+      const bool hovered = ImGui::IsItemHovered();
+      ImDrawList* dl = ImGui::GetWindowDrawList();
+      const float row = map_h / static_cast<float>(m.steps);
+      dl->AddRect(ImVec2(o.x, o.y + row * s.kv_step), ImVec2(o.x + w, o.y + row * (s.kv_step + 1)), t.accent, 0, 0, 2.0f);
+      if (hovered) {
+        const ImVec2 mp = ImGui::GetIO().MousePos;
+        const auto tok = static_cast<int64_t>((mp.x - o.x) / w * static_cast<float>(m.tokens));
+        const auto st = static_cast<int64_t>((mp.y - o.y) / row);
+        if (tok >= 0 && tok < m.tokens && st >= 0 && st < m.steps) {
+          const uint8_t c = m.at(st, tok);
+          ImGui::SetTooltip("step %lld, token %lld: %s", static_cast<long long>(st), static_cast<long long>(tok),
+                            c == offload::kAccessHit ? "hit" : c == offload::kAccessMiss ? "miss" : "not read");
+          if (ImGui::IsMouseDown(0)) s.kv_step = static_cast<int>(st);
+        }
+      }
+    }
+    // Hit ratio per step for both contexts, and vs bank size.
+    const float w = (ImGui::GetContentRegionAvail().x - ImGui::GetStyle().ItemSpacing.x) / 2;
+    const float h = std::max(ImGui::GetFontSize() * 9, ImGui::GetContentRegionAvail().y - ImGui::GetFontSize() * 1.8f);
+    std::vector<double> xs, ym, ys;
+    for (int64_t st = 0; st < r.steps; ++st) {
+      xs.push_back(static_cast<double>(st));
+      // Steps that read nothing (mask estimation between refreshes) have no ratio: NaN, not 0.
+      auto ratio = [](const offload::BankCounts& c) { return c.accesses ? offload::hit_ratio(c) * 100 : std::nan(""); };
+      ym.push_back(ratio(r.mask.per_step_total[static_cast<size_t>(st)]));
+      ys.push_back(ratio(r.sparse.per_step_total[static_cast<size_t>(st)]));
+    }
+    {
+      PlotArea p = begin_plot("##kv_steps", ImVec2(w, h), 0, std::max<double>(1, static_cast<double>(r.steps - 1)), 0, 105,
+                              "decode step", "hit ratio %", t);
+      plot_line(p, xs, ym, t.hip);
+      plot_points(p, xs, ym, t.hip);
+      plot_line(p, xs, ys, t.dense);
+      plot_line(p, {static_cast<double>(s.kv_step), static_cast<double>(s.kv_step)}, {0.0, 105.0}, t.accent, 1.0f);
+      end_plot();
+    }
+    ImGui::SameLine();
+    {
+      std::vector<double> bx, bm, bs;
+      for (const auto& pt : v.mask_curve) bx.push_back(static_cast<double>(std::max<int64_t>(1, pt.bank_tokens))), bm.push_back(pt.hit_ratio * 100);
+      for (const auto& pt : v.sparse_curve) bs.push_back(pt.hit_ratio * 100);
+      PlotArea p = begin_plot("##kv_banks", ImVec2(w, h), bx.empty() ? 1 : bx.front(), bx.empty() ? 2 : bx.back(), 0, 105,
+                              "bank tokens per head (log)", "overall hit ratio %", t, true);
+      plot_line(p, bx, bm, t.hip);
+      plot_points(p, bx, bm, t.hip);
+      plot_line(p, bx, bs, t.dense);
+      plot_points(p, bx, bs, t.dense);
+      plot_line(p, {static_cast<double>(r.mask.bank_tokens), static_cast<double>(r.mask.bank_tokens)}, {0.0, 105.0}, t.hip, 1.0f);
+      end_plot();
+    }
+    legend_item(t.hip, "mask-estimation context");
+    legend_item(t.dense, "sparse-attention context");
+  }
+
+ private:
+  GlTexture map_tex_;
+  std::shared_ptr<const OffloadView> map_src_;
+  int map_ctx_ = -1;
+  bool map_dark_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Panel> make_kvcache_panel() { return std::make_unique<KvCachePanel>(); }
+
+}  // namespace hipstudio::gui

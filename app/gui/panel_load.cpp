@@ -1,0 +1,138 @@
+// Sidebar: which model, on which device, and which prompt.
+#include <fstream>
+#include <sstream>
+
+#include <imgui.h>
+#include <imgui_stdlib.h>
+
+#include "app/gui/files.h"
+#include "app/gui/panel.h"
+#include "app/gui/widgets.h"
+
+namespace hipstudio::gui {
+
+namespace {
+
+class LoadPanel final : public Panel {
+ public:
+  const char* id() const override { return "load"; }
+  const char* title() const override { return "Model & prompt"; }
+  PaneSlot default_slot() const override { return PaneSlot::Sidebar; }
+  const char* shortcut() const override { return "Ctrl+Enter"; }
+
+  void draw(PanelContext& ctx) override {
+    AppState& s = ctx.state;
+    const ModelInfo* info = ctx.snap.model.get();
+    if (!synced_) {
+      model_edit_ = s.model_path;
+      prompt_edit_ = s.prompt;
+      synced_ = true;
+    }
+    if (s.prompt != last_prompt_) {  // changed elsewhere (drop, recent, self-test)
+      prompt_edit_ = s.prompt;
+      last_prompt_ = s.prompt;
+    }
+    if (s.model_path != last_model_) {
+      model_edit_ = s.model_path;
+      last_model_ = s.model_path;
+    }
+
+    ImGui::TextDisabled("Model (empty = default stories15M; llama2.c file or HF folder)");
+    ImGui::SetNextItemWidth(-ImGui::GetFrameHeight() * 2.6f);
+    const bool enter = ImGui::InputTextWithHint("##model", "default: stories15M", &model_edit_,
+                                                ImGuiInputTextFlags_EnterReturnsTrue);
+    ImGui::SameLine();
+    if (ImGui::Button("Load") || enter) {
+      s.model_path = model_edit_;
+      s.add_recent_model(model_edit_);
+    }
+    if (!s.recent_models.empty()) {
+      ImGui::SetNextItemWidth(-1);
+      if (ImGui::BeginCombo("##recent_models", "Recent models", ImGuiComboFlags_HeightLarge)) {
+        for (const auto& m : s.recent_models)
+          if (ImGui::Selectable(m.c_str())) model_edit_ = s.model_path = m;
+        ImGui::EndCombo();
+      }
+    }
+    // Device and dtype: CUDA only when this build and machine have it.
+    const bool cuda = info && info->cuda_available;
+    ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x * 0.5f - 4);
+    if (ImGui::BeginCombo("##device", s.device.c_str())) {
+      if (ImGui::Selectable("cpu", s.device == "cpu")) s.device = "cpu";
+      if (cuda) {
+        if (ImGui::Selectable("cuda", s.device == "cuda")) s.device = "cuda";
+      } else {
+        ImGui::TextDisabled("cuda (not available here)");
+      }
+      ImGui::EndCombo();
+    }
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(-1);
+    if (ImGui::BeginCombo("##dtype", s.dtype.c_str())) {
+      for (const char* d : {"f32", "bf16", "f16"})
+        if (ImGui::Selectable(d, s.dtype == d)) s.dtype = d;
+      ImGui::EndCombo();
+    }
+    if (info) {
+      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(ctx.theme.text_dim));
+      ImGui::TextWrapped("%s: %s, %lld layers, %lld heads (%lld KV), d %lld, context %lld, on %s",
+                         info->display_name.c_str(), info->architecture.c_str(), static_cast<long long>(info->n_layers),
+                         static_cast<long long>(info->n_heads), static_cast<long long>(info->n_kv_heads),
+                         static_cast<long long>(info->head_dim), static_cast<long long>(info->max_seq_len),
+                         info->device.c_str());
+      ImGui::PopStyleColor();
+    }
+    if (!ctx.snap.error[kStageModel].empty()) {
+      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(ctx.theme.bad));
+      ImGui::TextWrapped("Model: %s", ctx.snap.error[kStageModel].c_str());
+      ImGui::PopStyleColor();
+    }
+
+    ImGui::Spacing();
+    ImGui::TextDisabled("Prompt (type or paste; drop a .txt file on the window)");
+    const float h = ImGui::GetTextLineHeight() * 7;
+    ImGui::InputTextMultiline("##prompt", &prompt_edit_, ImVec2(-1, h));
+    const bool dirty = prompt_edit_ != s.prompt;
+    const bool apply_key = ImGui::GetIO().KeyCtrl && ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Enter));
+    if (!dirty) ImGui::BeginDisabled();
+    if (ImGui::Button("Run prompt (Ctrl+Enter)") || (dirty && apply_key)) {
+      s.prompt = last_prompt_ = prompt_edit_;
+    }
+    if (!dirty) ImGui::EndDisabled();
+    ImGui::SameLine();
+    if (ctx.snap.analysis) {
+      ImGui::TextDisabled("%lld tokens", static_cast<long long>(ctx.snap.analysis->tokens()));
+    }
+    ImGui::SetNextItemWidth(-ImGui::GetFrameHeight() * 2.6f);
+    ImGui::InputTextWithHint("##prompt_file", "text file path", &prompt_path_edit_);
+    ImGui::SameLine();
+    if (ImGui::Button("Open")) open_prompt_file(s, prompt_path_edit_);
+    if (!s.recent_prompts.empty()) {
+      ImGui::SetNextItemWidth(-1);
+      if (ImGui::BeginCombo("##recent_prompts", "Recent prompt files", ImGuiComboFlags_HeightLarge)) {
+        for (const auto& p : s.recent_prompts)
+          if (ImGui::Selectable(p.c_str())) {
+            prompt_path_edit_ = p;
+            open_prompt_file(s, p);
+          }
+        ImGui::EndCombo();
+      }
+    }
+    const std::string& err = ctx.snap.error[kStageAnalysis];
+    if (!err.empty()) {
+      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(ctx.theme.bad));
+      ImGui::TextWrapped("Analysis: %s", err.c_str());
+      ImGui::PopStyleColor();
+    }
+  }
+
+ private:
+  bool synced_ = false;
+  std::string model_edit_, prompt_edit_, prompt_path_edit_, last_prompt_, last_model_;
+};
+
+}  // namespace
+
+std::unique_ptr<Panel> make_load_panel() { return std::make_unique<LoadPanel>(); }
+
+}  // namespace hipstudio::gui

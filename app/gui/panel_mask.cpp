@@ -1,0 +1,110 @@
+// Mask view: the estimated block mask of the chosen layer and head over the whole prompt, with
+// oracle / random / sink / window overlays, zoom, pan and hover readouts. Click picks the query
+// block that the iteration stepper replays.
+#include <algorithm>
+#include <cmath>
+
+#include <imgui.h>
+
+#include "app/gui/mask_canvas.h"
+#include "app/gui/panel.h"
+#include "app/gui/widgets.h"
+
+namespace hipstudio::gui {
+
+namespace {
+
+class MaskPanel final : public Panel {
+ public:
+  const char* id() const override { return "mask"; }
+  const char* title() const override { return "Mask view"; }
+  PaneSlot default_slot() const override { return PaneSlot::Left; }
+  const char* shortcut() const override { return "Ctrl+1"; }
+
+  MaskCanvas& canvas() { return canvas_; }
+
+  void draw(PanelContext& ctx) override {
+    AppState& s = ctx.state;
+    const auto& masks = ctx.snap.masks;
+    MaskViewState& v = s.mask_view;
+    ImGui::Checkbox("Oracle (hit / miss / false pick)", &v.show_oracle);
+    ImGui::SameLine();
+    ImGui::Checkbox("Random baseline", &v.show_random);
+    ImGui::SameLine();
+    ImGui::Checkbox("Sink + window", &v.show_sink_dense);
+    ImGui::SameLine();
+    if (ImGui::SmallButton("Fit (F)")) v.span = 0;
+    ImGui::SameLine();
+    if (ImGui::SmallButton("+")) v.span *= 0.7;
+    ImGui::SameLine();
+    if (ImGui::SmallButton("-")) v.span /= 0.7;
+
+    const Theme& t = ctx.theme;
+    const viz::MaskPalette& p = t.mask;
+    if (v.show_oracle && (!masks || masks->has_oracle)) {
+      legend_item(p.hit, "hit");
+      legend_item(p.false_pick, "false pick");
+      legend_item(p.miss, "miss");
+    } else {
+      legend_item(p.selected, "HiP selected");
+    }
+    if (v.show_random) legend_item(p.random, "random");
+    if (v.show_sink_dense) {
+      legend_item(p.sink, "sink");
+      legend_item(p.dense, "window");
+    }
+    legend_item(p.empty, "not attended");
+    legend_item(p.future, "future");
+    ImGui::NewLine();
+
+    if (!masks) {
+      empty_state(ctx.snap.busy ? "Computing the masks..." : "No masks yet: load a model and a prompt.", t);
+      return;
+    }
+    const LayerMasks& m = *masks;
+    const int64_t head = std::min<int64_t>(s.head, m.hip.heads - 1);
+    // Per-head summary: mean recall over the query blocks that actually searched.
+    double recall = 0, rnd = 0;
+    for (int64_t qb = 0; m.has_oracle && qb < m.hip.query_blocks; ++qb) {
+      recall += m.recall[static_cast<size_t>(m.hip.index(head, qb))];
+      rnd += m.random_recall[static_cast<size_t>(m.hip.index(head, qb))];
+    }
+    recall /= std::max<int64_t>(1, m.hip.query_blocks);
+    rnd /= std::max<int64_t>(1, m.hip.query_blocks);
+    const bool stale = ctx.snap.stale[kStageMasks];
+    StaleScope grey(stale);
+    const std::string quality = m.has_oracle ? fmt("recall vs oracle %.3f (random %.3f)", recall, rnd)
+                                             : fmt("oracle skipped above %lld tokens (O(T^2))", static_cast<long long>(kOracleMaxTokens));
+    ImGui::TextWrapped("layer %lld, head %lld: T = %lld tokens, %lld query blocks, Kb = %lld | %s | masks in %.0f ms",
+                       static_cast<long long>(m.layer), static_cast<long long>(head), static_cast<long long>(m.source->tokens()),
+                       static_cast<long long>(m.hip.query_blocks), static_cast<long long>(m.hip.kb), quality.c_str(),
+                       m.seconds * 1000);
+    if (stale) {
+      ImGui::SameLine();
+      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.warn), "(updating)");
+    }
+    const ImVec2 avail = ImGui::GetContentRegionAvail();
+    const float size = std::max(64.0f, std::min(avail.x, avail.y));
+    const MaskCanvasEvents ev = canvas_.draw("##mask", masks, *m.source, head, v, size, true,
+                                             s.query_block, t);
+    if (ev.clicked_query >= 0) {
+      s.query_block = static_cast<int>(ev.clicked_query / m.params.b_q);
+      s.step = 0;
+      s.focus_panel = "stepper";
+    }
+    if (ImGui::IsWindowHovered(ImGuiHoveredFlags_ChildWindows) && !ImGui::GetIO().WantTextInput) {
+      if (ImGui::IsKeyPressed('F')) v.span = 0;
+      if (ImGui::IsKeyPressed('=')) v.span *= 0.7;
+      if (ImGui::IsKeyPressed('-')) v.span /= 0.7;
+    }
+  }
+
+ private:
+  MaskCanvas canvas_;
+};
+
+}  // namespace
+
+std::unique_ptr<Panel> make_mask_panel() { return std::make_unique<MaskPanel>(); }
+
+}  // namespace hipstudio::gui

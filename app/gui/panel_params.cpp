@@ -1,0 +1,107 @@
+// Sidebar: HiP's knobs with inline validation, and which layer / head / query block to look at.
+// Invalid combinations show the broken rule and never reach the worker.
+#include <algorithm>
+
+#include <imgui.h>
+
+#include "app/gui/panel.h"
+#include "app/gui/widgets.h"
+
+namespace hipstudio::gui {
+
+namespace {
+
+// A slider with a tooltip; returns true when changed.
+bool knob(const char* label, int* v, int lo, int hi, const char* help, bool log = false) {
+  ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x * 0.62f);
+  const bool changed = ImGui::SliderInt(label, v, lo, hi, "%d", log ? ImGuiSliderFlags_Logarithmic : 0);
+  if (ImGui::IsItemHovered() && help) ImGui::SetTooltip("%s\n(Ctrl+click to type a value)", help);
+  return changed;
+}
+
+class ParamsPanel final : public Panel {
+ public:
+  const char* id() const override { return "params"; }
+  const char* title() const override { return "HiP parameters"; }
+  PaneSlot default_slot() const override { return PaneSlot::Sidebar; }
+
+  void draw(PanelContext& ctx) override {
+    AppState& s = ctx.state;
+    HipKnobs& k = s.knobs;
+    const ModelInfo* info = ctx.snap.model.get();
+    const int tokens = ctx.snap.analysis ? static_cast<int>(ctx.snap.analysis->tokens()) : 256;
+    const int layers = info ? static_cast<int>(info->n_layers) : 6;
+
+    knob("k (top-k tokens)", &k.k, 1, std::max(64, tokens * 2), "Top-k budget in tokens; k / b_k key blocks per query block.", true);
+    knob("b_q (query block)", &k.b_q, 1, 64, "Query rows that share one mask.");
+    knob("b_k (key block)", &k.b_k, 1, 32, "Key block size: the unit the search selects.");
+    knob("b_sq (query stride)", &k.b_sq, 1, 16, "Stride over the query rows when scoring a branch.");
+    knob("b_sk (key stride)", &k.b_sk, 1, 16, "Stride over the keys of a representative block.");
+    knob("sink", &k.sink, 0, 64, "Keys [0, sink) are always attended (StreamingLLM sink).");
+    knob("window", &k.window, 0, 128, "The most recent keys attended densely (sliding window).");
+    ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x * 0.62f);
+    ImGui::SliderFloat("repr. position", &k.rho, 0.0f, 1.0f, "%.2f");
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Representative key block of a branch: 0 first, 0.5 center, 1 last.");
+    knob("l_d (dense layers)", &k.l_d, 0, layers, "The first l_d layers stay dense.");
+    knob("r_m (refresh steps)", &k.r_m, 1, 32, "Decode steps per mask re-estimation.");
+    knob("decode steps", &k.decode_steps, 0, 64, "Greedy decode steps after the prompt (KV cache view).");
+    ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x * 0.62f);
+    ImGui::SliderFloat("cache factor c", &k.cache_factor, 0.0f, 8.0f, "%.2f");
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("Offloading: mask-estimation bank of c * (k / b_sk) * log2 T tokens per head.");
+
+    s.invalid = validate_knobs(k, info ? info->n_layers : 0);
+    if (!s.invalid.empty()) {
+      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(ctx.theme.bad));
+      ImGui::TextWrapped("Not run: %s", s.invalid.c_str());
+      ImGui::PopStyleColor();
+    } else {
+      s.applied = k;
+    }
+    if (ImGui::SmallButton("Paper-style defaults for this model")) s.knobs = HipKnobs{};
+    ImGui::SameLine();
+    ImGui::TextDisabled("Kb = %d blocks", k.b_k > 0 ? k.k / k.b_k : 0);
+
+    ImGui::Separator();
+    draw_selection(ctx);
+  }
+
+  // Which layer, head and query block every view shows ([ / ] heads, PgUp / PgDn layers).
+  static void draw_selection(PanelContext& ctx) {
+    AppState& s = ctx.state;
+    const ModelInfo* info = ctx.snap.model.get();
+    const AnalysisView* a = ctx.snap.analysis.get();
+    const int layers = a ? static_cast<int>(a->analysis->inputs.size()) : (info ? static_cast<int>(info->n_layers) : 1);
+    const int heads = a && !a->analysis->inputs.empty() ? static_cast<int>(a->analysis->inputs[0].heads) : 1;
+    const int64_t bq = a ? a->analysis->options.hip.hip.b_q : 1;
+    const int qbs = a ? static_cast<int>((a->tokens() + bq - 1) / bq) : 1;
+    ImGui::TextUnformatted("View");
+    const float w = ImGui::GetContentRegionAvail().x * 0.62f;
+    ImGui::SetNextItemWidth(w);
+    ImGui::SliderInt("layer", &s.layer, 0, std::max(0, layers - 1));
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("PgUp / PgDn");
+    if (a && s.layer < s.applied.l_d) {
+      ImGui::SameLine();
+      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(ctx.theme.warn), "(dense)");
+      if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("Layer < l_d runs dense in the model; the masks show what HiP would select.");
+    }
+    ImGui::SetNextItemWidth(w);
+    ImGui::SliderInt("head", &s.head, 0, std::max(0, heads - 1));
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("[ and ]");
+    ImGui::SetNextItemWidth(w);
+    ImGui::SliderInt("query block", &s.query_block, 0, std::max(0, qbs - 1));
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Or click a row of the mask view.");
+    if (a) {  // before the first result there is nothing to clamp against
+      s.layer = std::clamp(s.layer, 0, std::max(0, layers - 1));
+      s.head = std::clamp(s.head, 0, std::max(0, heads - 1));
+      s.query_block = std::clamp(s.query_block, 0, std::max(0, qbs - 1));
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Panel> make_params_panel() { return std::make_unique<ParamsPanel>(); }
+
+}  // namespace hipstudio::gui

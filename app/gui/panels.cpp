@@ -1,0 +1,22 @@
+// The panel registry: add a panel here (and in panel.h) and the layout, the View menu, the
+// settings file and the self-test pick it up.
+#include "app/gui/panel.h"
+
+namespace hipstudio::gui {
+
+std::vector<std::unique_ptr<Panel>> make_panels() {
+  std::vector<std::unique_ptr<Panel>> p;
+  p.push_back(make_load_panel());
+  p.push_back(make_params_panel());
+  p.push_back(make_mask_panel());
+  p.push_back(make_compare_panel());
+  p.push_back(make_locality_panel());
+  p.push_back(make_stepper_panel());
+  p.push_back(make_kvcache_panel());
+  p.push_back(make_latency_panel());
+  p.push_back(make_generate_panel());
+  for (auto& panel : p) panel->slot = panel->default_slot();
+  return p;
+}
+
+}  // namespace hipstudio::gui

@@ -1,0 +1,36 @@
+#pragma once
+// What the UI wants computed: built from the UI state every frame and handed to the worker, which
+// re-runs only the stages whose inputs changed (each stage's key covers exactly its inputs).
+#include <cstdint>
+#include <string>
+
+#include "engine/analysis/hip_model_params.h"
+
+namespace hipstudio::gui {
+
+struct ModelRequest {
+  std::string path;            // empty: the default model
+  std::string device = "cpu";
+  std::string dtype = "f32";
+  int64_t synthetic_tokens = 0;  // > 0: no model, random Q/K of this many tokens (frame stats)
+};
+
+struct Request {
+  ModelRequest model;
+  std::string prompt;
+  HipModelParams hip;
+  int64_t decode_steps = 16;
+  uint64_t seed = 1;
+  int64_t layer = 0, head = 0, query_block = 0;
+  int64_t delta = 8;   // locality histogram Delta
+  int64_t bins = 40;
+  double cache_factor = 2.0;
+  uint64_t generate_id = 0;      // bumped by the Generate button; 0: nothing asked
+  int64_t generate_tokens = 48;
+  bool want_dense = true;        // dense probability image (side by side) is needed
+};
+
+// One key per stage: equal keys mean the stage's result is still valid.
+std::string stage_key(int stage, const Request& r);
+
+}  // namespace hipstudio::gui

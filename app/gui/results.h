@@ -1,0 +1,128 @@
+#pragma once
+// What the worker publishes and the panels read: immutable, plain data (no LibTorch, no ImGui).
+// One Snapshot per frame (Tracy's "one lock per frame"); each view is a shared_ptr<const ...> that
+// outlives the snapshot that brought it, so a panel can keep showing the last result, greyed,
+// while the next one is computed.
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/analysis/paired_result.h"
+#include "engine/offload/offload_result.h"
+#include "engine/offload/offload_simulator.h"
+#include "kernels/hip_trace.h"
+#include "kernels/mask_reference.h"
+#include "kernels/score_locality.h"
+#include "viz/heat_image.h"
+#include "viz/plot_data.h"
+
+namespace hipstudio::gui {
+
+struct ModelInfo {
+  std::string display_name;   // "stories15M (default)", a path, or "synthetic ..."
+  std::string architecture;
+  std::string device;         // device_description(): "cpu (2 threads), f32" / "cuda:0 (...), bf16"
+  bool on_cuda = false;
+  bool cuda_available = false;
+  bool synthetic = false;     // random Q/K (frame-stats mode): no model, no quality numbers
+  int64_t n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, max_seq_len = 0, vocab = 0;
+  int64_t element_bytes = 4;  // of the run dtype (KV bytes per token per head = head_dim x this)
+};
+
+struct AnalysisView {
+  std::shared_ptr<const PairedAnalysis> analysis;
+  ModelInfo model;                     // the model that produced it
+  std::string prompt;
+  std::vector<std::string> prompt_tokens;     // (prompt ids) readable pieces, BOS included
+  std::vector<std::string> decode_dense_text; // (decode steps) the dense side's greedy tokens
+  std::vector<std::string> decode_hip_text;   // (decode steps)
+  double seconds = 0;                  // wall time of the paired run
+  int64_t tokens() const { return static_cast<int64_t>(analysis->prompt_ids.size()); }
+  // The HiP side's attention inputs of one layer, a view into analysis->inputs.
+  hip::AttentionInputs inputs(int64_t layer) const;
+};
+
+// All heads of one layer: HiP, oracle and random masks over the prompt.
+struct LayerMasks {
+  std::shared_ptr<const AnalysisView> source;  // keeps the inputs alive
+  int64_t layer = 0;
+  hip::HipParams params;
+  hip::MaskResult hip, oracle, random;
+  // The oracle costs O(T^2 d) per head: above kOracleMaxTokens it is skipped (oracle and random
+  // stay empty, recall vectors too) and the views say so.
+  bool has_oracle = true;
+  std::vector<double> recall, random_recall;  // (heads, query_blocks)
+  double seconds = 0;
+};
+
+constexpr int64_t kOracleMaxTokens = 8192;  // also bounds the dense-probability image
+
+struct TraceView {
+  int64_t layer = 0, head = 0, query_block = 0;
+  hip::HipParams params;
+  hip::MaskTrace trace;
+  std::vector<int32_t> oracle_blocks;     // the oracle's selection for this block
+  std::vector<double> oracle_scores;      // (hi - lo) oracle block scores, block lo first
+  std::vector<viz::TraceStep> steps;      // initial nodes, then one per iteration
+  std::vector<int32_t> engine_blocks;     // estimate_masks' row for this block (self-test compares)
+};
+
+struct DenseView {
+  int64_t layer = 0, head = 0;
+  viz::HeatGrid probs;  // max-pooled causal softmax probabilities (NaN = future)
+  float max_prob = 0;
+  float scale_max = 0;  // 99.5th percentile of the pooled values: the colour scale saturates there
+};
+
+struct LocalityView {
+  int64_t layer = 0, head = 0;
+  int64_t delta = 0;                  // the histogram's Delta
+  hip::DeltaStats histogram;          // at `delta`
+  std::vector<double> fitted;         // (bins) fitted normal counts
+  std::vector<hip::DeltaStats> curve; // mean / std vs Delta
+  int64_t queries = 0;
+};
+
+struct OffloadView {
+  offload::OffloadConfig config;
+  offload::OffloadResult result;
+  std::vector<offload::HitRatioPoint> mask_curve, sparse_curve;  // hit ratio vs bank size
+};
+
+struct GenerateView {
+  uint64_t id = 0;
+  bool running = false;
+  std::string device;
+  std::string dense_text, hip_text;
+  int64_t dense_tokens = 0, hip_tokens = 0;
+  double dense_tok_s = 0, hip_tok_s = 0;
+  std::string error;
+};
+
+// The worker's stages, in the order it brings them up to date.
+enum Stage { kStageModel, kStageAnalysis, kStageMasks, kStageTrace, kStageDense, kStageLocality, kStageOffload,
+             kStageGenerate, kStageCount };
+const char* stage_name(int stage);
+
+struct Snapshot {
+  uint64_t version = 0;
+  std::shared_ptr<const ModelInfo> model;
+  std::shared_ptr<const AnalysisView> analysis;
+  std::shared_ptr<const LayerMasks> masks;
+  std::shared_ptr<const TraceView> trace;
+  std::shared_ptr<const DenseView> dense;
+  std::shared_ptr<const LocalityView> locality;
+  std::shared_ptr<const OffloadView> offload;
+  std::shared_ptr<const GenerateView> generate;
+  std::array<bool, kStageCount> stale{};          // the shown result is not the current request's
+  std::array<std::string, kStageCount> error{};   // why a stage failed for the current request
+  bool busy = false;        // a stage is running
+  int running_stage = -1;
+  double fraction = 0;      // progress of the running stage
+  std::string what;         // what it is doing
+  bool idle() const { return !busy; }
+};
+
+}  // namespace hipstudio::gui

@@ -1,0 +1,378 @@
+#include "app/gui/self_test.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include "kernels/mask_reference.h"
+#include "kernels/search_range.h"
+
+namespace hipstudio::gui {
+
+namespace {
+
+const char* const kMore = "\x01more";  // check wants another frame
+
+bool fresh(const Snapshot& s, int stage) { return !s.stale[stage] && s.error[stage].empty(); }
+
+std::string fail(const char* format, long long a = 0, long long b = 0) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, format, a, b);
+  return buf;
+}
+
+// "shot.png" + "mask" -> "shot-mask.png"
+std::string with_suffix(const std::string& path, const std::string& suffix) {
+  const size_t dot = path.rfind(".png");
+  return (dot == std::string::npos ? path : path.substr(0, dot)) + "-" + suffix + ".png";
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t i = std::min(v.size() - 1, static_cast<size_t>(std::floor(p * static_cast<double>(v.size() - 1) + 0.5)));
+  return v[i];
+}
+
+}  // namespace
+
+SelfTest::SelfTest(std::vector<std::unique_ptr<Panel>>& panels, const std::string& screenshot, int frames)
+    : panels_(panels), screenshot_(screenshot), frames_(frames) {
+  // Developer shortcut for tuning frame times: HIPSTUDIO_SELF_TEST_FRAMES_ONLY=1 skips the
+  // functional script (ctest always runs it).
+  const char* only_frames = std::getenv("HIPSTUDIO_SELF_TEST_FRAMES_ONLY");
+  if (!(only_frames && *only_frames == '1' && frames_ > 0)) build_steps();
+  if (frames_ > 0) build_frame_steps();
+}
+
+void SelfTest::build_steps() {
+  // 1. The default model and prompt open and the paired run completes.
+  steps_.push_back({"open the default model and prompt", [](AppState&) {},
+                    [](const AppState&, const Snapshot& s) {
+                      return s.analysis && s.masks && fresh(s, kStageAnalysis) && fresh(s, kStageMasks) && !s.busy;
+                    },
+                    [](AppState&, const Snapshot& s) -> std::string {
+                      if (!s.model || s.model->synthetic) return "no model loaded";
+                      if (s.analysis->tokens() < 32) return fail("prompt has only %lld tokens", s.analysis->tokens());
+                      if (static_cast<int64_t>(s.analysis->analysis->inputs.size()) != s.model->n_layers)
+                        return "analysis inputs do not cover every layer";
+                      if (s.analysis->analysis->options.hip.hip.k != 32) return "default k is not 32";
+                      return "";
+                    },
+                    240});
+  // 2. The mask view shows exactly the engine's masks for the selected layer.
+  steps_.push_back({"mask view = engine masks",
+                    [](AppState& s) { s.focus_panel = "mask"; },
+                    [](const AppState&, const Snapshot& s) { return s.masks != nullptr; },
+                    [](AppState&, const Snapshot& s) -> std::string {
+                      const LayerMasks& m = *s.masks;
+                      const hip::MaskResult engine = hip::estimate_masks(m.source->inputs(m.layer), m.params).mask;
+                      if (engine.blocks != m.hip.blocks || engine.counts != m.hip.counts) return "mask blocks differ";
+                      return "";
+                    }});
+  // 3. Changing k re-runs the analysis and the masks with the new budget.
+  steps_.push_back({"change k to 16",
+                    [](AppState& s) { s.knobs.k = 16; },
+                    [](const AppState&, const Snapshot& s) {
+                      return s.analysis && s.analysis->analysis->options.hip.hip.k == 16 && s.masks &&
+                             s.masks->params.k == 16 && fresh(s, kStageMasks) && !s.busy;
+                    },
+                    [](AppState& s, const Snapshot& snap) -> std::string {
+                      if (!s.invalid.empty()) return "valid knobs reported invalid: " + s.invalid;
+                      if (snap.masks->hip.kb != 16 / s.applied.b_k) return fail("Kb is %lld", snap.masks->hip.kb);
+                      return "";
+                    }});
+  // 4. An invalid combination is reported with its rule and never runs.
+  steps_.push_back({"invalid b_k is refused",
+                    [](AppState& s) { s.knobs.b_k = 3; },
+                    [](const AppState& s, const Snapshot&) { return !s.invalid.empty(); },
+                    [](AppState& s, const Snapshot& snap) -> std::string {
+                      std::string err;
+                      if (s.invalid.find("multiple") == std::string::npos) err = "unexpected message: " + s.invalid;
+                      if (snap.stale[kStageAnalysis]) err = "an invalid combination reached the worker";
+                      s.knobs.b_k = 2;
+                      return err;
+                    }});
+  // 5. All pruning iterations of one query block; the final mask equals the engine's row.
+  auto last_alive = std::make_shared<int64_t>(-1);
+  steps_.push_back({"step through every iteration of the last query block",
+                    [last_alive](AppState& s) {
+                      s.query_block = 1 << 20;  // clamped to the last block by the parameters panel
+                      s.step = 0;
+                      s.focus_panel = "stepper";
+                      *last_alive = -1;
+                    },
+                    [](const AppState& s, const Snapshot& snap) {
+                      return snap.trace && fresh(snap, kStageTrace) && snap.trace->query_block == s.query_block &&
+                             s.query_block > 0 && !snap.busy;
+                    },
+                    [last_alive](AppState& s, const Snapshot& snap) -> std::string {
+                      const TraceView& t = *snap.trace;
+                      const int last = static_cast<int>(t.steps.size()) - 1;
+                      if (t.trace.iterations.empty()) return "the last query block did not search (N <= Kb)";
+                      const viz::TraceStep& st = t.steps[static_cast<size_t>(std::min(s.step, last))];
+                      if (*last_alive >= 0 && st.alive_blocks > *last_alive) return "alive blocks grew between steps";
+                      *last_alive = st.alive_blocks;
+                      if (s.step < last) {
+                        ++s.step;  // what the Right arrow does
+                        return kMore;
+                      }
+                      std::vector<int32_t> starts;
+                      for (const auto& n : st.nodes) {
+                        if (n.second != n.first + 1) return "a final node holds more than one block";
+                        starts.push_back(n.first);
+                      }
+                      if (starts != t.engine_blocks) return "stepper's final mask differs from the engine's mask";
+                      if (starts != t.trace.blocks) return "stepper's final mask differs from the trace's mask";
+                      const LayerMasks& m = *snap.masks;
+                      const int32_t* o = m.oracle.row(t.head, t.query_block);
+                      if (std::vector<int32_t>(o, o + m.oracle.count(t.head, t.query_block)) != t.oracle_blocks)
+                        return "stepper's oracle blocks differ from the engine's oracle mask";
+                      std::printf("self-test:   %d iterations, final recall %.3f\n", last, st.oracle_coverage);
+                      return "";
+                    },
+                    120, 2});
+  // 6. Every panel draws.
+  for (auto& p : panels_) {
+    if (p->slot == PaneSlot::Sidebar) continue;
+    Panel* panel = p.get();
+    steps_.push_back({std::string("open panel '") + panel->title() + "'",
+                      [this, panel](AppState& s) {
+                        panel->open = true;
+                        s.focus_panel = panel->id();
+                        mark_ = panel->frames_drawn;
+                      },
+                      [](const AppState&, const Snapshot&) { return true; },
+                      [this, panel](AppState&, const Snapshot&) -> std::string {
+                        if (panel->frames_drawn <= mark_) return "the panel did not draw";
+                        if (!screenshot_.empty()) pending_screenshot_ = with_suffix(screenshot_, panel->id());
+                        return "";
+                      },
+                      30, 3});
+  }
+  // 7. Decode a few tokens: decode records and the offloading replay cover them.
+  steps_.push_back({"decode 6 tokens (KV cache)",
+                    [](AppState& s) {
+                      s.knobs.decode_steps = 6;
+                      s.focus_panel = "kvcache";
+                    },
+                    [](const AppState&, const Snapshot& s) {
+                      return s.analysis && s.analysis->analysis->decode.size() == 6 && s.offload && fresh(s, kStageOffload) &&
+                             !s.busy;
+                    },
+                    [](AppState&, const Snapshot& s) -> std::string {
+                      const offload::OffloadResult& r = s.offload->result;
+                      if (r.steps != 6) return fail("offload replay has %lld steps", r.steps);
+                      for (const auto* c : {&r.mask, &r.sparse}) {
+                        int64_t sum = 0;
+                        for (const auto& st : c->per_step_total) sum += st.accesses;
+                        if (sum != c->total.accesses || c->total.hits + c->total.misses != c->total.accesses)
+                          return "offload counts do not add up";
+                        if (c->total.accesses == 0) return "no KV reads recorded";
+                      }
+                      return "";
+                    }});
+  // 8. Score locality: the histogram holds every key pair of the chosen queries.
+  steps_.push_back({"score locality histogram",
+                    [](AppState& s) {
+                      s.delta = 8;
+                      s.focus_panel = "locality";
+                    },
+                    [](const AppState&, const Snapshot& s) { return s.locality && fresh(s, kStageLocality) && !s.busy; },
+                    [](AppState&, const Snapshot& s) -> std::string {
+                      const LocalityView& v = *s.locality;
+                      const hip::AttentionInputs in = s.analysis->inputs(v.layer);
+                      int64_t expect = 0;
+                      const int64_t first = in.tq / 2, n = std::min<int64_t>(64, in.tq - first);
+                      for (int64_t i = 0; i < n; ++i) expect += std::max<int64_t>(0, first + i * (in.tq - first) / n + 1 - v.delta);
+                      int64_t sum = 0;
+                      for (int64_t c : v.histogram.counts) sum += c;
+                      if (v.histogram.pairs != expect || sum != expect)
+                        return fail("histogram holds %lld pairs, expected %lld", v.histogram.pairs, expect);
+                      if (!(v.histogram.kl_to_normal >= 0)) return "KL is not a number";
+                      return "";
+                    }});
+  // 9. Generate with both backends.
+  steps_.push_back({"generate 12 tokens with dense and HiP",
+                    [](AppState& s) {
+                      s.generate_tokens = 12;
+                      ++s.generate_id;
+                      s.focus_panel = "generate";
+                    },
+                    [](const AppState& s, const Snapshot& snap) {
+                      return snap.generate && snap.generate->id == s.generate_id && !snap.generate->running &&
+                             fresh(snap, kStageGenerate);
+                    },
+                    [](AppState&, const Snapshot& s) -> std::string {
+                      const GenerateView& g = *s.generate;
+                      if (g.dense_tokens <= 0 || g.hip_tokens <= 0 || g.dense_text.empty() || g.hip_text.empty())
+                        return "a side generated nothing";
+                      return "";
+                    }});
+  // 10. Screenshot of the main window with the mask view and the stepper side by side.
+  steps_.push_back({"screenshot",
+                    [this](AppState& s) {
+                      s.focus_panel = "mask";
+                      s.step = 1 << 20;
+                      mouse_x = 0.40f;  // over the mask view: the screenshot shows a hover readout
+                      mouse_y = 0.55f;
+                    },
+                    [](const AppState& s, const Snapshot&) { return s.focus_panel.empty(); },
+                    [this](AppState& s, const Snapshot&) -> std::string {
+                      if (s.focus_panel.empty() && mark_ != -7) {
+                        s.focus_panel = "stepper";
+                        mark_ = -7;
+                        return kMore;
+                      }
+                      if (!s.focus_panel.empty()) return kMore;
+                      if (!screenshot_.empty()) pending_screenshot_ = screenshot_;
+                      return "";
+                    },
+                    30, 4});
+  // 11. The light theme, for a look (the screenshot shows the side-by-side view).
+  steps_.push_back({"light theme",
+                    [](AppState& s) {
+                      s.dark = false;
+                      s.focus_panel = "compare";
+                    },
+                    [](const AppState&, const Snapshot&) { return true; },
+                    [this](AppState& s, const Snapshot&) -> std::string {
+                      if (!screenshot_.empty()) pending_screenshot_ = with_suffix(screenshot_, "light");
+                      mouse_x = 0.01f, mouse_y = 0.99f;
+                      s.dark = true;
+                      return "";
+                    },
+                    30, 4});
+}
+
+void SelfTest::build_frame_steps() {
+  // 4096 tokens by default; HIPSTUDIO_SELF_TEST_TOKENS=32768 (say) measures longer prompts.
+  const char* env = std::getenv("HIPSTUDIO_SELF_TEST_TOKENS");
+  const int64_t tokens = env && std::atoll(env) >= 256 ? std::atoll(env) : 4096;
+  tokens_ = tokens;
+  steps_.push_back({"synthetic " + std::to_string(tokens) + "-token mask on screen",
+                    [tokens](AppState& s) {
+                      s.synthetic_tokens = tokens;
+                      s.knobs = HipKnobs{};
+                      s.knobs.k = 512;
+                      s.knobs.b_q = 32;
+                      s.knobs.b_k = 2;
+                      s.knobs.sink = 4;
+                      s.knobs.window = 64;
+                      s.knobs.l_d = 0;
+                      s.layer = 0;
+                      s.head = 0;
+                      s.query_block = 100;
+                      s.mask_view = MaskViewState{};
+                      s.focus_panel = "mask";
+                    },
+                    [tokens](const AppState&, const Snapshot& s) {
+                      return s.masks && s.masks->source->tokens() == tokens && fresh(s, kStageMasks) && !s.busy;
+                    },
+                    [this](AppState& s, const Snapshot&) -> std::string {
+                      s.focus_panel = "stepper";
+                      measuring_ = true;
+                      animate_ = false;
+                      return "";
+                    },
+                    300, 3});
+  steps_.push_back({"measure frames",
+                    [](AppState&) {},
+                    [](const AppState&, const Snapshot&) { return true; },
+                    [this](AppState& s, const Snapshot&) -> std::string {
+                      if (measured_ < frames_) {
+                        animate_ = measured_ >= frames_ / 2;
+                        if (animate_) {  // zoom in and out around a moving centre: a new LOD texture each frame
+                          const double ph = (measured_ - frames_ / 2) * 0.05, T = static_cast<double>(tokens_);
+                          s.mask_view.span = T * (0.55 + 0.45 * std::cos(ph));
+                          s.mask_view.x0 = (T - s.mask_view.span) * (0.5 + 0.5 * std::sin(ph * 0.7));
+                          s.mask_view.y0 = (T - s.mask_view.span) * (0.5 + 0.5 * std::cos(ph * 0.3));
+                        }
+                        return kMore;
+                      }
+                      measuring_ = false;
+                      std::vector<double> all = static_ms_;
+                      all.insert(all.end(), moving_ms_.begin(), moving_ms_.end());
+                      std::printf("frame-stats: %zu frames with a %lld-token mask on screen (synthetic Q/K, 2 heads)\n", all.size(),
+                                  static_cast<long long>(tokens_));
+                      std::printf("frame-stats: all     median %.2f ms, p99 %.2f ms\n", percentile(all, 0.5), percentile(all, 0.99));
+                      std::printf("frame-stats: static  median %.2f ms, p99 %.2f ms (%zu frames)\n", percentile(static_ms_, 0.5),
+                                  percentile(static_ms_, 0.99), static_ms_.size());
+                      std::printf("frame-stats: zooming median %.2f ms, p99 %.2f ms (%zu frames, LOD texture rebuilt every frame)\n",
+                                  percentile(moving_ms_, 0.5), percentile(moving_ms_, 0.99), moving_ms_.size());
+                      std::printf("frame-stats: parts (median): build UI %.2f ms, GL render %.2f ms, swap %.2f ms; "
+                                  "process CPU per frame %.2f ms (all threads, Mesa's rasteriser included)\n",
+                                  percentile(ui_ms_, 0.5), percentile(render_ms_, 0.5), percentile(swap_ms_, 0.5),
+                                  percentile(cpu_ms_, 0.5));
+                      if (!screenshot_.empty()) pending_screenshot_ = with_suffix(screenshot_, std::to_string(tokens_));
+                      return "";
+                    },
+                    600, 1});
+}
+
+void SelfTest::record_frame(double ms, double cpu_ms) {
+  if (!measuring_ || measured_ >= frames_) return;
+  cpu_ms_.push_back(cpu_ms);
+  (animate_ ? moving_ms_ : static_ms_).push_back(ms);
+  ++measured_;
+}
+
+void SelfTest::record_parts(double ui_ms, double render_ms, double swap_ms) {
+  if (!measuring_ || measured_ >= frames_) return;
+  ui_ms_.push_back(ui_ms);
+  render_ms_.push_back(render_ms);
+  swap_ms_.push_back(swap_ms);
+}
+
+std::string SelfTest::take_screenshot_request() {
+  std::string p;
+  p.swap(pending_screenshot_);
+  return p;
+}
+
+void SelfTest::tick(AppState& s, const Snapshot& snap, double now) {
+  if (finished_) return;
+  if (current_ >= steps_.size()) {
+    if (pending_screenshot_.empty()) finished_ = true;
+    return;
+  }
+  SelfTestStep& st = steps_[current_];
+  if (!started_) {
+    std::printf("self-test: %s\n", st.name.c_str());
+    std::fflush(stdout);
+    st.start(s);
+    started_ = true;
+    step_start_ = now;
+    step_frames_ = 0;
+    return;
+  }
+  ++step_frames_;
+  auto next = [&] {
+    ++current_;
+    started_ = false;
+  };
+  if (now - step_start_ > st.timeout_s) {
+    std::printf("self-test: FAIL %s: timed out after %.0f s (busy %d, %s)\n", st.name.c_str(), st.timeout_s, snap.busy,
+                snap.what.c_str());
+    for (int i = 0; i < kStageCount; ++i)
+      if (!snap.error[i].empty()) std::printf("self-test:   %s error: %s\n", stage_name(i), snap.error[i].c_str());
+    ++failures_;
+    next();
+    return;
+  }
+  if (step_frames_ < st.min_frames || !st.ready(s, snap)) return;
+  const std::string r = st.check(s, snap);
+  if (r == kMore) return;
+  if (r.empty()) {
+    std::printf("self-test: ok   %s (%.1f s)\n", st.name.c_str(), now - step_start_);
+  } else {
+    std::printf("self-test: FAIL %s: %s\n", st.name.c_str(), r.c_str());
+    ++failures_;
+  }
+  std::fflush(stdout);
+  next();
+}
+
+}  // namespace hipstudio::gui

@@ -1,0 +1,67 @@
+#pragma once
+// `hipstudio --self-test`: drives the real UI state frame by frame, without a mouse, and checks
+// every step against the engine: opens the default model and prompt, changes k, tries an invalid
+// combination, steps through all iterations of one query block, opens every panel, decodes a few
+// tokens, generates, saves a screenshot. With --frames N it then puts a 4096-token mask on screen
+// and measures N frames.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "app/gui/panel.h"
+
+namespace hipstudio::gui {
+
+struct SelfTestStep {
+  std::string name;
+  std::function<void(AppState&)> start;                     // once, when the step begins
+  std::function<bool(const AppState&, const Snapshot&)> ready;  // wait until true (or time out)
+  std::function<std::string(AppState&, const Snapshot&)> check; // "" = pass; may ask for more frames via `again`
+  double timeout_s = 180;
+  int min_frames = 2;                                          // frames to draw before checking
+};
+
+class SelfTest {
+ public:
+  SelfTest(std::vector<std::unique_ptr<Panel>>& panels, const std::string& screenshot, int frames);
+
+  // Once per frame, before the UI is drawn: advances the script.
+  void tick(AppState& s, const Snapshot& snap, double now);
+  // After the frame: the frame time of the previous frame (measured between frame starts).
+  void record_frame(double frame_ms, double cpu_ms);
+  // Parts of the frame just drawn: building the UI, GL rendering, buffer swap (milliseconds).
+  void record_parts(double ui_ms, double render_ms, double swap_ms);
+  bool finished() const { return finished_; }
+  int exit_code() const { return failures_ == 0 ? 0 : 1; }
+  // Path to save now (after rendering this frame), or "".
+  std::string take_screenshot_request();
+  // Where the (virtual) mouse should be, as a fraction of the window; x < 0: leave it alone. The
+  // script parks it on the status bar, and over the mask for the main screenshot's hover readout.
+  float mouse_x = 0.01f, mouse_y = 0.99f;
+
+ private:
+  void build_steps();
+  void build_frame_steps();
+  std::vector<std::unique_ptr<Panel>>& panels_;
+  std::string screenshot_;
+  int frames_ = 0;
+  std::vector<SelfTestStep> steps_;
+  size_t current_ = 0;
+  bool started_ = false;
+  double step_start_ = 0;
+  int step_frames_ = 0;
+  int failures_ = 0;
+  bool finished_ = false;
+  std::string pending_screenshot_;
+  long mark_ = 0;  // panel frames_drawn when a step began
+
+  // Frame stats
+  bool measuring_ = false, animate_ = false;
+  std::vector<double> static_ms_, moving_ms_, ui_ms_, render_ms_, swap_ms_, cpu_ms_;
+  int measured_ = 0;
+  int64_t tokens_ = 4096;
+};
+
+}  // namespace hipstudio::gui

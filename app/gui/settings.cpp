@@ -1,0 +1,108 @@
+#include "app/gui/settings.h"
+
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+namespace hipstudio::gui {
+
+std::string config_dir() {
+  const char* xdg = std::getenv("XDG_CONFIG_HOME");
+  if (xdg && *xdg) return std::string(xdg) + "/hipstudio";
+  const char* home = std::getenv("HOME");
+  return std::string(home ? home : ".") + "/.config/hipstudio";
+}
+
+void load_settings(const std::string& path, AppState& s, std::vector<std::unique_ptr<Panel>>& panels, WindowGeometry& g) {
+  std::ifstream in(path);
+  if (!in) return;
+  try {
+    nlohmann::json j = nlohmann::json::parse(in);
+    auto get = [&](const char* key, auto& value) {
+      if (j.contains(key)) value = j.at(key).get<std::decay_t<decltype(value)>>();
+    };
+    get("window_width", g.width);
+    get("window_height", g.height);
+    get("window_x", g.x);
+    get("window_y", g.y);
+    get("dark", s.dark);
+    get("ui_scale", s.ui_scale);
+    get("sidebar_width", s.sidebar_width);
+    get("pane_split", s.pane_split);
+    get("recent_models", s.recent_models);
+    get("recent_prompts", s.recent_prompts);
+    get("model", s.model_path);
+    get("device", s.device);
+    get("dtype", s.dtype);
+    get("prompt", s.prompt);
+    if (j.contains("knobs")) {
+      const auto& k = j.at("knobs");
+      HipKnobs& h = s.knobs;
+      h.k = k.value("k", h.k);
+      h.b_q = k.value("b_q", h.b_q);
+      h.b_k = k.value("b_k", h.b_k);
+      h.b_sq = k.value("b_sq", h.b_sq);
+      h.b_sk = k.value("b_sk", h.b_sk);
+      h.sink = k.value("sink", h.sink);
+      h.window = k.value("window", h.window);
+      h.l_d = k.value("l_d", h.l_d);
+      h.r_m = k.value("r_m", h.r_m);
+      h.rho = k.value("rho", h.rho);
+      h.cache_factor = k.value("c", h.cache_factor);
+      h.decode_steps = k.value("decode_steps", h.decode_steps);
+      s.applied = h;
+    }
+    if (j.contains("panels")) {
+      for (auto& p : panels) {
+        if (!j["panels"].contains(p->id()) || p->slot == PaneSlot::Sidebar) continue;
+        const auto& pj = j["panels"][p->id()];
+        p->open = pj.value("open", true);
+        p->slot = pj.value("pane", 0) == 1 ? PaneSlot::Right : PaneSlot::Left;
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "hipstudio: ignoring unreadable settings %s: %s\n", path.c_str(), e.what());
+  }
+}
+
+void save_settings(const std::string& path, const AppState& s, const std::vector<std::unique_ptr<Panel>>& panels,
+                   const WindowGeometry& g) {
+  nlohmann::json j;
+  j["window_width"] = g.width;
+  j["window_height"] = g.height;
+  j["window_x"] = g.x;
+  j["window_y"] = g.y;
+  j["dark"] = s.dark;
+  j["ui_scale"] = s.ui_scale;
+  j["sidebar_width"] = s.sidebar_width;
+  j["pane_split"] = s.pane_split;
+  j["recent_models"] = s.recent_models;
+  j["recent_prompts"] = s.recent_prompts;
+  j["model"] = s.model_path;
+  j["device"] = s.device;
+  j["dtype"] = s.dtype;
+  j["prompt"] = s.prompt;
+  const HipKnobs& h = s.applied;
+  j["knobs"] = {{"k", h.k},         {"b_q", h.b_q}, {"b_k", h.b_k},   {"b_sq", h.b_sq}, {"b_sk", h.b_sk},
+                {"sink", h.sink},   {"window", h.window}, {"l_d", h.l_d}, {"r_m", h.r_m}, {"rho", h.rho},
+                {"c", h.cache_factor}, {"decode_steps", h.decode_steps}};
+  for (const auto& p : panels)
+    if (p->slot != PaneSlot::Sidebar)
+      j["panels"][p->id()] = {{"open", p->open}, {"pane", p->slot == PaneSlot::Right ? 1 : 0}};
+  const std::string dir = path.substr(0, path.find_last_of('/'));
+  mkdir(dir.substr(0, dir.find_last_of('/')).c_str(), 0755);
+  mkdir(dir.c_str(), 0755);
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    if (!out) return;
+    out << j.dump(1) << "\n";
+  }
+  std::rename(tmp.c_str(), path.c_str());
+}
+
+}  // namespace hipstudio::gui

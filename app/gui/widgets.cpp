@@ -1,0 +1,163 @@
+#include "app/gui/widgets.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+
+#include "viz/plot_data.h"
+
+namespace hipstudio::gui {
+
+std::string fmt(const char* format, ...) {
+  char buf[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(buf, sizeof buf, format, args);
+  va_end(args);
+  return buf;
+}
+
+ImVec2 PlotArea::at(double x, double y) const {
+  double tx = log_x ? (std::log(std::max(x, 1e-12)) - std::log(x0)) / (std::log(x1) - std::log(x0)) : (x - x0) / (x1 - x0);
+  double ty = (y - y0) / (y1 - y0);
+  return ImVec2(min.x + static_cast<float>(tx) * (max.x - min.x), max.y - static_cast<float>(ty) * (max.y - min.y));
+}
+
+double PlotArea::x_of(float px) const {
+  const double t = (px - min.x) / std::max(1.0f, max.x - min.x);
+  return log_x ? std::exp(std::log(x0) + t * (std::log(x1) - std::log(x0))) : x0 + t * (x1 - x0);
+}
+
+static std::string tick_label(double v) {
+  const double a = std::fabs(v);
+  if (a >= 10000) return fmt("%.0fk", v / 1000);
+  if (a >= 100 || a == std::floor(a)) return fmt("%.0f", v);
+  if (a >= 1) return fmt("%.1f", v);
+  return fmt("%.2g", v);
+}
+
+PlotArea begin_plot(const char* id, ImVec2 size, double x0, double x1, double y0, double y1, const char* x_label,
+                    const char* y_label, const Theme& theme, bool log_x) {
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  if (size.x <= 0) size.x = ImGui::GetContentRegionAvail().x;
+  ImGui::InvisibleButton(id, size);
+  PlotArea p;
+  p.hovered = ImGui::IsItemHovered();
+  p.mouse = ImGui::GetIO().MousePos;
+  const float fh = ImGui::GetFontSize();
+  const float left = fh * 3.2f, bottom = fh * 2.6f, top = fh * 0.6f, right = fh * 0.8f;
+  p.min = ImVec2(origin.x + left, origin.y + top);
+  p.max = ImVec2(origin.x + size.x - right, origin.y + size.y - bottom);
+  if (!(x1 > x0)) x1 = x0 + 1;
+  if (!(y1 > y0)) y1 = y0 + 1;
+  if (log_x && x0 <= 0) x0 = 1e-3;
+  p.x0 = x0, p.x1 = x1, p.y0 = y0, p.y1 = y1, p.log_x = log_x;
+  dl->AddRectFilled(p.min, p.max, theme.plot_bg);
+  const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
+  // y ticks
+  for (double t : viz::nice_ticks(y0, y1, 4)) {
+    const ImVec2 a = p.at(x0, t);
+    dl->AddLine(ImVec2(p.min.x, a.y), ImVec2(p.max.x, a.y), theme.grid);
+    const std::string s = tick_label(t);
+    const ImVec2 ts = ImGui::CalcTextSize(s.c_str());
+    dl->AddText(ImVec2(p.min.x - ts.x - 4, a.y - ts.y / 2), text, s.c_str());
+  }
+  // x ticks
+  std::vector<double> xt;
+  if (log_x) {
+    for (double d = std::pow(10.0, std::floor(std::log10(x0))); d <= x1; d *= 10)
+      if (d >= x0) xt.push_back(d);
+  } else {
+    xt = viz::nice_ticks(x0, x1, std::max(2, static_cast<int>((p.max.x - p.min.x) / (fh * 5))));
+  }
+  for (double t : xt) {
+    const ImVec2 a = p.at(t, y0);
+    dl->AddLine(ImVec2(a.x, p.min.y), ImVec2(a.x, p.max.y), theme.grid);
+    const std::string s = tick_label(t);
+    const ImVec2 ts = ImGui::CalcTextSize(s.c_str());
+    dl->AddText(ImVec2(a.x - ts.x / 2, p.max.y + 2), text, s.c_str());
+  }
+  dl->AddRect(p.min, p.max, theme.grid);
+  if (x_label && *x_label) {
+    const ImVec2 ts = ImGui::CalcTextSize(x_label);
+    dl->AddText(ImVec2((p.min.x + p.max.x - ts.x) / 2, p.max.y + fh * 1.3f), theme.text_dim, x_label);
+  }
+  if (y_label && *y_label) dl->AddText(ImVec2(p.min.x + 4, p.min.y + 2), theme.text_dim, y_label);
+  dl->PushClipRect(p.min, p.max, true);
+  return p;
+}
+
+void end_plot() { ImGui::GetWindowDrawList()->PopClipRect(); }
+
+void plot_line(const PlotArea& p, const std::vector<double>& xs, const std::vector<double>& ys, uint32_t color,
+               float thickness) {
+  std::vector<ImVec2> pts;
+  for (size_t i = 0; i < std::min(xs.size(), ys.size()); ++i)
+    if (std::isfinite(ys[i])) pts.push_back(p.at(xs[i], ys[i]));
+  if (pts.size() >= 2)
+    ImGui::GetWindowDrawList()->AddPolyline(pts.data(), static_cast<int>(pts.size()), color, 0, thickness);
+}
+
+void plot_points(const PlotArea& p, const std::vector<double>& xs, const std::vector<double>& ys, uint32_t color,
+                 float radius) {
+  for (size_t i = 0; i < std::min(xs.size(), ys.size()); ++i)
+    if (std::isfinite(ys[i])) ImGui::GetWindowDrawList()->AddCircleFilled(p.at(xs[i], ys[i]), radius, color);
+}
+
+void plot_bars(const PlotArea& p, const std::vector<double>& edges, const std::vector<double>& ys, uint32_t color) {
+  for (size_t i = 0; i + 1 < edges.size() && i < ys.size(); ++i) {
+    const ImVec2 a = p.at(edges[i], ys[i]), b = p.at(edges[i + 1], p.y0);
+    ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(a.x, a.y), ImVec2(std::max(b.x - 1, a.x + 1), b.y), color);
+  }
+}
+
+void legend_item(uint32_t color, const char* label) {
+  const float s = ImGui::GetTextLineHeight() * 0.8f;
+  const ImVec2 pos = ImGui::GetCursorScreenPos();
+  const float pad = (ImGui::GetTextLineHeight() - s) / 2;
+  ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(pos.x, pos.y + pad), ImVec2(pos.x + s, pos.y + pad + s), color, 2.0f);
+  // Outline: a swatch whose colour equals the background ("future") must still show.
+  ImGui::GetWindowDrawList()->AddRect(ImVec2(pos.x, pos.y + pad), ImVec2(pos.x + s, pos.y + pad + s),
+                                      ImGui::GetColorU32(ImGuiCol_TextDisabled), 2.0f);
+  ImGui::Dummy(ImVec2(s, ImGui::GetTextLineHeight()));
+  ImGui::SameLine(0, 4);
+  ImGui::TextUnformatted(label);
+  ImGui::SameLine(0, 14);
+}
+
+StaleScope::StaleScope(bool stale) : stale_(stale) {
+  if (stale_) ImGui::PushStyleVar(ImGuiStyleVar_Alpha, ImGui::GetStyle().Alpha * 0.45f);
+}
+StaleScope::~StaleScope() {
+  if (stale_) ImGui::PopStyleVar();
+}
+
+void empty_state(const char* message, const Theme& theme) {
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const ImVec2 ts = ImGui::CalcTextSize(message, nullptr, false, avail.x * 0.8f);
+  ImGui::SetCursorPos(ImVec2(ImGui::GetCursorPosX() + std::max(0.0f, (avail.x - ts.x) / 2),
+                             ImGui::GetCursorPosY() + std::max(0.0f, (avail.y - ts.y) / 3)));
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(theme.text_dim));
+  ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + avail.x * 0.8f);
+  ImGui::TextUnformatted(message);
+  ImGui::PopTextWrapPos();
+  ImGui::PopStyleColor();
+}
+
+bool vertical_splitter(const char* id, float* position, float min_pos, float max_pos, float height) {
+  const float w = 6.0f;
+  ImGui::InvisibleButton(id, ImVec2(w, height));
+  const bool active = ImGui::IsItemActive();
+  if (ImGui::IsItemHovered() || active) ImGui::SetMouseCursor(ImGuiMouseCursor_ResizeEW);
+  const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
+  ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(a.x + 2, a.y), ImVec2(b.x - 2, b.y),
+                                            ImGui::GetColorU32(active ? ImGuiCol_SeparatorActive
+                                                                      : ImGui::IsItemHovered() ? ImGuiCol_SeparatorHovered
+                                                                                               : ImGuiCol_Separator));
+  if (active) *position = std::clamp(*position + ImGui::GetIO().MouseDelta.x, min_pos, max_pos);
+  return active;
+}
+
+}  // namespace hipstudio::gui

@@ -1,0 +1,59 @@
+#pragma once
+// Small drawing helpers shared by panels: plots on an ImDrawList (there is no ImPlot in Debian's
+// ImGui), a greyed scope for stale results, labelled values and the legend swatch.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <imgui.h>
+
+#include "app/gui/theme.h"
+
+namespace hipstudio::gui {
+
+// Data -> screen mapping of one plot area, with axes, ticks and labels drawn by begin_plot.
+struct PlotArea {
+  ImVec2 min, max;         // inner rectangle (pixels)
+  double x0 = 0, x1 = 1, y0 = 0, y1 = 1;
+  bool log_x = false;
+  ImVec2 at(double x, double y) const;
+  double x_of(float px) const;   // inverse of at() along x
+  bool hovered = false;
+  ImVec2 mouse;
+};
+
+// Reserves `size` (pixels), draws background, grid, ticks and axis labels; clips to the inner
+// area until end_plot.
+PlotArea begin_plot(const char* id, ImVec2 size, double x0, double x1, double y0, double y1, const char* x_label,
+                    const char* y_label, const Theme& theme, bool log_x = false);
+void end_plot();
+void plot_line(const PlotArea& p, const std::vector<double>& xs, const std::vector<double>& ys, uint32_t color,
+               float thickness = 2.0f);
+void plot_points(const PlotArea& p, const std::vector<double>& xs, const std::vector<double>& ys, uint32_t color,
+                 float radius = 3.0f);
+// Bars over [edges[i], edges[i+1]) with heights ys[i].
+void plot_bars(const PlotArea& p, const std::vector<double>& edges, const std::vector<double>& ys, uint32_t color);
+// A legend entry: coloured square then text, on the current line.
+void legend_item(uint32_t color, const char* label);
+
+// Greys everything drawn in its scope when `stale` (the result belongs to older inputs).
+class StaleScope {
+ public:
+  explicit StaleScope(bool stale);
+  ~StaleScope();
+  StaleScope(const StaleScope&) = delete;
+  StaleScope& operator=(const StaleScope&) = delete;
+
+ private:
+  bool stale_;
+};
+
+// "No result yet" text centred in the remaining space, with a reason.
+void empty_state(const char* message, const Theme& theme);
+
+// Vertical splitter between two areas: returns true while dragged, moving `position` (pixels).
+bool vertical_splitter(const char* id, float* position, float min_pos, float max_pos, float height);
+
+std::string fmt(const char* format, ...);
+
+}  // namespace hipstudio::gui

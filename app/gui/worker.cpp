@@ -1,0 +1,219 @@
+#include "app/gui/worker.h"
+
+#include <cstdio>
+#include <algorithm>
+#include <exception>
+
+#include "app/gui/engine_jobs.h"
+
+namespace hipstudio::gui {
+
+Worker::Worker() {
+  published_ = std::make_shared<Snapshot>(current_);
+  thread_ = std::thread([this] { run(); });
+}
+
+Worker::~Worker() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+    cancel_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void Worker::submit(const Request& r) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  bool same = true;
+  for (int s = 0; s < kStageCount && same; ++s) same = stage_key(s, r) == stage_key(s, request_);
+  if (same && generation_ > 0) return;
+  request_ = r;
+  ++generation_;
+  cancel_ = false;
+  wake_.notify_all();
+}
+
+void Worker::set_notify(std::function<void()> notify) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  notify_ = std::move(notify);
+}
+
+void Worker::cancel() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  cancel_ = true;
+}
+
+std::shared_ptr<const Snapshot> Worker::snapshot() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return published_;
+}
+
+bool Worker::keep_going(int stage, const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return !stop_ && !cancel_ && stage_key(stage, request_) == key;
+}
+
+void Worker::publish_locked() {
+  auto s = std::make_shared<Snapshot>(current_);
+  s->version = published_->version + 1;
+  for (int st = 0; st < kStageCount; ++st) {
+    const std::string key = stage_key(st, request_);
+    s->stale[st] = done_key_[st] != key;
+    if (failed_key_[st] != key) s->error[st].clear();
+  }
+  published_ = s;
+  if (notify_) notify_();
+}
+
+void Worker::run() {
+  for (;;) {
+    Request r;
+    uint64_t generation;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (stop_) return;
+      r = request_;
+      generation = generation_;
+    }
+    if (generation > 0 && step(r)) continue;
+    std::unique_lock<std::mutex> lock(mutex_);
+    current_.busy = false;
+    current_.running_stage = -1;
+    publish_locked();
+    wake_.wait(lock, [&] { return stop_ || generation_ != generation; });
+  }
+}
+
+// Runs the first stage whose key differs from what it last computed (and did not just fail).
+bool Worker::step(const Request& r) {
+  std::array<std::string, kStageCount> key;
+  for (int s = 0; s < kStageCount; ++s) key[s] = stage_key(s, r);
+  auto up_to_date = [&](int s) { return done_key_[s] == key[s]; };
+  auto wanted = [&](int s) {
+    if (up_to_date(s) || failed_key_[s] == key[s]) return false;
+    if (s == kStageGenerate && r.generate_id == 0) return false;
+    if (s == kStageDense && !r.want_dense) return false;
+    return true;
+  };
+  int stage = -1;
+  for (int s = 0; s < kStageCount && stage < 0; ++s) {
+    if (!wanted(s)) continue;
+    // Stages after the analysis need it current; the trace needs the layer's masks.
+    if (s > kStageModel && !up_to_date(kStageModel)) continue;
+    if (s > kStageAnalysis && !up_to_date(kStageAnalysis)) continue;
+    if (s == kStageTrace && !up_to_date(kStageMasks)) continue;
+    const bool synthetic = r.model.synthetic_tokens > 0;
+    if (synthetic && (s == kStageOffload || s == kStageGenerate)) continue;
+    stage = s;
+  }
+  if (stage < 0) return false;
+
+  auto progress = [&](double f, const std::string& what) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      current_.busy = true;
+      current_.running_stage = stage;
+      current_.fraction = f;
+      current_.what = what;
+      publish_locked();
+    }
+    return keep_going(stage, key[stage]);
+  };
+  progress(0.0, std::string(stage_name(stage)) + "...");
+  try {
+    switch (stage) {
+      case kStageModel: {
+        ModelInfo info;
+        std::shared_ptr<const LoadedModel> model;
+        if (r.model.synthetic_tokens > 0) {
+          info = synthetic_analysis(std::min<int64_t>(r.model.synthetic_tokens, 8), r)->model;
+          info.display_name = "synthetic " + std::to_string(r.model.synthetic_tokens) + "-token Q/K (no model)";
+          info.max_seq_len = r.model.synthetic_tokens;
+        } else {
+          model = load_model_job(r.model, info);
+        }
+        std::lock_guard<std::mutex> lock(mutex_);
+        model_ = model;
+        current_.model = std::make_shared<const ModelInfo>(info);
+        break;
+      }
+      case kStageAnalysis: {
+        std::shared_ptr<const AnalysisView> a;
+        if (r.model.synthetic_tokens > 0) {
+          a = synthetic_analysis(r.model.synthetic_tokens, r);
+        } else {
+          a = analysis_job(*model_, *current_.model, r, progress);
+        }
+        std::lock_guard<std::mutex> lock(mutex_);
+        current_.analysis = a;
+        break;
+      }
+      case kStageMasks: {
+        auto m = compute_layer_masks(current_.analysis, r);
+        std::lock_guard<std::mutex> lock(mutex_);
+        current_.masks = m;
+        break;
+      }
+      case kStageTrace: {
+        auto t = compute_trace(*current_.masks, r);
+        std::lock_guard<std::mutex> lock(mutex_);
+        current_.trace = t;
+        break;
+      }
+      case kStageDense: {
+        auto d = compute_dense(*current_.analysis, r);
+        std::lock_guard<std::mutex> lock(mutex_);
+        current_.dense = d;
+        break;
+      }
+      case kStageLocality: {
+        auto l = compute_locality(*current_.analysis, r);
+        std::lock_guard<std::mutex> lock(mutex_);
+        current_.locality = l;
+        break;
+      }
+      case kStageOffload: {
+        auto o = compute_offload(*current_.analysis, r);
+        std::lock_guard<std::mutex> lock(mutex_);
+        current_.offload = o;
+        break;
+      }
+      case kStageGenerate: {
+        generate_job(*model_, *current_.model, r, [&](const GenerateView& g) {
+          {
+            std::lock_guard<std::mutex> lock(mutex_);
+            current_.generate = std::make_shared<const GenerateView>(g);
+            current_.fraction = static_cast<double>(g.dense_tokens + g.hip_tokens) / (2.0 * r.generate_tokens);
+            publish_locked();
+          }
+          return keep_going(stage, key[stage]);
+        });
+        break;
+      }
+      default: break;
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    done_key_[stage] = key[stage];
+    failed_key_[stage].clear();
+    current_.error[stage].clear();
+    publish_locked();
+  } catch (const Cancelled&) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stage_key(stage, request_) == key[stage]) {  // the user pressed cancel: failed until inputs change
+      failed_key_[stage] = key[stage];
+      current_.error[stage] = "cancelled";
+      cancel_ = false;
+    }
+    publish_locked();
+  } catch (const std::exception& e) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    failed_key_[stage] = key[stage];
+    current_.error[stage] = e.what();
+    std::fprintf(stderr, "hipstudio gui: %s failed: %s\n", stage_name(stage), e.what());
+    publish_locked();
+  }
+  return true;
+}
+
+}  // namespace hipstudio::gui

@@ -1,0 +1,67 @@
+#pragma once
+// The compute thread (ImHex's double buffering): the UI submits the Request it wants every frame;
+// the worker brings its stages up to date one at a time, in order, and publishes an immutable
+// Snapshot after each step and on progress. A newer request or cancel() aborts the running stage
+// at its next progress check; the UI never waits on the worker.
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "app/gui/request.h"
+#include "app/gui/results.h"
+
+namespace hipstudio::gui {
+
+struct LoadedModel;
+
+class Worker {
+ public:
+  Worker();
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  void submit(const Request& request);  // cheap when nothing changed
+  void cancel();                        // stop the running stage; it stays failed until inputs change
+  std::shared_ptr<const Snapshot> snapshot() const;
+  // Called (on the worker thread) after each publish, e.g. to wake a UI waiting for events.
+  void set_notify(std::function<void()> notify);
+
+ private:
+  void run();
+  bool step(const Request& r);  // runs one stage; false: nothing left to do
+  void publish_locked();
+  // Progress check of a running stage: no cancel, and the request still wants this stage's key.
+  bool keep_going(int stage, const std::string& key) const;
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::thread thread_;
+  bool stop_ = false;
+  bool cancel_ = false;
+  Request request_;
+  uint64_t generation_ = 0;
+
+  // Worker-owned state (results and the keys they were built from), guarded by mutex_ when read
+  // for publishing.
+  std::shared_ptr<const LoadedModel> model_;
+  Snapshot current_;
+  std::array<std::string, kStageCount> done_key_;
+  std::array<std::string, kStageCount> failed_key_;
+  std::shared_ptr<const Snapshot> published_;
+  std::function<void()> notify_;
+};
+
+// The stage computations that need no LibTorch (worker_views.cpp), usable from the self-test.
+std::shared_ptr<const LayerMasks> compute_layer_masks(const std::shared_ptr<const AnalysisView>& a, const Request& r);
+std::shared_ptr<const TraceView> compute_trace(const LayerMasks& m, const Request& r);
+std::shared_ptr<const DenseView> compute_dense(const AnalysisView& a, const Request& r);
+std::shared_ptr<const LocalityView> compute_locality(const AnalysisView& a, const Request& r);
+std::shared_ptr<const OffloadView> compute_offload(const AnalysisView& a, const Request& r);
+// Random Q/K/V of `tokens` tokens (2 query heads, 1 KV head, d 64) with score locality, for the
+// frame-time check at prompt lengths the default model cannot hold.
+std::shared_ptr<const AnalysisView> synthetic_analysis(int64_t tokens, const Request& r);
+
+}  // namespace hipstudio::gui

@@ -1,0 +1,203 @@
+// Worker stages that read plain data only (kernels/, engine/offload/, viz/): no LibTorch here.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <random>
+#include <sstream>
+
+#include "app/gui/worker.h"
+#include "kernels/oracle.h"
+#include "kernels/random_baseline.h"
+#include "kernels/search_range.h"
+#include "viz/attention_probe.h"
+
+namespace hipstudio::gui {
+
+const char* stage_name(int stage) {
+  static const char* names[] = {"model", "analysis", "masks", "trace", "dense", "locality", "offload", "generate"};
+  return stage >= 0 && stage < kStageCount ? names[stage] : "?";
+}
+
+hip::AttentionInputs AnalysisView::inputs(int64_t layer) const {
+  const LayerInputs& l = analysis->inputs.at(static_cast<size_t>(layer));
+  hip::AttentionInputs in;
+  in.q = l.q.data();
+  in.k = l.k.data();
+  in.v = l.v.empty() ? nullptr : l.v.data();
+  in.hq = l.heads;
+  in.hkv = l.kv_heads;
+  in.tq = l.tokens;
+  in.tk = l.tokens;
+  in.d = l.dim;
+  return in;
+}
+
+std::string stage_key(int stage, const Request& r) {
+  std::ostringstream k;
+  const auto& h = r.hip.hip;
+  k << r.model.path << '|' << r.model.device << '|' << r.model.dtype << '|' << r.model.synthetic_tokens;
+  if (stage == kStageModel) return k.str();
+  k << "|P" << std::hash<std::string>{}(r.prompt) << '|' << r.prompt.size() << "|h" << h.k << ',' << h.b_q << ','
+    << h.b_k << ',' << h.b_sq << ',' << h.b_sk << ',' << h.sink << ',' << h.window << ',' << h.rho << "|ld"
+    << r.hip.dense_layers << "|rm" << r.hip.refresh_every << "|n" << r.decode_steps << "|s" << r.seed;
+  if (stage == kStageAnalysis) return k.str();
+  switch (stage) {
+    case kStageMasks: k << "|L" << r.layer; break;
+    case kStageTrace: k << "|L" << r.layer << "|H" << r.head << "|Q" << r.query_block; break;
+    case kStageDense: k << "|L" << r.layer << "|H" << r.head << (r.want_dense ? "" : "|off"); break;
+    case kStageLocality: k << "|L" << r.layer << "|H" << r.head << "|D" << r.delta << "|B" << r.bins; break;
+    case kStageOffload: k << "|c" << r.cache_factor; break;
+    case kStageGenerate: k << "|G" << r.generate_id << '|' << r.generate_tokens; break;
+    default: break;
+  }
+  return k.str();
+}
+
+std::shared_ptr<const LayerMasks> compute_layer_masks(const std::shared_ptr<const AnalysisView>& a, const Request& r) {
+  const auto start = std::chrono::steady_clock::now();
+  auto m = std::make_shared<LayerMasks>();
+  m->source = a;
+  m->layer = r.layer;
+  m->params = a->analysis->options.hip.hip;
+  const hip::AttentionInputs in = a->inputs(r.layer);
+  m->hip = hip::estimate_masks(in, m->params).mask;
+  m->has_oracle = in.tk <= kOracleMaxTokens;
+  if (m->has_oracle) {
+    m->oracle = hip::oracle_masks(in, m->params);
+    m->random = hip::random_masks(in, m->params, r.seed);
+    m->recall = hip::mask_recall(m->hip, m->oracle);
+    m->random_recall = hip::mask_recall(m->random, m->oracle);
+  }
+  m->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return m;
+}
+
+std::shared_ptr<const TraceView> compute_trace(const LayerMasks& m, const Request& r) {
+  auto t = std::make_shared<TraceView>();
+  t->layer = m.layer;
+  t->head = r.head;
+  t->query_block = r.query_block;
+  t->params = m.params;
+  const hip::AttentionInputs in = m.source->inputs(m.layer);
+  t->trace = hip::trace_block_mask(in, m.params, r.head, r.query_block);
+  const int32_t* e = m.hip.row(r.head, r.query_block);
+  t->engine_blocks.assign(e, e + m.hip.count(r.head, r.query_block));
+  t->oracle_scores = hip::oracle_block_scores(in, m.params, r.head, r.query_block);
+  // The oracle's selection for this block from its scores (kernels/oracle.h: the Kb best, ties to
+  // the smaller block; all of them when N <= Kb): O(T d), so it exists at any prompt length.
+  const int64_t kb = hip::hip_kb(m.params), lo = t->trace.lo;
+  std::vector<int32_t> order(t->oracle_scores.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
+  const auto take = std::min<size_t>(order.size(), static_cast<size_t>(kb));
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(take), order.end(), [&](int32_t a, int32_t b) {
+    const double sa = t->oracle_scores[static_cast<size_t>(a)], sb = t->oracle_scores[static_cast<size_t>(b)];
+    return sa != sb ? sa > sb : a < b;
+  });
+  for (size_t i = 0; i < take; ++i) t->oracle_blocks.push_back(static_cast<int32_t>(lo + order[i]));
+  std::sort(t->oracle_blocks.begin(), t->oracle_blocks.end());
+  t->steps = viz::trace_steps(t->trace, t->oracle_blocks);
+  return t;
+}
+
+std::shared_ptr<const DenseView> compute_dense(const AnalysisView& a, const Request& r) {
+  auto d = std::make_shared<DenseView>();
+  d->layer = r.layer;
+  d->head = r.head;
+  const hip::AttentionInputs in = a.inputs(r.layer);
+  if (in.tk > kOracleMaxTokens) return d;  // O(T^2 d): skipped at this length (the view says so)
+  d->probs = viz::dense_probability_image(in, r.head, 1024);
+  std::vector<float> vals;
+  for (float v : d->probs.values)
+    if (v == v) vals.push_back(v), d->max_prob = std::max(d->max_prob, v);
+  if (!vals.empty()) {
+    const size_t k = std::min(vals.size() - 1, vals.size() * 995 / 1000);
+    std::nth_element(vals.begin(), vals.begin() + static_cast<std::ptrdiff_t>(k), vals.end());
+    d->scale_max = vals[k];
+  }
+  return d;
+}
+
+std::shared_ptr<const LocalityView> compute_locality(const AnalysisView& a, const Request& r) {
+  const hip::AttentionInputs in = a.inputs(r.layer);
+  // Queries from the second half of the prompt (they see the most keys), at most 64 of them.
+  std::vector<int64_t> queries;
+  const int64_t first = in.tq / 2, n = std::min<int64_t>(64, in.tq - first);
+  for (int64_t i = 0; i < n; ++i) queries.push_back(first + i * (in.tq - first) / n);
+  hip::LocalityParams lp;
+  lp.bins = r.bins;
+  lp.deltas.push_back(std::max<int64_t>(1, r.delta));
+  for (int64_t d = 1; d < in.tk; d = d < 8 ? d + 1 : d * 5 / 4) lp.deltas.push_back(d);
+  hip::HipParams p = a.analysis->options.hip.hip;
+  const hip::ScoreLocality s = hip::score_locality(in, p, r.head, queries, lp);
+  auto v = std::make_shared<LocalityView>();
+  v->layer = r.layer;
+  v->head = r.head;
+  v->delta = lp.deltas[0];
+  v->histogram = s.deltas[0];
+  v->fitted = viz::fitted_normal_counts(v->histogram);
+  for (size_t i = 1; i < s.deltas.size(); ++i)
+    if (s.deltas[i].pairs > 0) v->curve.push_back(s.deltas[i]);
+  v->queries = static_cast<int64_t>(queries.size());
+  return v;
+}
+
+std::shared_ptr<const OffloadView> compute_offload(const AnalysisView& a, const Request& r) {
+  auto v = std::make_shared<OffloadView>();
+  offload::OffloadConfig& c = v->config;
+  const auto& opt = a.analysis->options;
+  c.cache_factor = r.cache_factor;
+  c.k = opt.hip.hip.k;
+  c.b_sk = opt.hip.hip.b_sk;
+  c.context_tokens = a.tokens() + static_cast<int64_t>(a.analysis->decode.size());
+  c.mask_bytes_per_token = a.model.head_dim * a.model.element_bytes;
+  c.sparse_bytes_per_token = 2 * a.model.head_dim * a.model.element_bytes;
+  v->result = offload::simulate_offloading(a.analysis->access, c);
+  std::vector<int64_t> sizes;
+  for (int64_t s = 8; s < 2 * c.context_tokens; s *= 2) sizes.push_back(s);
+  sizes.push_back(c.context_tokens);
+  v->mask_curve = offload::hit_ratio_curve(a.analysis->access, c, offload::OffloadContext::Mask, sizes);
+  v->sparse_curve = offload::hit_ratio_curve(a.analysis->access, c, offload::OffloadContext::Sparse, sizes);
+  return v;
+}
+
+std::shared_ptr<const AnalysisView> synthetic_analysis(int64_t tokens, const Request& r) {
+  auto pa = std::make_shared<PairedAnalysis>();
+  pa->options.hip = r.hip;
+  LayerInputs in;
+  in.heads = 2;
+  in.kv_heads = 1;
+  in.tokens = tokens;
+  in.dim = 64;
+  std::mt19937_64 rng(r.seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  // Keys drift slowly (a random walk) so scores have locality, as real keys do.
+  in.k.resize(static_cast<size_t>(tokens * in.dim));
+  std::vector<float> walk(static_cast<size_t>(in.dim), 0.0f);
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t c = 0; c < in.dim; ++c) {
+      walk[static_cast<size_t>(c)] = 0.98f * walk[static_cast<size_t>(c)] + 0.2f * normal(rng);
+      in.k[static_cast<size_t>(t * in.dim + c)] = walk[static_cast<size_t>(c)] + 0.3f * normal(rng);
+    }
+  in.q.resize(static_cast<size_t>(in.heads * tokens * in.dim));
+  for (float& x : in.q) x = normal(rng);
+  in.v = in.k;
+  pa->inputs.push_back(std::move(in));
+  pa->layers.resize(1);
+  pa->layers[0].heads.resize(2);
+  pa->prompt_ids.assign(static_cast<size_t>(tokens), 0);
+  auto v = std::make_shared<AnalysisView>();
+  v->analysis = pa;
+  v->model.display_name = "synthetic " + std::to_string(tokens) + "-token Q/K (no model)";
+  v->model.architecture = "synthetic";
+  v->model.synthetic = true;
+  v->model.n_layers = 1;
+  v->model.n_heads = 2;
+  v->model.n_kv_heads = 1;
+  v->model.head_dim = 64;
+  v->model.max_seq_len = tokens;
+  v->model.device = "cpu (no model: random Q/K)";
+  for (int64_t t = 0; t < tokens; ++t) v->prompt_tokens.push_back("t" + std::to_string(t));
+  return v;
+}
+
+}  // namespace hipstudio::gui

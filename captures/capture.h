@@ -1,0 +1,125 @@
+#pragma once
+// A capture: one paired analysis and everything computed from it (masks of every layer and head,
+// oracle and random baselines, search traces, score locality, offloading counters, latency), frozen
+// in one self-describing file that reopens without the model. The GUI shows a capture's
+// PairedAnalysis exactly as it shows a live one; `hipstudio report` turns it into figures and tables.
+//
+// File format (version 1; README "Captures and reports"): an uncompressed ZIP archive (zip_store.h),
+// so `unzip -l`, Python's zipfile and numpy.load (as an NpzFile) open it, holding
+//   manifest.json            format/version, tool, model identity and hash, prompt text and tokens,
+//                            every HiP and run parameter, device, dtype, date, the list of arrays with
+//                            dtype and shape, the content hash, and "analysis": the `analyze` JSON
+//   <group>/<name>.npy       the named arrays (analysis/, inputs/, masks/, traces/, locality/, offload/)
+//   images/<view>.png|.svg   rendered views (optional)
+// written atomically (temporary file, fsync, rename).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "captures/analysis_json.h"
+#include "engine/analysis/paired_result.h"
+#include "engine/offload/offload_simulator.h"
+#include "kernels/hip_trace.h"
+#include "kernels/mask_reference.h"
+#include "kernels/score_locality.h"
+
+namespace hipstudio::captures {
+
+inline constexpr const char* kCaptureFormat = "hipstudio.capture";
+inline constexpr int kCaptureFormatVersion = 1;  // what this build writes and the newest it reads
+inline constexpr int kCaptureOldestReadable = 1;
+
+// The views a capture can hold (the GUI's panels); `capture --views` takes these names.
+inline const std::vector<std::string>& capture_view_names() {
+  static const std::vector<std::string> names{"mask", "iterations", "locality", "cache", "latency"};
+  return names;
+}
+
+struct CaptureInfo {
+  RunInfo run;                     // tool version, model name, architecture, device, prompt text
+  std::string model_sha256;        // of the weight files, as the caller computed it ("" when unknown)
+  std::string dtype;               // "f32", "bf16", "f16"
+  std::string created;             // ISO 8601 UTC ("2026-11-23T01:30:00Z"); build_capture fills it when empty
+  std::vector<std::string> views;  // views captured, a subset of capture_view_names()
+};
+
+// HiP's selection on one layer over the prompt, with the oracle's and the random baseline's.
+struct LayerMasks {
+  hip::MaskResult hip, oracle, random;    // same shape; oracle/random: iterations, branches 0
+  std::vector<double> recall;             // (heads, query_blocks) HiP vs oracle
+  std::vector<double> random_recall;      // (heads, query_blocks) random vs oracle
+};
+
+struct CapturedTrace {
+  int64_t layer = 0;
+  hip::MaskTrace trace;  // head and query block inside
+};
+
+struct TraceSpec {
+  int64_t layer = 0, head = 0, query_block = 0;
+};
+
+struct Capture {
+  int format_version = kCaptureFormatVersion;  // as read (a written capture is always the current one)
+  nlohmann::json manifest;                     // as read, for displaying parameters; null for one built in memory
+  CaptureInfo info;
+  PairedAnalysis analysis;                     // with inputs: what on-demand views compute from
+
+  bool has_offload = false;                    // the "cache" view
+  offload::OffloadConfig offload_config;
+  offload::OffloadResult offload;
+
+  std::vector<LayerMasks> masks;               // (n_layers) or empty without the "mask" view
+  std::vector<CapturedTrace> traces;           // the "iterations" view's query blocks
+
+  hip::LocalityParams locality_params;         // the "locality" view
+  std::vector<int64_t> locality_queries;       // query rows pooled, the same for every head
+  std::vector<std::vector<hip::ScoreLocality>> locality;  // (n_layers, heads) or empty
+
+  struct Image {
+    std::string name;   // file name under images/, ending in .png or .svg
+    std::string bytes;
+  };
+  std::vector<Image> images;
+
+  bool has_view(const std::string& view) const;
+};
+
+struct CaptureRequest {
+  std::vector<std::string> views = capture_view_names();
+  std::vector<TraceSpec> traces;               // empty: the last query block of head 0 in every HiP layer
+  std::vector<int64_t> locality_deltas = {1, 2, 4, 8, 16, 32, 64};  // those < tokens are kept
+  int64_t locality_bins = 40;
+  int64_t locality_queries = 8;                // the last N prompt rows
+  bool render_images = true;                   // PNG of masks, SVG of plots, under images/
+  bool keep_inputs = true;                     // store the prompt's Q/K/V (GUI views recompute from them);
+                                               // off for long prompts on big models (the 4 GiB limit)
+  int threads = 0;                             // mask computations; results do not depend on it
+};
+
+// Computes the requested views from `analysis.inputs` (the kernels' CPU reference) and, for the
+// "cache" view, the offloading simulation with `offload_config` (required then; its access map is
+// built). Throws InputError for unknown views or a trace outside the prompt.
+Capture build_capture(PairedAnalysis analysis, CaptureInfo info, const CaptureRequest& request,
+                      const offload::OffloadConfig* offload_config);
+
+// The archive image, and the same written atomically to `path` (an earlier file survives a failure).
+std::string encode_capture(const Capture& capture);
+void write_capture(const std::string& path, const Capture& capture);
+
+// Reads and validates everything (container, manifest, version, every array's dtype and shape
+// against the manifest and the analysis' dimensions). Throws InputError naming the file and the
+// damage, or the version a newer capture needs.
+Capture read_capture(const std::string& path);
+Capture decode_capture(const std::string& bytes, const std::string& what);
+
+// The manifest alone (for `hipstudio open` headless and file pickers): validated like read_capture.
+nlohmann::json read_capture_manifest(const std::string& path);
+
+// Non-owning kernel view of one layer's prompt Q/K/V (tq = tk = tokens, implicit positions).
+hip::AttentionInputs layer_attention_inputs(const LayerInputs& in);
+
+// Current UTC time as ISO 8601.
+std::string utc_now_iso8601();
+
+}  // namespace hipstudio::captures

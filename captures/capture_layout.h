@@ -1,0 +1,40 @@
+#pragma once
+// Internal to captures/: how the parts of a Capture map onto manifest fields and array names, shared
+// by the writer and the reader so the two cannot drift. Array names (without ".npy"), shapes with
+// L layers, H query heads, G kv heads, T prompt tokens, D head dim, QB = ceil(T / b_q), Kb = k / b_k,
+// S decode records, Lh = HiP layers of the access streams, Sa = their steps, B = locality bins:
+//   analysis/prompt_ids i32 (T)            analysis/scalars f64 (6): dense mean_nll, ppl, hip mean_nll, ppl, kl, top1
+//   analysis/{dense,hip}/nll f64 (T-1)     analysis/{dense,hip}/generated i32 (n)
+//   analysis/{dense,hip}/latency_prefill_layers, latency_decode_layers f64 (L, 4): mask, sparse, dense, other ms
+//   analysis/{dense,hip}/latency_totals f64 (2, 4): prefill, mean decode step
+//   analysis/layers i64 (L, 2): layer, dense     analysis/quality f64 (L, H, 6): HeadQuality fields in order
+//   analysis/decode i64 (S, 7): step, position, dense_token, hip_token, refreshed, mask/sparse tokens accessed
+//   access/{mask,sparse}_offsets i64 (Sa*Lh*H + 1), access/{mask,sparse}_keys i32 (n): ragged key lists
+//   inputs/L<l>/q f32 (H, T, D), k, v f32 (G, T, D)
+//   masks/L<l>/{hip,oracle,random}_blocks i32 (H, QB, Kb), *_counts i32 (H, QB), dense_from i64 (QB),
+//     hip_iterations i32 (H, QB), hip_branches i64 (H, QB), recall, random_recall f64 (H, QB)
+//   traces/<i>/header i64 (9): layer, head, query_block, row_begin, row_end, p0, lo, hi, dense_from
+//   traces/<i>/initial i32 (2, n), blocks i32 (n), branches i32 (nb, 5): iteration, begin, end, repr, kept;
+//     scores f64 (nb)
+//   locality/queries i64 (q), locality/L<l>/stats f64 (H, nd, 7): delta, pairs, mean, std, lo, hi, kl;
+//     locality/L<l>/counts i64 (H, nd, B)
+//   offload/{mask,sparse}/per_step i64 (Lh, H, Sa, 6): accesses hits misses bytes evictions probes;
+//     per_head (Lh, H, 6), per_layer (Lh, 6), per_step_total (Sa, 6), total (6), map i32 (Sa, T') or (0, 0)
+#include <string>
+
+#include "engine/analysis/hip_model_params.h"
+
+namespace hipstudio::captures::layout {
+
+inline std::string layer_array(const char* group, int64_t layer, const char* name) {
+  return std::string(group) + "/L" + std::to_string(layer) + "/" + name;
+}
+inline std::string trace_array(size_t index, const char* name) {
+  return "traces/" + std::to_string(index) + "/" + name;
+}
+
+inline const char* selection_name(BlockSelection s) {
+  return s == BlockSelection::Random ? "random" : s == BlockSelection::Oracle ? "oracle" : "hip";
+}
+
+}  // namespace hipstudio::captures::layout

@@ -1,0 +1,265 @@
+// encode_capture / write_capture: the manifest and the named arrays (layout in capture_layout.h).
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+
+#include "captures/atomic_file.h"
+#include "captures/capture.h"
+#include "captures/capture_layout.h"
+#include "captures/npy.h"
+#include "captures/sha256.h"
+#include "captures/zip_store.h"
+
+namespace hipstudio::captures {
+namespace {
+using nlohmann::json;
+
+class ArraySink {
+ public:
+  template <class T>
+  void add(const std::string& name, const std::vector<int64_t>& shape, const std::vector<T>& values) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    if (n != static_cast<int64_t>(values.size()))
+      throw std::logic_error("capture array " + name + ": " + std::to_string(values.size()) + " values for its shape");
+    const std::vector<unsigned char> image = encode_npy(NpyTypeOf<T>::value, shape, values.data());
+    arrays_[name] = std::string(reinterpret_cast<const char*>(image.data()), image.size());
+    manifest_[name + ".npy"] = {{"dtype", npy_type_name(NpyTypeOf<T>::value)}, {"shape", shape}};
+  }
+  const std::map<std::string, std::string>& arrays() const { return arrays_; }
+  const json& manifest() const { return manifest_; }
+
+ private:
+  std::map<std::string, std::string> arrays_;  // name (no .npy) -> .npy image
+  json manifest_ = json::object();
+};
+
+std::vector<double> components(const std::vector<ComponentMs>& rows) {
+  std::vector<double> v;
+  for (const ComponentMs& c : rows) v.insert(v.end(), {c.mask, c.sparse, c.dense, c.other});
+  return v;
+}
+
+void add_side(ArraySink& s, const char* side, const SideResult& r) {
+  const std::string g = std::string("analysis/") + side + "/";
+  s.add(g + "nll", {static_cast<int64_t>(r.nll.size())}, r.nll);
+  s.add(g + "generated", {static_cast<int64_t>(r.generated.size())}, r.generated);
+  const int64_t L = static_cast<int64_t>(r.latency.prefill_layers.size());
+  s.add(g + "latency_prefill_layers", {L, 4}, components(r.latency.prefill_layers));
+  s.add(g + "latency_decode_layers", {static_cast<int64_t>(r.latency.decode_layers.size()), 4}, components(r.latency.decode_layers));
+  s.add(g + "latency_totals", {2, 4}, components({r.latency.prefill, r.latency.decode_step}));
+}
+
+void add_ragged(ArraySink& s, const std::string& base, const std::vector<std::vector<int32_t>>& lists) {
+  std::vector<int64_t> offsets{0};
+  std::vector<int32_t> keys;
+  for (const auto& l : lists) {
+    keys.insert(keys.end(), l.begin(), l.end());
+    offsets.push_back(static_cast<int64_t>(keys.size()));
+  }
+  s.add(base + "_offsets", {static_cast<int64_t>(offsets.size())}, offsets);
+  s.add(base + "_keys", {static_cast<int64_t>(keys.size())}, keys);
+}
+
+std::vector<int64_t> counts_rows(const std::vector<offload::BankCounts>& rows) {
+  std::vector<int64_t> v;
+  for (const auto& c : rows) v.insert(v.end(), {c.accesses, c.hits, c.misses, c.bytes, c.evictions, c.probes});
+  return v;
+}
+
+void add_context(ArraySink& s, const char* name, const offload::ContextStats& c, const offload::OffloadResult& r) {
+  const std::string g = std::string("offload/") + name + "/";
+  s.add(g + "per_step", {r.layers, r.heads, r.steps, 6}, counts_rows(c.per_step));
+  s.add(g + "per_head", {r.layers, r.heads, 6}, counts_rows(c.per_head));
+  s.add(g + "per_layer", {r.layers, 6}, counts_rows(c.per_layer));
+  s.add(g + "per_step_total", {r.steps, 6}, counts_rows(c.per_step_total));
+  s.add(g + "total", {6}, counts_rows({c.total}));
+  s.add(g + "map", {c.map.steps, c.map.tokens}, std::vector<int32_t>(c.map.cells.begin(), c.map.cells.end()));
+}
+
+json params_json(const AnalysisOptions& o) {
+  const HipModelParams& p = o.hip;
+  return {{"k", p.hip.k},         {"b_q", p.hip.b_q},         {"b_k", p.hip.b_k},
+          {"b_sq", p.hip.b_sq},   {"b_sk", p.hip.b_sk},       {"sink", p.hip.sink},
+          {"window", p.hip.window}, {"rho", p.hip.rho},       {"causal", p.hip.causal},
+          {"l_d", p.dense_layers}, {"r_m", p.refresh_every}, {"selection", layout::selection_name(p.selection)},
+          {"selection_seed", p.random_seed}, {"decode_steps", o.decode_steps},
+          {"force_dense_tokens", o.force_dense_tokens}, {"context_limit", o.context_limit},
+          {"random_seed", o.random_seed}};
+}
+
+json offload_config_json(const offload::OffloadConfig& c) {
+  return {{"cache_factor", c.cache_factor},
+          {"mask_bank_tokens", c.mask_bank_tokens},
+          {"sparse_bank_tokens", c.sparse_bank_tokens},
+          {"page_table", offload::page_table_kind_name(c.table)},
+          {"policy", offload::eviction_policy_name(c.policy)},
+          {"k", c.k},
+          {"b_sk", c.b_sk},
+          {"context_tokens", c.context_tokens},
+          {"mask_bytes_per_token", c.mask_bytes_per_token},
+          {"sparse_bytes_per_token", c.sparse_bytes_per_token},
+          {"build_access_map", c.build_access_map}};
+}
+
+json context_scalars(const offload::ContextStats& c) {
+  return {{"bank_tokens", c.bank_tokens}, {"bytes_per_token", c.bytes_per_token}, {"page_table_bytes", c.page_table_bytes}};
+}
+
+}  // namespace
+
+std::string encode_capture(const Capture& c) {
+  const PairedAnalysis& a = c.analysis;
+  const int64_t L = static_cast<int64_t>(a.layers.size());
+  const int64_t H = L ? static_cast<int64_t>(a.layers[0].heads.size()) : 0;
+  ArraySink s;
+
+  s.add("analysis/prompt_ids", {static_cast<int64_t>(a.prompt_ids.size())}, a.prompt_ids);
+  s.add("analysis/scalars", {6}, std::vector<double>{a.dense.mean_nll, a.dense.ppl, a.hip.mean_nll, a.hip.ppl, a.kl, a.top1_agreement});
+  add_side(s, "dense", a.dense);
+  add_side(s, "hip", a.hip);
+  std::vector<int64_t> layer_rows;
+  std::vector<double> quality;
+  for (const LayerQuality& q : a.layers) {
+    if (static_cast<int64_t>(q.heads.size()) != H) throw std::logic_error("capture: layers with different head counts");
+    layer_rows.insert(layer_rows.end(), {q.layer, q.dense ? 1 : 0});
+    for (const HeadQuality& h : q.heads)
+      quality.insert(quality.end(), {h.recall, h.random_recall, h.mass, h.random_mass, h.out_rel_err, h.random_out_rel_err});
+  }
+  s.add("analysis/layers", {L, 2}, layer_rows);
+  s.add("analysis/quality", {L, H, 6}, quality);
+  std::vector<int64_t> decode;
+  for (const DecodeStepRecord& d : a.decode)
+    decode.insert(decode.end(), {d.step, d.position, d.dense_token, d.hip_token, d.refreshed ? 1 : 0, d.mask_tokens_accessed,
+                                 d.sparse_tokens_accessed});
+  s.add("analysis/decode", {static_cast<int64_t>(a.decode.size()), 7}, decode);
+  add_ragged(s, "access/mask", a.access.mask_keys);
+  add_ragged(s, "access/sparse", a.access.sparse_keys);
+
+  for (size_t l = 0; l < a.inputs.size(); ++l) {
+    const LayerInputs& in = a.inputs[l];
+    s.add(layout::layer_array("inputs", l, "q"), {in.heads, in.tokens, in.dim}, in.q);
+    s.add(layout::layer_array("inputs", l, "k"), {in.kv_heads, in.tokens, in.dim}, in.k);
+    s.add(layout::layer_array("inputs", l, "v"), {in.kv_heads, in.tokens, in.dim}, in.v);
+  }
+
+  for (size_t l = 0; l < c.masks.size(); ++l) {
+    const LayerMasks& m = c.masks[l];
+    const std::vector<int64_t> hq{m.hip.heads, m.hip.query_blocks}, hqk{m.hip.heads, m.hip.query_blocks, m.hip.kb};
+    auto name = [&](const char* n) { return layout::layer_array("masks", l, n); };
+    s.add(name("hip_blocks"), hqk, m.hip.blocks);
+    s.add(name("hip_counts"), hq, m.hip.counts);
+    s.add(name("hip_iterations"), hq, m.hip.iterations);
+    s.add(name("hip_branches"), hq, m.hip.branches);
+    s.add(name("dense_from"), {m.hip.query_blocks}, m.hip.dense_from);
+    s.add(name("oracle_blocks"), hqk, m.oracle.blocks);
+    s.add(name("oracle_counts"), hq, m.oracle.counts);
+    s.add(name("random_blocks"), hqk, m.random.blocks);
+    s.add(name("random_counts"), hq, m.random.counts);
+    s.add(name("recall"), hq, m.recall);
+    s.add(name("random_recall"), hq, m.random_recall);
+  }
+
+  json traces = json::array();
+  for (size_t i = 0; i < c.traces.size(); ++i) {
+    const hip::MaskTrace& t = c.traces[i].trace;
+    traces.push_back({{"layer", c.traces[i].layer}, {"head", t.head}, {"query_block", t.query_block}});
+    s.add(layout::trace_array(i, "header"), {9},
+          std::vector<int64_t>{c.traces[i].layer, t.head, t.query_block, t.row_begin, t.row_end, t.p0, t.lo, t.hi, t.dense_from});
+    std::vector<int32_t> initial = t.initial_begin;
+    initial.insert(initial.end(), t.initial_end.begin(), t.initial_end.end());
+    s.add(layout::trace_array(i, "initial"), {2, static_cast<int64_t>(t.initial_begin.size())}, initial);
+    s.add(layout::trace_array(i, "blocks"), {static_cast<int64_t>(t.blocks.size())}, t.blocks);
+    std::vector<int32_t> branches;
+    std::vector<double> scores;
+    for (size_t it = 0; it < t.iterations.size(); ++it)
+      for (const hip::TraceBranch& b : t.iterations[it].branches) {
+        branches.insert(branches.end(), {static_cast<int32_t>(it), b.begin, b.end, b.repr, b.kept ? 1 : 0});
+        scores.push_back(b.score);
+      }
+    s.add(layout::trace_array(i, "branches"), {static_cast<int64_t>(scores.size()), 5}, branches);
+    s.add(layout::trace_array(i, "scores"), {static_cast<int64_t>(scores.size())}, scores);
+  }
+
+  if (!c.locality.empty()) {
+    s.add("locality/queries", {static_cast<int64_t>(c.locality_queries.size())}, c.locality_queries);
+    const int64_t nd = static_cast<int64_t>(c.locality_params.deltas.size()), bins = c.locality_params.bins;
+    for (size_t l = 0; l < c.locality.size(); ++l) {
+      std::vector<double> stats;
+      std::vector<int64_t> counts;
+      for (const hip::ScoreLocality& h : c.locality[l])
+        for (const hip::DeltaStats& d : h.deltas) {
+          stats.insert(stats.end(), {static_cast<double>(d.delta), static_cast<double>(d.pairs), d.mean, d.stddev, d.hist_lo,
+                                     d.hist_hi, d.kl_to_normal});
+          counts.insert(counts.end(), d.counts.begin(), d.counts.end());
+        }
+      const int64_t heads = static_cast<int64_t>(c.locality[l].size());
+      s.add(layout::layer_array("locality", l, "stats"), {heads, nd, 7}, stats);
+      s.add(layout::layer_array("locality", l, "counts"), {heads, nd, bins}, counts);
+    }
+  }
+
+  json offload = nullptr;
+  if (c.has_offload) {
+    const offload::OffloadResult& r = c.offload;
+    add_context(s, "mask", r.mask, r);
+    add_context(s, "sparse", r.sparse, r);
+    offload = {{"config", offload_config_json(c.offload_config)},
+               {"steps", r.steps}, {"layers", r.layers}, {"heads", r.heads}, {"first_layer", r.first_layer},
+               {"context_tokens", r.context_tokens},
+               {"mask", context_scalars(r.mask)}, {"sparse", context_scalars(r.sparse)}};
+  }
+
+  // Content hash: every array's name and bytes in name order (std::map), so a reader can check the
+  // arrays it got are the ones the manifest describes, and two captures compare by one string.
+  Sha256 content;
+  for (const auto& [name, bytes] : s.arrays()) {
+    content.update(name);
+    content.update(std::string_view("\0", 1));
+    content.update(bytes);
+  }
+
+  json m;
+  m["format"] = kCaptureFormat;
+  m["format_version"] = kCaptureFormatVersion;
+  m["min_reader_version"] = kCaptureFormatVersion;
+  m["tool"] = {{"name", "hipstudio"}, {"version", c.info.run.tool_version}};
+  m["created"] = c.info.created;
+  m["model"] = {{"name", c.info.run.model}, {"architecture", c.info.run.architecture}, {"sha256", c.info.model_sha256}};
+  m["device"] = c.info.run.device;
+  m["dtype"] = c.info.dtype;
+  m["prompt"] = {{"text", c.info.run.prompt}, {"tokens", a.prompt_ids}};
+  m["params"] = params_json(a.options);
+  m["views"] = c.info.views;
+  const LayerInputs* in0 = a.inputs.empty() ? nullptr : &a.inputs[0];
+  m["dims"] = {{"layers", L},
+               {"heads", H},
+               {"kv_heads", in0 ? in0->kv_heads : 0},
+               {"head_dim", in0 ? in0->dim : 0},
+               {"tokens", static_cast<int64_t>(a.prompt_ids.size())},
+               {"decode_records", static_cast<int64_t>(a.decode.size())},
+               {"inputs", !a.inputs.empty()}};
+  m["mask_refreshes"] = a.mask_refreshes;
+  m["access"] = {{"steps", a.access.steps}, {"layers", a.access.layers}, {"heads", a.access.heads}, {"first_layer", a.access.first_layer}};
+  m["masks"] = !c.masks.empty();
+  m["traces"] = traces;
+  m["locality"] = c.locality.empty() ? json(nullptr)
+                                     : json{{"deltas", c.locality_params.deltas}, {"bins", c.locality_params.bins}};
+  m["offload"] = offload;
+  json images = json::array();
+  for (const Capture::Image& im : c.images) images.push_back("images/" + im.name);
+  m["images"] = images;
+  m["arrays"] = s.manifest();
+  m["content_sha256"] = content.finish_hex();
+  m["analysis"] = analysis_to_json(a, c.info.run, c.has_offload ? &c.offload : nullptr, c.has_offload ? &c.offload_config : nullptr);
+
+  std::vector<ZipEntry> entries;
+  entries.push_back({"manifest.json", m.dump(1, ' ', false, json::error_handler_t::replace) + "\n"});
+  for (const auto& [name, bytes] : s.arrays()) entries.push_back({name + ".npy", bytes});
+  for (const Capture::Image& im : c.images) entries.push_back({"images/" + im.name, im.bytes});
+  return zip_encode(entries);
+}
+
+void write_capture(const std::string& path, const Capture& capture) { write_file_atomic(path, encode_capture(capture)); }
+
+}  // namespace hipstudio::captures

@@ -1,0 +1,137 @@
+#include "captures/export_view.h"
+
+#include "captures/exports.h"
+#include "captures/mask_png.h"
+#include "captures/npy.h"
+#include "captures/svg_plots.h"
+#include "captures/zip_store.h"
+#include "engine/formats/errors.h"
+
+namespace hipstudio::captures {
+namespace {
+
+template <class T>
+std::string npy(const std::vector<int64_t>& shape, const std::vector<T>& v) {
+  const auto image = encode_npy(NpyTypeOf<T>::value, shape, v.data());
+  return std::string(reinterpret_cast<const char*>(image.data()), image.size());
+}
+
+// Rows [head] of an (H, ...) array, or all of it when head < 0.
+template <class T>
+std::string head_slice(std::vector<int64_t> shape, const std::vector<T>& v, int64_t head) {
+  if (head < 0) return npy(shape, v);
+  const size_t per = v.size() / static_cast<size_t>(shape[0]);
+  shape.erase(shape.begin());
+  return npy(shape, std::vector<T>(v.begin() + head * per, v.begin() + (head + 1) * per));
+}
+
+[[noreturn]] void bad(const ExportRequest& r) {
+  throw InputError("cannot export --what " + r.what + " --format " + r.format + "; the choices are:\n" + export_choices());
+}
+
+}  // namespace
+
+const char* export_choices() {
+  return "  mask: png (--layer, --head, --px; 0 = full detail), npy (HiP's key blocks; --head for one)\n"
+         "  oracle, random: npy (their key blocks)\n"
+         "  recall: npy (per head and query block, vs the oracle)\n"
+         "  locality: svg (mean/std against Delta; --delta D for the histogram), npy (stats: delta, pairs, mean, std, lo, hi, kl)\n"
+         "  hit-ratio: svg, csv\n"
+         "  latency: svg, csv\n"
+         "  nll: csv, npy (dense and HiP, 2 x tokens-1)\n"
+         "  metrics: csv (per layer and head), json (the analyze schema)\n"
+         "  trace: json (Chrome trace events)\n"
+         "  array: npy (--name GROUP/NAME, any array of the capture)";
+}
+
+std::string export_view(const Capture& c, const ExportRequest& r) {
+  const PairedAnalysis& a = c.analysis;
+  const int64_t layers = static_cast<int64_t>(a.layers.size());
+  const int64_t layer = r.layer < 0 ? layers - 1 : r.layer;
+  auto need_layer = [&](size_t available, const char* view) {
+    if (available == 0) throw InputError(std::string("this capture holds no ") + view + " view (capture it with --views ..." + view + ")");
+    if (layer < 0 || layer >= static_cast<int64_t>(available))
+      throw InputError("--layer " + std::to_string(r.layer) + " is outside the capture's " + std::to_string(available) + " layers");
+  };
+  auto need_head = [&](int64_t heads) {
+    if (r.head >= heads) throw InputError("--head " + std::to_string(r.head) + " is outside the capture's " + std::to_string(heads) + " heads");
+  };
+  const std::string& w = r.what;
+  const std::string& f = r.format;
+  if (w == "mask" || w == "oracle" || w == "random" || w == "recall") {
+    need_layer(c.masks.size(), "mask");
+    const LayerMasks& m = c.masks[layer];
+    need_head(m.hip.heads);
+    const std::vector<int64_t> hq{m.hip.heads, m.hip.query_blocks}, hqk{m.hip.heads, m.hip.query_blocks, m.hip.kb};
+    if (w == "mask" && f == "png") {
+      const MaskCells cells = mask_cells(m, a.options.hip.hip, static_cast<int64_t>(a.prompt_ids.size()), std::max<int64_t>(r.head, 0));
+      if (r.px > 0) return encode_png(render_mask(cells, r.px));
+      auto tiles = render_mask_tiles(cells, std::max(cells.image_rows(), cells.cols));
+      return encode_png(tiles.at(0));
+    }
+    if (f != "npy") bad(r);
+    if (w == "recall") return head_slice(hq, m.recall, r.head);
+    const hip::MaskResult& mr = w == "mask" ? m.hip : w == "oracle" ? m.oracle : m.random;
+    return head_slice(hqk, mr.blocks, r.head);
+  }
+  if (w == "locality") {
+    need_layer(c.locality.size(), "locality");
+    const auto& heads = c.locality[layer];
+    need_head(static_cast<int64_t>(heads.size()));
+    if (f == "svg") {
+      if (r.delta > 0) {
+        const hip::ScoreLocality& h = heads[std::max<int64_t>(r.head, 0)];
+        for (const hip::DeltaStats& d : h.deltas)
+          if (d.delta == r.delta)
+            return svg_locality_histogram(d, "Score differences, layer " + std::to_string(layer) + ", head " + std::to_string(h.head) +
+                                                 ", Delta = " + std::to_string(d.delta));
+        throw InputError("--delta " + std::to_string(r.delta) + " was not captured (see the manifest's locality.deltas)");
+      }
+      std::vector<hip::ScoreLocality> some = r.head >= 0 ? std::vector<hip::ScoreLocality>{heads[r.head]} : heads;
+      return svg_locality_vs_delta(some, "Score locality, layer " + std::to_string(layer));
+    }
+    if (f != "npy") bad(r);
+    std::vector<double> stats;
+    for (const hip::ScoreLocality& h : heads)
+      for (const hip::DeltaStats& d : h.deltas)
+        stats.insert(stats.end(), {static_cast<double>(d.delta), static_cast<double>(d.pairs), d.mean, d.stddev, d.hist_lo, d.hist_hi,
+                                   d.kl_to_normal});
+    return head_slice({static_cast<int64_t>(heads.size()), static_cast<int64_t>(c.locality_params.deltas.size()), 7}, stats, r.head);
+  }
+  if (w == "hit-ratio") {
+    if (!c.has_offload) throw InputError("this capture holds no cache view (capture it with --views ...,cache)");
+    if (f == "svg") return svg_hit_ratio_per_step(c.offload);
+    if (f == "csv") return csv_hit_ratio_per_step(c);
+    bad(r);
+  }
+  if (w == "latency") {
+    if (f == "svg") return svg_latency_bars(a);
+    if (f == "csv") return csv_latency(c);
+    bad(r);
+  }
+  if (w == "nll") {
+    if (f == "csv") return csv_token_nll(c);
+    if (f != "npy") bad(r);
+    std::vector<double> v = a.dense.nll;
+    v.insert(v.end(), a.hip.nll.begin(), a.hip.nll.end());
+    return npy({2, static_cast<int64_t>(a.dense.nll.size())}, v);
+  }
+  if (w == "metrics") {
+    if (f == "csv") return csv_layer_head_metrics(c);
+    if (f == "json") return capture_analysis_json(c).dump(1) + "\n";
+    bad(r);
+  }
+  if (w == "trace") {
+    if (f == "json") return chrome_trace(c).dump() + "\n";
+    bad(r);
+  }
+  if (w == "array") {
+    if (f != "npy") bad(r);
+    for (const ZipEntry& e : zip_decode(encode_capture(c), "capture"))
+      if (e.name == r.name + ".npy") return e.data;
+    throw InputError("the capture holds no array '" + r.name + "' (`unzip -l CAPTURE` lists them; leave out the .npy)");
+  }
+  bad(r);
+}
+
+}  // namespace hipstudio::captures

@@ -1,0 +1,28 @@
+#pragma once
+// The figures of a capture's views, rendered from its data: what `capture` stores under images/,
+// what `report` embeds and writes to --png-dir. One list so the capture, the report and the
+// exports show the same pictures.
+#include <string>
+#include <vector>
+
+#include "captures/capture.h"
+
+namespace hipstudio::captures {
+
+struct Figure {
+  std::string name;     // file name: "mask_L3_H0.png", "latency.svg"
+  std::string view;     // mask, locality, cache, latency
+  std::string caption;
+  std::string bytes;    // PNG or SVG document
+  bool png() const { return name.size() > 4 && name.compare(name.size() - 4, 4, ".png") == 0; }
+};
+
+struct FigureOptions {
+  int64_t mask_px = 512;      // longest side of mask PNGs (max-pooled above it)
+  int64_t locality_heads = 3; // heads drawn per layer in the mean/std vs Delta plots
+};
+
+std::vector<Figure> capture_figures(const Capture& capture, const FigureOptions& options = {});
+std::vector<Capture::Image> render_capture_images(const Capture& capture);
+
+}  // namespace hipstudio::captures

@@ -1,0 +1,40 @@
+#pragma once
+// SVG figures for papers (vector, so they stay sharp): each is a standalone <svg> document with a
+// title, labelled axes with ticks and a legend, valid XML (text is escaped). Used by the report
+// (inline) and written as .svg files by exports.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "engine/analysis/paired_result.h"
+#include "engine/offload/offload_result.h"
+#include "kernels/score_locality.h"
+
+namespace hipstudio::captures {
+
+struct PlotSeries {
+  std::string name;
+  std::vector<double> x, y;  // same length; non-finite points are skipped
+  std::string color;         // CSS colour
+  bool markers = true;
+};
+
+// A generic line chart (the specific figures below are built on it).
+std::string svg_line_chart(const std::string& title, const std::string& x_label, const std::string& y_label,
+                           const std::vector<PlotSeries>& series, bool log2_x = false, double y_lo = NAN,
+                           double y_hi = NAN);  // a fixed y range where given (NaN: from the data)
+
+// Histogram of delta = s_{j+Delta} - s_j for one Delta with the fitted normal N(mean, std^2) drawn
+// over it (scaled to counts).
+std::string svg_locality_histogram(const hip::DeltaStats& stats, const std::string& title);
+// Mean and standard deviation of delta against Delta (log2 axis), one pair of curves per head given.
+std::string svg_locality_vs_delta(const std::vector<hip::ScoreLocality>& heads, const std::string& title);
+// Hit ratio per decode step of both offloading contexts.
+std::string svg_hit_ratio_per_step(const offload::OffloadResult& offload);
+// Stacked latency bars (mask estimation, sparse attention, dense attention, other): dense vs HiP,
+// prefill and mean decode step.
+std::string svg_latency_bars(const PairedAnalysis& analysis);
+
+std::string xml_escape(const std::string& text);
+
+}  // namespace hipstudio::captures

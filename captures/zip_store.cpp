@@ -1,0 +1,194 @@
+#include "captures/zip_store.h"
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <set>
+
+#include "engine/formats/errors.h"
+
+namespace hipstudio::captures {
+namespace {
+
+constexpr uint32_t kLocalSig = 0x04034b50, kCentralSig = 0x02014b50, kEndSig = 0x06054b50;
+constexpr size_t kLocalSize = 30, kCentralSize = 46, kEndSize = 22;
+constexpr uint16_t kUtf8Flag = 0x0800;   // general purpose bit 11: names are UTF-8
+constexpr uint16_t kDosDate1980 = 0x21;  // 1980-01-01: fixed, so equal captures give equal bytes
+constexpr uint16_t kAlignExtraId = 0xD935;  // the padding extra field Android's zipalign uses
+constexpr size_t kAlign = 64;
+
+const std::array<uint32_t, 256>& crc_table() {
+  static const std::array<uint32_t, 256> table = [] {
+    std::array<uint32_t, 256> t{};
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  return table;
+}
+
+void put16(std::string& out, uint32_t v) {
+  out.push_back(static_cast<char>(v & 0xff));
+  out.push_back(static_cast<char>((v >> 8) & 0xff));
+}
+void put32(std::string& out, uint32_t v) {
+  put16(out, v & 0xffff);
+  put16(out, v >> 16);
+}
+uint32_t get16(std::string_view b, size_t at) {
+  return static_cast<uint32_t>(static_cast<unsigned char>(b[at])) | static_cast<uint32_t>(static_cast<unsigned char>(b[at + 1])) << 8;
+}
+uint32_t get32(std::string_view b, size_t at) { return get16(b, at) | get16(b, at + 2) << 16; }
+
+// Names become paths when a user unzips a capture: keep them relative and tame.
+bool safe_name(const std::string& n) {
+  if (n.empty() || n.size() > 1024 || n.front() == '/' || n.back() == '/') return false;
+  if (n.find('\\') != std::string::npos || n.find('\0') != std::string::npos) return false;
+  size_t start = 0;
+  while (start <= n.size()) {
+    const size_t end = std::min(n.find('/', start), n.size());
+    const std::string part = n.substr(start, end - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+}  // namespace
+
+uint32_t crc32(std::string_view bytes, uint32_t crc) {
+  const auto& t = crc_table();
+  crc = ~crc;
+  for (char ch : bytes) crc = t[(crc ^ static_cast<unsigned char>(ch)) & 0xff] ^ (crc >> 8);
+  return ~crc;
+}
+
+std::string zip_encode(const std::vector<ZipEntry>& entries) {
+  constexpr uint64_t kLimit = std::numeric_limits<uint32_t>::max();
+  std::string out, central;
+  std::set<std::string> names;
+  for (const ZipEntry& e : entries) {
+    if (!safe_name(e.name)) throw InputError("capture entry name '" + e.name + "' is not a safe relative path");
+    if (!names.insert(e.name).second) throw InputError("capture entry '" + e.name + "' is written twice");
+    if (e.data.size() >= kLimit || out.size() + e.data.size() + 1024 >= kLimit)
+      throw InputError("the capture would exceed 4 GiB (entry '" + e.name + "'); capture a shorter prompt or fewer views");
+    const uint32_t offset = static_cast<uint32_t>(out.size());
+    const uint32_t crc = crc32(e.data);
+    // Pad the extra field so that the data starts on a 64-byte boundary (4 bytes of field header).
+    size_t pad = (kAlign - (out.size() + kLocalSize + e.name.size() + 4) % kAlign) % kAlign;
+    const size_t extra = 4 + pad;
+    put32(out, kLocalSig);
+    put16(out, 20);  // version needed: 2.0
+    put16(out, kUtf8Flag);
+    put16(out, 0);   // method: stored
+    put16(out, 0);
+    put16(out, kDosDate1980);
+    put32(out, crc);
+    put32(out, static_cast<uint32_t>(e.data.size()));
+    put32(out, static_cast<uint32_t>(e.data.size()));
+    put16(out, static_cast<uint32_t>(e.name.size()));
+    put16(out, static_cast<uint32_t>(extra));
+    out += e.name;
+    put16(out, kAlignExtraId);
+    put16(out, static_cast<uint32_t>(pad));
+    out.append(pad, '\0');
+    out += e.data;
+
+    put32(central, kCentralSig);
+    put16(central, 0x0314);  // made by: Unix, spec 2.0
+    put16(central, 20);
+    put16(central, kUtf8Flag);
+    put16(central, 0);
+    put16(central, 0);
+    put16(central, kDosDate1980);
+    put32(central, crc);
+    put32(central, static_cast<uint32_t>(e.data.size()));
+    put32(central, static_cast<uint32_t>(e.data.size()));
+    put16(central, static_cast<uint32_t>(e.name.size()));
+    put16(central, 0);  // extra
+    put16(central, 0);  // comment
+    put16(central, 0);  // disk
+    put16(central, 0);  // internal attributes
+    put32(central, 0100644u << 16);  // external: a regular file, rw-r--r--
+    put32(central, offset);
+    central += e.name;
+  }
+  if (entries.size() > 0xffff) throw InputError("a capture holds at most 65535 entries");
+  const uint32_t cd_offset = static_cast<uint32_t>(out.size());
+  out += central;
+  put32(out, kEndSig);
+  put16(out, 0);
+  put16(out, 0);
+  put16(out, static_cast<uint32_t>(entries.size()));
+  put16(out, static_cast<uint32_t>(entries.size()));
+  put32(out, static_cast<uint32_t>(central.size()));
+  put32(out, cd_offset);
+  put16(out, 0);
+  return out;
+}
+
+std::vector<ZipEntry> zip_decode(std::string_view b, const std::string& what) {
+  auto fail = [&](const std::string& why) -> void {
+    throw InputError(what + ": damaged capture: " + why + "; write the capture again (or restore a copy)");
+  };
+  if (b.size() < kEndSize) fail("the file is " + std::to_string(b.size()) + " bytes, too short to be a capture (truncated?)");
+  // The end record sits in the last 22 + 65535 bytes (it may carry a comment).
+  size_t end = std::string_view::npos;
+  const size_t lowest = b.size() > kEndSize + 0xffff ? b.size() - kEndSize - 0xffff : 0;
+  for (size_t at = b.size() - kEndSize + 1; at-- > lowest;) {
+    if (get32(b, at) == kEndSig && at + kEndSize + get16(b, at + 20) == b.size()) {
+      end = at;
+      break;
+    }
+  }
+  if (end == std::string_view::npos) fail("no ZIP end-of-directory record (the file is truncated or not a capture)");
+  if (get16(b, end + 4) != 0 || get16(b, end + 6) != 0) fail("multi-part archives are not captures");
+  const uint32_t count = get16(b, end + 10);
+  if (count != get16(b, end + 8)) fail("the end record disagrees with itself about the entry count");
+  const uint64_t cd_size = get32(b, end + 12), cd_offset = get32(b, end + 16);
+  if (cd_offset + cd_size != end) fail("the central directory does not end where the end record starts (offset/size damaged)");
+
+  std::vector<ZipEntry> entries;
+  std::set<std::string> names;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;  // [local header, data end) of every entry
+  size_t at = cd_offset;
+  for (uint32_t i = 0; i < count; ++i) {
+    const std::string index = "directory entry " + std::to_string(i);
+    if (at + kCentralSize > end || get32(b, at) != kCentralSig) fail(index + " is missing or its signature is wrong");
+    const uint32_t flags = get16(b, at + 8), method = get16(b, at + 10), crc = get32(b, at + 16);
+    const uint64_t csize = get32(b, at + 20), usize = get32(b, at + 24);
+    const size_t name_len = get16(b, at + 28), extra_len = get16(b, at + 30), comment_len = get16(b, at + 32);
+    const uint64_t local = get32(b, at + 42);
+    if (at + kCentralSize + name_len + extra_len + comment_len > end) fail(index + " runs past the directory");
+    const std::string name(b.substr(at + kCentralSize, name_len));
+    const std::string label = index + " ('" + name + "')";
+    if (!safe_name(name)) fail(label + " has an unsafe or empty name");
+    if (!names.insert(name).second) fail(label + " appears twice");
+    if (flags & 0x0001) fail(label + " is encrypted");
+    if (method != 0 || csize != usize) fail(label + " is compressed (method " + std::to_string(method) + "); captures store entries uncompressed");
+    if (local + kLocalSize > cd_offset || get32(b, local) != kLocalSig) fail(label + ": its local header is not where the directory says");
+    const size_t lname = get16(b, local + 26), lextra = get16(b, local + 28);
+    if (local + kLocalSize + lname + lextra > cd_offset) fail(label + ": its local header runs past the data area");
+    if (b.substr(local + kLocalSize, lname) != name) fail(label + ": the local header names another entry");
+    if (get16(b, local + 8) != method || get32(b, local + 18) != csize || get32(b, local + 22) != usize ||
+        (!(get16(b, local + 6) & 0x0008) && get32(b, local + 14) != crc))
+      fail(label + ": the local header disagrees with the directory");
+    const uint64_t data = local + kLocalSize + lname + lextra;
+    if (data + csize > cd_offset) fail(label + ": its data runs past the data area (" + std::to_string(csize) + " bytes claimed)");
+    ranges.emplace_back(local, data + csize);
+    ZipEntry e{name, std::string(b.substr(data, csize))};
+    if (crc32(e.data) != crc) fail("entry '" + name + "' fails its CRC-32 check (its bytes were changed)");
+    entries.push_back(std::move(e));
+    at += kCentralSize + name_len + extra_len + comment_len;
+  }
+  if (at != end) fail("the central directory holds more bytes than its entries");
+  std::sort(ranges.begin(), ranges.end());
+  for (size_t i = 1; i < ranges.size(); ++i)
+    if (ranges[i].first < ranges[i - 1].second) fail("two entries overlap");
+  return entries;
+}
+
+}  // namespace hipstudio::captures

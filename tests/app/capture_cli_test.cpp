@@ -1,0 +1,195 @@
+// `hipstudio capture`, `report` and `open` end to end with the default model.
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "captures/capture.h"
+#include "captures/figures.h"
+#include "captures/zip_store.h"
+#include "engine/formats/errors.h"
+#include "tests/captures/xml_check.h"
+#include "tests/formats/temp_dir.h"
+
+namespace {
+using hipstudio::testing::read_bytes;
+
+struct CommandResult {
+  int status = -1;
+  std::string out;  // stdout + stderr
+};
+
+CommandResult run(const std::string& args) {
+  const std::string command = std::string(HIPSTUDIO_BINARY) + " " + args + " 2>&1";
+  CommandResult r;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return r;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) r.out.append(buffer.data(), n);
+  const int raw = pclose(pipe);
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return r;
+}
+
+const char* kSmall = "--prompt 'Once upon a time, there was a little girl named Lily. She loved to play outside in the sunshine.' "
+                     "--topk 16 --bq 8 --bk 2 --ld 1 --rm 4 --decode 6";
+
+// One capture shared by the tests (the model run is the slow part).
+class CaptureCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new hipstudio::testing::TempDir();
+    capture_ = dir_->file("run.hipcap");
+    result_ = run(std::string("capture ") + kSmall + " --trace 3:1:2 --out " + capture_);
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    dir_ = nullptr;
+  }
+  static hipstudio::testing::TempDir* dir_;
+  static std::string capture_;
+  static CommandResult result_;
+};
+hipstudio::testing::TempDir* CaptureCli::dir_ = nullptr;
+std::string CaptureCli::capture_;
+CommandResult CaptureCli::result_;
+
+TEST_F(CaptureCli, CaptureWritesACompleteCaptureThatReopensIdentically) {
+  ASSERT_EQ(result_.status, 0) << result_.out;
+  EXPECT_NE(result_.out.find("dense ppl"), std::string::npos) << result_.out;
+  const std::string bytes = read_bytes(capture_);
+  const hipstudio::captures::Capture c = hipstudio::captures::read_capture(capture_);
+  EXPECT_EQ(hipstudio::captures::encode_capture(c), bytes);  // every array and parameter survives
+  EXPECT_EQ(c.analysis.options.hip.hip.k, 16);
+  EXPECT_EQ(c.analysis.options.hip.hip.b_q, 8);
+  EXPECT_EQ(c.analysis.options.hip.dense_layers, 1);
+  EXPECT_EQ(c.analysis.options.hip.refresh_every, 4);
+  EXPECT_EQ(c.analysis.decode.size(), 6u);
+  EXPECT_EQ(c.masks.size(), 6u);
+  EXPECT_EQ(c.analysis.inputs.size(), 6u);
+  ASSERT_FALSE(c.traces.empty());
+  EXPECT_EQ(c.traces[0].layer, 3);
+  EXPECT_EQ(c.traces[0].trace.head, 1);
+  EXPECT_EQ(c.traces[0].trace.query_block, 2);
+  EXPECT_EQ(c.locality.size(), 6u);
+  EXPECT_TRUE(c.has_offload);
+  EXPECT_EQ(c.offload.steps, 6);
+  EXPECT_EQ(c.info.model_sha256.size(), 64u);
+  EXPECT_EQ(c.info.dtype, "f32");
+  EXPECT_NE(c.info.run.prompt.find("little girl named Lily"), std::string::npos);
+  EXPECT_GT(c.analysis.dense.ppl, 1.0);
+  EXPECT_FALSE(c.images.empty());
+}
+
+TEST_F(CaptureCli, ReportEmbedsEveryFigureAndTheMetrics) {
+  ASSERT_EQ(result_.status, 0) << result_.out;
+  const std::string html = dir_->file("report.html");
+  const CommandResult r = run("report " + capture_ + " --out " + html + " --png-dir " + dir_->file("figs") + " --csv-dir " +
+                              dir_->file("csv") + " --json " + dir_->file("m.json") + " --chrome-trace " + dir_->file("trace.json"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  const std::string text = read_bytes(html);
+  const hipstudio::captures::Capture c = hipstudio::captures::read_capture(capture_);
+  const auto figures = hipstudio::captures::capture_figures(c);
+  EXPECT_GE(figures.size(), 6u + 6u + 2u);  // masks, locality per layer, histograms, cache, latency
+  for (const auto& f : figures) {
+    EXPECT_NE(text.find("id=\"fig-" + f.name + "\""), std::string::npos) << f.name;
+    const std::string file = read_bytes(dir_->file("figs/" + f.name));
+    EXPECT_EQ(file, f.bytes) << f.name;
+    if (f.png()) {
+      EXPECT_EQ(file.substr(1, 3), "PNG") << f.name;
+    } else {
+      EXPECT_EQ(hipstudio::testing::xml_problem(file), "") << f.name;
+    }
+  }
+  char ppl[32];
+  std::snprintf(ppl, sizeof ppl, "%.4f", c.analysis.hip.ppl);
+  EXPECT_NE(text.find(ppl), std::string::npos) << ppl;
+  std::snprintf(ppl, sizeof ppl, "%.6f", c.analysis.kl);
+  EXPECT_NE(text.find(ppl), std::string::npos) << ppl;
+  EXPECT_EQ(text.find("https://"), std::string::npos);
+  for (const char* csv : {"layer_head_metrics.csv", "token_nll.csv", "latency.csv", "hit_ratio_per_step.csv", "decode_steps.csv"})
+    EXPECT_TRUE(std::filesystem::exists(dir_->file(std::string("csv/") + csv))) << csv;
+  const auto json = nlohmann::json::parse(read_bytes(dir_->file("m.json")));
+  EXPECT_EQ(json["schema"], "hipstudio.analysis/1");
+  EXPECT_EQ(json["params"]["k"], 16);
+  const auto trace = nlohmann::json::parse(read_bytes(dir_->file("trace.json")));
+  EXPECT_GT(trace["traceEvents"].size(), 50u);
+}
+
+TEST_F(CaptureCli, ExportWritesOneView) {
+  ASSERT_EQ(result_.status, 0) << result_.out;
+  const std::string png = dir_->file("mask.png"), svg = dir_->file("loc.svg"), npy = dir_->file("mask.npy");
+  CommandResult r = run("export " + capture_ + " --what mask --layer 2 --head 3 --format png --px 256 --out " + png);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(read_bytes(png).substr(1, 3), "PNG");
+  r = run("export " + capture_ + " --what locality --layer 4 --delta 4 --format svg --out " + svg);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(hipstudio::testing::xml_problem(read_bytes(svg)), "");
+  r = run("export " + capture_ + " --what mask --layer 2 --format npy --out " + npy);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(read_bytes(npy).substr(1, 5), "NUMPY");
+  r = run("export " + capture_ + " --what mask --format svg --out " + svg);
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("the choices are"), std::string::npos) << r.out;
+}
+
+TEST_F(CaptureCli, OpenPrintsTheParameters) {
+  ASSERT_EQ(result_.status, 0) << result_.out;
+  const CommandResult r = run("open " + capture_);
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("HiP: k 16, b_q 8, b_k 2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("stories15M"), std::string::npos) << r.out;
+}
+
+TEST_F(CaptureCli, DamagedCapturesAreRejectedAndNothingIsOverwritten) {
+  ASSERT_EQ(result_.status, 0) << result_.out;
+  const std::string bytes = read_bytes(capture_);
+  const std::string bad = dir_->file("bad.hipcap");
+  hipstudio::testing::write_bytes(bad, bytes.substr(0, bytes.size() / 2));
+  const std::string html = dir_->file("keep.html");
+  hipstudio::testing::write_bytes(html, "earlier report");
+  CommandResult r = run("report " + bad + " --out " + html);
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("error: " + bad + ": damaged capture"), std::string::npos) << r.out;
+  EXPECT_EQ(read_bytes(html), "earlier report");
+  r = run("open " + bad);
+  EXPECT_EQ(r.status, 2) << r.out;
+
+  // A capture that fails (bad parameters) leaves the earlier capture as it was.
+  const std::string copy = dir_->file("copy.hipcap");
+  hipstudio::testing::write_bytes(copy, bytes);
+  r = run(std::string("capture --prompt 'Once upon a time' --topk 15 --bk 2 --out ") + copy);
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_EQ(read_bytes(copy), bytes);
+  r = run(std::string("capture --prompt 'Once upon a time' --views mask,nonsense --out ") + copy);
+  EXPECT_NE(r.status, 0) << r.out;
+  r = run(std::string("capture --prompt 'Once upon a time' --trace 1:2 --out ") + copy);
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("LAYER:HEAD:QUERY_BLOCK"), std::string::npos) << r.out;
+  EXPECT_EQ(read_bytes(copy), bytes);
+  r = run(std::string("capture --prompt 'Once upon a time' --out /nonexistent-dir/x.hipcap"));
+  EXPECT_EQ(r.status, 2) << r.out;
+}
+
+TEST(CaptureCliViews, FewerViewsMakeASmallerCapture) {
+  hipstudio::testing::TempDir dir;
+  const std::string path = dir.file("lat.hipcap");
+  const CommandResult r = run(std::string("capture ") + kSmall + " --views latency --model-hash none --out " + path);
+  ASSERT_EQ(r.status, 0) << r.out;
+  const hipstudio::captures::Capture c = hipstudio::captures::read_capture(path);
+  EXPECT_TRUE(c.masks.empty());
+  EXPECT_TRUE(c.traces.empty());
+  EXPECT_FALSE(c.has_offload);
+  EXPECT_EQ(c.info.model_sha256, "");
+  EXPECT_EQ(c.info.views, std::vector<std::string>{"latency"});
+}
+
+}  // namespace

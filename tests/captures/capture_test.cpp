@@ -1,0 +1,310 @@
+// Capture files: round trip, every kind of damage, versions, atomic replacement.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <functional>
+#include <typeinfo>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "captures/npy.h"
+#include "captures/zip_store.h"
+#include "engine/formats/errors.h"
+#include "tests/captures/capture_fixture.h"
+
+namespace hipstudio::captures {
+namespace {
+using hipstudio::testing::TempDir;
+using nlohmann::json;
+
+const Capture& fixture() {
+  static const Capture c = hipstudio::testing::synthetic_capture();
+  return c;
+}
+
+// Expects decode to throw InputError whose message contains every one of `parts`.
+void expect_rejected(const std::string& bytes, const std::vector<std::string>& parts) {
+  try {
+    decode_capture(bytes, "bad.hipcap");
+    ADD_FAILURE() << "a damaged capture was accepted";
+  } catch (const InputError& e) {
+    for (const std::string& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
+  }
+}
+
+// The archive with manifest.json replaced by edit(manifest) (CRCs recomputed: the damage is semantic).
+std::string with_manifest(const std::string& bytes, const std::function<void(json&)>& edit) {
+  auto entries = zip_decode(bytes, "x");
+  for (ZipEntry& e : entries)
+    if (e.name == "manifest.json") {
+      json m = json::parse(e.data);
+      edit(m);
+      e.data = m.dump(1);
+    }
+  return zip_encode(entries);
+}
+
+TEST(CaptureFile, RoundTripKeepsEveryArrayAndParameter) {
+  const Capture& c = fixture();
+  const std::string bytes = encode_capture(c);
+  const Capture back = decode_capture(bytes, "mem");
+  // Encoding is deterministic, so equal bytes after a second trip mean every stored value survived.
+  EXPECT_EQ(encode_capture(back), bytes);
+  // And the reader filled the structures the GUI uses, not just the manifest.
+  EXPECT_EQ(back.analysis.prompt_ids, c.analysis.prompt_ids);
+  EXPECT_EQ(back.analysis.hip.nll, c.analysis.hip.nll);
+  EXPECT_EQ(back.analysis.inputs[1].q, c.analysis.inputs[1].q);
+  EXPECT_EQ(back.analysis.access.sparse_keys, c.analysis.access.sparse_keys);
+  EXPECT_EQ(back.analysis.options.hip.hip.k, 8);
+  EXPECT_EQ(back.analysis.options.hip.hip.sink, 2);
+  EXPECT_EQ(back.analysis.options.random_seed, 7u);
+  EXPECT_EQ(back.analysis.kl, c.analysis.kl);
+  ASSERT_EQ(back.masks.size(), 2u);
+  EXPECT_EQ(back.masks[1].hip.blocks, c.masks[1].hip.blocks);
+  EXPECT_EQ(back.masks[1].oracle.counts, c.masks[1].oracle.counts);
+  EXPECT_EQ(back.masks[0].recall, c.masks[0].recall);
+  ASSERT_EQ(back.traces.size(), 2u);
+  EXPECT_EQ(back.traces[0].trace.blocks, c.traces[0].trace.blocks);
+  ASSERT_EQ(back.traces[0].trace.iterations.size(), c.traces[0].trace.iterations.size());
+  EXPECT_GT(back.traces[0].trace.iterations.size(), 0u);
+  EXPECT_EQ(back.traces[0].trace.iterations.back().branches.back().score, c.traces[0].trace.iterations.back().branches.back().score);
+  ASSERT_EQ(back.locality.size(), 2u);
+  EXPECT_EQ(back.locality[1][1].deltas[2].counts, c.locality[1][1].deltas[2].counts);
+  EXPECT_EQ(back.locality[1][1].deltas[2].stddev, c.locality[1][1].deltas[2].stddev);
+  ASSERT_TRUE(back.has_offload);
+  EXPECT_EQ(back.offload.mask.map.cells, c.offload.mask.map.cells);
+  EXPECT_EQ(back.offload.sparse.total.hits, c.offload.sparse.total.hits);
+  EXPECT_EQ(back.info.run.prompt, c.info.run.prompt);
+  EXPECT_EQ(back.info.model_sha256, c.info.model_sha256);
+  EXPECT_EQ(back.info.views, c.info.views);
+  EXPECT_EQ(back.images.size(), c.images.size());
+  EXPECT_FALSE(back.images.empty());
+}
+
+TEST(CaptureFile, IsAZipOfNpyArraysWithAManifest) {
+  const auto entries = zip_decode(encode_capture(fixture()), "mem");
+  ASSERT_FALSE(entries.empty());
+  EXPECT_EQ(entries[0].name, "manifest.json");
+  const json m = json::parse(entries[0].data);
+  EXPECT_EQ(m["format"], "hipstudio.capture");
+  EXPECT_EQ(m["format_version"], 1);
+  EXPECT_EQ(m["analysis"]["schema"], "hipstudio.analysis/1");  // the analyze schema, embedded
+  EXPECT_EQ(m["params"]["b_q"], 4);
+  EXPECT_EQ(m["model"]["sha256"], std::string(64, 'a'));
+  bool found = false;
+  for (const ZipEntry& e : entries)
+    if (e.name == "masks/L1/hip_blocks.npy") {
+      found = true;
+      const NpyArray a = parse_npy(reinterpret_cast<const unsigned char*>(e.data.data()), e.data.size(), e.name);
+      EXPECT_EQ(a.shape, (std::vector<int64_t>{2, 10, 4}));
+    }
+  EXPECT_TRUE(found);
+}
+
+TEST(CaptureFile, TruncatedFilesAreRejected) {
+  const std::string bytes = encode_capture(fixture());
+  for (size_t keep : {size_t{0}, size_t{10}, bytes.size() / 3, bytes.size() - 30, bytes.size() - 1})
+    expect_rejected(bytes.substr(0, keep), {"bad.hipcap", "damaged capture"});
+}
+
+TEST(CaptureFile, FlippedBytesAreRejected) {
+  const std::string bytes = encode_capture(fixture());
+  const auto entries = zip_decode(bytes, "x");
+  // In the central directory (after the last entry's data) and in the end record.
+  const size_t end = bytes.size() - 22;
+  const size_t cd = static_cast<uint8_t>(bytes[end + 16]) | static_cast<uint8_t>(bytes[end + 17]) << 8 |
+                    static_cast<uint8_t>(bytes[end + 18]) << 16 | static_cast<uint32_t>(static_cast<uint8_t>(bytes[end + 19])) << 24;
+  for (size_t at : {cd, cd + 17, cd + 20, cd + 42, cd + 47, end + 10, end + 16}) {
+    std::string bad = bytes;
+    bad[at] = static_cast<char>(bad[at] ^ 0x5a);
+    expect_rejected(bad, {"damaged capture"});
+  }
+  // Inside the manifest's text and inside an array's data: the CRC-32 check names the entry.
+  std::string bad = bytes;
+  const size_t manifest_at = bytes.find("\"format\"");
+  ASSERT_NE(manifest_at, std::string::npos);
+  bad[manifest_at + 3] ^= 0x01;
+  expect_rejected(bad, {"'manifest.json'", "CRC-32"});
+  bad = bytes;
+  bad[bytes.size() / 2] ^= 0x10;
+  expect_rejected(bad, {"damaged capture"});
+}
+
+TEST(CaptureFile, ShapesThatDisagreeWithTheManifestAreRejected) {
+  const std::string bytes = encode_capture(fixture());
+  // The manifest lists another shape for an array.
+  expect_rejected(with_manifest(bytes, [](json& m) { m["arrays"]["analysis/quality.npy"]["shape"] = {2, 2, 5}; }),
+                  {"analysis/quality", "[2, 2, 6]", "[2, 2, 5]"});
+  // The manifest's dimensions disagree with the arrays.
+  expect_rejected(with_manifest(bytes, [](json& m) { m["dims"]["heads"] = 3; }), {"has shape", "need"});
+  // An array whose data size disagrees with its own header (same manifest).
+  auto entries = zip_decode(bytes, "x");
+  for (ZipEntry& e : entries)
+    if (e.name == "analysis/scalars.npy") e.data.resize(e.data.size() - 8);
+  expect_rejected(zip_encode(entries), {"analysis/scalars.npy", "truncated"});
+  // An array replaced by another of the right shape: the content hash catches it.
+  entries = zip_decode(bytes, "x");
+  for (ZipEntry& e : entries)
+    if (e.name == "analysis/scalars.npy") e.data[e.data.size() - 1] ^= 0x01;
+  expect_rejected(zip_encode(entries), {"content_sha256"});
+  // A missing field.
+  expect_rejected(with_manifest(bytes, [](json& m) { m["params"].erase("b_k"); }), {"'b_k'", "missing"});
+}
+
+TEST(CaptureFile, VersionsSayWhatTheyNeed) {
+  const std::string bytes = encode_capture(fixture());
+  expect_rejected(with_manifest(bytes, [](json& m) { m["format_version"] = 2; m["min_reader_version"] = 2; }),
+                  {"format version 2", "needs a reader of version 2", "update hipstudio"});
+  // A newer writer that stays readable by version 1 readers loads.
+  const Capture newer = decode_capture(with_manifest(bytes, [](json& m) { m["format_version"] = 3; m["min_reader_version"] = 1; }), "m");
+  EXPECT_EQ(newer.format_version, 3);
+  expect_rejected(with_manifest(bytes, [](json& m) { m["format_version"] = 0; m["min_reader_version"] = 0; }), {"older"});
+  expect_rejected(with_manifest(bytes, [](json& m) { m["format"] = "something.else"; }), {"not a HiP Studio capture"});
+  expect_rejected(zip_encode({{"hello.txt", "hi"}}), {"no manifest.json"});
+  expect_rejected("this is not a zip file at all, just some text that is long enough", {"damaged capture"});
+}
+
+TEST(CaptureFile, WritesAtomicallyAndAFailedWriteKeepsTheEarlierCapture) {
+  TempDir dir;
+  const std::string path = dir.file("run.hipcap");
+  write_capture(path, fixture());
+  const std::string before = hipstudio::testing::read_bytes(path);
+  EXPECT_EQ(read_capture(path).analysis.prompt_ids, fixture().analysis.prompt_ids);
+  EXPECT_EQ(read_capture_manifest(path)["format_version"], 1);
+
+  // A write that fails midway (file size limit: write() returns EFBIG, as on a full disk).
+  Capture other = hipstudio::testing::synthetic_capture(48);
+  std::signal(SIGXFSZ, SIG_IGN);
+  rlimit old{};
+  getrlimit(RLIMIT_FSIZE, &old);
+  rlimit small = old;
+  small.rlim_cur = 4096;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  EXPECT_THROW(write_capture(path, other), InputError);
+  setrlimit(RLIMIT_FSIZE, &old);
+  EXPECT_EQ(hipstudio::testing::read_bytes(path), before);
+  for (const auto& e : std::filesystem::directory_iterator(dir.path()))
+    EXPECT_EQ(e.path().filename(), "run.hipcap") << "left behind: " << e.path();
+
+  // A directory that cannot be written (skipped as root, who writes anyway).
+  if (geteuid() != 0) {
+    std::filesystem::permissions(dir.path(), std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
+    EXPECT_THROW(write_capture(path, other), InputError);
+    std::filesystem::permissions(dir.path(), std::filesystem::perms::owner_all);
+    EXPECT_EQ(hipstudio::testing::read_bytes(path), before);
+  }
+  write_capture(path, other);
+  EXPECT_EQ(read_capture(path).analysis.prompt_ids.size(), 48u);
+}
+
+TEST(CaptureFile, UnknownViewsAndTracesOutsideThePromptAreInputErrors) {
+  PairedAnalysis a = hipstudio::testing::synthetic_analysis();
+  const offload::OffloadConfig oc = hipstudio::testing::synthetic_offload_config(a);
+  CaptureRequest r;
+  r.views = {"mask", "heatmap"};
+  EXPECT_THROW(build_capture(a, {}, r, &oc), InputError);
+  r = {};
+  r.traces = {{0, 0, 99}};
+  EXPECT_THROW(build_capture(a, {}, r, &oc), InputError);
+  r = {};
+  r.views = {"latency"};
+  const Capture small = build_capture(a, {}, r, nullptr);
+  EXPECT_TRUE(small.masks.empty());
+  const Capture back = decode_capture(encode_capture(small), "m");
+  EXPECT_TRUE(back.masks.empty());
+  EXPECT_FALSE(back.has_offload);
+  EXPECT_EQ(back.analysis.inputs.size(), 2u);
+  r.keep_inputs = false;
+  const Capture no_inputs = decode_capture(encode_capture(build_capture(a, {}, r, nullptr)), "m");
+  EXPECT_TRUE(no_inputs.analysis.inputs.empty());
+  EXPECT_EQ(no_inputs.analysis.layers.size(), 2u);
+}
+
+// Any single flipped byte or truncation gives a clear InputError, or (in bytes no reader looks at:
+// alignment padding, file attributes) a capture identical to the original; never a crash or another
+// exception type.
+TEST(CaptureFile, RandomDamageIsRejectedOrHarmless) {
+  const Capture small = [] {
+    CaptureRequest r;
+    r.views = {"mask", "iterations", "cache", "latency"};
+    r.traces = {{1, 1, 2}};
+    r.render_images = false;
+    PairedAnalysis a = hipstudio::testing::synthetic_analysis(12);
+    const offload::OffloadConfig oc = hipstudio::testing::synthetic_offload_config(a);
+    return build_capture(std::move(a), {}, r, &oc);
+  }();
+  const std::string bytes = encode_capture(small);
+  uint64_t state = 99;
+  int rejected = 0, harmless = 0;
+  for (int trial = 0; trial < 1500; ++trial) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    std::string bad = bytes;
+    const size_t at = static_cast<size_t>((state >> 20) % bytes.size());
+    if (trial % 5 == 4) {
+      bad.resize(at);
+    } else {
+      bad[at] = static_cast<char>(bad[at] ^ (1 + (state >> 8) % 255));
+    }
+    try {
+      const Capture c = decode_capture(bad, "fuzz");
+      EXPECT_EQ(encode_capture(c), bytes) << "byte " << at << " changed the capture unnoticed";
+      ++harmless;
+    } catch (const InputError&) {
+      ++rejected;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "byte " << at << ": " << typeid(e).name() << ": " << e.what();
+    }
+  }
+  EXPECT_GT(rejected, 1300);
+}
+
+// Every manifest value replaced by one of the wrong type or a negative number (CRCs recomputed) is
+// rejected with an InputError, not trusted.
+TEST(CaptureFile, EveryManifestFieldIsChecked) {
+  const std::string bytes = encode_capture(hipstudio::testing::synthetic_capture(16));
+  const json m = json::parse(zip_decode(bytes, "x")[0].data);
+  // Free text, and the embedded analyze JSON (a copy for readers; the arrays are the truth).
+  const std::vector<std::string> skip{"/analysis/", "/created", "/tool/name", "/device", "/dtype", "/prompt/text", "/model/name",
+                                      "/model/architecture", "/model/sha256", "/tool/version", "/images/"};
+  int checked = 0;
+  const json flat = m.flatten();  // items() of a temporary would dangle
+  for (const auto& item : flat.items()) {
+    const std::string pointer = item.key();
+    const json& value = item.value();
+    bool skipped = false;
+    for (const std::string& s : skip) skipped |= pointer.rfind(s, 0) == 0;
+    if (skipped) continue;
+    std::vector<json> wrongs;
+    if (value.is_string()) wrongs = {json(5)};
+    if (value.is_number()) wrongs = {json("x"), json(-3)};
+    if (value.is_boolean()) wrongs = {json("x"), json(2)};
+    for (const json& wrong : wrongs) {
+      const std::string bad = with_manifest(bytes, [&](json& j) { j[json::json_pointer(pointer)] = wrong; });
+      try {
+        decode_capture(bad, "m");
+        ADD_FAILURE() << pointer << " = " << wrong.dump() << " was accepted";
+      } catch (const InputError&) {
+        ++checked;
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << pointer << " = " << wrong.dump() << ": " << e.what();
+      }
+    }
+  }
+  EXPECT_GT(checked, 100);
+}
+
+TEST(ZipStore, ChecksumAndNames) {
+  EXPECT_EQ(crc32("123456789"), 0xCBF43926u);
+  EXPECT_THROW(zip_encode({{"../evil", "x"}}), InputError);
+  EXPECT_THROW(zip_encode({{"a", "x"}, {"a", "y"}}), InputError);
+  const auto back = zip_decode(zip_encode({{"a/b.txt", "hello"}, {"c", ""}}), "m");
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0].data, "hello");
+  EXPECT_EQ(back[1].data, "");
+}
+
+}  // namespace
+}  // namespace hipstudio::captures

@@ -1,0 +1,122 @@
+#include "viz/plot_data.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace hipstudio::viz {
+
+std::vector<double> nice_ticks(double lo, double hi, int target) {
+  std::vector<double> ticks;
+  if (!(hi > lo) || !std::isfinite(lo) || !std::isfinite(hi) || target < 1) return ticks;
+  const double raw = (hi - lo) / target;
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  double step = mag;
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (raw <= m * mag) {
+      step = m * mag;
+      break;
+    }
+  for (double t = std::ceil(lo / step) * step; t <= hi + step * 1e-9; t += step)
+    ticks.push_back(std::fabs(t) < step * 1e-9 ? 0.0 : t);
+  return ticks;
+}
+
+std::vector<double> fitted_normal_counts(const hip::DeltaStats& s) {
+  const size_t bins = s.counts.size();
+  std::vector<double> out(bins, 0.0);
+  if (bins == 0 || !(s.stddev > 0) || s.pairs <= 0) return out;
+  auto cdf = [&](double x) { return 0.5 * std::erfc(-(x - s.mean) / (s.stddev * std::sqrt(2.0))); };
+  const double width = (s.hist_hi - s.hist_lo) / static_cast<double>(bins);
+  double total = 0;
+  for (size_t b = 0; b < bins; ++b) {
+    const double a = s.hist_lo + width * static_cast<double>(b);
+    out[b] = cdf(a + width) - cdf(a);
+    total += out[b];
+  }
+  for (double& v : out) v = total > 0 ? v / total * static_cast<double>(s.pairs) : 0.0;
+  return out;
+}
+
+std::string format_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (std::fabs(bytes) >= 1024.0 && u < 4) {
+    bytes /= 1024.0;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+  return buf;
+}
+
+namespace {
+
+double coverage(const std::vector<std::pair<int32_t, int32_t>>& nodes, const std::vector<int32_t>& oracle) {
+  if (oracle.empty()) return 1.0;
+  int64_t inside = 0;
+  for (int32_t b : oracle) {
+    auto it = std::upper_bound(nodes.begin(), nodes.end(), std::make_pair(b, INT32_MAX));
+    if (it != nodes.begin() && b < std::prev(it)->second) ++inside;
+  }
+  return static_cast<double>(inside) / static_cast<double>(oracle.size());
+}
+
+TraceStep make_step(int iteration, std::vector<std::pair<int32_t, int32_t>> nodes, const std::vector<int32_t>& oracle) {
+  std::sort(nodes.begin(), nodes.end());
+  TraceStep s;
+  s.iteration = iteration;
+  for (const auto& n : nodes) s.alive_blocks += n.second - n.first;
+  s.oracle_coverage = coverage(nodes, oracle);
+  s.nodes = std::move(nodes);
+  return s;
+}
+
+}  // namespace
+
+std::vector<TraceStep> trace_steps(const hip::MaskTrace& t, const std::vector<int32_t>& oracle) {
+  std::vector<TraceStep> steps;
+  std::vector<std::pair<int32_t, int32_t>> nodes;
+  if (t.initial_begin.empty()) {  // N <= Kb: every block selected, no search
+    for (int32_t b : t.blocks) nodes.emplace_back(b, b + 1);
+    steps.push_back(make_step(-1, nodes, oracle));
+    return steps;
+  }
+  for (size_t j = 0; j < t.initial_begin.size(); ++j) nodes.emplace_back(t.initial_begin[j], t.initial_end[j]);
+  steps.push_back(make_step(-1, nodes, oracle));
+  for (size_t it = 0; it < t.iterations.size(); ++it) {
+    nodes.clear();
+    for (const auto& b : t.iterations[it].branches)
+      if (b.kept) nodes.emplace_back(b.begin, b.end);
+    steps.push_back(make_step(static_cast<int>(it), nodes, oracle));
+  }
+  return steps;
+}
+
+}  // namespace hipstudio::viz
+
+namespace hipstudio::viz {
+
+std::vector<uint32_t> rasterize_bars(const std::vector<ImageBar>& bars, double x_lo, double x_hi, double y_lo,
+                                     double y_hi, int width, int height, uint32_t background) {
+  std::vector<uint32_t> img(static_cast<size_t>(std::max(0, width)) * static_cast<size_t>(std::max(0, height)), background);
+  if (width <= 0 || height <= 0 || !(x_hi > x_lo) || !(y_hi > y_lo)) return img;
+  auto col = [&](double x) { return (x - x_lo) / (x_hi - x_lo) * width; };
+  auto row = [&](double y) { return (y_hi - y) / (y_hi - y_lo) * height; };  // 0 at the top
+  for (const ImageBar& b : bars) {
+    int c0 = static_cast<int>(std::floor(col(b.x0)));
+    int c1 = std::max(c0 + 1, static_cast<int>(std::ceil(col(b.x1))));
+    double ra = row(std::max(b.y_from, b.y_to)), rb = row(std::min(b.y_from, b.y_to));
+    int r0 = static_cast<int>(std::floor(ra));
+    int r1 = std::max(r0 + 1, static_cast<int>(std::ceil(rb)));
+    c0 = std::max(c0, 0), c1 = std::min(c1, width);
+    r0 = std::max(r0, 0), r1 = std::min(r1, height);
+    for (int r = r0; r < r1; ++r) {
+      uint32_t* line = img.data() + static_cast<size_t>(r) * static_cast<size_t>(width);
+      std::fill(line + c0, line + std::max(c0, c1), b.color);
+    }
+  }
+  return img;
+}
+
+}  // namespace hipstudio::viz
