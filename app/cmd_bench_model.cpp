@@ -114,7 +114,8 @@ class Runner {
       });
     }
     const int64_t multiple = backend.chunk_multiple();
-    const int64_t chunk = (kDefaultPrefillChunk + multiple - 1) / multiple * multiple;
+    const int64_t base = cuda_ ? kCudaPrefillChunk : kDefaultPrefillChunk;
+    const int64_t chunk = (base + multiple - 1) / multiple * multiple;
     double start = now();
     at::Tensor logits;
     for (size_t begin = 0; begin < prompt_.size(); begin += static_cast<size_t>(chunk)) {

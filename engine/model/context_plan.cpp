@@ -44,11 +44,12 @@ ContextPlan plan_context(const ModelConfig& c, const RunDevice& run, int64_t pro
 
   ContextPlan plan;
   plan.capacity = total;
-  plan.prefill_chunk = std::min<int64_t>(kDefaultPrefillChunk, prompt_tokens);
+  // CUDA attention (fused dense, HiP kernels) never holds a score matrix: larger chunks, fewer launches.
+  plan.prefill_chunk = std::min<int64_t>(run.device.is_cuda() ? kCudaPrefillChunk : kDefaultPrefillChunk, prompt_tokens);
   const uint64_t elem = c10::elementSize(run.dtype);
   const uint64_t kv = 2ull * c.n_layers * c.n_kv_heads * static_cast<uint64_t>(total) * c.head_dim * elem;
   // One prefill chunk's float32 scores (twice: scores and probabilities) plus hidden activations.
-  const uint64_t scores = 2ull * c.n_heads * plan.prefill_chunk * static_cast<uint64_t>(total) * 4;
+  const uint64_t scores = run.device.is_cuda() ? 0 : 2ull * c.n_heads * plan.prefill_chunk * static_cast<uint64_t>(total) * 4;
   const uint64_t hidden = 8ull * plan.prefill_chunk * std::max(c.dim, c.hidden_dim) * 4;
   plan.bytes_needed = kv + scores + hidden;
 

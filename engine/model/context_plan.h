@@ -17,6 +17,7 @@ struct ContextPlan {
 // Positions the forward pass runs per prefill call: larger chunks are faster, smaller ones bound
 // the dense attention scores [n_heads, chunk, positions] in memory.
 inline constexpr int64_t kDefaultPrefillChunk = 512;
+inline constexpr int64_t kCudaPrefillChunk = 16384;
 
 // context_limit <= 0 means the model's max_seq_len. available_bytes = 0 means "ask the system".
 // Throws InputError when the tokens exceed the context or the memory estimate exceeds what is free.

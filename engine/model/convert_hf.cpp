@@ -8,6 +8,7 @@
 
 #include "engine/formats/errors.h"
 #include "engine/formats/hf_config.h"
+#include "engine/formats/remove_tree.h"
 #include "engine/formats/safetensors.h"
 
 namespace hipstudio {
@@ -108,8 +109,7 @@ void convert_to_hf(const Model& model, c10::ScalarType dtype, const std::string&
     if (fs::exists(out)) fs::remove(out);  // an empty directory, checked above
     fs::rename(tmp, out);
   } catch (...) {
-    std::error_code ignored;
-    fs::remove_all(tmp, ignored);
+    remove_tree(tmp.string());
     throw;
   }
 }

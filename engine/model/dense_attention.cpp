@@ -1,12 +1,40 @@
 #include <cmath>
 
 #include <ATen/ATen.h>
+#include <torch/version.h>
 
 #include "engine/model/attention_backend.h"
 
 namespace hipstudio {
 
+namespace {
+
+#if TORCH_VERSION_MAJOR >= 2
+// On CUDA, LibTorch's fused scaled-dot-product attention (flash / memory-efficient / cuDNN, picked
+// by LibTorch): no T x T score matrix in memory, and the fair dense baseline for HiP's timings.
+at::Tensor fused_attention(const AttentionCall& call) {
+  const int64_t heads = call.q.size(0), T = call.q.size(1), keys = call.k.size(1);
+  const int64_t kv_heads = call.k.size(0), group = heads / kv_heads;
+  auto expand = [&](const at::Tensor& kv) {  // query head h reads KV head h / group
+    return group == 1 ? kv : kv.unsqueeze(1).expand({kv_heads, group, keys, kv.size(2)}).reshape({heads, keys, kv.size(2)});
+  };
+  const at::Tensor q = call.q.unsqueeze(0), k = expand(call.k).unsqueeze(0), v = expand(call.v).unsqueeze(0);
+  if (T == 1) return at::scaled_dot_product_attention(q, k, v)[0];  // a decode step sees every key
+  if (call.first_position == 0 && T == keys)
+    return at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true)[0];
+  // A later prefill chunk: LibTorch's is_causal aligns top-left, so pass the causal mask itself.
+  const at::Tensor rows = at::arange(call.first_position, call.first_position + T, call.q.options().dtype(at::kLong));
+  const at::Tensor mask = at::arange(keys, rows.options()).unsqueeze(0) <= rows.unsqueeze(1);  // [T, keys]
+  return at::scaled_dot_product_attention(q, k, v, mask)[0];
+}
+#endif
+
+}  // namespace
+
 at::Tensor DenseAttention::attend(const AttentionCall& call) {
+#if TORCH_VERSION_MAJOR >= 2
+  if (call.q.is_cuda()) return fused_attention(call);
+#endif
   const int64_t heads = call.q.size(0), T = call.q.size(1), dim = call.q.size(2);
   const int64_t kv_heads = call.k.size(0), keys = call.k.size(1), group = heads / kv_heads;
   // The query heads of one KV group share its keys: fold them into the row dimension.

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "captures/npy.h"
+#include "engine/formats/remove_tree.h"
 
 namespace {
 
@@ -130,7 +131,7 @@ TEST(Cli, AnalyzeRejectsImpossibleParametersWithTheRule) {
 TEST(Cli, MaskCommandWritesMasksForNpyInputs) {
   // Small Q/K/V written as .npy by the test, then the command's outputs are read back.
   const auto dir = std::filesystem::temp_directory_path() / "hipstudio-cli-mask";
-  std::filesystem::remove_all(dir);
+  hipstudio::remove_tree(dir.string());
   std::filesystem::create_directories(dir);
   const int64_t H = 2, T = 64, D = 8;
   std::vector<float> q(H * T * D), k(H * T * D), v(H * T * D);
@@ -158,7 +159,7 @@ TEST(Cli, MaskCommandWritesMasksForNpyInputs) {
                                     true);
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.out.find("bad.npy"), std::string::npos) << bad.out;
-  std::filesystem::remove_all(dir);
+  hipstudio::remove_tree(dir.string());
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/formats/model_source.h"
+#include "engine/formats/remove_tree.h"
 #include "engine/model/model.h"
 
 namespace hipstudio::testing {
@@ -32,8 +33,7 @@ class TempDir {
     path_ = pattern;
   }
   ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
+    remove_tree(path_.string());  // not std::filesystem::remove_all: see remove_tree.h
   }
   const std::filesystem::path& path() const { return path_; }
   std::string file(const std::string& name) const { return (path_ / name).string(); }
