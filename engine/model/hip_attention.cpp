@@ -4,8 +4,8 @@
 #include <chrono>
 
 #include <ATen/ATen.h>
-#include <torch/cuda.h>
 
+#include "engine/model/device_timer.h"
 #include "engine/model/host_inputs.h"
 #include "kernels/attention_inputs.h"
 #include "kernels/search_range.h"
@@ -147,23 +147,26 @@ void HipAttention::record_access(const AttentionCall& call, const hip::MaskResul
 at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& state, HipLayerEvent& event) {
   const hip::HipParams& p = params_.hip;
   const bool need_host_mask = record_access_;
-  auto sync = [&] {
-    if (sync_timing_) torch::cuda::synchronize();
+  // With sync_timing_, CUDA events time each part; otherwise the (asynchronous) launches are not
+  // timed at all and the event reports 0.
+  DeviceTimer mask_time(sync_timing_), attention_time(sync_timing_);
+  auto start_span = [&](DeviceTimer& t) {
+    if (sync_timing_) t.start();
   };
+  auto span_seconds = [&](DeviceTimer& t) { return sync_timing_ ? t.stop_seconds() : 0.0; };
   const int64_t heads = call.q.size(0), kb = hip::hip_kb(p), lo = p.sink / p.b_k;
   // First key block of the dense tail for a query at `position` (the search range's hi).
   auto tail_block = [&](int64_t position) { return std::max(lo, hip::floor_div(position + 1 - p.window, p.b_k)); };
   hip::MaskResult host_mask;
   at::Tensor out;
-  auto start = std::chrono::steady_clock::now();
+  start_span(mask_time);
 
   if (!call.decoding) {
     const hip_torch::MaskTensors masks = hip_torch::estimate_masks(call.q, call.k, p);
-    sync();
-    event.mask_seconds = seconds_since(start);
-    start = std::chrono::steady_clock::now();
+    event.mask_seconds = span_seconds(mask_time);
+    start_span(attention_time);
     out = hip_torch::sparse_attention(call.q, call.k, call.v, masks.blocks, masks.counts, p);
-    sync();
+    event.attention_seconds = span_seconds(attention_time);
     state.valid = false;
     event.refreshed = true;
     if (need_host_mask) host_mask = hip_torch::to_mask_result(masks, p, call.q.size(1), call.k.size(1));
@@ -198,11 +201,10 @@ at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& stat
     const auto device = at::TensorOptions().dtype(at::kInt).device(call.q.device());
     const at::Tensor blocks = at::from_blob(rows.data(), {heads, 1, width}, at::kInt).to(device);
     const at::Tensor block_counts = at::from_blob(counts.data(), {heads, 1}, at::kInt).to(device);
-    sync();
-    event.mask_seconds = event.refreshed ? seconds_since(start) : 0.0;
-    start = std::chrono::steady_clock::now();
+    event.mask_seconds = span_seconds(mask_time);  // refresh, or the cached mask's row rebuild
+    start_span(attention_time);
     out = hip_torch::sparse_attention(call.q, call.k, call.v, blocks, block_counts, widened);
-    sync();
+    event.attention_seconds = span_seconds(attention_time);
     if (need_host_mask) {
       // The refresh's mask as the reference keeps it: the original blocks and the refresh dense_from.
       host_mask.heads = heads;
@@ -215,7 +217,6 @@ at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& stat
       host_mask.branches.assign(static_cast<size_t>(heads), 0);
     }
   }
-  event.attention_seconds = seconds_since(start);
   if (need_host_mask) {
     state.decode_mask = host_mask;
     event.mask = &state.decode_mask;

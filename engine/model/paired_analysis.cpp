@@ -149,6 +149,7 @@ PairedAnalysis run_paired_analysis(std::shared_ptr<const Model> model, const std
   report(progress, 0.15, "HiP prefill");
   HipAttention hip_attention(options.hip, c.n_layers);
   hip_attention.set_record_access(true);
+  hip_attention.set_sync_timing(true);  // the latency breakdown splits mask estimation from sparse attention
   Transformer hip_model(model, plan.capacity);
   KVCache hip_cache(c, model->run, plan.capacity);
   LatencyRecorder hip_prefill_time(c.n_layers), hip_decode_time(c.n_layers);

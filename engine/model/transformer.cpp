@@ -2,11 +2,9 @@
 
 #include <stdexcept>
 
-#include <chrono>
-
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
-#include <torch/cuda.h>
+#include "engine/model/device_timer.h"
 
 namespace hipstudio {
 
@@ -25,19 +23,6 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
   at::Tensor normed = xf * at::rsqrt(xf.pow(2).mean(-1, true) + eps) * weight;
   return normed.to(x.scalar_type());
 }
-
-// A steady clock that waits for the device first, so that GPU work lands in the right interval.
-class SyncedClock {
- public:
-  explicit SyncedClock(bool cuda) : cuda_(cuda) {}
-  double now() const {
-    if (cuda_) torch::cuda::synchronize();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-  }
-
- private:
-  bool cuda_;
-};
 
 }  // namespace
 
@@ -63,9 +48,10 @@ at::Tensor Transformer::forward(const std::vector<int32_t>& tokens, KVCache& cac
   at::Tensor x = w.embedding.index_select(0, ids);  // [T, dim]
   const int64_t qd = c.q_dim(), kvd = c.kv_dim(), hd = c.head_dim;
 
-  const SyncedClock clock(model_->run.device.is_cuda());
+  const bool cuda = model_->run.device.is_cuda();
+  DeviceTimer layer_time(cuda), attention_time(cuda);
   for (int64_t l = 0; l < c.n_layers; ++l) {
-    const double layer_start = timer_ ? clock.now() : 0.0;
+    if (timer_) layer_time.start();
     double attention_seconds = 0.0;
     const LayerWeights& layer = w.layers[l];
     // Attention: fused q/k/v projection, rotary embeddings, cache, backend, output projection.
@@ -85,9 +71,9 @@ at::Tensor Transformer::forward(const std::vector<int32_t>& tokens, KVCache& cac
     call.v = cache.values(l, start + T);
     call.first_position = start;
     call.decoding = phase == Phase::Decode;
-    const double attention_start = timer_ ? clock.now() : 0.0;
+    if (timer_) attention_time.start();
     at::Tensor attended = attention.attend(call);  // [n_heads, T, hd]
-    if (timer_) attention_seconds = clock.now() - attention_start;
+    if (timer_) attention_seconds = attention_time.stop_seconds();
     x = x + project(attended.transpose(0, 1).reshape({T, qd}), layer.wo);
 
     // SwiGLU MLP: down(silu(gate(h)) * up(h)).
@@ -95,7 +81,7 @@ at::Tensor Transformer::forward(const std::vector<int32_t>& tokens, KVCache& cac
     at::Tensor gate_up = project(h, layer.w13);  // [T, 2 hidden]
     at::Tensor act = at::silu(gate_up.narrow(1, 0, c.hidden_dim)) * gate_up.narrow(1, c.hidden_dim, c.hidden_dim);
     x = x + project(act, layer.w2);
-    if (timer_) timer_(l, attention_seconds, clock.now() - layer_start - attention_seconds);
+    if (timer_) timer_(l, attention_seconds, layer_time.stop_seconds() - attention_seconds);
   }
   cache.advance(T);
 

@@ -27,8 +27,9 @@ class Transformer {
   const Model& model() const { return *model_; }
 
   // Optional per-layer timing (seconds) of the attention backend call and of everything else in the
-  // layer (norms, projections, RoPE, cache writes, MLP). Timing synchronizes the device around each
-  // part, so only analysis runs should turn it on.
+  // layer (norms, projections, RoPE, cache writes, MLP): CUDA events on the GPU, a steady clock on
+  // the CPU (device_timer.h). It waits for the device after each part, so only analysis and
+  // benchmark breakdown runs turn it on.
   using LayerTimer = std::function<void(int64_t layer, double attention_seconds, double other_seconds)>;
   void set_layer_timer(LayerTimer timer) { timer_ = std::move(timer); }
   int64_t max_positions() const { return max_positions_; }
