@@ -49,6 +49,7 @@ Request make_request(const AppState& s) {
   r.model.device = s.device;
   r.model.dtype = s.dtype;
   r.model.synthetic_tokens = s.synthetic_tokens;
+  r.model.reload = s.model_reload;
   r.prompt = s.prompt;
   const HipKnobs& k = s.applied;
   r.hip.hip.k = k.k;

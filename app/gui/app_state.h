@@ -33,6 +33,7 @@ struct LatencySample {
 struct AppState {
   // Inputs
   std::string model_path;  // empty: default model
+  uint64_t model_reload = 0;  // the Load button bumps it (retry after fixing a missing file)
   std::string device = "cpu", dtype = "f32";
   std::string prompt;
   std::string prompt_path;
@@ -43,7 +44,8 @@ struct AppState {
   HipKnobs applied;        // last valid knobs (what the results show)
 
   // Selection
-  int layer = 1, head = 0, query_block = 0;
+  int layer = 1, head = 0;
+  int query_block = 1 << 20;  // clamped to the last block (the one that sees the most keys)
   int delta = 8, bins = 40;
   MaskViewState mask_view;
   int step = 0;            // iteration stepper: 0 = initial nodes
@@ -63,6 +65,8 @@ struct AppState {
   float pane_split = 0.55f;   // share of the right area given to the left pane
   std::string focus_panel;    // a panel id to bring to front on the next frame
   std::deque<LatencySample> latency_history;
+
+  bool cancel_requested = false;  // the main loop forwards it to the worker (self-test uses it)
 
   // Bookkeeping of transient messages
   std::string status_message;

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <mutex>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #define GL_SILENCE_DEPRECATION
@@ -132,7 +133,7 @@ int run_gui(const GuiOptions& opt) {
   Worker worker;
   worker.set_notify([] { glfwPostEmptyEvent(); });
   std::unique_ptr<SelfTest> self_test;
-  if (opt.self_test) self_test = std::make_unique<SelfTest>(panels, opt.screenshot, opt.frames);
+  if (opt.self_test) self_test = std::make_unique<SelfTest>(panels, opt.screenshot, opt.frames, opt.frame_stats);
 
   const auto t0 = std::chrono::steady_clock::now();
   auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
@@ -145,7 +146,7 @@ int run_gui(const GuiOptions& opt) {
   while (!quit && !glfwWindowShouldClose(window)) {
     // Idle: sleep until input or a worker publish; busy or animating: full rate.
     const auto snap = worker.snapshot();
-    const bool animating = snap->busy || state.playing || opt.self_test;
+    const bool animating = snap->busy || state.playing || opt.self_test || opt.frames > 0;
     if (animating) {
       glfwPollEvents();
     } else {
@@ -176,6 +177,7 @@ int run_gui(const GuiOptions& opt) {
     const double ui_start = seconds();
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
+    if (self_test) self_test->inject_input(io.MouseDown[0], io.MouseWheel, io.KeysDown, IM_ARRAYSIZE(io.KeysDown));
     ImGui::NewFrame();
     PanelContext ctx{state, *frame_snap, worker, theme, now, io.DeltaTime};
     const LayoutActions act = draw_layout(ctx, panels, frame_ms);
@@ -204,6 +206,12 @@ int run_gui(const GuiOptions& opt) {
     }
     const double swap_start = seconds();
     glfwSwapBuffers(window);
+    // Interactive use: at most ~60 frames per second even where the swap does not wait for a
+    // display refresh (Xvfb, software GL), so the UI leaves the CPU to the worker's measurements.
+    if (!self_test && opt.frames == 0) {
+      const double spare = 1.0 / 60.0 - (seconds() - now);
+      if (spare > 0.001) std::this_thread::sleep_for(std::chrono::duration<double>(spare));
+    }
     if (self_test) self_test->record_parts((render_start - ui_start) * 1000, (swap_start - render_start) * 1000,
                                            (seconds() - swap_start) * 1000);
 
@@ -226,6 +234,10 @@ int run_gui(const GuiOptions& opt) {
       theme = apply_theme(state.dark, content_scale * state.ui_scale);
     }
     if (act.quit) quit = true;
+    if (state.cancel_requested) {
+      worker.cancel();
+      state.cancel_requested = false;
+    }
     worker.submit(make_request(state));
   }
   if (persist) {

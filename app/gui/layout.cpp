@@ -131,6 +131,9 @@ LayoutActions draw_layout(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>
                    ImGuiWindowFlags_MenuBar | ImGuiWindowFlags_NoBringToFrontOnFocus | ImGuiWindowFlags_NoBackground);
   ImGui::PopStyleVar();
   draw_menu(ctx, panels, act);
+  // A panel asked for (shortcut, click, self-test) opens if it was closed.
+  for (auto& p : panels)
+    if (s.focus_panel == p->id()) p->open = true;
   const float status_h = ImGui::GetFrameHeightWithSpacing() + 4;
   const float body_h = ImGui::GetContentRegionAvail().y - status_h;
   const float total_w = ImGui::GetContentRegionAvail().x;

@@ -170,6 +170,12 @@ MaskCanvasEvents MaskCanvas::draw(const char* id, const std::shared_ptr<const La
           if (f & viz::kMaskSink) ImGui::TextUnformatted("sink: always attended");
           if (f & viz::kMaskDense) ImGui::TextUnformatted("dense tail (sliding window): always attended");
           ImGui::Text("selection: %s", outcome_text(f));
+          if (masks.has_oracle) {
+            const int64_t qb = i / masks.params.b_q;
+            ImGui::Text("query block %lld: recall %.3f vs oracle (random %.3f)", static_cast<long long>(qb),
+                        masks.recall[static_cast<size_t>(masks.hip.index(head, qb))],
+                        masks.random_recall[static_cast<size_t>(masks.hip.index(head, qb))]);
+          }
           if (f & viz::kMaskRandom) ImGui::TextUnformatted("random baseline also picked this block");
         }
         ImGui::TextDisabled("wheel: zoom   drag: pan   click: pick this query block");

@@ -73,10 +73,27 @@ class ComparePanel final : public Panel {
       ImGui::SetCursorPosX(ImGui::GetCursorPosX() + fh * 2.8f);  // align with the mask's axis margin
       ImGui::SetCursorPosY(ImGui::GetCursorPosY() + fh * 1.3f);
       const float side = size - std::max(fh * 2.8f, fh * 1.3f);
+      const ImVec2 o = ImGui::GetCursorScreenPos();
       ImGui::Image(dense_tex_.id(), ImVec2(side, side));
-      if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("Query rows, key columns, max-pooled. Brighter = more probability (square-root scale,\n"
-                          "saturating at the 99.5th percentile %.3f; the largest is %.3f).", d->scale_max, d->max_prob);
+      if (ImGui::IsItemHovered() && ctx.snap.analysis) {
+        const AnalysisView& a = *ctx.snap.analysis;
+        const hip::AttentionInputs in = a.inputs(std::min<int64_t>(d->layer, static_cast<int64_t>(a.analysis->inputs.size()) - 1));
+        const ImVec2 mp = ImGui::GetIO().MousePos;
+        const auto i = static_cast<int64_t>((mp.y - o.y) / side * static_cast<float>(in.tq));
+        const auto j = static_cast<int64_t>((mp.x - o.x) / side * static_cast<float>(in.tk));
+        const viz::ProbeValue pv = probe_.at(in, d->head, i, j);
+        ImGui::BeginTooltip();
+        ImGui::Text("query %lld %s, key %lld %s", static_cast<long long>(i), token_label(a, i).c_str(),
+                    static_cast<long long>(j), token_label(a, j).c_str());
+        if (pv.visible) {
+          ImGui::Text("dense probability %.4f (score %.3f)", pv.probability, pv.score);
+        } else {
+          ImGui::TextDisabled("future key (causal mask)");
+        }
+        ImGui::TextDisabled("Brighter = more probability (square-root scale, saturating at %.3f, the\n"
+                            "99.5th percentile; the largest is %.3f). Max-pooled when T > 1024.", d->scale_max, d->max_prob);
+        ImGui::EndTooltip();
+      }
     } else {
       ImGui::TextDisabled("Dense probabilities: computing...");
     }
@@ -200,6 +217,7 @@ class ComparePanel final : public Panel {
   }
 
   MaskCanvas canvas_;
+  viz::AttentionProbe probe_;
   GlTexture dense_tex_;
   std::shared_ptr<const DenseView> dense_src_;
   bool dense_dark_ = false;

@@ -40,7 +40,6 @@ class GeneratePanel final : public Panel {
     auto side = [&](const char* id, const char* name, const std::string& text, int64_t n, double tps, uint32_t col) {
       ImGui::BeginChild(id, ImVec2(w, h), true);
       ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(col), "%s", name);
-      ImGui::SameLine();
       if (tps > 0) {
         ImGui::TextDisabled("%lld tokens, %.1f tokens/s (decode)", static_cast<long long>(n), tps);
       } else {

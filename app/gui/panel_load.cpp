@@ -1,6 +1,4 @@
 // Sidebar: which model, on which device, and which prompt.
-#include <fstream>
-#include <sstream>
 
 #include <imgui.h>
 #include <imgui_stdlib.h>
@@ -37,12 +35,15 @@ class LoadPanel final : public Panel {
       last_model_ = s.model_path;
     }
 
-    ImGui::TextDisabled("Model (empty = default stories15M; llama2.c file or HF folder)");
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(ctx.theme.text_dim));
+    ImGui::TextWrapped("Model: empty = default stories15M, or a llama2.c file / Hugging Face folder");
+    ImGui::PopStyleColor();
     ImGui::SetNextItemWidth(-ImGui::GetFrameHeight() * 2.6f);
     const bool enter = ImGui::InputTextWithHint("##model", "default: stories15M", &model_edit_,
                                                 ImGuiInputTextFlags_EnterReturnsTrue);
     ImGui::SameLine();
     if (ImGui::Button("Load") || enter) {
+      if (s.model_path == model_edit_) ++s.model_reload;  // same path: load it again
       s.model_path = model_edit_;
       s.add_recent_model(model_edit_);
     }
@@ -89,7 +90,9 @@ class LoadPanel final : public Panel {
     }
 
     ImGui::Spacing();
-    ImGui::TextDisabled("Prompt (type or paste; drop a .txt file on the window)");
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(ctx.theme.text_dim));
+    ImGui::TextWrapped("Prompt: type or paste, open a file, or drop a .txt file on the window");
+    ImGui::PopStyleColor();
     const float h = ImGui::GetTextLineHeight() * 7;
     ImGui::InputTextMultiline("##prompt", &prompt_edit_, ImVec2(-1, h));
     const bool dirty = prompt_edit_ != s.prompt;

@@ -29,10 +29,13 @@ class MaskPanel final : public Panel {
     MaskViewState& v = s.mask_view;
     ImGui::Checkbox("Oracle (hit / miss / false pick)", &v.show_oracle);
     ImGui::SameLine();
+    wrap_if_needed(checkbox_width("Random baseline"));
     ImGui::Checkbox("Random baseline", &v.show_random);
     ImGui::SameLine();
+    wrap_if_needed(checkbox_width("Sink + window"));
     ImGui::Checkbox("Sink + window", &v.show_sink_dense);
     ImGui::SameLine();
+    wrap_if_needed(ImGui::CalcTextSize("Fit (F) + -").x + ImGui::GetFontSize() * 3);
     if (ImGui::SmallButton("Fit (F)")) v.span = 0;
     ImGui::SameLine();
     if (ImGui::SmallButton("+")) v.span *= 0.7;

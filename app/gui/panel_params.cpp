@@ -1,6 +1,8 @@
 // Sidebar: HiP's knobs with inline validation, and which layer / head / query block to look at.
 // Invalid combinations show the broken rule and never reach the worker.
 #include <algorithm>
+#include <cctype>
+#include <string>
 
 #include <imgui.h>
 
@@ -11,10 +13,28 @@ namespace hipstudio::gui {
 
 namespace {
 
-// A slider with a tooltip; returns true when changed.
-bool knob(const char* label, int* v, int lo, int hi, const char* help, bool log = false) {
+// Whether the broken rule names this knob: "b_k (3)" names b_k, not k.
+bool mentions(const std::string& rule, const char* name) {
+  const std::string key = std::string(name) + " (";
+  for (size_t at = rule.find(key); at != std::string::npos; at = rule.find(key, at + 1))
+    if (at == 0 || !(std::isalnum(static_cast<unsigned char>(rule[at - 1])) || rule[at - 1] == '_')) return true;
+  return false;
+}
+
+// A slider with a tooltip, framed red when the broken rule names it; returns true when changed.
+bool knob(const char* label, const char* name, int* v, int lo, int hi, const char* help, const std::string& rule,
+          uint32_t bad_color, bool log = false) {
+  const bool bad = !rule.empty() && mentions(rule, name);
+  if (bad) {
+    ImGui::PushStyleColor(ImGuiCol_Border, ImGui::ColorConvertU32ToFloat4(bad_color));
+    ImGui::PushStyleVar(ImGuiStyleVar_FrameBorderSize, 2.0f);
+  }
   ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x * 0.62f);
   const bool changed = ImGui::SliderInt(label, v, lo, hi, "%d", log ? ImGuiSliderFlags_Logarithmic : 0);
+  if (bad) {
+    ImGui::PopStyleVar();
+    ImGui::PopStyleColor();
+  }
   if (ImGui::IsItemHovered() && help) ImGui::SetTooltip("%s\n(Ctrl+click to type a value)", help);
   return changed;
 }
@@ -32,19 +52,24 @@ class ParamsPanel final : public Panel {
     const int tokens = ctx.snap.analysis ? static_cast<int>(ctx.snap.analysis->tokens()) : 256;
     const int layers = info ? static_cast<int>(info->n_layers) : 6;
 
-    knob("k (top-k tokens)", &k.k, 1, std::max(64, tokens * 2), "Top-k budget in tokens; k / b_k key blocks per query block.", true);
-    knob("b_q (query block)", &k.b_q, 1, 64, "Query rows that share one mask.");
-    knob("b_k (key block)", &k.b_k, 1, 32, "Key block size: the unit the search selects.");
-    knob("b_sq (query stride)", &k.b_sq, 1, 16, "Stride over the query rows when scoring a branch.");
-    knob("b_sk (key stride)", &k.b_sk, 1, 16, "Stride over the keys of a representative block.");
-    knob("sink", &k.sink, 0, 64, "Keys [0, sink) are always attended (StreamingLLM sink).");
-    knob("window", &k.window, 0, 128, "The most recent keys attended densely (sliding window).");
+    const std::string& rule = s.invalid;  // last frame's verdict, for the red frames
+    const uint32_t bad = ctx.theme.bad;
+    knob("k (top-k tokens)", "k", &k.k, 1, std::max(64, tokens * 2), "Top-k budget in tokens; k / b_k key blocks per query block.", rule, bad, true);
+    knob("b_q (query block)", "b_q", &k.b_q, 1, 64, "Query rows that share one mask.", rule, bad);
+    knob("b_k (key block)", "b_k", &k.b_k, 1, 32, "Key block size: the unit the search selects.", rule, bad);
+    knob("b_sq (query stride)", "b_sq", &k.b_sq, 1, 16, "Stride over the query rows when scoring a branch.", rule, bad);
+    knob("b_sk (key stride)", "b_sk", &k.b_sk, 1, 16, "Stride over the keys of a representative block.", rule, bad);
+    knob("sink", "sink", &k.sink, 0, 64, "Keys [0, sink) are always attended (StreamingLLM sink).", rule, bad);
+    knob("window", "window", &k.window, 0, 128, "The most recent keys attended densely (sliding window).", rule, bad);
     ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x * 0.62f);
     ImGui::SliderFloat("repr. position", &k.rho, 0.0f, 1.0f, "%.2f");
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("Representative key block of a branch: 0 first, 0.5 center, 1 last.");
-    knob("l_d (dense layers)", &k.l_d, 0, layers, "The first l_d layers stay dense.");
-    knob("r_m (refresh steps)", &k.r_m, 1, 32, "Decode steps per mask re-estimation.");
-    knob("decode steps", &k.decode_steps, 0, 64, "Greedy decode steps after the prompt (KV cache view).");
+    knob("l_d (dense layers)", "l_d", &k.l_d, 0, layers, "The first l_d layers stay dense.", rule, bad);
+    knob("r_m (refresh steps)", "r_m", &k.r_m, 1, 32, "Decode steps per mask re-estimation.", rule, bad);
+    // Decode steps fit in the model's context after the prompt.
+    const int room = info && ctx.snap.analysis ? static_cast<int>(info->max_seq_len - ctx.snap.analysis->tokens()) : 64;
+    knob("decode steps", "decode steps", &k.decode_steps, 0, std::clamp(room, 0, 64),
+         "Greedy decode steps after the prompt (KV cache view); at most the context left after the prompt.", rule, bad);
     ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x * 0.62f);
     ImGui::SliderFloat("cache factor c", &k.cache_factor, 0.0f, 8.0f, "%.2f");
     if (ImGui::IsItemHovered())
@@ -58,7 +83,10 @@ class ParamsPanel final : public Panel {
     } else {
       s.applied = k;
     }
-    if (ImGui::SmallButton("Paper-style defaults for this model")) s.knobs = HipKnobs{};
+    if (ImGui::SmallButton("Reset to the defaults")) s.knobs = HipKnobs{};
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("k 32, b_q 8, b_k 2, b_sq 1, b_sk 1, sink 2, window 4, l_d 1, r_m 4: the paper's settings scaled\n"
+                        "to stories15M's 256-token context (the paper's k = 512 would select everything).");
     ImGui::SameLine();
     ImGui::TextDisabled("Kb = %d blocks", k.b_k > 0 ? k.k / k.b_k : 0);
 

@@ -74,7 +74,10 @@ class StepperPanel final : public Panel {
                 static_cast<long long>(tr.row_begin), static_cast<long long>(tr.row_end - 1),
                 static_cast<long long>(tr.lo), static_cast<long long>(tr.hi), static_cast<long long>(tr.hi - tr.lo),
                 static_cast<long long>(v.params.k / v.params.b_k));
-    if (st.iteration < 0) {
+    if (tr.hi <= tr.lo) {
+      ImGui::TextWrapped("Nothing to search: this block's keys are all sink or sliding window (attended densely). "
+                         "Pick a later query block (Down arrow, or click lower in the mask view).");
+    } else if (st.iteration < 0) {
       ImGui::TextWrapped("Step %d / %d: %s, %zu nodes hold %lld blocks", s.step, last,
                   tr.initial_begin.empty() ? "range fits the budget (every block selected)" : "initial nodes",
                   st.nodes.size(), static_cast<long long>(st.alive_blocks));
@@ -129,10 +132,12 @@ class StepperPanel final : public Panel {
     const double span = ytop - smin;
     if (bars_src_ != &v || bars_step_ != st.iteration || bars_w_ != w || bars_h_ != ph || bars_dark_ != t.dark) {
       std::vector<viz::ImageBar> bars;
+      const double px = (hi - lo) / w;  // blocks per pixel: a one-pixel gap separates wide neighbours
+      auto right = [&](const hip::TraceBranch& b) { return b.end - b.begin > 3 * px ? b.end - px : double(b.end); };
       if (branches) {
         for (int pass = 0; pass < 2; ++pass)  // pruned first, kept on top
           for (const auto& b : *branches)
-            if (b.kept == (pass == 1)) bars.push_back({double(b.begin), double(b.end), smin, b.score, (b.kept ? t.kept : t.dropped) & 0xC0FFFFFF});
+            if (b.kept == (pass == 1)) bars.push_back({double(b.begin), right(b), smin, b.score, (b.kept ? t.kept : t.dropped) & 0xC0FFFFFF});
         for (const auto& b : *branches)
           bars.push_back({double(b.repr), double(b.repr + 1), b.score - span * 0.012, b.score + span * 0.012, t.repr});
       } else {

@@ -13,6 +13,7 @@ struct ModelRequest {
   std::string device = "cpu";
   std::string dtype = "f32";
   int64_t synthetic_tokens = 0;  // > 0: no model, random Q/K of this many tokens (frame stats)
+  uint64_t reload = 0;           // bumped by the Load button: retry / reload the same path
 };
 
 struct Request {

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <memory>
 
+#include <GLFW/glfw3.h>
+
 #include "kernels/mask_reference.h"
 #include "kernels/search_range.h"
 
@@ -38,8 +40,9 @@ double percentile(std::vector<double> v, double p) {
 
 }  // namespace
 
-SelfTest::SelfTest(std::vector<std::unique_ptr<Panel>>& panels, const std::string& screenshot, int frames)
-    : panels_(panels), screenshot_(screenshot), frames_(frames) {
+SelfTest::SelfTest(std::vector<std::unique_ptr<Panel>>& panels, const std::string& screenshot, int frames,
+                   bool frame_stats)
+    : panels_(panels), screenshot_(screenshot), frames_(frames), frame_stats_(frame_stats) {
   // Developer shortcut for tuning frame times: HIPSTUDIO_SELF_TEST_FRAMES_ONLY=1 skips the
   // functional script (ctest always runs it).
   const char* only_frames = std::getenv("HIPSTUDIO_SELF_TEST_FRAMES_ONLY");
@@ -51,9 +54,12 @@ void SelfTest::build_steps() {
   // 1. The default model and prompt open and the paired run completes.
   steps_.push_back({"open the default model and prompt", [](AppState&) {},
                     [](const AppState&, const Snapshot& s) {
+                      if (!s.error[kStageModel].empty() || !s.error[kStageAnalysis].empty()) return true;  // fail fast
                       return s.analysis && s.masks && fresh(s, kStageAnalysis) && fresh(s, kStageMasks) && !s.busy;
                     },
                     [](AppState&, const Snapshot& s) -> std::string {
+                      if (!s.error[kStageModel].empty()) return "the model did not load: " + s.error[kStageModel];
+                      if (!s.error[kStageAnalysis].empty()) return "the analysis failed: " + s.error[kStageAnalysis];
                       if (!s.model || s.model->synthetic) return "no model loaded";
                       if (s.analysis->tokens() < 32) return fail("prompt has only %lld tokens", s.analysis->tokens());
                       if (static_cast<int64_t>(s.analysis->analysis->inputs.size()) != s.model->n_layers)
@@ -61,7 +67,7 @@ void SelfTest::build_steps() {
                       if (s.analysis->analysis->options.hip.hip.k != 32) return "default k is not 32";
                       return "";
                     },
-                    240});
+                    240, 2, true});
   // 2. The mask view shows exactly the engine's masks for the selected layer.
   steps_.push_back({"mask view = engine masks",
                     [](AppState& s) { s.focus_panel = "mask"; },
@@ -72,6 +78,36 @@ void SelfTest::build_steps() {
                       if (engine.blocks != m.hip.blocks || engine.counts != m.hip.counts) return "mask blocks differ";
                       return "";
                     }});
+  // 2b. The mouse: the wheel zooms the mask view, a click picks the query block under it.
+  auto phase = std::make_shared<int>(0);
+  steps_.push_back({"zoom and click in the mask view",
+                    [this, phase](AppState& s) {
+                      *phase = 0;
+                      s.query_block = 0;
+                      mouse_x = 0.40f;
+                      mouse_y = 0.55f;
+                    },
+                    [](const AppState&, const Snapshot& s) { return s.masks != nullptr; },
+                    [this, phase](AppState& s, const Snapshot& snap) -> std::string {
+                      const double T = static_cast<double>(snap.masks->source->tokens());
+                      switch ((*phase)++) {
+                        case 0: wheel = 2.0f; return kMore;     // scroll in
+                        case 1: return kMore;                   // let the view settle
+                        case 2:
+                          if (!(s.mask_view.span < T)) return "the wheel did not zoom the mask view";
+                          s.mask_view.span = 0;                 // back to fit (what F does)
+                          return kMore;
+                        case 3: mouse_down = true; return kMore;  // press ...
+                        case 4: mouse_down = false; return kMore; // ... and release: a click
+                        case 5: return kMore;
+                        default:
+                          mouse_x = 0.01f, mouse_y = 0.99f;
+                          if (s.query_block <= 0) return "a click in the mask view did not pick a query block";
+                          std::printf("self-test:   click picked query block %d\n", s.query_block);
+                          return "";
+                      }
+                    },
+                    30, 2});
   // 3. Changing k re-runs the analysis and the masks with the new budget.
   steps_.push_back({"change k to 16",
                     [](AppState& s) { s.knobs.k = 16; },
@@ -88,17 +124,18 @@ void SelfTest::build_steps() {
   steps_.push_back({"invalid b_k is refused",
                     [](AppState& s) { s.knobs.b_k = 3; },
                     [](const AppState& s, const Snapshot&) { return !s.invalid.empty(); },
-                    [](AppState& s, const Snapshot& snap) -> std::string {
-                      std::string err;
-                      if (s.invalid.find("multiple") == std::string::npos) err = "unexpected message: " + s.invalid;
-                      if (snap.stale[kStageAnalysis]) err = "an invalid combination reached the worker";
-                      s.knobs.b_k = 2;
-                      return err;
+                    [this](AppState& s, const Snapshot& snap) -> std::string {
+                      if (!screenshot_.empty()) pending_screenshot_ = with_suffix(screenshot_, "invalid");
+                      if (s.invalid.find("multiple") == std::string::npos) return "unexpected message: " + s.invalid;
+                      if (snap.stale[kStageAnalysis]) return "an invalid combination reached the worker";
+                      return "";  // b_k is restored by the next step: this frame still shows the rule
                     }});
   // 5. All pruning iterations of one query block; the final mask equals the engine's row.
   auto last_alive = std::make_shared<int64_t>(-1);
   steps_.push_back({"step through every iteration of the last query block",
-                    [last_alive](AppState& s) {
+                    [this, last_alive](AppState& s) {
+                      pressed_from_ = -1;
+                      s.knobs.b_k = 2;
                       s.query_block = 1 << 20;  // clamped to the last block by the parameters panel
                       s.step = 0;
                       s.focus_panel = "stepper";
@@ -108,15 +145,24 @@ void SelfTest::build_steps() {
                       return snap.trace && fresh(snap, kStageTrace) && snap.trace->query_block == s.query_block &&
                              s.query_block > 0 && !snap.busy;
                     },
-                    [last_alive](AppState& s, const Snapshot& snap) -> std::string {
+                    [this, last_alive](AppState& s, const Snapshot& snap) -> std::string {
                       const TraceView& t = *snap.trace;
                       const int last = static_cast<int>(t.steps.size()) - 1;
                       if (t.trace.iterations.empty()) return "the last query block did not search (N <= Kb)";
+                      if (key_down >= 0) {  // the Right arrow was held for a frame: release it
+                        key_down = -1;
+                        return kMore;
+                      }
                       const viz::TraceStep& st = t.steps[static_cast<size_t>(std::min(s.step, last))];
                       if (*last_alive >= 0 && st.alive_blocks > *last_alive) return "alive blocks grew between steps";
                       *last_alive = st.alive_blocks;
                       if (s.step < last) {
-                        ++s.step;  // what the Right arrow does
+                        const int before = s.step;
+                        if (*last_alive >= 0 && before != pressed_from_ + 1 && pressed_from_ >= 0)
+                          return "the Right arrow did not advance the stepper";
+                        pressed_from_ = before;
+                        if (before == 2 && !screenshot_.empty()) pending_screenshot_ = with_suffix(screenshot_, "iteration2");
+                        key_down = GLFW_KEY_RIGHT;  // press it: the shortcut advances one iteration
                         return kMore;
                       }
                       std::vector<int32_t> starts;
@@ -174,6 +220,29 @@ void SelfTest::build_steps() {
                       }
                       return "";
                     }});
+  // 7b. Cancel: a longer decode starts, is cancelled, and the last result stays on screen (stale).
+  auto cancel_sent = std::make_shared<bool>(false);
+  steps_.push_back({"cancel a running analysis",
+                    [cancel_sent](AppState& s) {
+                      s.knobs.decode_steps = 40;
+                      *cancel_sent = false;
+                    },
+                    [](const AppState&, const Snapshot& s) {
+                      return (s.busy && s.running_stage == kStageAnalysis) || s.error[kStageAnalysis] == "cancelled";
+                    },
+                    [cancel_sent](AppState& s, const Snapshot& snap) -> std::string {
+                      if (!*cancel_sent) {
+                        s.cancel_requested = true;  // what the Cancel button and Esc do
+                        *cancel_sent = true;
+                        return kMore;
+                      }
+                      if (snap.error[kStageAnalysis] != "cancelled" || snap.busy) return kMore;
+                      if (!snap.analysis || snap.analysis->analysis->decode.size() != 6 || !snap.stale[kStageAnalysis])
+                        return "the previous result is not kept (greyed) after a cancel";
+                      s.knobs.decode_steps = 6;  // back to the computed result: nothing re-runs
+                      return "";
+                    },
+                    60, 1});
   // 8. Score locality: the histogram holds every key pair of the chosen queries.
   steps_.push_back({"score locality histogram",
                     [](AppState& s) {
@@ -205,10 +274,11 @@ void SelfTest::build_steps() {
                       return snap.generate && snap.generate->id == s.generate_id && !snap.generate->running &&
                              fresh(snap, kStageGenerate);
                     },
-                    [](AppState&, const Snapshot& s) -> std::string {
+                    [this](AppState&, const Snapshot& s) -> std::string {
                       const GenerateView& g = *s.generate;
                       if (g.dense_tokens <= 0 || g.hip_tokens <= 0 || g.dense_text.empty() || g.hip_text.empty())
                         return "a side generated nothing";
+                      if (!screenshot_.empty()) pending_screenshot_ = with_suffix(screenshot_, "generated");
                       return "";
                     }});
   // 10. Screenshot of the main window with the mask view and the stepper side by side.
@@ -231,9 +301,20 @@ void SelfTest::build_steps() {
                       return "";
                     },
                     30, 4});
-  // 11. The light theme, for a look (the screenshot shows the side-by-side view).
+  // 11. The help window lists the shortcuts.
+  steps_.push_back({"help window",
+                    [](AppState& s) { s.show_help = true; },
+                    [](const AppState&, const Snapshot&) { return true; },
+                    [this](AppState& s, const Snapshot&) -> std::string {
+                      if (!s.show_help) return "the help window closed by itself";
+                      if (!screenshot_.empty()) pending_screenshot_ = with_suffix(screenshot_, "help");
+                      return "";  // closed by the next step: this frame is still to be drawn
+                    },
+                    30, 3});
+  // 12. The light theme, for a look (the screenshot shows the side-by-side view).
   steps_.push_back({"light theme",
                     [](AppState& s) {
+                      s.show_help = false;
                       s.dark = false;
                       s.focus_panel = "compare";
                     },
@@ -293,6 +374,8 @@ void SelfTest::build_frame_steps() {
                         return kMore;
                       }
                       measuring_ = false;
+                      if (!screenshot_.empty()) pending_screenshot_ = with_suffix(screenshot_, std::to_string(tokens_));
+                      if (!frame_stats_) return "";
                       std::vector<double> all = static_ms_;
                       all.insert(all.end(), moving_ms_.begin(), moving_ms_.end());
                       std::printf("frame-stats: %zu frames with a %lld-token mask on screen (synthetic Q/K, 2 heads)\n", all.size(),
@@ -306,7 +389,6 @@ void SelfTest::build_frame_steps() {
                                   "process CPU per frame %.2f ms (all threads, Mesa's rasteriser included)\n",
                                   percentile(ui_ms_, 0.5), percentile(render_ms_, 0.5), percentile(swap_ms_, 0.5),
                                   percentile(cpu_ms_, 0.5));
-                      if (!screenshot_.empty()) pending_screenshot_ = with_suffix(screenshot_, std::to_string(tokens_));
                       return "";
                     },
                     600, 1});
@@ -359,6 +441,7 @@ void SelfTest::tick(AppState& s, const Snapshot& snap, double now) {
     for (int i = 0; i < kStageCount; ++i)
       if (!snap.error[i].empty()) std::printf("self-test:   %s error: %s\n", stage_name(i), snap.error[i].c_str());
     ++failures_;
+    if (st.fatal) current_ = steps_.size() - 1;  // next() ends the script
     next();
     return;
   }
@@ -370,6 +453,7 @@ void SelfTest::tick(AppState& s, const Snapshot& snap, double now) {
   } else {
     std::printf("self-test: FAIL %s: %s\n", st.name.c_str(), r.c_str());
     ++failures_;
+    if (st.fatal) current_ = steps_.size() - 1;  // next() ends the script
   }
   std::fflush(stdout);
   next();

@@ -21,11 +21,14 @@ struct SelfTestStep {
   std::function<std::string(AppState&, const Snapshot&)> check; // "" = pass; may ask for more frames via `again`
   double timeout_s = 180;
   int min_frames = 2;                                          // frames to draw before checking
+  bool fatal = false;                                          // a failure ends the script (nothing to test after it)
 };
 
 class SelfTest {
  public:
-  SelfTest(std::vector<std::unique_ptr<Panel>>& panels, const std::string& screenshot, int frames);
+  // frames > 0: after the script, render that many frames of a synthetic long-prompt mask, and
+  // print their statistics when `frame_stats`.
+  SelfTest(std::vector<std::unique_ptr<Panel>>& panels, const std::string& screenshot, int frames, bool frame_stats);
 
   // Once per frame, before the UI is drawn: advances the script.
   void tick(AppState& s, const Snapshot& snap, double now);
@@ -40,6 +43,19 @@ class SelfTest {
   // Where the (virtual) mouse should be, as a fraction of the window; x < 0: leave it alone. The
   // script parks it on the status bar, and over the mask for the main screenshot's hover readout.
   float mouse_x = 0.01f, mouse_y = 0.99f;
+  // Mouse button and wheel as the script wants them this frame; applied between the GLFW backend's
+  // NewFrame and ImGui::NewFrame, so the panels see an ordinary click or scroll.
+  bool mouse_down = false;
+  float wheel = 0;
+  int key_down = -1;  // a key held this frame (GLFW code), -1 none
+  void inject_input(bool& down, float& wheel_io, bool* keys_down, int key_count) {
+    down = mouse_down;
+    wheel_io += wheel;
+    wheel = 0;
+    if (last_key_ >= 0 && last_key_ < key_count) keys_down[last_key_] = false;
+    if (key_down >= 0 && key_down < key_count) keys_down[key_down] = true;
+    last_key_ = key_down;
+  }
 
  private:
   void build_steps();
@@ -47,6 +63,7 @@ class SelfTest {
   std::vector<std::unique_ptr<Panel>>& panels_;
   std::string screenshot_;
   int frames_ = 0;
+  bool frame_stats_ = false;
   std::vector<SelfTestStep> steps_;
   size_t current_ = 0;
   bool started_ = false;
@@ -62,6 +79,8 @@ class SelfTest {
   std::vector<double> static_ms_, moving_ms_, ui_ms_, render_ms_, swap_ms_, cpu_ms_;
   int measured_ = 0;
   int64_t tokens_ = 4096;
+  int last_key_ = -1;
+  int pressed_from_ = -1;  // stepper position when the Right arrow was last pressed
 };
 
 }  // namespace hipstudio::gui

@@ -113,8 +113,19 @@ void plot_bars(const PlotArea& p, const std::vector<double>& edges, const std::v
   }
 }
 
+void wrap_if_needed(float width) {
+  const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+  if (ImGui::GetCursorScreenPos().x + width > right && ImGui::GetCursorPosX() > ImGui::GetStyle().WindowPadding.x + 1)
+    ImGui::NewLine();
+}
+
+float checkbox_width(const char* label) {
+  return ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x + ImGui::CalcTextSize(label, nullptr, true).x;
+}
+
 void legend_item(uint32_t color, const char* label) {
   const float s = ImGui::GetTextLineHeight() * 0.8f;
+  wrap_if_needed(s + 4 + ImGui::CalcTextSize(label).x);
   const ImVec2 pos = ImGui::GetCursorScreenPos();
   const float pad = (ImGui::GetTextLineHeight() - s) / 2;
   ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(pos.x, pos.y + pad), ImVec2(pos.x + s, pos.y + pad + s), color, 2.0f);

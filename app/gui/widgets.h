@@ -33,7 +33,11 @@ void plot_points(const PlotArea& p, const std::vector<double>& xs, const std::ve
                  float radius = 3.0f);
 // Bars over [edges[i], edges[i+1]) with heights ys[i].
 void plot_bars(const PlotArea& p, const std::vector<double>& edges, const std::vector<double>& ys, uint32_t color);
-// A legend entry: coloured square then text, on the current line.
+// Toolbars that fit any width: before an item of `width` pixels placed with SameLine, moves to a
+// new line when it would not fit.
+void wrap_if_needed(float width);
+float checkbox_width(const char* label);
+// A legend entry: coloured square then text, on the current line (wraps when full).
 void legend_item(uint32_t color, const char* label);
 
 // Greys everything drawn in its scope when `stale` (the result belongs to older inputs).

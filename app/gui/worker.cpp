@@ -150,25 +150,25 @@ bool Worker::step(const Request& r) {
         break;
       }
       case kStageMasks: {
-        auto m = compute_layer_masks(current_.analysis, r);
+        auto m = compute_layer_masks(current_.analysis, clamp_selection(*current_.analysis, r));
         std::lock_guard<std::mutex> lock(mutex_);
         current_.masks = m;
         break;
       }
       case kStageTrace: {
-        auto t = compute_trace(*current_.masks, r);
+        auto t = compute_trace(*current_.masks, clamp_selection(*current_.analysis, r));
         std::lock_guard<std::mutex> lock(mutex_);
         current_.trace = t;
         break;
       }
       case kStageDense: {
-        auto d = compute_dense(*current_.analysis, r);
+        auto d = compute_dense(*current_.analysis, clamp_selection(*current_.analysis, r));
         std::lock_guard<std::mutex> lock(mutex_);
         current_.dense = d;
         break;
       }
       case kStageLocality: {
-        auto l = compute_locality(*current_.analysis, r);
+        auto l = compute_locality(*current_.analysis, clamp_selection(*current_.analysis, r));
         std::lock_guard<std::mutex> lock(mutex_);
         current_.locality = l;
         break;

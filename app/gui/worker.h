@@ -54,6 +54,10 @@ class Worker {
   std::function<void()> notify_;
 };
 
+// The request's layer / head / query block clamped to the analysis's shape (the UI clamps too, but
+// a request can arrive before the UI has seen a new model's shape).
+Request clamp_selection(const AnalysisView& a, Request r);
+
 // The stage computations that need no LibTorch (worker_views.cpp), usable from the self-test.
 std::shared_ptr<const LayerMasks> compute_layer_masks(const std::shared_ptr<const AnalysisView>& a, const Request& r);
 std::shared_ptr<const TraceView> compute_trace(const LayerMasks& m, const Request& r);

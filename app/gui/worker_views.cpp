@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "app/gui/worker.h"
+#include "engine/analysis/layer_view.h"
 #include "kernels/oracle.h"
 #include "kernels/random_baseline.h"
 #include "kernels/search_range.h"
@@ -19,23 +20,14 @@ const char* stage_name(int stage) {
 }
 
 hip::AttentionInputs AnalysisView::inputs(int64_t layer) const {
-  const LayerInputs& l = analysis->inputs.at(static_cast<size_t>(layer));
-  hip::AttentionInputs in;
-  in.q = l.q.data();
-  in.k = l.k.data();
-  in.v = l.v.empty() ? nullptr : l.v.data();
-  in.hq = l.heads;
-  in.hkv = l.kv_heads;
-  in.tq = l.tokens;
-  in.tk = l.tokens;
-  in.d = l.dim;
-  return in;
+  return layer_view(analysis->inputs.at(static_cast<size_t>(layer)));
 }
 
 std::string stage_key(int stage, const Request& r) {
   std::ostringstream k;
   const auto& h = r.hip.hip;
-  k << r.model.path << '|' << r.model.device << '|' << r.model.dtype << '|' << r.model.synthetic_tokens;
+  k << r.model.path << '|' << r.model.device << '|' << r.model.dtype << '|' << r.model.synthetic_tokens << '|'
+    << r.model.reload;
   if (stage == kStageModel) return k.str();
   k << "|P" << std::hash<std::string>{}(r.prompt) << '|' << r.prompt.size() << "|h" << h.k << ',' << h.b_q << ','
     << h.b_k << ',' << h.b_sq << ',' << h.b_sk << ',' << h.sink << ',' << h.window << ',' << h.rho << "|ld"
@@ -51,6 +43,19 @@ std::string stage_key(int stage, const Request& r) {
     default: break;
   }
   return k.str();
+}
+
+Request clamp_selection(const AnalysisView& a, Request r) {
+  const auto& inputs = a.analysis->inputs;
+  const int64_t layers = static_cast<int64_t>(inputs.size());
+  r.layer = std::clamp<int64_t>(r.layer, 0, std::max<int64_t>(0, layers - 1));
+  if (layers == 0) return r;
+  const LayerInputs& l = inputs[static_cast<size_t>(r.layer)];
+  r.head = std::clamp<int64_t>(r.head, 0, std::max<int64_t>(0, l.heads - 1));
+  const int64_t bq = a.analysis->options.hip.hip.b_q;
+  r.query_block = std::clamp<int64_t>(r.query_block, 0, std::max<int64_t>(0, (l.tokens + bq - 1) / bq - 1));
+  r.delta = std::max<int64_t>(1, r.delta);
+  return r;
 }
 
 std::shared_ptr<const LayerMasks> compute_layer_masks(const std::shared_ptr<const AnalysisView>& a, const Request& r) {

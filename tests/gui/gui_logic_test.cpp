@@ -1,0 +1,97 @@
+// The GUI's logic without a window: parameter validation, which worker stages a change
+// invalidates, and the worker's views on a synthetic analysis (no model, no LibTorch).
+#include <gtest/gtest.h>
+
+#include "app/gui/app_state.h"
+#include "app/gui/worker.h"
+#include "kernels/mask_reference.h"
+
+namespace hipstudio::gui {
+namespace {
+
+// Which stages change key between two requests.
+std::vector<int> changed(const Request& a, const Request& b) {
+  std::vector<int> out;
+  for (int s = 0; s < kStageCount; ++s)
+    if (stage_key(s, a) != stage_key(s, b)) out.push_back(s);
+  return out;
+}
+
+TEST(GuiLogic, KnobValidationNamesTheRule) {
+  HipKnobs k;
+  EXPECT_EQ(validate_knobs(k, 6), "");
+  k.b_k = 3;
+  EXPECT_NE(validate_knobs(k, 6).find("multiple of b_k"), std::string::npos);
+  k = HipKnobs{};
+  k.l_d = 7;
+  EXPECT_NE(validate_knobs(k, 6).find("l_d"), std::string::npos);
+  k = HipKnobs{};
+  k.r_m = 0;
+  EXPECT_NE(validate_knobs(k, 6).find("r_m"), std::string::npos);
+  k = HipKnobs{};
+  k.cache_factor = -1;
+  EXPECT_NE(validate_knobs(k, 6).find("cache factor"), std::string::npos);
+}
+
+TEST(GuiLogic, ChangesInvalidateOnlyTheirStages) {
+  AppState s;
+  s.applied = s.knobs;
+  const Request base = make_request(s);
+  auto with = [&](auto edit) {
+    AppState t = s;
+    edit(t);
+    return changed(base, make_request(t));
+  };
+  // A new head: only the per-head views; the analysis and the layer's masks stay.
+  EXPECT_EQ(with([](AppState& t) { ++t.head; }), (std::vector<int>{kStageTrace, kStageDense, kStageLocality}));
+  EXPECT_EQ(with([](AppState& t) { ++t.query_block; }), (std::vector<int>{kStageTrace}));
+  EXPECT_EQ(with([](AppState& t) { ++t.layer; }),
+            (std::vector<int>{kStageMasks, kStageTrace, kStageDense, kStageLocality}));
+  EXPECT_EQ(with([](AppState& t) { t.applied.cache_factor = 3; }), (std::vector<int>{kStageOffload}));
+  EXPECT_EQ(with([](AppState& t) { t.delta = 20; }), (std::vector<int>{kStageLocality}));
+  EXPECT_EQ(with([](AppState& t) { ++t.generate_id; }), (std::vector<int>{kStageGenerate}));
+  // A new k re-runs the paired analysis and everything after it, but not the model load.
+  const std::vector<int> k_change = with([](AppState& t) { t.applied.k = 16; });
+  EXPECT_EQ(k_change.front(), kStageAnalysis);
+  EXPECT_EQ(k_change.size(), static_cast<size_t>(kStageCount - 1));
+  // Editing the knobs does nothing until they are applied (valid).
+  EXPECT_TRUE(with([](AppState& t) { t.knobs.b_k = 3; }).empty());
+  EXPECT_EQ(with([](AppState& t) { t.device = "cuda"; }).size(), static_cast<size_t>(kStageCount));
+}
+
+TEST(GuiLogic, ViewsOnASyntheticAnalysisMatchTheKernels) {
+  Request r;
+  r.hip.hip.k = 64;
+  r.hip.hip.b_q = 16;
+  r.hip.hip.b_k = 2;
+  r.hip.hip.sink = 4;
+  r.hip.hip.window = 16;
+  r.layer = 0;
+  r.head = 1;
+  r.query_block = 1000;  // clamped to the last block
+  auto a = synthetic_analysis(512, r);
+  ASSERT_EQ(a->tokens(), 512);
+  r = clamp_selection(*a, r);
+  EXPECT_EQ(r.query_block, 31);
+  auto m = compute_layer_masks(a, r);
+  ASSERT_TRUE(m->has_oracle);
+  EXPECT_EQ(m->hip.blocks, hip::estimate_masks(a->inputs(0), m->params).mask.blocks);
+  auto t = compute_trace(*m, r);
+  ASSERT_FALSE(t->steps.empty());
+  std::vector<int32_t> starts;
+  for (const auto& n : t->steps.back().nodes) starts.push_back(n.first);
+  EXPECT_EQ(starts, t->engine_blocks);
+  const int32_t* o = m->oracle.row(r.head, r.query_block);
+  EXPECT_EQ(t->oracle_blocks, std::vector<int32_t>(o, o + m->oracle.count(r.head, r.query_block)));
+  auto d = compute_dense(*a, r);
+  EXPECT_EQ(d->probs.rows, 512);
+  EXPECT_GT(d->max_prob, 0.0f);
+  EXPECT_LE(d->scale_max, d->max_prob);
+  auto l = compute_locality(*a, r);
+  EXPECT_EQ(l->delta, r.delta);
+  EXPECT_GT(l->histogram.pairs, 0);
+  EXPECT_FALSE(l->curve.empty());
+}
+
+}  // namespace
+}  // namespace hipstudio::gui
