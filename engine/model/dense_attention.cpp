@@ -18,8 +18,14 @@ at::Tensor fused_attention(const AttentionCall& call) {
   auto expand = [&](const at::Tensor& kv) {  // query head h reads KV head h / group
     return group == 1 ? kv : kv.unsqueeze(1).expand({kv_heads, group, keys, kv.size(2)}).reshape({heads, keys, kv.size(2)});
   };
+  if (T == 1) {
+    // A decode step sees every key. The group's query heads become rows of one KV head, so K/V are
+    // read once per group and never copied: q [Hq, 1, d] -> [1, Hkv, group, d].
+    const at::Tensor q = call.q.reshape({1, kv_heads, group, call.q.size(2)});
+    return at::scaled_dot_product_attention(q, call.k.unsqueeze(0), call.v.unsqueeze(0))
+        .reshape({heads, 1, call.q.size(2)});
+  }
   const at::Tensor q = call.q.unsqueeze(0), k = expand(call.k).unsqueeze(0), v = expand(call.v).unsqueeze(0);
-  if (T == 1) return at::scaled_dot_product_attention(q, k, v)[0];  // a decode step sees every key
   if (call.first_position == 0 && T == keys)
     return at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true)[0];
   // A later prefill chunk: LibTorch's is_causal aligns top-left, so pass the causal mask itself.
