@@ -16,6 +16,9 @@
 #include "engine/formats/errors.h"
 #include "engine/model/paired_analysis.h"
 #include "engine/offload/offload_simulator.h"
+#ifdef HIPSTUDIO_HAVE_GUI
+#include "app/gui/gui_main.h"
+#endif
 
 namespace hipstudio::app {
 namespace {
@@ -231,13 +234,25 @@ void register_capture_commands(CLI::App& root) {
   });
 
   auto open_path = std::make_shared<std::string>();
-  CLI::App* open = root.add_subcommand("open", "Show a capture: validates it and prints its parameters and metrics (the GUI view is pending)");
+#ifdef HIPSTUDIO_HAVE_GUI
+  CLI::App* open = root.add_subcommand("open", "Show a capture read-only in the GUI, with its parameters (--print, or no display: "
+                                               "validate it and print its parameters and metrics)");
+#else
+  CLI::App* open = root.add_subcommand("open", "Show a capture: validates it and prints its parameters and metrics "
+                                               "(this build has no GUI)");
+#endif
   open->add_option("capture", *open_path, "capture file")->required();
-  open->callback([open_path] {
+  open->add_flag("--print", "print the parameters and metrics and exit, without opening the GUI");
+  open->callback([open, open_path] {
+#ifdef HIPSTUDIO_HAVE_GUI
+    if (gui::open_shows_gui(*open)) return;  // main() opens the GUI on it
+#else
+    (void)open;
+#endif
     // Validate the whole file (arrays included) before describing it.
     captures::read_capture(*open_path);
     print_summary(captures::read_capture_manifest(*open_path));
-    std::fprintf(stderr, "(showing captures in the GUI is not built yet; `hipstudio report` makes an HTML report)\n");
+    std::fprintf(stderr, "(`hipstudio report` makes an HTML report of it)\n");
   });
 }
 

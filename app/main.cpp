@@ -29,6 +29,11 @@ int main(int argc, char** argv) {
     root.parse(argc, argv);
 #ifdef HIPSTUDIO_HAVE_GUI
     if (root.get_subcommands().empty()) return hipstudio::gui::run_gui(gui_options);
+    // `hipstudio open FILE` shows the capture in the GUI (its callback printed nothing then).
+    if (const CLI::App* open = root.get_subcommand("open"); open->parsed() && hipstudio::gui::open_shows_gui(*open)) {
+      gui_options.capture = open->get_option("capture")->as<std::string>();
+      return hipstudio::gui::run_gui(gui_options);
+    }
 #endif
   } catch (const CLI::ParseError& e) {
     return root.exit(e);

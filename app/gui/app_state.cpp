@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "app/gui/capture_view.h"
 #include "kernels/hip_params.h"
 
 namespace hipstudio::gui {
@@ -71,6 +72,19 @@ Request make_request(const AppState& s) {
   r.bins = s.bins;
   r.generate_id = s.generate_id;
   r.generate_tokens = s.generate_tokens;
+  if (s.capture) {  // read-only: the capture's model, prompt and parameters, never the sliders'
+    const AnalysisView& a = *s.capture->analysis;
+    const AnalysisOptions& o = a.analysis->options;
+    r.model = ModelRequest{};
+    r.model.capture = s.capture->path + "#" + std::to_string(s.capture->id);
+    r.model.capture_view = s.capture->analysis;
+    r.prompt = a.prompt;
+    r.hip = o.hip;
+    r.decode_steps = o.decode_steps;
+    r.seed = o.random_seed;
+    r.cache_factor = s.capture->knobs.cache_factor;
+    r.generate_id = 0;  // generation needs the model
+  }
   return r;
 }
 

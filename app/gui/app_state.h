@@ -3,12 +3,15 @@
 // only the worker writes. Panels edit this; the main loop turns it into a Request every frame.
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "app/gui/request.h"
 
 namespace hipstudio::gui {
+
+struct OpenCapture;  // capture_view.h
 
 // The HiP knobs as the sliders hold them (ints for ImGui); validated before they reach a Request.
 struct HipKnobs {
@@ -42,6 +45,10 @@ struct AppState {
   HipKnobs knobs;
   std::string invalid;     // the broken rule, when the knobs are invalid (no run starts)
   HipKnobs applied;        // last valid knobs (what the results show)
+  // A capture shown instead of a live run (File > Open capture, a dropped .hipcap, `hipstudio open`):
+  // read-only, its parameters replace the knobs in the request until File > Close capture.
+  std::shared_ptr<const OpenCapture> capture;
+  bool show_open_capture = false;  // File > Open capture... opens the path modal on the next frame
 
   // Selection
   int layer = 1, head = 0;

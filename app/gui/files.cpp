@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "app/gui/capture_view.h"
+
 namespace hipstudio::gui {
 
 bool open_prompt_file(AppState& s, const std::string& path) {
@@ -22,6 +24,23 @@ bool open_prompt_file(AppState& s, const std::string& path) {
   return true;
 }
 
+bool open_capture_file(AppState& s, const std::string& path) {
+  try {
+    s.capture = load_capture_view(path);
+  } catch (const std::exception& e) {  // InputError from the reader, bad_alloc on a huge file
+    s.status_message = std::string("cannot open capture: ") + e.what();
+    return false;
+  }
+  s.status_message = "capture " + path + " (read-only; File > Close capture returns to the live run)";
+  return true;
+}
+
+void close_capture(AppState& s) {
+  if (!s.capture) return;
+  s.status_message = "closed capture " + s.capture->path;
+  s.capture.reset();
+}
+
 void handle_dropped_path(AppState& s, const std::string& path) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0) {
@@ -32,7 +51,9 @@ void handle_dropped_path(AppState& s, const std::string& path) {
     const std::string x(suffix);
     return path.size() >= x.size() && path.compare(path.size() - x.size(), x.size(), x) == 0;
   };
-  if (S_ISDIR(st.st_mode) || ends_with(".bin") || ends_with(".safetensors")) {
+  if (!S_ISDIR(st.st_mode) && ends_with(".hipcap")) {
+    open_capture_file(s, path);
+  } else if (S_ISDIR(st.st_mode) || ends_with(".bin") || ends_with(".safetensors")) {
     s.model_path = path;
     s.add_recent_model(path);
     s.status_message = "model: " + path;

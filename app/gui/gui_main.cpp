@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <cstdio>
 #include <fstream>
@@ -79,6 +80,19 @@ void add_gui_options(CLI::App& root, GuiOptions& o) {
   root.add_option("--gui-prompt", o.prompt, "GUI: prompt text or @FILE to open");
 }
 
+bool open_shows_gui(const CLI::App& open) {
+  if (open.count("--print") > 0) return false;
+#ifdef __APPLE__
+  return true;
+#else
+  auto set = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v && *v;
+  };
+  return set("DISPLAY") || set("WAYLAND_DISPLAY");
+#endif
+}
+
 int run_gui(const GuiOptions& opt) {
   glfwSetErrorCallback(on_glfw_error);
   if (!glfwInit()) {
@@ -96,6 +110,7 @@ int run_gui(const GuiOptions& opt) {
   if (!opt.model.empty()) state.model_path = opt.model;
   if (!opt.prompt.empty()) state.prompt = read_prompt_option(opt.prompt);
   state.applied = state.knobs;
+  if (!opt.capture.empty()) open_capture_file(state, opt.capture);  // a damaged file: the error in the status line
   if (opt.self_test) geom = WindowGeometry{};
 
   glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
@@ -226,10 +241,12 @@ int run_gui(const GuiOptions& opt) {
     }
     if (act.reset_settings) {
       const std::string model = state.model_path;
+      const auto capture = state.capture;  // a reset of the layout keeps the capture on screen
       state = AppState{};
       state.prompt = kDefaultPrompt;
       state.model_path = model;
       state.applied = state.knobs;
+      state.capture = capture;
       for (auto& p : panels) p->open = true, p->slot = p->default_slot();
       theme = apply_theme(state.dark, content_scale * state.ui_scale);
     }

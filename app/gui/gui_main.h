@@ -13,10 +13,16 @@ struct GuiOptions {
   bool frame_stats = false; // print median / p99 frame time of those frames
   std::string model;        // initial model path (default model when empty)
   std::string prompt;       // initial prompt text, or @FILE
+  std::string capture;      // a capture to show read-only (`hipstudio open FILE`); errors go to the status line
 };
 
 // Adds --self-test, --screenshot, --frames, --frame-stats, --gui-model, --gui-prompt to the root.
 void add_gui_options(CLI::App& root, GuiOptions& options);
+
+// Whether `hipstudio open FILE` (the parsed `open` subcommand) shows the GUI: not with --print, and
+// only where a window can open (DISPLAY or WAYLAND_DISPLAY set; always on macOS). Otherwise `open`
+// prints the capture's parameters and metrics, as a build without the GUI does.
+bool open_shows_gui(const CLI::App& open);
 
 // Opens the window and runs until it closes; returns the process exit status.
 int run_gui(const GuiOptions& options);

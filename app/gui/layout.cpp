@@ -3,7 +3,10 @@
 #include <algorithm>
 
 #include <imgui.h>
+#include <imgui_stdlib.h>
 
+#include "app/gui/capture_view.h"
+#include "app/gui/files.h"
 #include "app/gui/widgets.h"
 #include "app/gui/worker.h"
 
@@ -15,7 +18,10 @@ void draw_menu(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>& panels, L
   AppState& s = ctx.state;
   if (!ImGui::BeginMenuBar()) return;
   if (ImGui::BeginMenu("File")) {
-    if (ImGui::MenuItem("Default model (stories15M)")) s.model_path.clear();
+    if (ImGui::MenuItem("Default model (stories15M)", nullptr, false, !s.capture)) s.model_path.clear();
+    if (ImGui::MenuItem("Open capture...")) s.show_open_capture = true;
+    if (ImGui::MenuItem("Close capture", nullptr, false, s.capture != nullptr)) close_capture(s);
+    ImGui::Separator();
     if (ImGui::MenuItem("Reset layout and settings")) act.reset_settings = true;
     ImGui::Separator();
     if (ImGui::MenuItem("Quit", "Ctrl+Q")) act.quit = true;
@@ -81,6 +87,50 @@ void draw_pane(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>& panels, P
   ImGui::EndTabBar();
 }
 
+// The banner over the panes while a capture is shown: what it is, and the way back to live mode.
+void draw_capture_banner(PanelContext& ctx) {
+  AppState& s = ctx.state;
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(ctx.theme.warn));
+  ImGui::TextUnformatted(s.capture->banner.c_str());
+  ImGui::PopStyleColor();
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("Parameters, Run and Generate are disabled: the views show the file.");
+  ImGui::SameLine();
+  if (ImGui::SmallButton("Close capture")) close_capture(s);
+}
+
+// File > Open capture...: ImGui 1.86 has no file dialog, so a path field (dropping a .hipcap on the
+// window does the same). A damaged file keeps the modal open with the reader's error.
+void draw_open_capture_modal(PanelContext& ctx) {
+  AppState& s = ctx.state;
+  static std::string path, error;
+  if (s.show_open_capture) {
+    ImGui::OpenPopup("Open capture");
+    s.show_open_capture = false;
+    error.clear();
+  }
+  ImGui::SetNextWindowSize(ImVec2(ImGui::GetFontSize() * 36, 0), ImGuiCond_Appearing);
+  if (!ImGui::BeginPopupModal("Open capture", nullptr, ImGuiWindowFlags_NoSavedSettings)) return;
+  ImGui::TextUnformatted("Capture file (.hipcap), written by `hipstudio capture`:");
+  if (ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere();
+  ImGui::SetNextItemWidth(-1);
+  const bool enter = ImGui::InputTextWithHint("##capture_path", "path/to/run.hipcap", &path, ImGuiInputTextFlags_EnterReturnsTrue);
+  if (!error.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(ctx.theme.bad));
+    ImGui::TextWrapped("%s", error.c_str());
+    ImGui::PopStyleColor();
+  }
+  if (ImGui::Button("Open") || enter) {
+    if (open_capture_file(s, path)) {
+      ImGui::CloseCurrentPopup();
+    } else {
+      error = s.status_message;
+    }
+  }
+  ImGui::SameLine();
+  if (ImGui::Button("Cancel") || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape))) ImGui::CloseCurrentPopup();
+  ImGui::EndPopup();
+}
+
 void draw_status(PanelContext& ctx, float frame_ms) {
   const Snapshot& sn = ctx.snap;
   const Theme& t = ctx.theme;
@@ -103,18 +153,30 @@ void draw_status(PanelContext& ctx, float frame_ms) {
     } else if (sn.analysis) {
       ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.good), "Up to date");
       ImGui::SameLine();
-      ImGui::TextDisabled("paired run %.2f s, %lld tokens", sn.analysis->seconds, static_cast<long long>(sn.analysis->tokens()));
+      if (ctx.state.capture) {
+        ImGui::TextDisabled("capture, %lld tokens", static_cast<long long>(sn.analysis->tokens()));
+      } else {
+        ImGui::TextDisabled("paired run %.2f s, %lld tokens", sn.analysis->seconds, static_cast<long long>(sn.analysis->tokens()));
+      }
     } else {
       ImGui::TextDisabled("Idle");
     }
   }
   if (!ctx.state.status_message.empty()) {
     ImGui::SameLine();
-    ImGui::TextDisabled("| %s", ctx.state.status_message.c_str());
+    const std::string& m = ctx.state.status_message;
+    if (m.rfind("cannot", 0) == 0) {  // a failed open (capture, prompt file): the reader's error
+      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.bad), "| %s", m.c_str());
+    } else {
+      ImGui::TextDisabled("| %s", m.c_str());
+    }
   }
   const std::string fps = fmt("%.1f ms/frame  F1 help", frame_ms);
-  ImGui::SameLine(ImGui::GetWindowWidth() - ImGui::CalcTextSize(fps.c_str()).x - ImGui::GetFontSize());
-  ImGui::TextDisabled("%s", fps.c_str());
+  const float fps_x = ImGui::GetWindowWidth() - ImGui::CalcTextSize(fps.c_str()).x - ImGui::GetFontSize();
+  if (ImGui::GetItemRectMax().x - ImGui::GetWindowPos().x < fps_x) {  // a long message wins the space
+    ImGui::SameLine(fps_x);
+    ImGui::TextDisabled("%s", fps.c_str());
+  }
 }
 
 }  // namespace
@@ -134,6 +196,7 @@ LayoutActions draw_layout(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>
   // A panel asked for (shortcut, click, self-test) opens if it was closed.
   for (auto& p : panels)
     if (s.focus_panel == p->id()) p->open = true;
+  if (s.capture) draw_capture_banner(ctx);
   const float status_h = ImGui::GetFrameHeightWithSpacing() + 4;
   const float body_h = ImGui::GetContentRegionAvail().y - status_h;
   const float total_w = ImGui::GetContentRegionAvail().x;
@@ -166,6 +229,7 @@ LayoutActions draw_layout(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>
   draw_pane(ctx, panels, PaneSlot::Right, "##tabs_right");
   ImGui::EndChild();
   draw_status(ctx, frame_ms);
+  draw_open_capture_modal(ctx);
   ImGui::End();
 
   handle_shortcuts(ctx, act);

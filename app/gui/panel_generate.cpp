@@ -2,6 +2,7 @@
 // tokens per second and the device that produced them.
 #include <imgui.h>
 
+#include "app/gui/capture_view.h"
 #include "app/gui/panel.h"
 #include "app/gui/widgets.h"
 
@@ -24,11 +25,15 @@ class GeneratePanel final : public Panel {
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 10);
     ImGui::SliderInt("new tokens", &s.generate_tokens, 1, 256);
     ImGui::SameLine();
-    const bool can = ctx.snap.model && !ctx.snap.model->synthetic && s.invalid.empty();
+    const bool can = ctx.snap.model && !ctx.snap.model->synthetic && s.invalid.empty() && !s.capture;
     if (!can) ImGui::BeginDisabled();
     if (ImGui::Button(running ? "Restart (Ctrl+G)" : "Generate (Ctrl+G)")) ++s.generate_id;
     if (!can) ImGui::EndDisabled();
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("Greedy decoding; the HiP side uses the current parameters.");
+    if (s.capture) {
+      empty_state("A capture holds no model to generate with: File > Close capture returns to the live run.", t);
+      return;
+    }
     if (!g) {
       empty_state("Press Generate to continue the prompt with dense attention and with HiP.", t);
       return;

@@ -6,6 +6,7 @@
 
 #include <imgui.h>
 
+#include "app/gui/capture_view.h"
 #include "app/gui/panel.h"
 #include "app/gui/texture.h"
 #include "app/gui/widgets.h"
@@ -25,11 +26,16 @@ class KvCachePanel final : public Panel {
   void draw(PanelContext& ctx) override {
     AppState& s = ctx.state;
     const Theme& t = ctx.theme;
+    // A capture's parameters are fixed: its values, shown disabled.
+    HipKnobs shown = s.capture ? s.capture->knobs : HipKnobs{};
+    HipKnobs& k = s.capture ? shown : s.knobs;
+    if (s.capture) ImGui::BeginDisabled();
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 10);
-    ImGui::SliderFloat("cache factor c", &s.knobs.cache_factor, 0.0f, 8.0f, "%.2f");
+    ImGui::SliderFloat("cache factor c", &k.cache_factor, 0.0f, 8.0f, "%.2f");
     ImGui::SameLine();
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
-    ImGui::SliderInt("decode steps", &s.knobs.decode_steps, 0, 64);
+    ImGui::SliderInt("decode steps", &k.decode_steps, 0, 64);
+    if (s.capture) ImGui::EndDisabled();
     ImGui::TextUnformatted("Access map of:");
     ImGui::SameLine();
     ImGui::RadioButton("mask estimation", &s.kv_context, 0);

@@ -3,6 +3,7 @@
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
+#include "app/gui/capture_view.h"
 #include "app/gui/files.h"
 #include "app/gui/panel.h"
 #include "app/gui/widgets.h"
@@ -35,6 +36,13 @@ class LoadPanel final : public Panel {
       last_model_ = s.model_path;
     }
 
+    if (s.capture) {  // read-only: the capture's model and prompt; nothing here runs
+      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(ctx.theme.warn));
+      ImGui::TextWrapped("Showing capture %s (read-only). File > Close capture returns to the model below.",
+                         s.capture->path.c_str());
+      ImGui::PopStyleColor();
+      ImGui::BeginDisabled();
+    }
     ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(ctx.theme.text_dim));
     ImGui::TextWrapped("Model: empty = default stories15M, or a llama2.c file / Hugging Face folder");
     ImGui::PopStyleColor();
@@ -94,8 +102,9 @@ class LoadPanel final : public Panel {
     ImGui::TextWrapped("Prompt: type or paste, open a file, or drop a .txt file on the window");
     ImGui::PopStyleColor();
     const float h = ImGui::GetTextLineHeight() * 7;
-    ImGui::InputTextMultiline("##prompt", &prompt_edit_, ImVec2(-1, h));
-    const bool dirty = prompt_edit_ != s.prompt;
+    std::string capture_prompt = s.capture ? s.capture->analysis->prompt : std::string();
+    ImGui::InputTextMultiline("##prompt", s.capture ? &capture_prompt : &prompt_edit_, ImVec2(-1, h));
+    const bool dirty = prompt_edit_ != s.prompt && !s.capture;
     const bool apply_key = ImGui::GetIO().KeyCtrl && ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Enter));
     if (!dirty) ImGui::BeginDisabled();
     if (ImGui::Button("Run prompt (Ctrl+Enter)") || (dirty && apply_key)) {
@@ -121,6 +130,7 @@ class LoadPanel final : public Panel {
         ImGui::EndCombo();
       }
     }
+    if (s.capture) ImGui::EndDisabled();
     const std::string& err = ctx.snap.error[kStageAnalysis];
     if (!err.empty()) {
       ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(ctx.theme.bad));

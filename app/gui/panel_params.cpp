@@ -6,6 +6,7 @@
 
 #include <imgui.h>
 
+#include "app/gui/capture_view.h"
 #include "app/gui/panel.h"
 #include "app/gui/widgets.h"
 
@@ -47,6 +48,10 @@ class ParamsPanel final : public Panel {
 
   void draw(PanelContext& ctx) override {
     AppState& s = ctx.state;
+    if (s.capture) {
+      draw_capture_params(ctx);
+      return;
+    }
     HipKnobs& k = s.knobs;
     const ModelInfo* info = ctx.snap.model.get();
     const int tokens = ctx.snap.analysis ? static_cast<int>(ctx.snap.analysis->tokens()) : 256;
@@ -94,6 +99,32 @@ class ParamsPanel final : public Panel {
     draw_selection(ctx);
   }
 
+  // Read-only: the capture's parameters as text and as disabled sliders; the view selection stays live.
+  static void draw_capture_params(PanelContext& ctx) {
+    const OpenCapture& c = *ctx.state.capture;
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(ctx.theme.warn));
+    ImGui::TextWrapped("Capture parameters (read-only):");
+    ImGui::PopStyleColor();
+    for (const std::string& line : c.params) ImGui::TextWrapped("%s", line.c_str());
+    HipKnobs k = c.knobs;  // a copy: the sliders show the values and change nothing
+    ImGui::BeginDisabled();
+    const float w = ImGui::GetContentRegionAvail().x * 0.62f;
+    auto show = [&](const char* label, int* v) {
+      ImGui::SetNextItemWidth(w);
+      ImGui::SliderInt(label, v, 0, std::max(1, *v * 2));
+    };
+    show("k (top-k tokens)", &k.k);
+    show("b_q (query block)", &k.b_q);
+    show("b_k (key block)", &k.b_k);
+    show("sink", &k.sink);
+    show("window", &k.window);
+    show("l_d (dense layers)", &k.l_d);
+    ImGui::EndDisabled();
+    ImGui::TextDisabled("File > Close capture to edit parameters and run.");
+    ImGui::Separator();
+    draw_selection(ctx);
+  }
+
   // Which layer, head and query block every view shows ([ / ] heads, PgUp / PgDn layers).
   static void draw_selection(PanelContext& ctx) {
     AppState& s = ctx.state;
@@ -108,7 +139,8 @@ class ParamsPanel final : public Panel {
     ImGui::SetNextItemWidth(w);
     ImGui::SliderInt("layer", &s.layer, 0, std::max(0, layers - 1));
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("PgUp / PgDn");
-    if (a && s.layer < s.applied.l_d) {
+    const int l_d = s.capture ? s.capture->knobs.l_d : s.applied.l_d;
+    if (a && s.layer < l_d) {
       ImGui::SameLine();
       ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(ctx.theme.warn), "(dense)");
       if (ImGui::IsItemHovered())

@@ -2,11 +2,14 @@
 // What the UI wants computed: built from the UI state every frame and handed to the worker, which
 // re-runs only the stages whose inputs changed (each stage's key covers exactly its inputs).
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "engine/analysis/hip_model_params.h"
 
 namespace hipstudio::gui {
+
+struct AnalysisView;
 
 struct ModelRequest {
   std::string path;            // empty: the default model
@@ -14,6 +17,10 @@ struct ModelRequest {
   std::string dtype = "f32";
   int64_t synthetic_tokens = 0;  // > 0: no model, random Q/K of this many tokens (frame stats)
   uint64_t reload = 0;           // bumped by the Load button: retry / reload the same path
+  // An open capture (read-only) replaces the model and the paired run: `capture` ("path#id") is in
+  // every stage key, `capture_view` is the analysis the worker publishes instead of running one.
+  std::string capture;
+  std::shared_ptr<const AnalysisView> capture_view;
 };
 
 struct Request {

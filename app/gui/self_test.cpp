@@ -4,10 +4,19 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
+
+#include <unistd.h>
 
 #include <GLFW/glfw3.h>
 
+#include "app/gui/capture_view.h"
+#include "app/gui/files.h"
+#include "captures/capture.h"
 #include "kernels/mask_reference.h"
 #include "kernels/search_range.h"
 
@@ -46,7 +55,10 @@ SelfTest::SelfTest(std::vector<std::unique_ptr<Panel>>& panels, const std::strin
   // Developer shortcut for tuning frame times: HIPSTUDIO_SELF_TEST_FRAMES_ONLY=1 skips the
   // functional script (ctest always runs it).
   const char* only_frames = std::getenv("HIPSTUDIO_SELF_TEST_FRAMES_ONLY");
-  if (!(only_frames && *only_frames == '1' && frames_ > 0)) build_steps();
+  if (!(only_frames && *only_frames == '1' && frames_ > 0)) {
+    build_steps();
+    build_capture_steps();
+  }
   if (frames_ > 0) build_frame_steps();
 }
 
@@ -326,6 +338,121 @@ void SelfTest::build_steps() {
                       return "";
                     },
                     30, 4});
+}
+
+// Captures: the current run written with the captures API, reopened read-only in every view; a
+// damaged copy is refused with the reader's error; closing returns to the live run.
+void SelfTest::build_capture_steps() {
+  struct Live {
+    std::string path, damaged;
+    std::shared_ptr<const AnalysisView> analysis;
+    std::shared_ptr<const LayerMasks> masks;
+    std::shared_ptr<const DenseView> dense;
+    int generate_id = 0;
+  };
+  auto live = std::make_shared<Live>();
+  const std::string stem = (std::filesystem::temp_directory_path() / ("hipstudio-self-test-" + std::to_string(getpid()))).string();
+  live->path = stem + ".hipcap";
+  live->damaged = stem + "-damaged.hipcap";
+  steps_.push_back({"write a capture of the current run and open it",
+                    [](AppState& s) { s.focus_panel = "compare"; },
+                    [](const AppState& s, const Snapshot& snap) {
+                      return !s.capture && snap.analysis && snap.masks && snap.dense && fresh(snap, kStageAnalysis) &&
+                             fresh(snap, kStageMasks) && fresh(snap, kStageDense) && !snap.busy;
+                    },
+                    [live](AppState& s, const Snapshot& snap) -> std::string {
+                      live->analysis = snap.analysis;
+                      live->masks = snap.masks;
+                      live->dense = snap.dense;
+                      captures::CaptureInfo info;
+                      const ModelInfo& m = snap.analysis->model;
+                      info.run = {HIPSTUDIO_VERSION, m.display_name, m.architecture, m.device, snap.analysis->prompt};
+                      info.dtype = s.dtype;
+                      captures::CaptureRequest request;
+                      request.views = {"mask"};
+                      request.render_images = false;
+                      try {  // what `hipstudio capture` does after its paired run
+                        captures::write_capture(live->path, captures::build_capture(*snap.analysis->analysis, info, request, nullptr));
+                      } catch (const std::exception& e) {
+                        return std::string("writing the capture failed: ") + e.what();
+                      }
+                      if (!open_capture_file(s, live->path)) return "the capture did not open: " + s.status_message;
+                      return "";
+                    },
+                    60, 2});
+  steps_.push_back({"the capture's mask view and side-by-side numbers equal the live ones, read-only",
+                    [](AppState& s) { s.focus_panel = "mask"; },
+                    [](const AppState& s, const Snapshot& snap) {
+                      return s.capture && snap.analysis == s.capture->analysis && snap.masks && snap.masks->source == snap.analysis &&
+                             snap.dense && fresh(snap, kStageMasks) && fresh(snap, kStageDense) && !snap.busy;
+                    },
+                    [this, live](AppState& s, const Snapshot& snap) -> std::string {
+                      const LayerMasks& a = *live->masks;
+                      const LayerMasks& b = *snap.masks;
+                      if (a.layer != b.layer || a.hip.blocks != b.hip.blocks || a.hip.counts != b.hip.counts)
+                        return "the capture's HiP mask differs from the live one";
+                      if (a.oracle.blocks != b.oracle.blocks || a.recall != b.recall) return "the capture's oracle / recall differ";
+                      const PairedAnalysis& x = *live->analysis->analysis;
+                      const PairedAnalysis& y = *snap.analysis->analysis;
+                      if (x.dense.ppl != y.dense.ppl || x.hip.ppl != y.hip.ppl || x.kl != y.kl || x.top1_agreement != y.top1_agreement)
+                        return "the capture's perplexity / KL / top-1 differ from the live run";
+                      const viz::HeatGrid& d0 = live->dense->probs;
+                      const viz::HeatGrid& d1 = snap.dense->probs;
+                      if (d0.rows != d1.rows || d0.cols != d1.cols || d0.values.size() != d1.values.size() ||
+                          std::memcmp(d0.values.data(), d1.values.data(), d0.values.size() * sizeof(float)) != 0)
+                        return "the capture's dense probabilities differ from the live ones";
+                      if (snap.model->display_name != live->analysis->model.display_name) return "the capture names another model";
+                      // Read-only: edited knobs and the Generate button reach no request.
+                      const Request before = make_request(s);
+                      s.knobs.k = s.capture->knobs.k == 8 ? 4 : 8;
+                      s.applied = s.knobs;
+                      ++s.generate_id;
+                      const Request after = make_request(s);
+                      if (after.hip.hip.k != s.capture->knobs.k || after.generate_id != 0) return "a capture's request follows the sliders";
+                      for (int st = 0; st < kStageCount; ++st)
+                        if (stage_key(st, before) != stage_key(st, after)) return "editing a knob changed a capture's stage key";
+                      s.knobs.k = s.capture->knobs.k;
+                      s.applied = s.knobs;
+                      if (s.capture->banner.find("(read-only)") == std::string::npos) return "no read-only banner";
+                      std::printf("self-test:   %s\n", s.capture->banner.c_str());
+                      if (!screenshot_.empty()) pending_screenshot_ = with_suffix(screenshot_, "capture");
+                      return "";
+                    },
+                    120, 3});
+  steps_.push_back({"a damaged capture shows the reader's error",
+                    [live](AppState& s) {
+                      std::ifstream in(live->path, std::ios::binary);
+                      const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+                      std::ofstream(live->damaged, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+                      handle_dropped_path(s, live->damaged);  // as if dropped on the window
+                    },
+                    [](const AppState&, const Snapshot&) { return true; },
+                    [this, live](AppState& s, const Snapshot& snap) -> std::string {
+                      if (s.status_message.find("cannot open capture") == std::string::npos ||
+                          s.status_message.find(live->damaged) == std::string::npos)
+                        return "no reader's error in the status line: " + s.status_message;
+                      if (!s.capture || s.capture->path != live->path || snap.analysis != s.capture->analysis)
+                        return "the damaged file replaced the capture on screen";
+                      std::printf("self-test:   %s\n", s.status_message.c_str());
+                      if (!screenshot_.empty()) pending_screenshot_ = with_suffix(screenshot_, "capture-damaged");
+                      return "";
+                    },
+                    30, 3});
+  steps_.push_back({"close the capture: back to the live run",
+                    [](AppState& s) { close_capture(s); },
+                    [live](const AppState&, const Snapshot& snap) {
+                      return snap.analysis && snap.analysis != live->analysis && snap.masks && snap.masks->source == snap.analysis &&
+                             fresh(snap, kStageAnalysis) && fresh(snap, kStageMasks) && !snap.busy;
+                    },
+                    [live](AppState& s, const Snapshot& snap) -> std::string {
+                      std::filesystem::remove(live->path);
+                      std::filesystem::remove(live->damaged);
+                      if (s.capture) return "the capture is still open";
+                      if (snap.model->display_name != live->analysis->model.display_name) return "the live model did not come back";
+                      if (snap.masks->hip.blocks != live->masks->hip.blocks) return "the live masks differ after closing the capture";
+                      return "";
+                    },
+                    240, 2});
 }
 
 void SelfTest::build_frame_steps() {

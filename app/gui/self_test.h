@@ -2,8 +2,9 @@
 // `hipstudio --self-test`: drives the real UI state frame by frame, without a mouse, and checks
 // every step against the engine: opens the default model and prompt, changes k, tries an invalid
 // combination, steps through all iterations of one query block, opens every panel, decodes a few
-// tokens, generates, saves a screenshot. With --frames N it then puts a 4096-token mask on screen
-// and measures N frames.
+// tokens, generates, saves a screenshot, then writes the run as a capture, reopens it read-only
+// (views equal the live ones), refuses a damaged copy and closes it. With --frames N it then puts a
+// 4096-token mask on screen and measures N frames.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -59,6 +60,7 @@ class SelfTest {
 
  private:
   void build_steps();
+  void build_capture_steps();
   void build_frame_steps();
   std::vector<std::unique_ptr<Panel>>& panels_;
   std::string screenshot_;

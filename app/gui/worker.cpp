@@ -105,6 +105,7 @@ bool Worker::step(const Request& r) {
     if (s == kStageTrace && !up_to_date(kStageMasks)) continue;
     const bool synthetic = r.model.synthetic_tokens > 0;
     if (synthetic && (s == kStageOffload || s == kStageGenerate)) continue;
+    if (r.model.capture_view && s == kStageGenerate) continue;  // no model behind a capture
     stage = s;
   }
   if (stage < 0) return false;
@@ -126,7 +127,9 @@ bool Worker::step(const Request& r) {
       case kStageModel: {
         ModelInfo info;
         std::shared_ptr<const LoadedModel> model;
-        if (r.model.synthetic_tokens > 0) {
+        if (r.model.capture_view) {
+          info = r.model.capture_view->model;
+        } else if (r.model.synthetic_tokens > 0) {
           info = synthetic_analysis(std::min<int64_t>(r.model.synthetic_tokens, 8), r)->model;
           info.display_name = "synthetic " + std::to_string(r.model.synthetic_tokens) + "-token Q/K (no model)";
           info.max_seq_len = r.model.synthetic_tokens;
@@ -140,7 +143,9 @@ bool Worker::step(const Request& r) {
       }
       case kStageAnalysis: {
         std::shared_ptr<const AnalysisView> a;
-        if (r.model.synthetic_tokens > 0) {
+        if (r.model.capture_view) {
+          a = r.model.capture_view;
+        } else if (r.model.synthetic_tokens > 0) {
           a = synthetic_analysis(r.model.synthetic_tokens, r);
         } else {
           a = analysis_job(*model_, *current_.model, r, progress);

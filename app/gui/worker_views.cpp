@@ -27,7 +27,7 @@ std::string stage_key(int stage, const Request& r) {
   std::ostringstream k;
   const auto& h = r.hip.hip;
   k << r.model.path << '|' << r.model.device << '|' << r.model.dtype << '|' << r.model.synthetic_tokens << '|'
-    << r.model.reload;
+    << r.model.reload << '|' << r.model.capture;
   if (stage == kStageModel) return k.str();
   k << "|P" << std::hash<std::string>{}(r.prompt) << '|' << r.prompt.size() << "|h" << h.k << ',' << h.b_q << ','
     << h.b_k << ',' << h.b_sq << ',' << h.b_sk << ',' << h.sink << ',' << h.window << ',' << h.rho << "|ld"

@@ -143,7 +143,7 @@ TEST_F(CaptureCli, ExportWritesOneView) {
 
 TEST_F(CaptureCli, OpenPrintsTheParameters) {
   ASSERT_EQ(result_.status, 0) << result_.out;
-  const CommandResult r = run("open " + capture_);
+  const CommandResult r = run("open --print " + capture_);  // --print: never a window, even with a display
   EXPECT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("HiP: k 16, b_q 8, b_k 2"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("stories15M"), std::string::npos) << r.out;
@@ -160,7 +160,7 @@ TEST_F(CaptureCli, DamagedCapturesAreRejectedAndNothingIsOverwritten) {
   EXPECT_EQ(r.status, 2) << r.out;
   EXPECT_NE(r.out.find("error: " + bad + ": damaged capture"), std::string::npos) << r.out;
   EXPECT_EQ(read_bytes(html), "earlier report");
-  r = run("open " + bad);
+  r = run("open --print " + bad);
   EXPECT_EQ(r.status, 2) << r.out;
 
   // A capture that fails (bad parameters) leaves the earlier capture as it was.

@@ -100,8 +100,12 @@ TEST(GuiLogic, ViewsOnASyntheticAnalysisMatchTheKernels) {
 // model folder, a checkpoint, a text file and a missing path is checked here without a window.
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
+#include "app/gui/capture_view.h"
 #include "app/gui/files.h"
+#include "captures/capture.h"
+#include "tests/captures/capture_fixture.h"
 
 namespace hipstudio::gui {
 namespace {
@@ -125,6 +129,60 @@ TEST(GuiLogic, DroppedPathsOpenModelsAndPrompts) {
   std::filesystem::remove(dir / "model.bin");
   std::filesystem::remove(dir / "hf-model");
   std::filesystem::remove(dir);
+}
+
+// A dropped .hipcap opens as a read-only capture: the capture's parameters replace the sliders' in
+// the request, Generate is inert, a damaged file leaves the state alone with the reader's error,
+// and closing returns to the live request.
+TEST(GuiLogic, DroppedCapturesOpenReadOnly) {
+  const auto dir = std::filesystem::temp_directory_path() / "hipstudio-gui-drop-capture";
+  std::filesystem::create_directories(dir);
+  const captures::Capture capture = testing::synthetic_capture(40);  // k 8, 2 layers, 2 heads, 40 tokens
+  auto synthetic = std::make_shared<AnalysisView>();
+  synthetic->analysis = std::make_shared<PairedAnalysis>(capture.analysis);
+  const std::string good = (dir / "run.hipcap").string(), bad = (dir / "bad.hipcap").string();
+  captures::write_capture(good, capture);
+  std::ifstream in(good, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::ofstream(bad, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+
+  AppState s;
+  s.prompt = "live prompt";
+  s.knobs.k = 64;
+  s.applied = s.knobs;
+  const Request live = make_request(s);
+  handle_dropped_path(s, bad);
+  EXPECT_EQ(s.capture, nullptr);
+  EXPECT_NE(s.status_message.find("cannot open capture"), std::string::npos) << s.status_message;
+  EXPECT_NE(s.status_message.find("damaged"), std::string::npos) << s.status_message;
+  EXPECT_EQ(s.prompt, "live prompt");  // not taken as a prompt file
+
+  handle_dropped_path(s, good);
+  ASSERT_NE(s.capture, nullptr) << s.status_message;
+  EXPECT_NE(s.capture->banner.find("(read-only)"), std::string::npos);
+  EXPECT_EQ(s.capture->knobs.k, 8);
+  EXPECT_EQ(s.capture->analysis->tokens(), 40);
+  ++s.generate_id;
+  const Request shown = make_request(s);
+  EXPECT_EQ(shown.hip.hip.k, 8);  // the capture's, not the slider's 64
+  EXPECT_EQ(shown.generate_id, 0u);
+  EXPECT_EQ(shown.model.capture_view, s.capture->analysis);
+  EXPECT_NE(stage_key(kStageModel, shown), stage_key(kStageModel, live));
+  // The masks recomputed from the capture's inputs equal the ones from the original analysis.
+  const auto from_capture = compute_layer_masks(shown.model.capture_view, clamp_selection(*shown.model.capture_view, shown));
+  const auto original = compute_layer_masks(synthetic, clamp_selection(*synthetic, shown));
+  EXPECT_EQ(from_capture->hip.blocks, original->hip.blocks);
+  EXPECT_EQ(from_capture->hip.counts, original->hip.counts);
+
+  // A damaged file dropped over an open capture leaves it open.
+  const auto before = s.capture;
+  handle_dropped_path(s, bad);
+  EXPECT_EQ(s.capture, before);
+  close_capture(s);
+  EXPECT_EQ(s.capture, nullptr);
+  s.generate_id = 0;
+  for (int st = 0; st < kStageCount; ++st) EXPECT_EQ(stage_key(st, make_request(s)), stage_key(st, live));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -1,0 +1,30 @@
+#pragma once
+// A capture file shown in the GUI instead of a live run (README "Captures and reports"): the
+// capture's PairedAnalysis becomes the AnalysisView every panel reads, and the views (masks,
+// traces, dense probabilities, locality, offloading) are recomputed from its LayerInputs exactly
+// as for a live run, since the kernels are pure functions of them. Read-only: the capture's
+// parameters replace the sliders' until File > Close capture.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "app/gui/app_state.h"
+#include "app/gui/results.h"
+
+namespace hipstudio::gui {
+
+struct OpenCapture {
+  std::string path;
+  uint64_t id = 0;                                // a new id per open: reopening a rewritten file recomputes
+  std::shared_ptr<const AnalysisView> analysis;   // the capture's analysis, model info inside
+  HipKnobs knobs;                                 // the capture's parameters, as the (disabled) sliders show them
+  std::string banner;                             // "Capture FILE (read-only): model, date, device"
+  std::vector<std::string> params;                // parameter lines for the sidebar
+};
+
+// Reads and validates the whole file (captures::read_capture). Throws InputError with the
+// reader's message (damage, version, missing Q/K/V) for the status line.
+std::shared_ptr<const OpenCapture> load_capture_view(const std::string& path);
+
+}  // namespace hipstudio::gui
