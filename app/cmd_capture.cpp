@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "app/commands.h"
+#include "app/analysis_options.h"
 #include "app/hip_options.h"
 #include "app/model_options.h"
 #include "captures/atomic_file.h"
@@ -85,16 +86,10 @@ void print_summary(const nlohmann::json& m) {
 void register_capture_commands(CLI::App& root) {
   struct CaptureArgs {
     ModelOptions model;
-    HipOptions hip;
+    AnalysisCliOptions run;
     std::string prompt;
-    int64_t decode = 0;
-    bool free_running = false;
-    uint64_t seed = 1;
     std::vector<std::string> views = captures::capture_view_names();
     std::vector<std::string> traces;
-    std::string page_table = "vector";
-    std::string policy = "lru";
-    int64_t mask_bank = 0, sparse_bank = 0;
     std::string model_hash;
     bool no_images = false, no_inputs = false;
     std::string out;
@@ -102,19 +97,11 @@ void register_capture_commands(CLI::App& root) {
   auto args = std::make_shared<CaptureArgs>();
   CLI::App* cmd = root.add_subcommand("capture", "Run a paired dense vs HiP analysis and save it as a capture file (reopens without the model)");
   args->model.add_to(*cmd);
-  args->hip.add_model_options(*cmd);
+  args->run.add_to(*cmd);
   cmd->add_option("--prompt", args->prompt, "prompt text, or @FILE")->required();
-  cmd->add_option("--decode", args->decode, "greedy decode steps after the prompt")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_flag("--free-running", args->free_running, "let the HiP side decode its own tokens");
-  cmd->add_option("--seed", args->seed, "seed of the random-selection baseline")->capture_default_str();
   cmd->add_option("--views", args->views, "views to capture, comma-separated: mask,iterations,locality,cache,latency")
       ->delimiter(',')->check(CLI::IsMember(captures::capture_view_names()))->capture_default_str();
   cmd->add_option("--trace", args->traces, "query block to trace, LAYER:HEAD:QUERY_BLOCK (repeatable; default: the last block of head 0 in each HiP layer)");
-  cmd->add_option("--page-table", args->page_table, "offloading page table: vector or hash")
-      ->check(CLI::IsMember({"vector", "hash"}))->capture_default_str();
-  cmd->add_option("--policy", args->policy, "offloading eviction policy: lru or lfu")->check(CLI::IsMember({"lru", "lfu"}))->capture_default_str();
-  cmd->add_option("--mask-bank", args->mask_bank, "mask-estimation bank tokens per head (0: c * (k / b_sk) * log2 T)")->capture_default_str();
-  cmd->add_option("--sa-bank", args->sparse_bank, "sparse-attention bank tokens per head (0: k)")->capture_default_str();
   cmd->add_option("--model-hash", args->model_hash, "SHA-256 of the weights to record (default: computed from the files; 'none' skips)");
   cmd->add_flag("--no-images", args->no_images, "do not store rendered images (reports render them from the data anyway)");
   cmd->add_flag("--no-inputs", args->no_inputs,
@@ -131,12 +118,7 @@ void register_capture_commands(CLI::App& root) {
     request.render_images = !args->no_images;
     request.keep_inputs = !args->no_inputs;
     for (const std::string& t : args->traces) request.traces.push_back(parse_trace(t));
-    AnalysisOptions options;
-    options.hip = args->hip.model_params();
-    options.decode_steps = args->decode;
-    options.force_dense_tokens = !args->free_running;
-    options.context_limit = args->model.context;
-    options.random_seed = args->seed;
+    const AnalysisOptions options = args->run.analysis(args->model.context);
     auto model = args->model.load();
     captures::CaptureInfo info;
     info.run = {HIPSTUDIO_VERSION, model->source.display_name, model->config.architecture, device_description(model->run), prompt};
@@ -147,18 +129,7 @@ void register_capture_commands(CLI::App& root) {
       return true;
     });
     std::fprintf(stderr, "\n");
-    offload::OffloadConfig oc;
-    oc.cache_factor = args->hip.cache_factor;
-    oc.mask_bank_tokens = args->mask_bank;
-    oc.sparse_bank_tokens = args->sparse_bank;
-    oc.table = args->page_table == "hash" ? offload::PageTableKind::Hash : offload::PageTableKind::Vector;
-    oc.policy = args->policy == "lfu" ? offload::EvictionPolicy::Lfu : offload::EvictionPolicy::Lru;
-    oc.k = options.hip.hip.k;
-    oc.b_sk = options.hip.hip.b_sk;
-    oc.context_tokens = static_cast<int64_t>(analysis.prompt_ids.size()) + args->decode;
-    const int64_t element = static_cast<int64_t>(c10::elementSize(model->run.dtype));
-    oc.mask_bytes_per_token = model->config.head_dim * element;
-    oc.sparse_bytes_per_token = 2 * model->config.head_dim * element;
+    const offload::OffloadConfig oc = args->run.offload(analysis, *model);
     const captures::Capture capture = captures::build_capture(std::move(analysis), info, request, &oc);
     captures::write_capture(args->out, capture);
     const PairedAnalysis& a = capture.analysis;
