@@ -12,6 +12,13 @@
 namespace hipstudio::gui {
 
 struct OpenCapture;  // capture_view.h
+struct FileTask;     // save_export.cpp: a save or export running in the background
+
+// A query block the user stepped through in the Iterations panel; File > Save capture stores its trace.
+struct SteppedBlock {
+  int64_t layer = 0, head = 0, query_block = 0;
+  bool operator==(const SteppedBlock& o) const { return layer == o.layer && head == o.head && query_block == o.query_block; }
+};
 
 // The HiP knobs as the sliders hold them (ints for ImGui); validated before they reach a Request.
 struct HipKnobs {
@@ -49,6 +56,11 @@ struct AppState {
   // read-only, its parameters replace the knobs in the request until File > Close capture.
   std::shared_ptr<const OpenCapture> capture;
   bool show_open_capture = false;  // File > Open capture... opens the path modal on the next frame
+  bool show_save_capture = false;  // File > Save capture... (path modal)
+  bool show_export_view = false;   // File > Export view... (folder and resolution modal)
+  std::shared_ptr<FileTask> file_task;  // the save / export running now, or null
+  std::string last_saved;               // path of the last capture saved (the self-test reads it back)
+  std::vector<std::string> last_exported;  // files of the last export
 
   // Selection
   int layer = 1, head = 0;
@@ -56,6 +68,7 @@ struct AppState {
   int delta = 8, bins = 40;
   MaskViewState mask_view;
   int step = 0;            // iteration stepper: 0 = initial nodes
+  std::vector<SteppedBlock> stepped_blocks;  // in the order first stepped (at most kMaxSteppedBlocks)
   bool playing = false;
   double play_accum = 0;
   float play_rate = 2.0f;  // steps per second
@@ -81,7 +94,11 @@ struct AppState {
 
   void add_recent_model(const std::string& path);
   void add_recent_prompt(const std::string& path);
+  // Called when the user steps past the initial nodes of a block; repeats are ignored.
+  void record_stepped_block(const SteppedBlock& b);
 };
+
+inline constexpr size_t kMaxSteppedBlocks = 64;
 
 // Checks the knobs (HiP's rules plus l_d, r_m, decode steps, c); returns the broken rule or "".
 std::string validate_knobs(const HipKnobs& k, int64_t n_layers);

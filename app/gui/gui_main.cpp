@@ -242,7 +242,9 @@ int run_gui(const GuiOptions& opt) {
     if (act.reset_settings) {
       const std::string model = state.model_path;
       const auto capture = state.capture;  // a reset of the layout keeps the capture on screen
+      const auto file_task = state.file_task;  // and a save in progress
       state = AppState{};
+      state.file_task = file_task;
       state.prompt = kDefaultPrompt;
       state.model_path = model;
       state.applied = state.knobs;

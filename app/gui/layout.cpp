@@ -7,6 +7,7 @@
 
 #include "app/gui/capture_view.h"
 #include "app/gui/files.h"
+#include "app/gui/save_export.h"
 #include "app/gui/widgets.h"
 #include "app/gui/worker.h"
 
@@ -21,6 +22,12 @@ void draw_menu(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>& panels, L
     if (ImGui::MenuItem("Default model (stories15M)", nullptr, false, !s.capture)) s.model_path.clear();
     if (ImGui::MenuItem("Open capture...")) s.show_open_capture = true;
     if (ImGui::MenuItem("Close capture", nullptr, false, s.capture != nullptr)) close_capture(s);
+    // Saving is disabled while a capture is open (the file on disk already is that capture).
+    const std::string no_save = save_unavailable(s, ctx.snap);
+    if (ImGui::MenuItem("Save capture...", nullptr, false, no_save.empty())) s.show_save_capture = true;
+    if (!no_save.empty() && ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) ImGui::SetTooltip("%s", no_save.c_str());
+    const bool can_export = ctx.snap.analysis && !s.file_task && !ctx.snap.analysis->model.synthetic;
+    if (ImGui::MenuItem("Export view...", nullptr, false, can_export)) s.show_export_view = true;
     ImGui::Separator();
     if (ImGui::MenuItem("Reset layout and settings")) act.reset_settings = true;
     ImGui::Separator();
@@ -131,6 +138,89 @@ void draw_open_capture_modal(PanelContext& ctx) {
   ImGui::EndPopup();
 }
 
+void error_text(const PanelContext& ctx, const std::string& error) {
+  if (error.empty()) return;
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(ctx.theme.bad));
+  ImGui::TextWrapped("%s", error.c_str());
+  ImGui::PopStyleColor();
+}
+
+// File > Save capture...: a path field; the capture is built and written in the background (the
+// status line shows progress and the result), so the modal closes at once.
+void draw_save_capture_modal(PanelContext& ctx, const std::vector<std::unique_ptr<Panel>>& panels) {
+  AppState& s = ctx.state;
+  static std::string path, error;
+  if (s.show_save_capture) {
+    ImGui::OpenPopup("Save capture");
+    s.show_save_capture = false;
+    path = default_capture_path();
+    error.clear();
+  }
+  ImGui::SetNextWindowSize(ImVec2(ImGui::GetFontSize() * 36, 0), ImGuiCond_Appearing);
+  if (!ImGui::BeginPopupModal("Save capture", nullptr, ImGuiWindowFlags_NoSavedSettings)) return;
+  const std::vector<std::string> views = open_capture_views(panels, s);
+  std::string list;
+  for (const auto& v : views) list += (list.empty() ? "" : ", ") + v;
+  ImGui::TextWrapped("Capture of the live run (reopens without the model): views %s; %zu stepped query blocks traced.", list.c_str(),
+                     s.stepped_blocks.size());
+  if (ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere();
+  ImGui::SetNextItemWidth(-1);
+  const bool enter = ImGui::InputTextWithHint("##save_path", "~/run.hipcap", &path, ImGuiInputTextFlags_EnterReturnsTrue);
+  error_text(ctx, error);
+  if (ImGui::Button("Save") || enter) {
+    if (start_save_capture(s, ctx.snap, views, path)) {
+      ImGui::CloseCurrentPopup();
+    } else {
+      error = s.status_message;
+    }
+  }
+  ImGui::SameLine();
+  if (ImGui::Button("Cancel") || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape))) ImGui::CloseCurrentPopup();
+  ImGui::EndPopup();
+}
+
+// File > Export view...: the current layer/head's mask as PNG (a chosen size, or full-detail
+// tiles), the locality / hit-ratio / latency plots as SVG and the per-head metrics as CSV.
+void draw_export_modal(PanelContext& ctx) {
+  AppState& s = ctx.state;
+  static ExportOptions o;
+  static int px = 1024, tile = 4096;
+  static std::string error;
+  if (s.show_export_view) {
+    ImGui::OpenPopup("Export view");
+    s.show_export_view = false;
+    o.dir = default_export_dir();
+    error.clear();
+  }
+  ImGui::SetNextWindowSize(ImVec2(ImGui::GetFontSize() * 36, 0), ImGuiCond_Appearing);
+  if (!ImGui::BeginPopupModal("Export view", nullptr, ImGuiWindowFlags_NoSavedSettings)) return;
+  ImGui::TextWrapped("Layer %d, head %d: mask PNG, locality / hit-ratio / latency SVG, metrics CSV into the folder:", s.layer, s.head);
+  ImGui::SetNextItemWidth(-1);
+  ImGui::InputTextWithHint("##export_dir", "~/export", &o.dir);
+  ImGui::Checkbox("Mask at full detail, in PNG tiles", &o.tiles);
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
+  if (o.tiles) {
+    ImGui::InputInt("tile side (px)", &tile, 256, 1024);
+    tile = std::clamp(tile, 16, 65536);
+  } else {
+    ImGui::InputInt("mask longest side (px)", &px, 256, 1024);
+    px = std::clamp(px, 16, 16384);
+  }
+  o.px = px;
+  o.tile = tile;
+  error_text(ctx, error);
+  if (ImGui::Button("Export")) {
+    if (start_export_view(s, ctx.snap, o)) {
+      ImGui::CloseCurrentPopup();
+    } else {
+      error = s.status_message;
+    }
+  }
+  ImGui::SameLine();
+  if (ImGui::Button("Cancel") || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape))) ImGui::CloseCurrentPopup();
+  ImGui::EndPopup();
+}
+
 void draw_status(PanelContext& ctx, float frame_ms) {
   const Snapshot& sn = ctx.snap;
   const Theme& t = ctx.theme;
@@ -184,6 +274,7 @@ void draw_status(PanelContext& ctx, float frame_ms) {
 LayoutActions draw_layout(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>& panels, float frame_ms) {
   LayoutActions act;
   AppState& s = ctx.state;
+  poll_file_task(s);  // a background save / export: progress, then its result, in the status line
   const ImGuiViewport* vp = ImGui::GetMainViewport();
   ImGui::SetNextWindowPos(vp->WorkPos);
   ImGui::SetNextWindowSize(vp->WorkSize);
@@ -230,6 +321,8 @@ LayoutActions draw_layout(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>
   ImGui::EndChild();
   draw_status(ctx, frame_ms);
   draw_open_capture_modal(ctx);
+  draw_save_capture_modal(ctx, panels);
+  draw_export_modal(ctx);
   ImGui::End();
 
   handle_shortcuts(ctx, act);

@@ -66,6 +66,8 @@ class StepperPanel final : public Panel {
     }
 
     const bool stale = ctx.snap.stale[kStageTrace];
+    // Stepping past the initial nodes marks the block for File > Save capture (its trace is stored).
+    if (s.step > 0 && !stale && !ctx.state.capture) s.record_stepped_block({v.layer, v.head, v.query_block});
     StaleScope grey(stale);
     const hip::MaskTrace& tr = v.trace;
     const viz::TraceStep& st = v.steps[static_cast<size_t>(s.step)];

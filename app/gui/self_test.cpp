@@ -13,9 +13,11 @@
 #include <unistd.h>
 
 #include <GLFW/glfw3.h>
+#include <imgui.h>
 
 #include "app/gui/capture_view.h"
 #include "app/gui/files.h"
+#include "app/gui/save_export.h"
 #include "captures/capture.h"
 #include "kernels/mask_reference.h"
 #include "kernels/search_range.h"
@@ -39,6 +41,48 @@ std::string with_suffix(const std::string& path, const std::string& suffix) {
   const size_t dot = path.rfind(".png");
   return (dot == std::string::npos ? path : path.substr(0, dot)) + "-" + suffix + ".png";
 }
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+bool is_png(const std::string& bytes) { return bytes.size() > 8 && bytes.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0; }
+
+// A small XML well-formedness check: tags nest and close, the root element is <svg>.
+bool is_svg(const std::string& x) {
+  std::vector<std::string> open;
+  std::string root;
+  size_t i = 0;
+  while ((i = x.find('<', i)) != std::string::npos) {
+    if (x.compare(i, 4, "<!--") == 0) {
+      i = x.find("-->", i);
+      if (i == std::string::npos) return false;
+      continue;
+    }
+    const size_t end = x.find('>', i);
+    if (end == std::string::npos) return false;
+    const std::string tag = x.substr(i + 1, end - i - 1);
+    i = end + 1;
+    if (tag.empty() || tag[0] == '?' || tag[0] == '!') continue;
+    const bool closing = tag[0] == '/';
+    const bool self_closing = tag.back() == '/';
+    const size_t name_end = tag.find_first_of(" \t\r\n/", closing ? 1 : 0);
+    const std::string name = tag.substr(closing ? 1 : 0, name_end == std::string::npos ? std::string::npos : name_end - (closing ? 1 : 0));
+    if (closing) {
+      if (open.empty() || open.back() != name) return false;
+      open.pop_back();
+      continue;
+    }
+    if (root.empty()) root = name;
+    else if (open.empty()) return false;  // a second root element
+    if (!self_closing) open.push_back(name);
+  }
+  return root == "svg" && open.empty();
+}
+
+// Between frames (no current window): whether any popup or modal is open.
+bool any_popup_open() { return ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId | ImGuiPopupFlags_AnyPopupLevel); }
 
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
@@ -453,6 +497,165 @@ void SelfTest::build_capture_steps() {
                       return "";
                     },
                     240, 2});
+  build_save_export_steps();
+}
+
+// File > Save capture... and File > Export view... through the menu actions' code (the modals call
+// the same functions): the capture holds the stepped blocks' traces and the open views' images; the
+// exported files are valid PNG / SVG / CSV; a save into an unwritable path shows the error.
+void SelfTest::build_save_export_steps() {
+  struct Saved {
+    std::string path, dir;
+    std::vector<SteppedBlock> stepped;
+  };
+  auto saved = std::make_shared<Saved>();
+  const std::string stem = (std::filesystem::temp_directory_path() / ("hipstudio-self-test-save-" + std::to_string(getpid()))).string();
+  saved->path = stem + "/run.hipcap";
+  saved->dir = stem + "/export";
+  auto idle = [](const AppState& s, const Snapshot& snap) {
+    return !s.file_task && !s.capture && snap.analysis && fresh(snap, kStageAnalysis) && !snap.busy;
+  };
+  steps_.push_back({"File > Save capture... opens the path modal; Escape closes it",
+                    [](AppState& s) { s.show_save_capture = true; },
+                    idle,
+                    [this, n = std::make_shared<int>(0)](AppState&, const Snapshot&) -> std::string {
+                      switch ((*n)++) {
+                        case 0: if (!screenshot_.empty()) pending_screenshot_ = with_suffix(screenshot_, "save-modal"); return kMore;
+                        case 1:
+                          if (!any_popup_open()) return "File > Save capture... opened no modal";
+                          key_down = GLFW_KEY_ESCAPE;
+                          return kMore;
+                        case 2: key_down = -1; return kMore;
+                        default: return any_popup_open() ? "Escape did not close the save modal" : "";
+                      }
+                    },
+                    60, 3});
+  steps_.push_back({"File > Save capture: the live run with the stepped query blocks",
+                    [stem](AppState& s) {
+                      std::filesystem::create_directories(stem);
+                      s.focus_panel = "mask";
+                    },
+                    idle,
+                    [this, saved](AppState& s, const Snapshot& snap) -> std::string {
+                      if (s.stepped_blocks.empty()) return "stepping through the iterations recorded no query block";
+                      saved->stepped = s.stepped_blocks;
+                      if (!start_save_capture(s, snap, open_capture_views(panels_, s), saved->path)) return "save refused: " + s.status_message;
+                      std::printf("self-test:   %s\n", s.status_message.c_str());
+                      return "";
+                    },
+                    60, 2});
+  steps_.push_back({"the saved capture reopens with the traces and the images",
+                    [](AppState&) {},
+                    [](const AppState& s, const Snapshot&) { return !s.file_task; },
+                    [this, saved](AppState& s, const Snapshot&) -> std::string {
+                      if (s.last_saved != saved->path) return "the save failed: " + s.status_message;
+                      std::printf("self-test:   %s\n", s.status_message.c_str());
+                      captures::Capture c;
+                      try {
+                        c = captures::read_capture(saved->path);
+                      } catch (const std::exception& e) {
+                        return std::string("the saved capture does not read back: ") + e.what();
+                      }
+                      for (const SteppedBlock& b : saved->stepped) {
+                        const bool found = std::any_of(c.traces.begin(), c.traces.end(), [&](const captures::CapturedTrace& t) {
+                          return t.layer == b.layer && t.trace.head == b.head && t.trace.query_block == b.query_block;
+                        });
+                        if (!found) return fail("the capture lacks the trace of stepped block L%lld, query block %lld", b.layer, b.query_block);
+                      }
+                      bool png = false, svg = false;
+                      for (const auto& im : c.images) {
+                        if (im.name.rfind("mask_", 0) == 0 && is_png(im.bytes)) png = true;
+                        if (im.name.size() > 4 && im.name.compare(im.name.size() - 4, 4, ".svg") == 0 && is_svg(im.bytes)) svg = true;
+                      }
+                      if (!png || !svg) return fail("the capture's images lack a mask PNG (%lld) or a plot SVG (%lld)", png, svg);
+                      if (!screenshot_.empty()) pending_screenshot_ = with_suffix(screenshot_, "saved");
+                      return "";
+                    },
+                    240, 2});
+  steps_.push_back({"File > Export view: mask PNG, plot SVGs, metrics CSV",
+                    [](AppState&) {},
+                    idle,
+                    [saved](AppState& s, const Snapshot& snap) -> std::string {
+                      ExportOptions o;
+                      o.dir = saved->dir;
+                      o.px = 256;
+                      if (!start_export_view(s, snap, o)) return "export refused: " + s.status_message;
+                      return "";
+                    },
+                    60, 2});
+  steps_.push_back({"the exported files exist and are valid",
+                    [](AppState&) {},
+                    [](const AppState& s, const Snapshot&) { return !s.file_task; },
+                    [saved](AppState& s, const Snapshot&) -> std::string {
+                      if (s.last_exported.empty()) return "the export failed: " + s.status_message;
+                      std::printf("self-test:   %s\n", s.status_message.c_str());
+                      int png = 0, svg = 0, csv = 0;
+                      for (const std::string& p : s.last_exported) {
+                        const std::string bytes = read_bytes(p);
+                        const std::string ext = std::filesystem::path(p).extension().string();
+                        if (ext == ".png" && is_png(bytes)) ++png;
+                        else if (ext == ".svg" && is_svg(bytes)) ++svg;
+                        else if (ext == ".csv" && bytes.rfind("layer,head", 0) == 0) ++csv;
+                        else return "not a valid export: " + p;
+                      }
+                      if (png != 1 || svg < 2 || csv != 1) return fail("expected a mask PNG, plot SVGs and a CSV; got %lld PNG, %lld SVG", png, svg);
+                      return "";
+                    },
+                    240, 2});
+  steps_.push_back({"File > Export view at full detail: the mask in PNG tiles",
+                    [](AppState&) {},
+                    idle,
+                    [saved](AppState& s, const Snapshot& snap) -> std::string {
+                      ExportOptions o;
+                      o.dir = saved->dir + "-tiles";
+                      o.tiles = true;
+                      o.tile = 16;  // several tiles even for a short prompt
+                      s.last_exported.clear();
+                      if (!start_export_view(s, snap, o)) return "export refused: " + s.status_message;
+                      return "";
+                    },
+                    60, 2});
+  steps_.push_back({"the tiles are valid PNGs",
+                    [](AppState&) {},
+                    [](const AppState& s, const Snapshot&) { return !s.file_task; },
+                    [](AppState& s, const Snapshot&) -> std::string {
+                      int tiles = 0;
+                      for (const std::string& p : s.last_exported)
+                        if (p.find("_tiles/mask_r") != std::string::npos) {
+                          if (!is_png(read_bytes(p))) return "not a PNG tile: " + p;
+                          ++tiles;
+                        }
+                      if (tiles < 2) return fail("expected several mask tiles, got %lld: ", tiles) + s.status_message;
+                      std::printf("self-test:   %s (%d tiles)\n", s.status_message.c_str(), tiles);
+                      return "";
+                    },
+                    240, 2});
+  steps_.push_back({"saving into an unwritable path shows the error and the app goes on",
+                    [](AppState&) {},
+                    idle,
+                    [this](AppState& s, const Snapshot& snap) -> std::string {
+                      if (!s.file_task) {
+                        if (s.status_message.rfind("cannot save capture /proc", 0) == 0) {
+                          std::printf("self-test:   %s\n", s.status_message.c_str());
+                          if (!screenshot_.empty()) pending_screenshot_ = with_suffix(screenshot_, "save-error");
+                          return "";
+                        }
+                        if (!start_save_capture(s, snap, {"mask"}, "/proc/hipstudio.hipcap")) return "save refused: " + s.status_message;
+                      }
+                      return kMore;
+                    },
+                    120, 2});
+  steps_.push_back({"the live views still update after the failed save",
+                    [](AppState& s) { s.layer = s.layer == 1 ? 2 : 1; },
+                    [](const AppState& s, const Snapshot& snap) {
+                      return snap.masks && snap.masks->layer == s.layer && fresh(snap, kStageMasks) && !snap.busy;
+                    },
+                    [stem](AppState& s, const Snapshot&) -> std::string {
+                      std::filesystem::remove_all(stem);
+                      s.layer = 1;
+                      return "";
+                    },
+                    120, 2});
 }
 
 void SelfTest::build_frame_steps() {

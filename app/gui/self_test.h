@@ -3,8 +3,9 @@
 // every step against the engine: opens the default model and prompt, changes k, tries an invalid
 // combination, steps through all iterations of one query block, opens every panel, decodes a few
 // tokens, generates, saves a screenshot, then writes the run as a capture, reopens it read-only
-// (views equal the live ones), refuses a damaged copy and closes it. With --frames N it then puts a
-// 4096-token mask on screen and measures N frames.
+// (views equal the live ones), refuses a damaged copy and closes it, saves a capture and exports a
+// view through the File menu's code and reads them back, and fails cleanly to save into /proc.
+// With --frames N it then puts a 4096-token mask on screen and measures N frames.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -61,6 +62,7 @@ class SelfTest {
  private:
   void build_steps();
   void build_capture_steps();
+  void build_save_export_steps();
   void build_frame_steps();
   std::vector<std::unique_ptr<Panel>>& panels_;
   std::string screenshot_;

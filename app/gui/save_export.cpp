@@ -1,0 +1,257 @@
+#include "app/gui/save_export.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <exception>
+#include <filesystem>
+#include <future>
+#include <mutex>
+
+#include "app/gui/worker.h"
+#include "captures/atomic_file.h"
+#include "captures/capture.h"
+#include "captures/export_view.h"
+#include "captures/mask_png.h"
+#include "engine/formats/errors.h"
+
+namespace hipstudio::gui {
+
+namespace fs = std::filesystem;
+
+// What the background thread reports while it runs (the UI reads it every frame).
+struct TaskProgress {
+  std::mutex mutex;
+  std::string stage;
+  void set(const std::string& s) {
+    std::lock_guard<std::mutex> lock(mutex);
+    stage = s;
+  }
+  std::string get() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return stage;
+  }
+};
+
+struct TaskOutcome {
+  bool ok = false;
+  bool save = false;               // a capture save (else an export)
+  std::string message;             // for the status line
+  std::vector<std::string> paths;  // written
+};
+
+struct FileTask {
+  std::shared_ptr<TaskProgress> progress = std::make_shared<TaskProgress>();
+  std::future<TaskOutcome> outcome;
+};
+
+namespace {
+
+std::string home_dir() {
+  const char* h = std::getenv("HOME");
+  return h && *h ? h : ".";
+}
+
+std::string stamp() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d-%H%M%S", &tm);
+  return buf;
+}
+
+// "~/x" -> "$HOME/x".
+std::string expand_home(const std::string& path) {
+  if (path == "~" || path.rfind("~/", 0) == 0) return home_dir() + path.substr(1);
+  return path;
+}
+
+// The offloading configuration the Cache panel simulates (compute_offload), the `capture`
+// command's defaults otherwise (vector page table, LRU, automatic bank sizes).
+offload::OffloadConfig offload_config(const AnalysisView& a, double cache_factor) {
+  offload::OffloadConfig c;
+  const auto& opt = a.analysis->options;
+  c.cache_factor = cache_factor;
+  c.k = opt.hip.hip.k;
+  c.b_sk = opt.hip.hip.b_sk;
+  c.context_tokens = a.tokens() + static_cast<int64_t>(a.analysis->decode.size());
+  c.mask_bytes_per_token = a.model.head_dim * a.model.element_bytes;
+  c.sparse_bytes_per_token = 2 * a.model.head_dim * a.model.element_bytes;
+  return c;
+}
+
+captures::CaptureInfo capture_info(const AppState& s, const AnalysisView& a, const std::vector<std::string>& views) {
+  captures::CaptureInfo info;
+  const ModelInfo& m = a.model;
+  info.run = {HIPSTUDIO_VERSION, m.display_name, m.architecture, m.device, a.prompt};
+  info.dtype = s.dtype;  // the model's weights are not hashed here (`hipstudio capture` does)
+  info.views = views;
+  return info;
+}
+
+void start_task(AppState& s, const std::string& what, std::function<TaskOutcome(TaskProgress&)> body) {
+  auto task = std::make_shared<FileTask>();
+  task->progress->set(what);
+  auto progress = task->progress;
+  task->outcome = std::async(std::launch::async, [progress, body = std::move(body)] { return body(*progress); });
+  s.file_task = task;
+  s.status_message = what;
+}
+
+}  // namespace
+
+std::string default_capture_path() { return "~/hipstudio-" + stamp() + ".hipcap"; }
+std::string default_export_dir() { return "~/hipstudio-export-" + stamp(); }
+
+std::string save_unavailable(const AppState& s, const Snapshot& snap) {
+  if (s.file_task) return "a save or export is still running";
+  if (s.capture) return "a capture is open (it is already a file; File > Close capture returns to the live run)";
+  if (!snap.analysis || !snap.analysis->analysis || snap.stale[kStageAnalysis] || !snap.error[kStageAnalysis].empty())
+    return "no finished live run yet";
+  if (snap.analysis->model.synthetic) return "the synthetic frame-stats run has no model to capture";
+  if (snap.analysis->analysis->inputs.empty()) return "the run kept no Q/K/V";
+  return "";
+}
+
+std::vector<std::string> open_capture_views(const std::vector<std::unique_ptr<Panel>>& panels, const AppState& s) {
+  static const std::vector<std::pair<std::string, std::string>> panel_view{
+      {"mask", "mask"}, {"stepper", "iterations"}, {"locality", "locality"}, {"kvcache", "cache"}, {"latency", "latency"}};
+  std::vector<std::string> views;
+  for (const auto& [panel, view] : panel_view) {
+    const bool open = std::any_of(panels.begin(), panels.end(), [&](const auto& p) { return p->open && p->id() == panel; });
+    if (open || (view == "iterations" && !s.stepped_blocks.empty())) views.push_back(view);
+  }
+  if (views.empty()) views.push_back("mask");
+  return views;
+}
+
+bool start_save_capture(AppState& s, const Snapshot& snap, const std::vector<std::string>& views, const std::string& path_in) {
+  const std::string why = save_unavailable(s, snap);
+  if (!why.empty()) {
+    s.status_message = "cannot save capture: " + why;
+    return false;
+  }
+  const std::string path = expand_home(path_in);
+  if (path.empty()) {
+    s.status_message = "cannot save capture: no file name";
+    return false;
+  }
+  const std::shared_ptr<const AnalysisView> a = snap.analysis;
+  // What `hipstudio capture --views V --trace L:H:QB...` asks for with the run's parameters.
+  captures::CaptureRequest request;
+  request.views = views;
+  const PairedAnalysis& pa = *a->analysis;
+  const int64_t n_layers = static_cast<int64_t>(pa.inputs.size());
+  const int64_t b_q = std::max<int64_t>(1, pa.options.hip.hip.b_q);
+  const int64_t blocks = (a->tokens() + b_q - 1) / b_q;
+  for (const SteppedBlock& b : s.stepped_blocks)  // blocks stepped under an earlier prompt may not fit this one
+    if (b.layer >= 0 && b.layer < n_layers && b.head >= 0 && b.head < pa.inputs[b.layer].heads && b.query_block >= 0 &&
+        b.query_block < blocks)
+      request.traces.push_back({b.layer, b.head, b.query_block});
+  const captures::CaptureInfo info = capture_info(s, *a, views);
+  const offload::OffloadConfig oc = offload_config(*a, make_request(s).cache_factor);
+  start_task(s, "saving capture " + path + ": computing the views...", [a, request, info, oc, path](TaskProgress& progress) {
+    TaskOutcome out;
+    out.save = true;
+    try {
+      const fs::path parent = fs::absolute(path).parent_path();
+      if (!fs::is_directory(parent)) throw InputError("the folder " + parent.string() + " does not exist");
+      const captures::Capture c = captures::build_capture(*a->analysis, info, request, &oc);
+      progress.set("saving capture " + path + ": writing...");
+      captures::write_capture(path, c);
+      out.ok = true;
+      out.paths = {path};
+      char buf[160];
+      std::snprintf(buf, sizeof buf, " (%.1f MB, %zu traces, %zu images)", static_cast<double>(fs::file_size(path)) / 1e6,
+                    c.traces.size(), c.images.size());
+      out.message = "saved capture " + path + buf;
+    } catch (const std::exception& e) {  // InputError (read-only folder, disk full), bad_alloc
+      out.message = "cannot save capture " + path + ": " + e.what();
+    }
+    return out;
+  });
+  return true;
+}
+
+bool start_export_view(AppState& s, const Snapshot& snap, const ExportOptions& options) {
+  std::string why = save_unavailable(s, snap);
+  if (why.rfind("a capture is open", 0) == 0) why.clear();  // exporting a capture's view is fine
+  if (!why.empty()) {
+    s.status_message = "cannot export: " + why;
+    return false;
+  }
+  ExportOptions o = options;
+  o.dir = expand_home(o.dir);
+  if (o.dir.empty()) {
+    s.status_message = "cannot export: no folder";
+    return false;
+  }
+  const std::shared_ptr<const AnalysisView> a = snap.analysis;
+  const Request r = clamp_selection(*a, make_request(s));
+  const captures::CaptureInfo info = capture_info(s, *a, {"mask", "locality", "cache", "latency"});
+  const offload::OffloadConfig oc = offload_config(*a, r.cache_factor);
+  const int64_t layer = r.layer, head = r.head;
+  start_task(s, "exporting layer " + std::to_string(layer) + " head " + std::to_string(head) + " to " + o.dir + "...",
+             [a, info, oc, o, layer, head](TaskProgress& progress) {
+    TaskOutcome out;
+    try {
+      // The exporters take a capture: an in-memory one of this run, without images.
+      captures::CaptureRequest request;
+      request.views = info.views;
+      request.render_images = false;
+      const captures::Capture c = captures::build_capture(*a->analysis, info, request, &oc);
+      progress.set("exporting to " + o.dir + ": writing...");
+      fs::create_directories(o.dir);
+      const std::string lh = "_L" + std::to_string(layer) + "_H" + std::to_string(head);
+      auto put = [&](const std::string& name, const captures::ExportRequest& er) {
+        out.paths.push_back((fs::path(o.dir) / name).string());
+        captures::write_file_atomic(out.paths.back(), captures::export_view(c, er));
+      };
+      if (o.tiles) {
+        const fs::path tdir = fs::path(o.dir) / ("mask" + lh + "_tiles");
+        fs::create_directories(tdir);
+        const captures::MaskCells cells =
+            captures::mask_cells(c.masks.at(static_cast<size_t>(layer)), c.analysis.options.hip.hip, a->tokens(), head);
+        const int64_t cols = (cells.cols + o.tile - 1) / o.tile;
+        const auto tiles = captures::render_mask_tiles(cells, o.tile);
+        for (size_t i = 0; i < tiles.size(); ++i) {
+          out.paths.push_back((tdir / ("mask_r" + std::to_string(i / cols) + "_c" + std::to_string(i % cols) + ".png")).string());
+          captures::write_file_atomic(out.paths.back(), captures::encode_png(tiles[i]));
+        }
+      } else {
+        put("mask" + lh + ".png", {"mask", "png", layer, head, -1, o.px, ""});
+      }
+      if (!c.locality.empty()) put("locality" + lh + ".svg", {"locality", "svg", layer, head, -1, 0, ""});
+      put("hit_ratio.svg", {"hit-ratio", "svg", layer, head, -1, 0, ""});
+      put("latency.svg", {"latency", "svg", layer, head, -1, 0, ""});
+      put("metrics.csv", {"metrics", "csv", -1, -1, -1, 0, ""});
+      out.ok = true;
+      out.message = "exported " + std::to_string(out.paths.size()) + " files (layer " + std::to_string(layer) + ", head " +
+                    std::to_string(head) + ") to " + o.dir;
+    } catch (const std::exception& e) {
+      out.message = "cannot export to " + o.dir + ": " + e.what();
+    }
+    return out;
+  });
+  return true;
+}
+
+bool poll_file_task(AppState& s) {
+  if (!s.file_task) return false;
+  FileTask& t = *s.file_task;
+  if (t.outcome.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+    s.status_message = t.progress->get();
+    return true;
+  }
+  const TaskOutcome out = t.outcome.get();
+  s.file_task.reset();
+  s.status_message = out.message;
+  if (out.ok && out.save) s.last_saved = out.paths.front();
+  if (out.ok && !out.save) s.last_exported = out.paths;
+  if (!out.ok) std::fprintf(stderr, "hipstudio gui: %s\n", out.message.c_str());
+  return false;
+}
+
+}  // namespace hipstudio::gui

@@ -1,0 +1,48 @@
+#pragma once
+// File > Save capture... and File > Export view...: the live run written as a capture (the same
+// build_capture request `hipstudio capture` makes, plus the query blocks the user stepped through
+// and images of the open views), and the current layer/head exported as PNG / SVG / CSV through
+// captures/export_view. Both run as a background task; the status line shows what it is doing and
+// then the result or the error (read-only folder, disk full). write_capture is atomic, so a failed
+// save leaves an earlier file as it was.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "app/gui/panel.h"
+
+namespace hipstudio::gui {
+
+// ~/hipstudio-<YYYY-MM-DD-HHMMSS>.hipcap and ~/hipstudio-export-<...> (the folder of an export).
+std::string default_capture_path();
+std::string default_export_dir();
+
+// Why saving / exporting is not possible now ("" when it is): a capture is open (saving is disabled
+// then: the file on disk is the capture), no finished live run, a synthetic run, a task running.
+std::string save_unavailable(const AppState& s, const Snapshot& snap);
+
+// The capture views of the open panels (mask, iterations, locality, cache, latency), plus
+// "iterations" when query blocks were stepped through.
+std::vector<std::string> open_capture_views(const std::vector<std::unique_ptr<Panel>>& panels, const AppState& s);
+
+// Starts writing the current live run to `path` in the background (s.file_task); false with the
+// reason in s.status_message when save_unavailable() says so.
+bool start_save_capture(AppState& s, const Snapshot& snap, const std::vector<std::string>& views, const std::string& path);
+
+struct ExportOptions {
+  std::string dir;        // created if missing
+  int64_t px = 1024;      // mask PNG: longest side (max-pooled above it)
+  bool tiles = false;     // mask at full detail, in PNG tiles of `tile` pixels, into dir/mask_L<l>_H<h>_tiles/
+  int64_t tile = 4096;
+};
+
+// Starts exporting the current layer/head: mask PNG (or tiles), locality / hit-ratio / latency SVG,
+// per-head metrics CSV.
+bool start_export_view(AppState& s, const Snapshot& snap, const ExportOptions& options);
+
+// Once per frame: while a task runs, its progress in the status line; when it ends, its result
+// (errors start with "cannot", which the status line shows in red). True while a task runs.
+bool poll_file_task(AppState& s);
+
+}  // namespace hipstudio::gui
