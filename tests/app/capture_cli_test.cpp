@@ -9,6 +9,8 @@
 #include <string>
 
 #include <gtest/gtest.h>
+
+#include "tests/app/run_hipstudio.h"
 #include <nlohmann/json.hpp>
 
 #include "captures/capture.h"
@@ -21,23 +23,9 @@
 namespace {
 using hipstudio::testing::read_bytes;
 
-struct CommandResult {
-  int status = -1;
-  std::string out;  // stdout + stderr
-};
+using hipstudio::testing::CommandResult;
 
-CommandResult run(const std::string& args) {
-  const std::string command = std::string(HIPSTUDIO_BINARY) + " " + args + " 2>&1";
-  CommandResult r;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return r;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) r.out.append(buffer.data(), n);
-  const int raw = pclose(pipe);
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return r;
-}
+CommandResult run(const std::string& args) { return hipstudio::testing::run_hipstudio(args, /*merge_stderr=*/true); }
 
 const char* kSmall = "--prompt 'Once upon a time, there was a little girl named Lily. She loved to play outside in the sunshine.' "
                      "--topk 16 --bq 8 --bk 2 --ld 1 --rm 4 --decode 6";

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "tests/app/run_hipstudio.h"
 #include <nlohmann/json.hpp>
 
 #include "captures/npy.h"
@@ -18,24 +20,8 @@
 
 namespace {
 
-struct CommandResult {
-  int status = -1;
-  std::string out;  // stdout, or stdout + stderr when merged
-};
-
-// Runs hipstudio with `args` (shell words); stderr is discarded unless merge_stderr.
-CommandResult run_hipstudio(const std::string& args, bool merge_stderr = false) {
-  const std::string command = std::string(HIPSTUDIO_BINARY) + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
-  CommandResult r;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return r;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) r.out.append(buffer.data(), n);
-  const int raw = pclose(pipe);
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return r;
-}
+using hipstudio::testing::CommandResult;
+using hipstudio::testing::run_hipstudio;
 
 TEST(Cli, GenerateGreedyPrintsPromptAndContinuation) {
   CommandResult r = run_hipstudio("generate --prompt 'Once upon a time' --max-tokens 24 --temperature 0");
