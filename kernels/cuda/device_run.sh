@@ -10,8 +10,6 @@ cd "$repo"
 out="${OUT:-/tmp}"
 mkdir -p .device-carry/include
 [ -d .device-carry/googletest ] || tar -xJf .device-carry/deps.tar.xz -C .device-carry
-# Headers other layers may need that the machine lacks (carry [".hipcuda-carry"] too, optional).
-[ -d .hipcuda-carry/stb ] && cp -r .hipcuda-carry/stb /usr/local/include/
 torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv,noheader
 cmake -S . -B build-hipcuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DHIPSTUDIO_GUI=OFF -DCMAKE_CUDA_ARCHITECTURES=90 -DHIPSTUDIO_CUDA=ON \
