@@ -116,8 +116,7 @@ Capture decode_capture(const std::string& bytes, const std::string& what);
 // The manifest alone (for `hipstudio open` headless and file pickers): validated like read_capture.
 nlohmann::json read_capture_manifest(const std::string& path);
 
-// Non-owning kernel view of one layer's prompt Q/K/V (tq = tk = tokens, implicit positions).
-hip::AttentionInputs layer_attention_inputs(const LayerInputs& in);
+
 
 // Current UTC time as ISO 8601.
 std::string utc_now_iso8601();

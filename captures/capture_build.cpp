@@ -5,6 +5,7 @@
 
 #include "captures/capture.h"
 #include "captures/figures.h"
+#include "engine/analysis/layer_view.h"
 #include "engine/formats/errors.h"
 #include "kernels/oracle.h"
 #include "kernels/random_baseline.h"
@@ -22,19 +23,6 @@ std::string utc_now_iso8601() {
   char text[32];
   std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return text;
-}
-
-hip::AttentionInputs layer_attention_inputs(const LayerInputs& in) {
-  hip::AttentionInputs a;
-  a.q = in.q.data();
-  a.k = in.k.data();
-  a.v = in.v.empty() ? nullptr : in.v.data();
-  a.hq = in.heads;
-  a.hkv = in.kv_heads;
-  a.tq = in.tokens;
-  a.tk = in.tokens;
-  a.d = in.dim;
-  return a;
 }
 
 Capture build_capture(PairedAnalysis analysis, CaptureInfo info, const CaptureRequest& request,
@@ -56,7 +44,7 @@ Capture build_capture(PairedAnalysis analysis, CaptureInfo info, const CaptureRe
 
   if (c.has_view("mask")) {
     for (int64_t l = 0; l < n_layers; ++l) {
-      const hip::AttentionInputs in = layer_attention_inputs(a.inputs[l]);
+      const hip::AttentionInputs in = layer_view(a.inputs[l]);
       LayerMasks m;
       hip::MaskOptions opt;
       opt.threads = request.threads;
@@ -78,7 +66,7 @@ Capture build_capture(PairedAnalysis analysis, CaptureInfo info, const CaptureRe
     for (const TraceSpec& s : specs) {
       if (s.layer < 0 || s.layer >= n_layers)
         throw InputError("trace layer " + std::to_string(s.layer) + " is outside the model's " + std::to_string(n_layers) + " layers");
-      const hip::AttentionInputs in = layer_attention_inputs(a.inputs[s.layer]);
+      const hip::AttentionInputs in = layer_view(a.inputs[s.layer]);
       const int64_t blocks = (tokens + p.b_q - 1) / p.b_q;
       if (s.head < 0 || s.head >= in.hq || s.query_block < 0 || s.query_block >= blocks)
         throw InputError("trace head " + std::to_string(s.head) + ", query block " + std::to_string(s.query_block) +
@@ -94,7 +82,7 @@ Capture build_capture(PairedAnalysis analysis, CaptureInfo info, const CaptureRe
     for (int64_t i = std::max<int64_t>(0, tokens - request.locality_queries); i < tokens; ++i) c.locality_queries.push_back(i);
     if (!c.locality_params.deltas.empty()) {
       for (int64_t l = 0; l < n_layers; ++l) {
-        const hip::AttentionInputs in = layer_attention_inputs(a.inputs[l]);
+        const hip::AttentionInputs in = layer_view(a.inputs[l]);
         std::vector<hip::ScoreLocality> heads;
         for (int64_t h = 0; h < in.hq; ++h) heads.push_back(hip::score_locality(in, p, h, c.locality_queries, c.locality_params));
         c.locality.push_back(std::move(heads));

@@ -25,7 +25,7 @@ void AppState::record_stepped_block(const SteppedBlock& b) {
   if (std::find(stepped_blocks.begin(), stepped_blocks.end(), b) == stepped_blocks.end()) stepped_blocks.push_back(b);
 }
 
-std::string validate_knobs(const HipKnobs& k, int64_t n_layers) {
+hip::HipParams to_hip_params(const HipKnobs& k) {
   hip::HipParams p;
   p.k = k.k;
   p.b_q = k.b_q;
@@ -35,8 +35,12 @@ std::string validate_knobs(const HipKnobs& k, int64_t n_layers) {
   p.sink = k.sink;
   p.window = k.window;
   p.rho = k.rho;
+  return p;
+}
+
+std::string validate_knobs(const HipKnobs& k, int64_t n_layers) {
   try {
-    hip::validate_hip_params(p);
+    hip::validate_hip_params(to_hip_params(k));
   } catch (const std::exception& e) {
     return e.what();
   }
@@ -58,14 +62,7 @@ Request make_request(const AppState& s) {
   r.model.reload = s.model_reload;
   r.prompt = s.prompt;
   const HipKnobs& k = s.applied;
-  r.hip.hip.k = k.k;
-  r.hip.hip.b_q = k.b_q;
-  r.hip.hip.b_k = k.b_k;
-  r.hip.hip.b_sq = k.b_sq;
-  r.hip.hip.b_sk = k.b_sk;
-  r.hip.hip.sink = k.sink;
-  r.hip.hip.window = k.window;
-  r.hip.hip.rho = k.rho;
+  r.hip.hip = to_hip_params(k);
   r.hip.dense_layers = k.l_d;
   r.hip.refresh_every = k.r_m;
   r.decode_steps = k.decode_steps;

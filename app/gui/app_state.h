@@ -101,6 +101,9 @@ struct AppState {
 inline constexpr size_t kMaxSteppedBlocks = 64;
 
 // Checks the knobs (HiP's rules plus l_d, r_m, decode steps, c); returns the broken rule or "".
+// The kernel parameters of the knobs (validation and requests both start from these).
+hip::HipParams to_hip_params(const HipKnobs& k);
+
 std::string validate_knobs(const HipKnobs& k, int64_t n_layers);
 
 // The request the worker should serve for this state (uses `applied`, the last valid knobs).

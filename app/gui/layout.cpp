@@ -105,6 +105,13 @@ void draw_capture_banner(PanelContext& ctx) {
   if (ImGui::SmallButton("Close capture")) close_capture(s);
 }
 
+void error_text(const PanelContext& ctx, const std::string& error) {
+  if (error.empty()) return;
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(ctx.theme.bad));
+  ImGui::TextWrapped("%s", error.c_str());
+  ImGui::PopStyleColor();
+}
+
 // File > Open capture...: ImGui 1.86 has no file dialog, so a path field (dropping a .hipcap on the
 // window does the same). A damaged file keeps the modal open with the reader's error.
 void draw_open_capture_modal(PanelContext& ctx) {
@@ -121,11 +128,7 @@ void draw_open_capture_modal(PanelContext& ctx) {
   if (ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere();
   ImGui::SetNextItemWidth(-1);
   const bool enter = ImGui::InputTextWithHint("##capture_path", "path/to/run.hipcap", &path, ImGuiInputTextFlags_EnterReturnsTrue);
-  if (!error.empty()) {
-    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(ctx.theme.bad));
-    ImGui::TextWrapped("%s", error.c_str());
-    ImGui::PopStyleColor();
-  }
+  error_text(ctx, error);
   if (ImGui::Button("Open") || enter) {
     if (open_capture_file(s, path)) {
       ImGui::CloseCurrentPopup();
@@ -136,13 +139,6 @@ void draw_open_capture_modal(PanelContext& ctx) {
   ImGui::SameLine();
   if (ImGui::Button("Cancel") || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape))) ImGui::CloseCurrentPopup();
   ImGui::EndPopup();
-}
-
-void error_text(const PanelContext& ctx, const std::string& error) {
-  if (error.empty()) return;
-  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(ctx.theme.bad));
-  ImGui::TextWrapped("%s", error.c_str());
-  ImGui::PopStyleColor();
 }
 
 // File > Save capture...: a path field; the capture is built and written in the background (the

@@ -8,31 +8,16 @@
 #include "engine/model/hip_attention.h"
 #include "engine/model/paired_analysis.h"
 #include "tests/engine/engine_fixture.h"
+#include "tests/engine/hip_test_setup.h"
 
 namespace hipstudio {
 namespace {
 
 using testing::default_model;
 
-const char* kStory =
-    "Once upon a time, there was a little girl named Lily. She loved to play outside in the sunshine. "
-    "One day, she saw a big red ball in the park. She ran to the ball and kicked it high into the sky. "
-    "The ball flew over the trees and landed in a pond. Lily was sad because she could not swim. "
-    "Her friend Ben came and saw her crying. He said, \"Don't worry, Lily, I will help you.\" "
-    "Ben found a long stick and pulled the ball out of the water. Lily was so happy that she hugged Ben. "
-    "They played with the ball all day long and became best friends.";
+using testing::kStory;
 
-HipModelParams small_params() {
-  HipModelParams p;
-  p.hip.k = 16;
-  p.hip.b_q = 8;
-  p.hip.b_k = 2;
-  p.hip.sink = 2;
-  p.hip.window = 4;
-  p.dense_layers = 1;
-  p.refresh_every = 4;
-  return p;
-}
+HipModelParams small_params() { return testing::small_hip_params(); }
 
 TEST(HipModel, BudgetCoveringTheContextEqualsDense) {
   AnalysisOptions o;

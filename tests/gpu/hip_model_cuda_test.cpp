@@ -11,6 +11,7 @@
 #include "engine/model/paired_analysis.h"
 #include "engine/model/transformer.h"
 #include "kernels/torch/hip_torch.h"
+#include "tests/engine/hip_test_setup.h"
 
 namespace hipstudio {
 namespace {
@@ -20,23 +21,10 @@ namespace {
   GTEST_SKIP() << "no CUDA GPU or the HiP CUDA kernels were not built (" << hip_torch::cuda_kernels_status() \
                << "); run the gpu-labelled tests on a GPU machine"
 
-const char* kStory =
-    "Once upon a time, there was a little girl named Lily. She loved to play outside in the sunshine. "
-    "One day, she saw a big red ball in the park. She ran to the ball and kicked it high into the sky. "
-    "The ball flew over the trees and landed in a pond. Lily was sad because she could not swim. "
-    "Her friend Ben came and saw her crying. He said, \"Don't worry, Lily, I will help you.\"";
+// The shorter prompt keeps the per-step GPU/CPU comparison quick.
+const std::string& kStory = testing::kStoryOpening;
 
-HipModelParams params() {
-  HipModelParams p;
-  p.hip.k = 16;
-  p.hip.b_q = 8;
-  p.hip.b_k = 2;
-  p.hip.sink = 2;
-  p.hip.window = 4;
-  p.dense_layers = 1;
-  p.refresh_every = 4;
-  return p;
-}
+HipModelParams params() { return testing::small_hip_params(); }
 
 std::shared_ptr<const Model> load(const char* device, const char* dtype) {
   return load_model(resolve_model_source(""), parse_run_device(device, dtype));
