@@ -23,14 +23,19 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Keys read by the hierarchical search of query block 0 for each head: the sampled keys of every
-// scored branch's representative block, from the traces.
-std::vector<std::vector<int32_t>> search_keys(const hip::AttentionInputs& in, const hip::HipParams& p) {
+// The (head, query block 0) trace requests of every head: a decode step has one query block.
+hip::MaskOptions trace_every_head(int64_t heads) {
   hip::MaskOptions options;
-  for (int64_t h = 0; h < in.hq; ++h) options.trace.push_back({h, 0});
-  const hip::MaskEstimate estimate = hip::estimate_masks(in, p, options);
-  std::vector<std::vector<int32_t>> keys(static_cast<size_t>(in.hq));
-  for (const hip::MaskTrace& trace : estimate.traces) {
+  for (int64_t h = 0; h < heads; ++h) options.trace.push_back({h, 0});
+  return options;
+}
+
+// Keys read by the hierarchical search, per head: the sampled keys of every scored branch's
+// representative block, from the traces.
+std::vector<std::vector<int32_t>> search_keys(const std::vector<hip::MaskTrace>& traces, const hip::HipParams& p,
+                                              int64_t heads) {
+  std::vector<std::vector<int32_t>> keys(static_cast<size_t>(heads));
+  for (const hip::MaskTrace& trace : traces) {
     std::vector<int32_t>& out = keys[static_cast<size_t>(trace.head)];
     for (const hip::TraceIteration& iteration : trace.iterations)
       for (const hip::TraceBranch& branch : iteration.branches)
@@ -95,13 +100,19 @@ at::Tensor HipAttention::attend_reference(const AttentionCall& call, LayerState&
   HostAttentionInputs host(call.q, call.k, call.v);
   hip::MaskResult prefill_mask;
   const hip::MaskResult* mask = nullptr;
+  const bool record = record_access_ && call.decoding;
+  std::vector<hip::MaskTrace> traces;  // of a recorded refresh: the keys the search read
   auto select = [&] {
     switch (params_.selection) {
       case BlockSelection::Random: return hip::random_masks(host.view, params_.hip, params_.random_seed + call.layer);
       case BlockSelection::Oracle: return hip::oracle_masks(host.view, params_.hip);
       case BlockSelection::Hip: break;
     }
-    return hip::estimate_masks(host.view, params_.hip).mask;
+    // One search serves both the mask and, when recording, its trace.
+    hip::MaskEstimate estimate =
+        hip::estimate_masks(host.view, params_.hip, record ? trace_every_head(host.view.hq) : hip::MaskOptions{});
+    traces = std::move(estimate.traces);
+    return std::move(estimate.mask);
   };
 
   auto start = std::chrono::steady_clock::now();
@@ -129,24 +140,23 @@ at::Tensor HipAttention::attend_reference(const AttentionCall& call, LayerState&
                           .to(call.q.device(), call.q.scalar_type());
   event.attention_seconds = seconds_since(start);
   event.mask = mask;
-  if (record_access_) record_access(call, *mask, event);
+  if (record) record_access(host.view, *mask, traces, event);
   return result;
 }
 
-void HipAttention::record_access(const AttentionCall& call, const hip::MaskResult& mask, HipLayerEvent& event) {
-  HostAttentionInputs host(call.q, call.k, call.v);
-  if (event.refreshed && params_.selection == BlockSelection::Hip) event.mask_keys = search_keys(host.view, params_.hip);
-  else event.mask_keys.assign(static_cast<size_t>(host.view.hq), {});
+void HipAttention::record_access(const hip::AttentionInputs& view, const hip::MaskResult& mask,
+                                 const std::vector<hip::MaskTrace>& traces, HipLayerEvent& event) {
+  event.mask_keys = search_keys(traces, params_.hip, view.hq);  // empty per head when nothing was searched
   std::vector<int64_t> keys;
-  for (int64_t h = 0; h < host.view.hq; ++h) {
-    hip::attended_keys(host.view, params_.hip, mask, h, host.view.tq - 1, keys);
+  for (int64_t h = 0; h < view.hq; ++h) {
+    hip::attended_keys(view, params_.hip, mask, h, view.tq - 1, keys);
     event.sparse_keys.emplace_back(keys.begin(), keys.end());
   }
 }
 
 at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& state, HipLayerEvent& event) {
   const hip::HipParams& p = params_.hip;
-  const bool need_host_mask = record_access_;
+  const bool need_host_mask = record_access_ && call.decoding;  // access streams cover decode steps
   // With sync_timing_, CUDA events time each part; otherwise the (asynchronous) launches are not
   // timed at all and the event reports 0.
   DeviceTimer mask_time(sync_timing_), attention_time(sync_timing_);
@@ -169,7 +179,6 @@ at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& stat
     event.attention_seconds = span_seconds(attention_time);
     state.valid = false;
     event.refreshed = true;
-    if (need_host_mask) host_mask = hip_torch::to_mask_result(masks, p, call.q.size(1), call.k.size(1));
   } else {
     const int64_t position = call.first_position;
     if (!state.valid || state.steps_since_refresh >= params_.refresh_every) {
@@ -220,7 +229,12 @@ at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& stat
   if (need_host_mask) {
     state.decode_mask = host_mask;
     event.mask = &state.decode_mask;
-    if (record_access_) record_access(call, host_mask, event);
+    // The GPU traces one head per launch; the keys the search read come from the CPU reference's
+    // traces of the same inputs (the masks agree: see the HipModelCuda tests).
+    HostAttentionInputs host(call.q, call.k, call.v);
+    std::vector<hip::MaskTrace> traces;
+    if (event.refreshed) traces = hip::estimate_masks(host.view, p, trace_every_head(host.view.hq)).traces;
+    record_access(host.view, host_mask, traces, event);
   }
   return out;
 }

@@ -34,7 +34,7 @@ struct HipLayerEvent {
   const AttentionCall* call = nullptr;    // the inputs (post-RoPE q, cache k/v)
   double mask_seconds = 0.0;        // mask estimation
   double attention_seconds = 0.0;   // sparse (or dense) attention
-  // With record_access (sparse layers only): per query head, the key positions this call read.
+  // With record_access (sparse layers, decode steps only): per query head, the key positions read.
   // mask_keys: the sampled keys of every representative block scored by the search (empty when
   // the cached mask was reused); sparse_keys: the keys sparse attention used for the last query.
   std::vector<std::vector<int32_t>> mask_keys;    // (heads) ascending, unique
@@ -55,7 +55,7 @@ class HipAttention final : public AttentionBackend {
   void set_observer(std::function<void(const HipLayerEvent&)> observer) { observer_ = std::move(observer); }
   // Forget cached decode masks (a new sequence starts).
   void reset();
-  // Fill HipLayerEvent::mask_keys / sparse_keys (costs a traced search on each refresh).
+  // Fill HipLayerEvent::mask_keys / sparse_keys on decode steps (the refresh's search is traced).
   void set_record_access(bool on) { record_access_ = on; }
   // Synchronize the device after mask estimation and after attention so that the event's seconds
   // are the GPU's (benchmark breakdowns only: it stalls the pipeline).
@@ -73,7 +73,8 @@ class HipAttention final : public AttentionBackend {
   };
   at::Tensor attend_reference(const AttentionCall& call, LayerState& state, HipLayerEvent& event);
   at::Tensor attend_cuda(const AttentionCall& call, LayerState& state, HipLayerEvent& event);
-  void record_access(const AttentionCall& call, const hip::MaskResult& mask, HipLayerEvent& event);
+  void record_access(const hip::AttentionInputs& view, const hip::MaskResult& mask,
+                     const std::vector<hip::MaskTrace>& traces, HipLayerEvent& event);
   HipModelParams params_;
   std::vector<LayerState> layers_;
   DenseAttention dense_;
