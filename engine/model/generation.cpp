@@ -29,6 +29,9 @@ std::vector<int32_t> encode_prompt(const Model& model, const std::string& prompt
   return ids;
 }
 
+// Tokens of context when decoding the text a new token adds while streaming.
+constexpr size_t kStreamWindow = 16;
+
 // Length of the longest prefix of `text` that does not end inside a UTF-8 sequence: a multi-byte
 // character made of several byte-fallback tokens is held back until its last byte arrives.
 size_t complete_utf8_length(const std::string& text) {
@@ -79,29 +82,39 @@ GenerationResult generate(std::shared_ptr<const Model> model, const std::string&
   // become valid UTF-8 together (byte-fallback tokens) come out whole.
   const Tokenizer& tokenizer = *model->tokenizer;
   std::vector<int32_t> all = result.prompt_ids;
-  const std::string prompt_text = tokenizer.decode(all);
-  size_t emitted = prompt_text.size();
   const bool bos_ends = model->config.architecture == "llama2.c";
+  std::string pending;  // streamed bytes not yet handed out (an unfinished UTF-8 character)
 
   start = std::chrono::steady_clock::now();
   for (int64_t step = 0; step < options.max_new_tokens; ++step) {
     const int32_t next = sampler.sample(logits[0]);
     if (options.stop_at_eos && (next == model->config.eos_id || (bos_ends && next == model->config.bos_id))) break;
     result.generated_ids.push_back(next);
-    all.push_back(next);
-    const std::string text = tokenizer.decode(all);
-    const size_t complete = complete_utf8_length(text);
-    if (complete > emitted) {
-      if (on_text) on_text(text.substr(emitted, complete - emitted));
-      emitted = complete;
+    if (on_text) {
+      // The bytes `next` adds: decode(window + next) minus decode(window) over the last few tokens.
+      // Decoding is prefix-stable and both decodes start alike, so this equals the difference of
+      // whole-sequence decodes without decoding the whole sequence every step.
+      const size_t from = all.size() > kStreamWindow ? all.size() - kStreamWindow : 0;
+      std::vector<int32_t> window(all.begin() + static_cast<std::ptrdiff_t>(from), all.end());
+      const std::string before = tokenizer.decode(window);
+      window.push_back(next);
+      const std::string after = tokenizer.decode(window);
+      pending += after.substr(std::min(before.size(), after.size()));
+      const size_t complete = complete_utf8_length(pending);
+      if (complete > 0) {
+        on_text(pending.substr(0, complete));
+        pending.erase(0, complete);
+      }
     }
+    all.push_back(next);
     if (step + 1 == options.max_new_tokens) break;
     logits = transformer.forward({next}, cache, attention, LogitsFor::LastToken, Phase::Decode);
   }
   result.decode_seconds = seconds_since(start);
+  const std::string prompt_text = tokenizer.decode(result.prompt_ids);
   const std::string full = tokenizer.decode(all);
   result.completion = full.size() > prompt_text.size() ? full.substr(prompt_text.size()) : "";
-  if (on_text && full.size() > emitted) on_text(full.substr(emitted));
+  if (on_text && !pending.empty()) on_text(pending);
   return result;
 }
 
