@@ -40,7 +40,9 @@ void register_analyze_command(CLI::App& root) {
 
     captures::RunInfo info{HIPSTUDIO_VERSION, model->source.display_name, model->config.architecture,
                            device_description(model->run), prompt};
-    captures::write_file_atomic(args->json_out, captures::analysis_to_json(analysis, info, &offloading, &offload_config).dump(1) + "\n");
+    // A prompt that is not valid UTF-8 (binary bytes) is written with U+FFFD in "text"; its tokens keep the exact bytes.
+    const nlohmann::json json = captures::analysis_to_json(analysis, info, &offloading, &offload_config);
+    captures::write_file_atomic(args->json_out, json.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     std::printf("dense ppl %.4f | HiP ppl %.4f | KL %.5f | top-1 agreement %.4f | decode steps %zu, mask refreshes %lld\n",
                 analysis.dense.ppl, analysis.hip.ppl, analysis.kl, analysis.top1_agreement, analysis.decode.size(),
                 static_cast<long long>(analysis.mask_refreshes));

@@ -19,6 +19,7 @@
 #include "engine/model/device_memory.h"
 #include "engine/model/hip_attention.h"
 #include "engine/model/kv_cache.h"
+#include "engine/model/out_of_memory.h"
 #include "engine/model/transformer.h"
 
 namespace hipstudio::app {
@@ -185,8 +186,11 @@ void register_bench_model(CLI::App& bench) {
 
     DenseAttention dense;
     HipAttention hip(hip_params, c.n_layers);
-    const SideResult d = runner.measure(dense, nullptr, args->warmup, args->repeats);
-    const SideResult h = runner.measure(hip, &hip, args->warmup, args->repeats);
+    // Each measurement's caches live inside Runner::run: an allocation failure unwinds them first.
+    const SideResult d = guard_out_of_memory(model->run, "bench model (dense side)",
+                                             [&] { return runner.measure(dense, nullptr, args->warmup, args->repeats); });
+    const SideResult h = guard_out_of_memory(model->run, "bench model (HiP side)",
+                                             [&] { return runner.measure(hip, &hip, args->warmup, args->repeats); });
     const hip::HipParams& p = hip_params.hip;
     std::printf("bench model: %s on %s; T = %lld prompt tokens + %lld decode steps; HiP k=%lld b_q=%lld b_k=%lld "
                 "b_sq=%lld b_sk=%lld sink=%lld window=%lld l_d=%lld r_m=%lld; median of %d after %d warm-up\n",

@@ -15,6 +15,7 @@
 #include "captures/exports.h"
 #include "captures/sha256.h"
 #include "engine/formats/errors.h"
+#include "engine/model/context_plan.h"
 #include "engine/model/paired_analysis.h"
 #include "engine/offload/offload_simulator.h"
 #ifdef HIPSTUDIO_HAVE_GUI
@@ -51,6 +52,29 @@ captures::TraceSpec parse_trace(const std::string& text) {
   t.head = h;
   t.query_block = q;
   return t;
+}
+
+// Refuses before the run when the analysis plus the capture built from it (masks, traces, offloading
+// maps, the archive image) cannot fit in memory; run_paired_analysis checks the run alone.
+void check_capture_fits(const Model& model, const std::string& prompt, const AnalysisOptions& options,
+                        const captures::CaptureRequest& request) {
+  if (prompt.empty() || !model.tokenizer) return;  // the analysis refuses these with its own message
+  auto has = [&](const char* view) { return std::find(request.views.begin(), request.views.end(), view) != request.views.end(); };
+  AnalysisMemoryShape extras;
+  extras.hip = options.hip;
+  extras.capture = true;
+  extras.capture_masks = has("mask");
+  extras.keep_inputs = request.keep_inputs;
+  extras.offload_maps = has("cache");
+  const int64_t default_traces = std::max<int64_t>(0, model.config.n_layers - options.hip.dense_layers);
+  extras.traced_blocks = has("iterations") ? (request.traces.empty() ? default_traces : static_cast<int64_t>(request.traces.size())) : 0;
+  RunMemoryShape shape;
+  shape.prompt_tokens = static_cast<int64_t>(model.tokenizer->encode(prompt, true).size());
+  shape.new_tokens = options.decode_steps;
+  shape.prefill_chunk = shape.prompt_tokens;
+  shape.all_logits = true;
+  shape.analysis = &extras;
+  plan_run(model.config, model.run, shape, options.context_limit);
 }
 
 std::string default_report_path(const std::string& capture) {
@@ -109,9 +133,7 @@ void register_capture_commands(CLI::App& root) {
   cmd->add_option("--out", args->out, "capture file to write (.hipcap)")->required();
   cmd->callback([args] {
     // Say so before the model runs when the capture could not be written anyway.
-    const std::filesystem::path parent = std::filesystem::absolute(args->out).parent_path();
-    if (!std::filesystem::is_directory(parent))
-      throw InputError("--out " + args->out + ": the folder " + parent.string() + " does not exist; create it first");
+    captures::check_folder_writable(std::filesystem::absolute(args->out).string(), "--out");
     const std::string prompt = read_text_argument(args->prompt, "--prompt");
     captures::CaptureRequest request;
     request.views = args->views;
@@ -124,6 +146,7 @@ void register_capture_commands(CLI::App& root) {
     info.run = {HIPSTUDIO_VERSION, model->source.display_name, model->config.architecture, device_description(model->run), prompt};
     info.dtype = dtype_name(model->run.dtype);
     info.model_sha256 = args->model_hash == "none" ? "" : !args->model_hash.empty() ? args->model_hash : model_weights_sha256(model->source);
+    check_capture_fits(*model, prompt, options, request);
     PairedAnalysis analysis = run_paired_analysis(model, prompt, options, [](double fraction, const std::string& what) {
       std::fprintf(stderr, "\rcapture: %3.0f%% %-40s", fraction * 100.0, what.c_str());
       return true;
@@ -159,6 +182,7 @@ void register_capture_commands(CLI::App& root) {
   rep->callback([rargs] {
     const captures::Capture c = captures::read_capture(rargs->capture);
     const std::string out = rargs->out.empty() ? default_report_path(rargs->capture) : rargs->out;
+    captures::check_folder_writable(out, "--out");
     captures::FigureOptions figures;
     figures.mask_px = rargs->mask_px;
     captures::write_file_atomic(out, captures::html_report(c, figures));
@@ -200,6 +224,7 @@ void register_capture_commands(CLI::App& root) {
   exp->add_option("--out", eargs->out, "file to write")->required();
   exp->callback([eargs] {
     const captures::Capture c = captures::read_capture(eargs->capture);
+    captures::check_folder_writable(eargs->out, "--out");
     captures::write_file_atomic(eargs->out, captures::export_view(c, eargs->request));
     std::fprintf(stderr, "wrote %s\n", eargs->out.c_str());
   });

@@ -196,6 +196,7 @@ void run_mask(MaskArgs& a) {
   std::error_code ec;
   std::filesystem::create_directories(a.out, ec);
   if (ec) throw InputError(a.out + ": cannot create the output folder: " + ec.message());
+  captures::check_folder_writable((std::filesystem::path(a.out) / "mask.npy").string(), "--out");  // before the work
 
   hip::MaskReportOptions opt;
   opt.random_seed = a.seed;

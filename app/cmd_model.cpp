@@ -50,12 +50,20 @@ void register_generate(CLI::App& root) {
     std::unique_ptr<HipAttention> hip;
     if (use_hip) hip = std::make_unique<HipAttention>(hip_params, model->config.n_layers);
     AttentionBackend& attention = use_hip ? static_cast<AttentionBackend&>(*hip) : dense;
-    std::fputs(prompt.c_str(), stdout);
-    std::fflush(stdout);
-    GenerationResult r = generate(model, prompt, options, attention, [](const std::string& piece) {
+    // The prompt is echoed once the run has been accepted (context and memory checked), so a refused
+    // prompt is not printed in full before its error.
+    bool echoed = false;
+    const auto echo_prompt = [&] {
+      if (echoed) return;
+      echoed = true;
+      std::fwrite(prompt.data(), 1, prompt.size(), stdout);  // every byte, NULs included
+    };
+    GenerationResult r = generate(model, prompt, options, attention, [&](const std::string& piece) {
+      echo_prompt();
       std::fputs(piece.c_str(), stdout);
       std::fflush(stdout);
     });
+    echo_prompt();
     std::fputs("\n", stdout);
     const double n = static_cast<double>(r.generated_ids.size());
     if (hip) std::fprintf(stderr, "attention: %s\n", hip->backend_note().c_str());

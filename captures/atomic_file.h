@@ -10,4 +10,8 @@ namespace hipstudio::captures {
 // Throws hipstudio::InputError naming the path and the system's reason (disk full, read-only...).
 void write_file_atomic(const std::string& path, std::string_view bytes);
 
+// Before long work whose result goes to `path`: throws InputError (naming `option`, the path, the
+// folder and the fix) when the folder does not exist or a file cannot be created in it.
+void check_folder_writable(const std::string& path, const std::string& option);
+
 }  // namespace hipstudio::captures

@@ -1,35 +1,20 @@
 #include "engine/model/context_plan.h"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 #include <string>
-
-#include <c10/core/ScalarType.h>
 
 #include "engine/formats/errors.h"
 
 namespace hipstudio {
 
-namespace {
-std::string mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
-}  // namespace
-
 uint64_t available_memory_bytes(const RunDevice& run) {
-  if (run.device.is_cpu()) {
-    std::ifstream meminfo("/proc/meminfo");
-    std::string key;
-    uint64_t kib = 0;
-    std::string unit;
-    while (meminfo >> key >> kib >> unit)
-      if (key == "MemAvailable:") return kib * 1024;
-    return 0;
-  }
-  return 0;  // CUDA: allocation failures are caught and reported by the caller
+  const FreeMemory f = free_memory(run);
+  return run.device.is_cuda() ? f.device : f.host;
 }
 
-ContextPlan plan_context(const ModelConfig& c, const RunDevice& run, int64_t prompt_tokens, int64_t new_tokens,
-                         int64_t context_limit, uint64_t available) {
+ContextPlan plan_run(const ModelConfig& c, const RunDevice& run, RunMemoryShape shape, int64_t context_limit,
+                     FreeMemory free) {
+  const int64_t prompt_tokens = shape.prompt_tokens, new_tokens = shape.new_tokens;
   if (prompt_tokens <= 0) throw InputError("the prompt is empty: pass some text with --prompt TEXT or --prompt @FILE");
   if (new_tokens < 0) throw InputError("--max-tokens must be >= 0");
   const int64_t limit = context_limit > 0 ? context_limit : c.max_seq_len;
@@ -45,21 +30,27 @@ ContextPlan plan_context(const ModelConfig& c, const RunDevice& run, int64_t pro
   ContextPlan plan;
   plan.capacity = total;
   // CUDA attention (fused dense, HiP kernels) never holds a score matrix: larger chunks, fewer launches.
-  plan.prefill_chunk = std::min<int64_t>(run.device.is_cuda() ? kCudaPrefillChunk : kDefaultPrefillChunk, prompt_tokens);
-  const uint64_t elem = c10::elementSize(run.dtype);
-  const uint64_t kv = 2ull * c.n_layers * c.n_kv_heads * static_cast<uint64_t>(total) * c.head_dim * elem;
-  // One prefill chunk's float32 scores (twice: scores and probabilities) plus hidden activations.
-  const uint64_t scores = run.device.is_cuda() ? 0 : 2ull * c.n_heads * plan.prefill_chunk * static_cast<uint64_t>(total) * 4;
-  const uint64_t hidden = 8ull * plan.prefill_chunk * std::max(c.dim, c.hidden_dim) * 4;
-  plan.bytes_needed = kv + scores + hidden;
+  if (shape.prefill_chunk <= 0)
+    shape.prefill_chunk = std::min<int64_t>(run.device.is_cuda() ? kCudaPrefillChunk : kDefaultPrefillChunk, prompt_tokens);
+  plan.prefill_chunk = shape.prefill_chunk;
+  plan.memory = estimate_run_memory(c, run, shape);
+  plan.bytes_needed = plan.memory.needed(MemoryPlace::Device) + plan.memory.needed(MemoryPlace::Host);
 
-  if (available == 0) available = available_memory_bytes(run);
-  if (available > 0 && plan.bytes_needed > available)
-    throw InputError("this run needs about " + mib(plan.bytes_needed) + " on " + run.device.str() + " (KV cache " +
-                     mib(kv) + " for " + std::to_string(total) + " tokens, attention scratch " + mib(scores + hidden) +
-                     ") but only " + mib(available) + " is free: use a shorter prompt, fewer --max-tokens" +
-                     std::string(run.device.is_cpu() ? "" : ", or --device cpu"));
+  const FreeMemory system = (free.device == 0 || free.host == 0) ? free_memory(run) : FreeMemory{};
+  if (free.device == 0) free.device = system.device;
+  if (free.host == 0) free.host = system.host;
+  check_memory_fits(plan.memory, run, free, shape);
   return plan;
+}
+
+ContextPlan plan_context(const ModelConfig& c, const RunDevice& run, int64_t prompt_tokens, int64_t new_tokens,
+                         int64_t context_limit, uint64_t available) {
+  RunMemoryShape shape;
+  shape.prompt_tokens = prompt_tokens;
+  shape.new_tokens = new_tokens;
+  FreeMemory free;
+  if (available > 0) (run.device.is_cuda() ? free.device : free.host) = available;
+  return plan_run(c, run, shape, context_limit, free);
 }
 
 }  // namespace hipstudio

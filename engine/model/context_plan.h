@@ -1,17 +1,19 @@
 #pragma once
 // Before a run: does it fit the model's context and the device's memory? Refuses with the numbers
-// and a way out instead of failing half-way with an out-of-memory error.
+// and a way out instead of failing half-way with an out-of-memory error (memory_estimate.h counts).
 #include <cstdint>
 
 #include "engine/formats/model_config.h"
 #include "engine/model/device.h"
+#include "engine/model/memory_estimate.h"
 
 namespace hipstudio {
 
 struct ContextPlan {
   int64_t capacity = 0;          // KV-cache positions to allocate (prompt + new tokens)
   int64_t prefill_chunk = 0;     // prompt tokens per forward call (bounds the attention scores' memory)
-  uint64_t bytes_needed = 0;     // KV cache + per-chunk activations
+  uint64_t bytes_needed = 0;     // what the run still allocates (device + host; weights excluded)
+  MemoryEstimate memory;         // line by line
 };
 
 // Positions the forward pass runs per prefill call: larger chunks are faster, smaller ones bound
@@ -19,12 +21,19 @@ struct ContextPlan {
 inline constexpr int64_t kDefaultPrefillChunk = 512;
 inline constexpr int64_t kCudaPrefillChunk = 16384;
 
-// context_limit <= 0 means the model's max_seq_len. available_bytes = 0 means "ask the system".
+// context_limit <= 0 means the model's max_seq_len. available_bytes = 0 means "ask the system"; a
+// figure given replaces the free memory of the run device (tests inject one).
 // Throws InputError when the tokens exceed the context or the memory estimate exceeds what is free.
 ContextPlan plan_context(const ModelConfig& config, const RunDevice& run, int64_t prompt_tokens,
                          int64_t new_tokens, int64_t context_limit = 0, uint64_t available_bytes = 0);
 
-// Free memory on the run device in bytes (CPU: MemAvailable; CUDA: free device memory), 0 if unknown.
+// The same for any run shape (shape.prefill_chunk 0: the default for the device; all logits, a
+// paired analysis). `free` with zeros asks the system for the missing figures.
+ContextPlan plan_run(const ModelConfig& config, const RunDevice& run, RunMemoryShape shape, int64_t context_limit,
+                     FreeMemory free = {});
+
+// Free memory on the run device in bytes (CPU: MemAvailable; CUDA: free device memory plus
+// LibTorch's cached blocks), 0 if unknown.
 uint64_t available_memory_bytes(const RunDevice& run);
 
 }  // namespace hipstudio

@@ -9,6 +9,7 @@
 #include "engine/formats/errors.h"
 #include "engine/model/context_plan.h"
 #include "engine/model/kv_cache.h"
+#include "engine/model/out_of_memory.h"
 #include "engine/model/transformer.h"
 
 namespace hipstudio {
@@ -62,9 +63,10 @@ at::Tensor prefill(const Transformer& transformer, const std::vector<int32_t>& i
 
 }  // namespace
 
-GenerationResult generate(std::shared_ptr<const Model> model, const std::string& prompt,
-                          const GenerationOptions& options, AttentionBackend& attention,
-                          const std::function<void(const std::string&)>& on_text) {
+// generate() without the out-of-memory boundary: every tensor of the run lives in this frame.
+static GenerationResult run_generation(std::shared_ptr<const Model> model, const std::string& prompt,
+                                       const GenerationOptions& options, AttentionBackend& attention,
+                                       const std::function<void(const std::string&)>& on_text) {
   c10::InferenceMode inference;
   GenerationResult result;
   result.prompt_ids = encode_prompt(*model, prompt);
@@ -118,13 +120,24 @@ GenerationResult generate(std::shared_ptr<const Model> model, const std::string&
   return result;
 }
 
+GenerationResult generate(std::shared_ptr<const Model> model, const std::string& prompt,
+                          const GenerationOptions& options, AttentionBackend& attention,
+                          const std::function<void(const std::string&)>& on_text) {
+  return guard_out_of_memory(model->run, "generate", [&] { return run_generation(model, prompt, options, attention, on_text); });
+}
+
 at::Tensor all_logits(std::shared_ptr<const Model> model, const std::vector<int32_t>& ids, AttentionBackend& attention,
                       int64_t context_limit) {
-  c10::InferenceMode inference;
-  const ContextPlan plan = plan_context(model->config, model->run, static_cast<int64_t>(ids.size()), 0, context_limit);
-  Transformer transformer(model, plan.capacity);
-  KVCache cache(model->config, model->run, plan.capacity);
-  return prefill(transformer, ids, plan.prefill_chunk, cache, attention, LogitsFor::AllTokens);
+  return guard_out_of_memory(model->run, "the prefill", [&] {
+    c10::InferenceMode inference;
+    RunMemoryShape shape;
+    shape.prompt_tokens = static_cast<int64_t>(ids.size());
+    shape.all_logits = true;
+    const ContextPlan plan = plan_run(model->config, model->run, shape, context_limit);
+    Transformer transformer(model, plan.capacity);
+    KVCache cache(model->config, model->run, plan.capacity);
+    return prefill(transformer, ids, plan.prefill_chunk, cache, attention, LogitsFor::AllTokens);
+  });
 }
 
 TextScore score_text(std::shared_ptr<const Model> model, const std::string& text, AttentionBackend& attention,
@@ -133,7 +146,10 @@ TextScore score_text(std::shared_ptr<const Model> model, const std::string& text
   TextScore score;
   score.ids = encode_prompt(*model, text);
   if (score.ids.size() < 2) throw InputError("the text has a single token: perplexity needs at least two");
-  at::Tensor logprobs = at::log_softmax(all_logits(model, score.ids, attention, context_limit).to(at::kDouble), -1);
+  // all_logits has its own out-of-memory boundary; the float64 copy of [n, vocab] gets one here.
+  at::Tensor logprobs = guard_out_of_memory(model->run, "ppl", [&] {
+    return at::log_softmax(all_logits(model, score.ids, attention, context_limit).to(at::kDouble), -1);
+  });
   const int64_t n = static_cast<int64_t>(score.ids.size());
   double total = 0.0;
   for (int64_t i = 0; i + 1 < n; ++i) {

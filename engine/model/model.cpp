@@ -1,5 +1,7 @@
 #include "engine/model/model.h"
 
+#include <new>
+
 #include <ATen/ATen.h>
 
 #include "engine/formats/errors.h"
@@ -59,6 +61,10 @@ std::shared_ptr<const Model> load_model(const ModelSource& source, const RunDevi
     throw InputError("loading " + source.display_name + " onto " + device_description(run) +
                      " failed: " + e.what_without_backtrace() +
                      " (try --device cpu, a smaller --dtype, or a smaller model)");
+  } catch (const std::bad_alloc&) {
+    // Host memory: the weights (or a tokenizer) did not fit; the partly built model is freed on unwind.
+    throw InputError("loading " + source.display_name + " ran out of host memory: close other programs, load a smaller "
+                     "model, or a smaller --dtype (bf16 halves float32 weights)");
   }
   return model;
 }

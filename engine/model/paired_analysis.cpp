@@ -9,6 +9,7 @@
 #include "engine/model/context_plan.h"
 #include "engine/model/host_inputs.h"
 #include "engine/model/kv_cache.h"
+#include "engine/model/out_of_memory.h"
 #include "engine/model/transformer.h"
 #include "kernels/attention_metrics.h"
 #include "kernels/oracle.h"
@@ -121,8 +122,9 @@ LayerQuality layer_quality(const at::Tensor& q_any, const at::Tensor& k_any, con
   return quality;
 }
 
-PairedAnalysis run_paired_analysis(std::shared_ptr<const Model> model, const std::string& prompt,
-                                   const AnalysisOptions& options, const AnalysisProgress& progress) {
+// run_paired_analysis() without the out-of-memory boundary: every tensor of the run lives in this frame.
+static PairedAnalysis run_paired_analysis_unguarded(std::shared_ptr<const Model> model, const std::string& prompt,
+                                                    const AnalysisOptions& options, const AnalysisProgress& progress) {
   c10::InferenceMode inference;
   validate_hip_model_params(options.hip);
   PairedAnalysis result;
@@ -132,7 +134,15 @@ PairedAnalysis run_paired_analysis(std::shared_ptr<const Model> model, const std
   result.prompt_ids = model->tokenizer->encode(prompt, true);
   const int64_t n = static_cast<int64_t>(result.prompt_ids.size());
   if (n < 2) throw InputError("the prompt has a single token: the analysis needs at least two");
-  const ContextPlan plan = plan_context(c, model->run, n, options.decode_steps, options.context_limit);
+  AnalysisMemoryShape extras;
+  extras.hip = options.hip;
+  RunMemoryShape shape;
+  shape.prompt_tokens = n;
+  shape.new_tokens = options.decode_steps;
+  shape.prefill_chunk = n;  // one chunk, below
+  shape.all_logits = true;
+  shape.analysis = &extras;
+  const ContextPlan plan = plan_run(c, model->run, shape, options.context_limit);
 
   // ---- prefill, dense side ----------------------------------------------------------------------
   report(progress, 0.0, "dense prefill");
@@ -141,7 +151,14 @@ PairedAnalysis run_paired_analysis(std::shared_ptr<const Model> model, const std
   KVCache dense_cache(c, model->run, plan.capacity);
   LatencyRecorder dense_prefill_time(c.n_layers), dense_decode_time(c.n_layers);
   LatencyRecorder* dense_timer = &dense_prefill_time;
-  dense_model.set_layer_timer([&](int64_t l, double a, double o) { dense_timer->on_layer(l, a, o); });
+  // The prefills report after every layer, so a cancel is honoured mid-prefill (a long prompt on a
+  // big model spends most of the run there); the decode steps report once per step below.
+  bool prefilling = true;
+  const double layers = static_cast<double>(c.n_layers);
+  dense_model.set_layer_timer([&](int64_t l, double a, double o) {
+    dense_timer->on_layer(l, a, o);
+    if (prefilling) report(progress, 0.15 * static_cast<double>(l + 1) / layers, "dense prefill, layer " + std::to_string(l));
+  });
   // One chunk: the analysis needs every layer's Q for the whole prompt at once.
   const at::Tensor dense_logits = dense_model.forward(result.prompt_ids, dense_cache, dense_attention, LogitsFor::AllTokens);
 
@@ -156,7 +173,10 @@ PairedAnalysis run_paired_analysis(std::shared_ptr<const Model> model, const std
   hip_prefill_time.hip_side = hip_decode_time.hip_side = true;
   hip_prefill_time.dense_layers = hip_decode_time.dense_layers = options.hip.dense_layers;
   LatencyRecorder* hip_timer = &hip_prefill_time;
-  hip_model.set_layer_timer([&](int64_t l, double a, double o) { hip_timer->on_layer(l, a, o); });
+  hip_model.set_layer_timer([&](int64_t l, double a, double o) {
+    hip_timer->on_layer(l, a, o);
+    if (prefilling) report(progress, 0.15 + 0.15 * static_cast<double>(l + 1) / layers, "HiP prefill, layer " + std::to_string(l));
+  });
 
   struct Capture {
     at::Tensor q, k, v;
@@ -221,6 +241,7 @@ PairedAnalysis run_paired_analysis(std::shared_ptr<const Model> model, const std
   }
 
   // ---- greedy decoding on both sides ------------------------------------------------------------
+  prefilling = false;
   dense_timer = &dense_decode_time;
   hip_timer = &hip_decode_time;
   int32_t dense_next = static_cast<int32_t>(dense_logits[n - 1].argmax().item<int64_t>());
@@ -250,6 +271,12 @@ PairedAnalysis run_paired_analysis(std::shared_ptr<const Model> model, const std
   store_latency(hip_prefill_time, hip_decode_time, options.decode_steps, result.hip.latency);
   report(progress, 1.0, "done");
   return result;
+}
+
+PairedAnalysis run_paired_analysis(std::shared_ptr<const Model> model, const std::string& prompt,
+                                   const AnalysisOptions& options, const AnalysisProgress& progress) {
+  return guard_out_of_memory(model->run, "the paired analysis",
+                             [&] { return run_paired_analysis_unguarded(model, prompt, options, progress); });
 }
 
 }  // namespace hipstudio
