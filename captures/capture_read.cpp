@@ -476,8 +476,10 @@ Capture decode_capture(const std::string& bytes, const std::string& what) {
         for (int64_t d = 0; d < nd; ++d) {
           const double* v = stats.data() + (h * nd + d) * 7;
           hip::DeltaStats ds;
-          ds.delta = static_cast<int64_t>(v[0]);
-          if (ds.delta != c.locality_params.deltas[d]) ar.fail(layout::layer_array("locality", l, "stats"), "disagrees with locality.deltas");
+          // Compared as doubles before any cast: NaN or 1e300 cast to int64 is undefined (found by fuzzing).
+          if (!(v[0] == static_cast<double>(c.locality_params.deltas[d]))) ar.fail(layout::layer_array("locality", l, "stats"), "disagrees with locality.deltas");
+          if (!(v[1] >= 0 && v[1] <= 9.0e18)) ar.fail(layout::layer_array("locality", l, "stats"), "holds a pair count that is not a count");
+          ds.delta = c.locality_params.deltas[d];
           ds.pairs = static_cast<int64_t>(v[1]);
           ds.mean = v[2];
           ds.stddev = v[3];

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 namespace hipstudio::hip {
 namespace {
@@ -45,6 +46,14 @@ void validate_hip_params(const HipParams& p) {
   }
   // Block indices are stored as int32 (mask.npy, the CUDA kernels): keep Kb in range.
   if (p.k / p.b_k > INT32_MAX) throw HipParamError("k / b_k (" + num(p.k / p.b_k) + ") must fit in int32");
+  // Token positions are int32 too; a larger size also overflows block counts such as
+  // (T + b_q - 1) / b_q (found by fuzzing --bq 9223372036854775807).
+  const std::pair<const char*, int64_t> sizes[] = {{"k", p.k},       {"b_q", p.b_q},   {"b_k", p.b_k},
+                                                   {"b_sq", p.b_sq}, {"b_sk", p.b_sk}, {"sink", p.sink},
+                                                   {"window", p.window}};
+  for (const auto& [name, value] : sizes)
+    if (value > INT32_MAX)
+      throw HipParamError(std::string(name) + " (" + num(value) + ") must be at most 2147483647 (token positions are int32)");
 }
 
 double parse_repr(const std::string& text) {

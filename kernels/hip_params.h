@@ -27,7 +27,8 @@ class HipParamError : public std::invalid_argument {
 };
 
 // Checks every rule of the issue: all sizes >= 1, k >= b_k, k % b_k == 0, b_k % b_sk == 0,
-// b_q % b_sq == 0, sink and window >= 0 and multiples of b_k, rho in [0, 1]. Throws HipParamError.
+// b_q % b_sq == 0, sink and window >= 0 and multiples of b_k, rho in [0, 1], and every size at most
+// INT32_MAX (token positions are int32). Throws HipParamError.
 void validate_hip_params(const HipParams& p);
 
 // Number of key blocks kept per (head, query block): Kb = k / b_k.

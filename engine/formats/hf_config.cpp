@@ -1,5 +1,6 @@
 #include "engine/formats/hf_config.h"
 
+#include <cstdint>
 #include <fstream>
 #include <sstream>
 
@@ -48,8 +49,12 @@ int32_t token_id(const json& j, const char* key, const std::string& source) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return -1;
   const json& v = it->is_array() && !it->empty() ? (*it)[0] : *it;
-  if (!v.is_number_integer()) throw InputError(source + ": key '" + key + "' must be a token id");
-  return v.get<int32_t>();
+  // -1 also means none; any other negative id or one past int32 would be silently mangled.
+  if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > INT32_MAX) ||
+      (!v.is_number_unsigned() && (v.get<int64_t>() < -1 || v.get<int64_t>() > INT32_MAX)))
+    throw InputError(source + ": key '" + key + "' must be a token id (0 to 2^31-1, or -1 / null for none), got " +
+                     v.dump() + "; fix config.json or take the one that came with the model");
+  return static_cast<int32_t>(v.get<int64_t>());
 }
 }  // namespace
 
@@ -57,7 +62,7 @@ ModelConfig parse_hf_config_text(const std::string& text, const std::string& sou
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e999
     throw InputError(source + ": not valid JSON (" + e.what() + ")");
   }
   if (!j.is_object()) throw InputError(source + ": config.json must be a JSON object");

@@ -154,7 +154,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     json header;
     try {
       header = json::parse(header_begin, header_begin + header_bytes);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e999
       fail(path, std::string("header is not valid JSON (") + e.what() + ")", kRedownload);
     }
     if (!header.is_object()) fail(path, "header is not a JSON object", kRedownload);
@@ -260,7 +260,7 @@ json read_json_file(const std::string& path) {
   std::fclose(file);
   try {
     return json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e999
     fail(path, std::string("is not valid JSON (") + e.what() + ")", kRedownload);
   }
 }

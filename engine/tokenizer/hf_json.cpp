@@ -262,7 +262,7 @@ HfPipeline parse_hf_tokenizer_json(const std::string& text, const std::string& p
   json root;
   try {
     root = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e999
     parser.fail(std::string("is not valid JSON (") + e.what() + ")", "re-download tokenizer.json");
   }
   if (!root.is_object()) parser.fail("is not a JSON object", "the file is not a valid tokenizer.json");

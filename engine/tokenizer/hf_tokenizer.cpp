@@ -227,7 +227,7 @@ std::unique_ptr<Tokenizer> load_hf_tokenizer(const std::string& dir_or_tokenizer
   if (fs::is_regular_file(config_path, ec)) {
     try {
       config = json::parse(read_text(config_path.string()));
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e999
       throw InputError(config_path.string() + ": is not valid JSON (" + e.what() + "); re-download it or delete it");
     }
   }
