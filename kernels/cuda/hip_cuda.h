@@ -60,10 +60,14 @@ struct MaskLaunch {
   int64_t trace_batch = 0, trace_head = -1, trace_query_block = -1;
   void* trace_buffer = nullptr;
   void* stream = nullptr;           // cudaStream_t; null: legacy default stream
+  // Warp-search path (bf16/f16 without a trace, Kb <= 256, <= 32 sampled rows, d 64 or 128): warps
+  // per search, 0 = chosen by size; tests force 1..16 (a power of two, <= 4 above 16 sampled rows).
+  int warps_per_search = 0;
 };
 
-// Validates (CudaError naming the problem) and launches the mask estimation: one CTA per
-// (batch, head, query block), all in one launch.
+// Validates (CudaError naming the problem) and launches the mask estimation: the bf16/f16 shapes
+// the warp-search kernel covers run W warps per (batch, head, query block), everything else one CTA
+// per (batch, head, query block); all in one launch.
 void estimate_masks(const MaskLaunch& l);
 size_t mask_trace_bytes(int64_t kb);
 // Decodes a trace buffer copied to the host; header fields come from the search range.

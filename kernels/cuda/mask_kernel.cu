@@ -1,6 +1,9 @@
 // HiP mask estimation on the GPU (kernels/mask_reference.h is the CPU reference it must match).
 //
-// Current version (v5, kernels/BENCHMARKS.md has the path): one CTA of 256 threads per (batch,
+// The bf16/f16 shapes that mask_warp_kernel.cu covers (Kb <= 256, <= 32 sampled rows, d 64/128,
+// no trace) run there (v8-v13: one warp per search, no CTA barriers). This file keeps every other
+// case: float32 (exact float64 scores), traces, large Kb, other head dimensions.
+// CTA kernel (v5, kernels/BENCHMARKS.md has the path): one CTA of 256 threads per (batch,
 // head, query block), every query block and head in one launch; grid order head-within-group
 // fastest, then query block (longest searches first), then KV group, so that the CTAs resident at
 // one time gather from one group's K, which L2 holds. Per iteration:
@@ -22,6 +25,7 @@
 #include <cmath>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/mask_warp.h"
 
 namespace hipstudio::gpu {
 namespace {
@@ -636,6 +640,11 @@ void estimate_masks(const MaskLaunch& l) {
   if (kb > kMaxKb) throw_arg("k / b_k = " + std::to_string(kb) + " exceeds the kernel's limit of " + std::to_string(kMaxKb));
   if (l.d > 256) throw_arg("head dimension " + std::to_string(l.d) + " exceeds 256");
   if (l.trace_head >= 0 && !l.trace_buffer) throw_arg("a trace request needs trace_buffer (mask_trace_bytes)");
+
+  if (warp_mask_eligible(l)) {  // v8: the common tensor-core shapes, no CTA barriers (mask_warp_kernel.cu)
+    estimate_masks_warp(l, l.warps_per_search);
+    return;
+  }
 
   MaskArgs a{};
   a.q = l.q, a.k = l.k, a.qs = l.q_stride, a.ks = l.k_stride, a.positions = l.positions;

@@ -1,0 +1,541 @@
+// HiP mask estimation, warp-per-search path (v8-v13, kernels/BENCHMARKS.md): the tensor-core
+// (bf16/f16) searches of the common shapes (Kb <= 256, <= 32 sampled query rows, d 64 or 128,
+// 1/2/4/8 sampled keys per branch). Same semantics as kernels/mask_reference.h and the CTA kernel
+// in mask_kernel.cu, which keeps every other case (float32 exact scores, traces, large Kb).
+//
+// Why: the CTA kernel ran ~45 dependent CTA barriers per iteration with 3 CTAs per SM, so the SM
+// idled on barrier latency. Here W warps run one search (W = 1 in prefill: no CTA barrier at
+// all, only warp-level shuffles and __syncwarp; decode, with few searches, spreads the scoring of
+// one search over up to 16 warps with one named barrier per phase):
+//   A. the leader warp splits its nodes (lane L owns nodes [L npl, (L+1) npl), so that lane order is
+//      node order) and lists the branches whose representative is new (in branch order);
+//   B. every warp of the search scores tiles of 16 listed keys: two n-tiles of keys as the mma B
+//      operand, the sampled query rows as A (registers, loaded once per search). Lane (g, c)
+//      gathers exactly its B fragments, 16-byte pieces c, c+4, ... of keys g and 8+g, by cp.async
+//      into its own slots of a per-warp ring (kStages deep) and reads them back itself, so no
+//      barrier is needed; the head dimension of Q is permuted the same way, which leaves the dot
+//      products unchanged (only the order of the tensor core's float32 sums differs, which bf16
+//      scores do not pin down). A key's maximum over the rows is in-lane over the m-tiles and
+//      accumulator rows, then a reduce-scatter over the 8 lanes of the other rows (3 shuffles);
+//   C. the leader warp selects the Kb best by a bitwise search for the Kb-th largest score key
+//      (warp reductions only; stops once exactly Kb keys are above the prefix), breaks ties by
+//      branch order with a warp scan, and writes the kept branches as the next nodes.
+// The 4 searches of a CTA (W = 1) are the 4 heads of one KV group and one query block: their
+// first iteration scores identical keys, which cp.async.ca lets the later warps read from L1.
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/mask_warp.h"
+
+namespace hipstudio::gpu {
+namespace {
+
+constexpr int kMaxNpl = 8;     // nodes per lane: Kb <= 256
+constexpr int kMaxRows = 32;   // two m-tiles of sampled query rows
+constexpr int kCtaWarps = 4;   // warps per CTA when W < 4
+constexpr int kMaxW = 16;      // warps per search at most (decode)
+constexpr int kStages = 3;     // per-warp ring of 16-key tiles: kStages - 1 in flight while one is scored
+                               // (3 x 4 KB a warp keeps 3 CTAs of 4 warps per SM, as the registers do)
+
+struct WarpMaskArgs {
+  const void* q;
+  const void* k;
+  Strides qs, ks;
+  const int64_t* positions;
+  int64_t hq, hkv, tq, tk, d, qbs, items;
+  hip::HipParams hip;
+  int kb, npl, kpr_log2, rows_max;
+  int w, searches_per_cta;
+  int smem_per_search;  // bytes
+  int32_t* blocks;
+  int32_t* counts;
+  int32_t* iterations;
+  int64_t* branches;
+};
+
+// Per-search shared memory: nodes (begin, end, score); the list of branches to score, in branch
+// order: entry x holds the representative block until its tile is gathered, then the branch's
+// score (float bits), written by the lane that finishes the tile (a tile's entries belong to it
+// alone); control words.
+struct SearchSmem {
+  int* nd_begin;
+  int* nd_end;
+  float* nd_score;
+  int* list;
+  float* list_score;  // the same memory as list
+  int* ctl;
+};
+
+__host__ __device__ inline int search_smem_bytes(int kb) { return 3 * kb * 4 + 2 * kb * 4 + 16; }
+
+__device__ __forceinline__ SearchSmem search_smem(uint8_t* base, int kb) {
+  SearchSmem s;
+  s.list = reinterpret_cast<int*>(base);
+  s.list_score = reinterpret_cast<float*>(base);
+  s.nd_begin = s.list + 2 * kb;
+  s.nd_end = s.nd_begin + kb;
+  s.nd_score = reinterpret_cast<float*>(s.nd_end + kb);
+  s.ctl = reinterpret_cast<int*>(s.nd_score + kb);
+  return s;
+}
+
+// Warp-level sync for W = 1, else a named barrier over the search's W warps (id 1 + search).
+__device__ __forceinline__ void search_sync(int w, int local) {
+  if (w == 1) {
+    __syncwarp();
+  } else {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(local + 1), "r"(w * 32) : "memory");
+  }
+}
+
+// Order-preserving key of a float score (larger score, larger key; -0 == +0). Real keys are >=
+// 0x007fffff (the key of -inf), so 0 marks "no branch".
+__device__ __forceinline__ uint32_t score_key32(float s) {
+  if (s == 0.f) s = 0.f;
+  const uint32_t u = __float_as_uint(s);
+  return (u >> 31) ? ~u : (u | 0x80000000u);
+}
+
+__device__ __forceinline__ int repr_of(int begin, int end, double rho) {
+  const int len = end - begin;
+  return begin + min(len - 1, static_cast<int>(floor(rho * static_cast<double>(len))));
+}
+
+__device__ __forceinline__ int warp_excl_scan(int v, int lane, int* total) {
+  int x = v;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const int y = __shfl_up_sync(0xffffffffu, x, o);
+    if (lane >= o) x += y;
+  }
+  *total = __shfl_sync(0xffffffffu, x, 31);
+  return x - v;
+}
+
+// cp.async through L1 (.ca): the 4 searches of a CTA score the same keys in their first iteration.
+__device__ __forceinline__ void cp_async16_ca(void* smem, const void* gmem, bool valid) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(valid ? 16 : 0));
+}
+
+// MT m-tiles of 16 sampled query rows. MT = 2 (prefill, up to 32 rows) keeps 64 registers of Q
+// fragments at d 128, so its CTAs are 4 warps (W <= 4) with up to 168 registers a thread; MT = 1
+// (decode: one query) fits the 128 registers that 16-warp searches allow.
+template <class T, int D, int MT>
+__global__ void __launch_bounds__(MT == 2 ? kCtaWarps * 32 : kMaxW * 32, MT == 2 ? 3 : 1)
+    hip_mask_warp_kernel(const WarpMaskArgs a) {
+  constexpr int KS = D / 16;  // k-steps per key row
+  constexpr int PL = D / 32;  // 16-byte pieces of a key row that one lane gathers (of D / 8)
+  constexpr int STAGE = 2 * PL * 32;  // ring stage: 16 keys, in uint4 (lane-private slots)
+  extern __shared__ __align__(16) uint8_t smem[];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int gq = lane >> 2, cq = lane & 3;
+  const int w = a.w, local = warp / w, wi = warp % w;
+  const int64_t s = static_cast<int64_t>(blockIdx.x) * a.searches_per_cta + local;
+  if (s >= a.items) return;  // all warps of a search leave together
+  const SearchSmem sm = search_smem(smem + local * a.smem_per_search, a.kb);
+  uint4* ring = reinterpret_cast<uint4*>(smem + a.searches_per_cta * a.smem_per_search) + warp * kStages * STAGE;
+
+  // Item order as in mask_kernel.cu: head within its KV group fastest, then query block (longest
+  // searches first), KV group, batch.
+  const int64_t group = a.hq / a.hkv;
+  int64_t idx = s;
+  const int64_t hg = idx % group;
+  idx /= group;
+  const int64_t qb = a.qbs - 1 - idx % a.qbs;
+  idx /= a.qbs;
+  const int64_t h = (idx % a.hkv) * group + hg;
+  const int64_t b = idx / a.hkv;
+  const int64_t item = (b * a.hq + h) * a.qbs + qb;
+  const int kb = a.kb, npl = a.npl;
+  int32_t* out = a.blocks + item * kb;
+  const DevRange sr = dev_search_range(a.hip, a.positions, a.tq, a.tk, qb);
+  const int64_t n = sr.hi - sr.lo;
+
+  if (n <= kb) {  // the whole range fits in the budget
+    if (wi == 0) {
+      for (int j = lane; j < kb; j += 32) out[j] = j < n ? static_cast<int32_t>(sr.lo + j) : -1;
+      if (lane == 0) {
+        a.counts[item] = static_cast<int32_t>(n);
+        if (a.iterations) a.iterations[item] = 0;
+        if (a.branches) a.branches[item] = 0;
+      }
+    }
+    return;
+  }
+
+  const int64_t g = h / group;
+  const int R = static_cast<int>((sr.row_end - sr.row_begin + a.hip.b_sq - 1) / a.hip.b_sq);
+  const T* qbase = static_cast<const T*>(a.q) + b * a.qs.b + h * a.qs.h;
+  const T* kbase = static_cast<const T*>(a.k) + b * a.ks.b + g * a.ks.h;
+  const int kpr_log2 = a.kpr_log2, kpr = 1 << kpr_log2;
+  const int b_k = static_cast<int>(a.hip.b_k), b_sk = static_cast<int>(a.hip.b_sk);
+  const int k_row = static_cast<int>(a.ks.t);  // eligibility: tk * k_row < 2^31
+  const double rho = a.hip.rho;
+
+  // Q as the A operand, MT m-tiles of 16 sampled rows, head dimension permuted as the key pieces
+  // (see the top): k-step 2j + h of lane (g, c) uses words 2h, 2h + 1 of piece c + 4j.
+  uint32_t qf[MT][KS][4];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    const int r0 = mt * 16 + gq, r1 = r0 + 8;
+    const T* q0 = qbase + (sr.row_begin + static_cast<int64_t>(r0) * a.hip.b_sq) * a.qs.t;
+    const T* q1 = qbase + (sr.row_begin + static_cast<int64_t>(r1) * a.hip.b_sq) * a.qs.t;
+#pragma unroll
+    for (int j = 0; j < PL; ++j) {
+      const int col = (cq + 4 * j) * 8;
+      const uint4 z = make_uint4(0, 0, 0, 0);
+      const uint4 v0 = r0 < R ? __ldg(reinterpret_cast<const uint4*>(q0 + col)) : z;
+      const uint4 v1 = r1 < R ? __ldg(reinterpret_cast<const uint4*>(q1 + col)) : z;
+      qf[mt][2 * j][0] = v0.x, qf[mt][2 * j][1] = v1.x, qf[mt][2 * j][2] = v0.y, qf[mt][2 * j][3] = v1.y;
+      qf[mt][2 * j + 1][0] = v0.z, qf[mt][2 * j + 1][1] = v1.z, qf[mt][2 * j + 1][2] = v0.w;
+      qf[mt][2 * j + 1][3] = v1.w;
+    }
+  }
+
+  // Kb initial nodes of (nearly) equal size: the largest holds ceil(n / Kb) blocks.
+  if (wi == 0) {
+#pragma unroll
+    for (int j = 0; j < kMaxNpl; ++j) {
+      const int node = lane * npl + j;
+      if (j < npl && node < kb) {
+        sm.nd_begin[node] = static_cast<int>(sr.lo + node * n / kb);
+        sm.nd_end[node] = static_cast<int>(sr.lo + (node + 1) * n / kb);
+        sm.nd_score[node] = 0.f;
+      }
+    }
+  }
+  // Per-lane constants of the scoring loop. Gather: lane (g, c) copies pieces c, c + 4, ... of
+  // tile keys g and 8 + g (its B fragments of the two n-tiles) into its own ring slots (d == D:
+  // eligibility). Rows: accumulator rows g, g + 8 of m-tile mt are sampled rows mt * 16 + g, + 8;
+  // rows past R score 0 on zero Q rows and must not count.
+  const T* klane = kbase + cq * 8;
+  const bool all_rows = R >= MT * 16;
+  uint32_t row_ok = 0;  // bit 2 mt + e: row mt * 16 + g + 8 e is real
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+    row_ok |= (static_cast<uint32_t>(mt * 16 + gq < R) | static_cast<uint32_t>(mt * 16 + gq + 8 < R) << 1) << (2 * mt);
+  // After the reduce-scatter over g (lane bits 4, 3, 2), lane L holds n-tile b4 = L bit 4 and, for
+  // kpr 1, key parity b3 = L bit 3: key (pair) b4 * 8 + 2c + b3 of the tile; lanes with L bit 2
+  // set hold copies. kpr >= 2 combines the parities first; kpr 4 / 8 also lanes c ^ 1 / c ^ 2.
+  const int b4 = (lane >> 4) & 1, b3 = (lane >> 3) & 1, b2 = (lane >> 2) & 1;
+  const bool writer1 = b2 == 0;
+  const bool writer = b2 == 0 && b3 == 0 && (cq & ((kpr >> 1) - 1)) == 0;
+  uint4* ring_lane = ring + lane;
+
+  int largest = static_cast<int>((n + kb - 1) / kb);
+  int iter = 0;
+  int64_t branch_total = 0;
+  search_sync(w, local);
+
+  while (largest > 1) {
+    // A. split and list the branches whose representative is not the parent's (branch order =
+    // lane order, then node, then side); the leader keeps need_mask and base for phase C.
+    int ns = 0, nb = 0, need_mask = 0, base = 0;
+    if (wi == 0) {
+      int cnt_br = 0;
+#pragma unroll
+      for (int j = 0; j < kMaxNpl; ++j) {
+        const int node = lane * npl + j;
+        if (j < npl && node < kb) {
+          const int nb0 = sm.nd_begin[node], ne = sm.nd_end[node];
+          const int pr = iter == 0 ? -1 : repr_of(nb0, ne, rho);
+          if (ne - nb0 >= 2) {
+            const int m = nb0 + (ne - nb0) / 2;
+            if (repr_of(nb0, m, rho) != pr) need_mask |= 1 << (2 * j);
+            if (repr_of(m, ne, rho) != pr) need_mask |= 1 << (2 * j + 1);
+            cnt_br += 2;
+          } else {
+            if (nb0 != pr) need_mask |= 1 << (2 * j);
+            cnt_br += 1;
+          }
+        }
+      }
+      base = warp_excl_scan(__popc(need_mask), lane, &ns);
+      nb = __reduce_add_sync(0xffffffffu, cnt_br);
+      int at = base;
+#pragma unroll
+      for (int j = 0; j < kMaxNpl; ++j) {
+        if (!(need_mask & (3 << (2 * j)))) continue;
+        const int node = lane * npl + j;
+        const int nb0 = sm.nd_begin[node], ne = sm.nd_end[node];
+        const int m = nb0 + (ne - nb0) / 2;
+        if (need_mask & (1 << (2 * j))) sm.list[at++] = ne - nb0 >= 2 ? repr_of(nb0, m, rho) : nb0;
+        if (need_mask & (2 << (2 * j))) sm.list[at++] = repr_of(m, ne, rho);
+      }
+      if (w > 1 && lane == 0) sm.ctl[1] = ns;
+    }
+    search_sync(w, local);
+    if (w > 1) ns = sm.ctl[1];
+
+    // B. score the listed branches, 16 sampled keys a tile: two n-tiles of keys as the B operand,
+    // sampled rows as A (registers). Each lane copies exactly the pieces of its B fragments into
+    // its own ring slots (cp.async, kStages - 1 tiles in flight without holding registers) and reads
+    // them back itself: no barrier, only wait_group. The list entries of a tile are read when it is
+    // issued and overwritten with scores when it is finished, kStages - 1 tiles later, by lanes
+    // that passed a __syncwarp in between.
+    const int pairs = ns << kpr_log2;
+    const int tiles = (pairs + 15) >> 4;
+    auto issue = [&](int t, int stage) {
+      uint4* dst = ring_lane + stage * STAGE;
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt) {
+        const int p = t * 16 + nt * 8 + gq;
+        const bool ok = p < pairs;
+        int key = 0;
+        if (ok) {
+          const int x = p >> kpr_log2;
+          key = sm.list[x] * b_k + (p - (x << kpr_log2)) * b_sk;
+        }
+        const T* src = klane + key * k_row;  // eligibility: tk * k_row < 2^31
+#pragma unroll
+        for (int j = 0; j < PL; ++j) cp_async16_ca(dst + (nt * PL + j) * 32, src + 32 * j, ok);
+      }
+    };
+    // Finishes a tile: k[nt][e] is this lane's max over its rows for key nt * 8 + 2c + e; reduced
+    // over g by a reduce-scatter (lane bit 4 keeps one n-tile, bit 3 one parity), then written.
+    // fmaxf ignores a NaN operand like the reference's max; all-NaN becomes -inf.
+    auto finish = [&](float k00, float k01, float k10, float k11, int t) {
+      if (kpr_log2 == 0) {
+        const float s0 = b4 ? k00 : k10, s1 = b4 ? k01 : k11;
+        float e0 = fmaxf(b4 ? k10 : k00, __shfl_xor_sync(0xffffffffu, s0, 16));
+        float e1 = fmaxf(b4 ? k11 : k01, __shfl_xor_sync(0xffffffffu, s1, 16));
+        float m = fmaxf(b3 ? e1 : e0, __shfl_xor_sync(0xffffffffu, b3 ? e0 : e1, 8));
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 4));
+        const int p = t * 16 + b4 * 8 + 2 * cq + b3;
+        if (writer1 && p < pairs) sm.list_score[p] = m == m ? m : -INFINITY;
+      } else {
+        const float f0 = fmaxf(k00, k01), f1 = fmaxf(k10, k11);
+        float m = fmaxf(b4 ? f1 : f0, __shfl_xor_sync(0xffffffffu, b4 ? f0 : f1, 16));
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 8));
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 4));
+        if (kpr_log2 >= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+        if (kpr_log2 >= 3) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+        const int p = t * 16 + b4 * 8 + 2 * cq;
+        if (writer && p < pairs) sm.list_score[p >> kpr_log2] = m == m ? m : -INFINITY;
+      }
+    };
+#pragma unroll
+    for (int i = 0; i < kStages - 1; ++i) {
+      const int t = wi + i * w;
+      if (t < tiles) issue(t, i);
+      cp_async_commit();
+    }
+    for (int t = wi, stage = 0, next = kStages - 1; t < tiles; t += w) {
+      __syncwarp();  // list entries of tile t were read (issue) before any lane overwrites them
+      const int tn = t + (kStages - 1) * w;
+      if (tn < tiles) issue(tn, next);
+      cp_async_commit();
+      cp_async_wait<kStages - 1>();  // this lane's copies of tile t (kStages - 1 groups ago) landed
+      const uint4* src = ring_lane + stage * STAGE;
+      stage = stage + 1 == kStages ? 0 : stage + 1;
+      next = next + 1 == kStages ? 0 : next + 1;
+      // MT x 2 independent accumulator chains; B pairs straight out of the 16-byte slots.
+      float acc[MT][2][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int x = 0; x < 8; ++x) acc[mt][x >> 2][x & 3] = 0.f;
+#pragma unroll
+      for (int j = 0; j < PL; ++j) {
+        const uint4 v0 = src[j * 32], v1 = src[(PL + j) * 32];
+        const uint32_t b00[2] = {v0.x, v0.y}, b01[2] = {v0.z, v0.w};
+        const uint32_t b10[2] = {v1.x, v1.y}, b11[2] = {v1.z, v1.w};
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          mma16816<T>(acc[mt][0], qf[mt][2 * j], b00);
+          mma16816<T>(acc[mt][1], qf[mt][2 * j], b10);
+        }
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          mma16816<T>(acc[mt][0], qf[mt][2 * j + 1], b01);
+          mma16816<T>(acc[mt][1], qf[mt][2 * j + 1], b11);
+        }
+      }
+      // This lane's max over its rows (g, g + 8 of each m-tile) for keys nt * 8 + 2c (+ 1).
+      float k00 = -INFINITY, k01 = -INFINITY, k10 = -INFINITY, k11 = -INFINITY;
+      if (all_rows) {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          k00 = fmaxf(k00, fmaxf(acc[mt][0][0], acc[mt][0][2])), k01 = fmaxf(k01, fmaxf(acc[mt][0][1], acc[mt][0][3]));
+          k10 = fmaxf(k10, fmaxf(acc[mt][1][0], acc[mt][1][2])), k11 = fmaxf(k11, fmaxf(acc[mt][1][1], acc[mt][1][3]));
+        }
+      } else {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          if ((row_ok >> (2 * mt)) & 1) {
+            k00 = fmaxf(k00, acc[mt][0][0]), k01 = fmaxf(k01, acc[mt][0][1]);
+            k10 = fmaxf(k10, acc[mt][1][0]), k11 = fmaxf(k11, acc[mt][1][1]);
+          }
+          if ((row_ok >> (2 * mt + 1)) & 1) {
+            k00 = fmaxf(k00, acc[mt][0][2]), k01 = fmaxf(k01, acc[mt][0][3]);
+            k10 = fmaxf(k10, acc[mt][1][2]), k11 = fmaxf(k11, acc[mt][1][3]);
+          }
+        }
+      }
+      finish(k00, k01, k10, k11, t);
+    }
+    search_sync(w, local);
+
+    // C. keep the Kb best (score descending, then smaller begin), in node order.
+    if (wi == 0) {
+      uint32_t keys[2 * kMaxNpl];
+      float scores[2 * kMaxNpl];
+      int bb[kMaxNpl], be[kMaxNpl];
+      int at = base;
+#pragma unroll
+      for (int j = 0; j < kMaxNpl; ++j) {
+        const int node = lane * npl + j;
+        keys[2 * j] = keys[2 * j + 1] = 0;
+        scores[2 * j] = scores[2 * j + 1] = 0.f;
+        bb[j] = be[j] = 0;
+        if (j < npl && node < kb) {
+          bb[j] = sm.nd_begin[node], be[j] = sm.nd_end[node];
+          const float inherited = sm.nd_score[node];
+          scores[2 * j] = (need_mask & (1 << (2 * j))) ? sm.list_score[at++] : inherited;
+          keys[2 * j] = score_key32(scores[2 * j]);
+          if (be[j] - bb[j] >= 2) {
+            scores[2 * j + 1] = (need_mask & (2 << (2 * j))) ? sm.list_score[at++] : inherited;
+            keys[2 * j + 1] = score_key32(scores[2 * j + 1]);
+          }
+        }
+      }
+      // The Kb-th largest key, bit by bit from the top: the largest T with count(key >= T) >= Kb.
+      // Early exit once exactly Kb keys are >= the prefix found so far (usually after ~10 of the 32
+      // bits): those are the Kb best and no tie crosses the boundary, so T = prefix - 1 gives the
+      // same selection through the general rule below (Kb keys above it, none needed from ties).
+      uint32_t thr = 0;
+      int cnt_ge = nb;  // branches with key >= thr (thr = 0: all of them)
+      for (int bit = 31; bit >= 0 && cnt_ge != kb; --bit) {
+        const uint32_t cand = thr | (1u << bit);
+        int c = 0;
+#pragma unroll
+        for (int i = 0; i < 2 * kMaxNpl; ++i) c += keys[i] >= cand;
+        const int total = static_cast<int>(__reduce_add_sync(0xffffffffu, c));
+        if (total >= kb) thr = cand, cnt_ge = total;
+      }
+      if (cnt_ge == kb) thr -= 1;  // thr >= 1 here: nb > Kb, so at least one bit was taken
+      int c_gt = 0, c_eq = 0;
+#pragma unroll
+      for (int i = 0; i < 2 * kMaxNpl; ++i) c_gt += keys[i] > thr, c_eq += keys[i] == thr;
+      const int need = kb - static_cast<int>(__reduce_add_sync(0xffffffffu, c_gt));
+      int dummy = 0;
+      int rank = warp_excl_scan(c_eq, lane, &dummy);
+      int kept_mask = 0;
+#pragma unroll
+      for (int i = 0; i < 2 * kMaxNpl; ++i) {
+        if (keys[i] > thr) kept_mask |= 1 << i;
+        else if (keys[i] == thr) {
+          if (rank < need) kept_mask |= 1 << i;
+          ++rank;
+        }
+      }
+      int total_kept = 0;
+      int pos = warp_excl_scan(__popc(kept_mask), lane, &total_kept);
+      __syncwarp();  // every lane has read its nodes before they are overwritten
+      int big = 0;
+#pragma unroll
+      for (int j = 0; j < kMaxNpl; ++j) {
+        const int m = bb[j] + (be[j] - bb[j]) / 2;
+        const bool split = be[j] - bb[j] >= 2;
+#pragma unroll
+        for (int side = 0; side < 2; ++side) {
+          const int i = 2 * j + side;
+          if (!(kept_mask & (1 << i))) continue;
+          const int nb0 = split ? (side ? m : bb[j]) : bb[j];
+          const int ne = split ? (side ? be[j] : m) : be[j];
+          sm.nd_begin[pos] = nb0, sm.nd_end[pos] = ne, sm.nd_score[pos] = scores[i];
+          big = max(big, ne - nb0);
+          ++pos;
+        }
+      }
+      largest = __reduce_max_sync(0xffffffffu, big);
+      if (w > 1 && lane == 0) sm.ctl[0] = largest;
+    }
+    search_sync(w, local);
+    if (w > 1) largest = sm.ctl[0];
+    ++iter;
+    branch_total += nb;
+  }
+
+  if (wi == 0) {
+    for (int j = lane; j < kb; j += 32) out[j] = sm.nd_begin[j];
+    if (lane == 0) {
+      a.counts[item] = kb;
+      if (a.iterations) a.iterations[item] = iter;
+      if (a.branches) a.branches[item] = branch_total;
+    }
+  }
+}
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
+
+}  // namespace
+
+bool warp_mask_eligible(const MaskLaunch& l) {
+  const hip::HipParams& p = l.hip;
+  if (l.dtype == DType::kF32 || l.trace_head >= 0) return false;
+  const int64_t kb = hip::hip_kb(p), kpr = p.b_k / p.b_sk;
+  const int64_t rows = (std::min(p.b_q, l.tq) + p.b_sq - 1) / p.b_sq;  // of the fullest query block
+  const bool kpr_ok = kpr == 1 || kpr == 2 || kpr == 4 || kpr == 8;
+  const bool q16 = aligned16(l.q) && l.q_stride.t % 8 == 0 && l.q_stride.h % 8 == 0 && l.q_stride.b % 8 == 0;
+  const bool k16 = aligned16(l.k) && l.k_stride.t % 8 == 0 && l.k_stride.h % 8 == 0 && l.k_stride.b % 8 == 0;
+  return kb >= 1 && kb <= 32 * kMaxNpl && kpr_ok && rows <= kMaxRows && (l.d == 64 || l.d == 128) && q16 && k16 &&
+         static_cast<double>(l.tk) * static_cast<double>(l.k_stride.t) < 2147483648.0 && p.b_k < (int64_t{1} << 16);
+}
+
+int warp_mask_warps_per_search(int64_t items, int64_t rows) {
+  // About 32 resident warps per multiprocessor in all; one warp per search when there are enough.
+  // More than 16 sampled rows (MT = 2) run in 4-warp CTAs, so at most 4 warps a search.
+  const int64_t want = 32 * static_cast<int64_t>(device_sm_count());
+  const int cap = rows > 16 ? kCtaWarps : kMaxW;
+  int w = 1;
+  while (w < cap && items * w < want) w *= 2;
+  return w;
+}
+
+void estimate_masks_warp(const MaskLaunch& l, int warps_per_search) {
+  const hip::HipParams& p = l.hip;
+  WarpMaskArgs a{};
+  a.q = l.q, a.k = l.k, a.qs = l.q_stride, a.ks = l.k_stride, a.positions = l.positions;
+  a.hq = l.hq, a.hkv = l.hkv, a.tq = l.tq, a.tk = l.tk, a.d = l.d;
+  a.qbs = (l.tq + p.b_q - 1) / p.b_q;
+  a.items = l.batch * l.hq * a.qbs;
+  a.hip = p;
+  a.kb = static_cast<int>(hip::hip_kb(p));
+  a.npl = (a.kb + 31) / 32;
+  const int64_t kpr = p.b_k / p.b_sk;
+  a.kpr_log2 = kpr == 1 ? 0 : kpr == 2 ? 1 : kpr == 4 ? 2 : 3;
+  // Sampled rows of the fullest query block (decode: one query, so one m-tile and up to 16 warps).
+  a.rows_max = static_cast<int>((std::min(p.b_q, l.tq) + p.b_sq - 1) / p.b_sq);
+  const bool mt2 = a.rows_max > 16;
+  a.w = warps_per_search > 0 ? warps_per_search : warp_mask_warps_per_search(a.items, a.rows_max);
+  if (a.w < 1 || a.w > (mt2 ? kCtaWarps : kMaxW) || (a.w & (a.w - 1)))
+    throw_arg("warps per search must be a power of two in [1, " + std::to_string(mt2 ? kCtaWarps : kMaxW) + "]");
+  a.searches_per_cta = std::max(1, kCtaWarps / a.w);
+  a.smem_per_search = (search_smem_bytes(a.kb) + 15) / 16 * 16;
+  a.blocks = l.blocks, a.counts = l.counts, a.iterations = l.iterations, a.branches = l.branches;
+  const int64_t ctas = (a.items + a.searches_per_cta - 1) / a.searches_per_cta;
+  if (ctas >= (int64_t{1} << 31)) throw_arg("too many (batch, head, query block) items for one launch");
+  const int threads = 32 * a.w * a.searches_per_cta;
+  const size_t ring = static_cast<size_t>(kStages) * 16 * (l.d <= 64 ? 64 : 128) * 2;  // per warp: 16 keys a stage
+  const size_t smem = static_cast<size_t>(a.smem_per_search) * a.searches_per_cta + ring * (threads / 32);
+  const dim3 grid(static_cast<unsigned>(ctas));
+  cudaStream_t s = as_stream(l.stream);
+  auto launch = [&](auto kernel) {
+    set_smem(reinterpret_cast<const void*>(kernel), smem, "mask estimation (warp search)");
+    kernel<<<grid, threads, smem, s>>>(a);
+  };
+  const bool d64 = l.d <= 64;
+  if (l.dtype == DType::kBF16) {
+    if (mt2) d64 ? launch(hip_mask_warp_kernel<__nv_bfloat16, 64, 2>) : launch(hip_mask_warp_kernel<__nv_bfloat16, 128, 2>);
+    else d64 ? launch(hip_mask_warp_kernel<__nv_bfloat16, 64, 1>) : launch(hip_mask_warp_kernel<__nv_bfloat16, 128, 1>);
+  } else {
+    if (mt2) d64 ? launch(hip_mask_warp_kernel<__half, 64, 2>) : launch(hip_mask_warp_kernel<__half, 128, 2>);
+    else d64 ? launch(hip_mask_warp_kernel<__half, 64, 1>) : launch(hip_mask_warp_kernel<__half, 128, 1>);
+  }
+  HIP_CUDA_CHECK_LAUNCH("hip_mask_warp_kernel");
+}
+
+}  // namespace hipstudio::gpu
