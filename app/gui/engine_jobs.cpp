@@ -82,6 +82,7 @@ void generate_job(const LoadedModel& model, const ModelInfo& info, const Request
   GenerationOptions options;
   options.max_new_tokens = r.generate_tokens;
   options.stop_at_eos = true;
+  options.keep_going = [&] { return update(view); };  // cancel mid-prefill too, not only between tokens
   auto run_side = [&](AttentionBackend& backend, std::string& text, int64_t& tokens, double& tok_s) {
     try {
       GenerationResult g = generate(model.model, r.prompt, options, backend, [&](const std::string& piece) {
@@ -92,6 +93,8 @@ void generate_job(const LoadedModel& model, const ModelInfo& info, const Request
       tok_s = g.decode_seconds > 0 ? static_cast<double>(tokens) / g.decode_seconds : 0.0;
     } catch (const StopGeneration&) {
       throw Cancelled();
+    } catch (const GenerationStopped&) {
+      throw Cancelled();
     }
     if (!update(view)) throw Cancelled();
   };
@@ -99,8 +102,13 @@ void generate_job(const LoadedModel& model, const ModelInfo& info, const Request
   {  // warm-up (allocator, caches) so the first side timed is not the one that pays for it
     GenerationOptions warm = options;
     warm.max_new_tokens = 2;
-    generate(model.model, r.prompt, warm, dense);
+    try {
+      generate(model.model, r.prompt, warm, dense);
+    } catch (const GenerationStopped&) {
+      throw Cancelled();
+    }
   }
+  if (!update(view)) throw Cancelled();  // a cancel during the warm-up stops here, before the timed sides
   run_side(dense, view.dense_text, view.dense_tokens, view.dense_tok_s);
   HipAttention hip(r.hip, info.n_layers);
   run_side(hip, view.hip_text, view.hip_tokens, view.hip_tok_s);

@@ -25,6 +25,7 @@
 #include "app/gui/self_test.h"
 #include "app/gui/settings.h"
 #include "app/gui/worker.h"
+#include "engine/formats/errors.h"
 
 namespace hipstudio::gui {
 
@@ -76,6 +77,10 @@ void add_gui_options(CLI::App& root, GuiOptions& o) {
                   "GUI: with --self-test, then render N frames of a synthetic 4096-token mask; without, quit after N frames")
       ->check(CLI::NonNegativeNumber);
   root.add_flag("--frame-stats", o.frame_stats, "GUI self-test: print median / p99 frame time of those frames");
+  root.add_option("--soak", o.soak,
+                  "GUI self-test: instead of the functional script, loop through loading, parameter changes, runs, "
+                  "cancels, generation, exports and captures for DURATION (30m, 90s, 2h) or COUNT loops; fails if "
+                  "memory or threads grow");
   root.add_option("--gui-model", o.model, "GUI: model to open (default: stories15M)");
   root.add_option("--gui-prompt", o.prompt, "GUI: prompt text or @FILE to open");
 }
@@ -94,6 +99,11 @@ bool open_shows_gui(const CLI::App& open) {
 }
 
 int run_gui(const GuiOptions& opt) {
+  SoakLimit soak;  // a bad value is an input error (exit 2) before any window opens
+  if (!opt.soak.empty()) {
+    if (!opt.self_test) throw InputError("--soak runs the self-test's soak script: add --self-test");
+    soak = parse_soak_limit(opt.soak);
+  }
   glfwSetErrorCallback(on_glfw_error);
   if (!glfwInit()) {
     std::fprintf(stderr, "error: cannot open a window (no display? run under xvfb-run, or use a subcommand)\n");
@@ -148,7 +158,7 @@ int run_gui(const GuiOptions& opt) {
   Worker worker;
   worker.set_notify([] { glfwPostEmptyEvent(); });
   std::unique_ptr<SelfTest> self_test;
-  if (opt.self_test) self_test = std::make_unique<SelfTest>(panels, opt.screenshot, opt.frames, opt.frame_stats);
+  if (opt.self_test) self_test = std::make_unique<SelfTest>(panels, opt.screenshot, opt.frames, opt.frame_stats, worker, soak);
 
   const auto t0 = std::chrono::steady_clock::now();
   auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };

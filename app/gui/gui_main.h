@@ -11,12 +11,13 @@ struct GuiOptions {
   std::string screenshot;   // PNG of the main window at the end of the self-test
   int frames = 0;           // with --self-test: then render this many frames of a 4096-token mask
   bool frame_stats = false; // print median / p99 frame time of those frames
+  std::string soak;         // with --self-test: the soak script for this long ("30m", "90s", "2h") or loops ("25")
   std::string model;        // initial model path (default model when empty)
   std::string prompt;       // initial prompt text, or @FILE
   std::string capture;      // a capture to show read-only (`hipstudio open FILE`); errors go to the status line
 };
 
-// Adds --self-test, --screenshot, --frames, --frame-stats, --gui-model, --gui-prompt to the root.
+// Adds --self-test, --soak, --screenshot, --frames, --frame-stats, --gui-model, --gui-prompt to the root.
 void add_gui_options(CLI::App& root, GuiOptions& options);
 
 // Whether `hipstudio open FILE` (the parsed `open` subcommand) shows the GUI: not with --print, and

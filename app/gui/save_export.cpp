@@ -119,8 +119,10 @@ std::vector<std::string> open_capture_views(const std::vector<std::unique_ptr<Pa
   static const std::vector<std::pair<std::string, std::string>> panel_view{
       {"mask", "mask"}, {"stepper", "iterations"}, {"locality", "locality"}, {"kvcache", "cache"}, {"latency", "latency"}};
   std::vector<std::string> views;
-  for (const auto& [panel, view] : panel_view) {
-    const bool open = std::any_of(panels.begin(), panels.end(), [&](const auto& p) { return p->open && p->id() == panel; });
+  for (const auto& [panel_id, view] : panel_view) {
+    // C++17 lambdas cannot capture a structured binding (clang rejects it): capture a plain reference.
+    const bool open = std::any_of(panels.begin(), panels.end(),
+                                  [&panel = panel_id](const auto& p) { return p->open && p->id() == panel; });
     if (open || (view == "iterations" && !s.stepped_blocks.empty())) views.push_back(view);
   }
   if (views.empty()) views.push_back("mask");

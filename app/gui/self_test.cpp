@@ -26,7 +26,7 @@ namespace hipstudio::gui {
 
 namespace {
 
-const char* const kMore = "\x01more";  // check wants another frame
+const char* const kMore = kSelfTestMore;  // check wants another frame
 
 bool fresh(const Snapshot& s, int stage) { return !s.stale[stage] && s.error[stage].empty(); }
 
@@ -42,15 +42,27 @@ std::string with_suffix(const std::string& path, const std::string& suffix) {
   return (dot == std::string::npos ? path : path.substr(0, dot)) + "-" + suffix + ".png";
 }
 
-std::string read_bytes(const std::string& path) {
+// Between frames (no current window): whether any popup or modal is open.
+bool any_popup_open() { return ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId | ImGuiPopupFlags_AnyPopupLevel); }
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t i = std::min(v.size() - 1, static_cast<size_t>(std::floor(p * static_cast<double>(v.size() - 1) + 0.5)));
+  return v[i];
+}
+
+}  // namespace
+
+std::string read_file_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-bool is_png(const std::string& bytes) { return bytes.size() > 8 && bytes.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0; }
+bool is_png_bytes(const std::string& bytes) { return bytes.size() > 8 && bytes.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0; }
 
 // A small XML well-formedness check: tags nest and close, the root element is <svg>.
-bool is_svg(const std::string& x) {
+bool is_svg_text(const std::string& x) {
   std::vector<std::string> open;
   std::string root;
   size_t i = 0;
@@ -81,21 +93,16 @@ bool is_svg(const std::string& x) {
   return root == "svg" && open.empty();
 }
 
-// Between frames (no current window): whether any popup or modal is open.
-bool any_popup_open() { return ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId | ImGuiPopupFlags_AnyPopupLevel); }
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t i = std::min(v.size() - 1, static_cast<size_t>(std::floor(p * static_cast<double>(v.size() - 1) + 0.5)));
-  return v[i];
-}
-
-}  // namespace
-
 SelfTest::SelfTest(std::vector<std::unique_ptr<Panel>>& panels, const std::string& screenshot, int frames,
-                   bool frame_stats)
+                   bool frame_stats, const Worker& worker, const SoakLimit& soak)
     : panels_(panels), screenshot_(screenshot), frames_(frames), frame_stats_(frame_stats) {
+  if (soak.loops > 0 || soak.seconds > 0) {
+    soak_ = std::make_unique<Soak>(soak, worker, panels);
+    steps_ = soak_->setup_steps();
+    loop_start_ = steps_.size();
+    for (auto& step : soak_->loop_steps()) steps_.push_back(std::move(step));
+    return;
+  }
   // Developer shortcut for tuning frame times: HIPSTUDIO_SELF_TEST_FRAMES_ONLY=1 skips the
   // functional script (ctest always runs it).
   const char* only_frames = std::getenv("HIPSTUDIO_SELF_TEST_FRAMES_ONLY");
@@ -564,8 +571,8 @@ void SelfTest::build_save_export_steps() {
                       }
                       bool png = false, svg = false;
                       for (const auto& im : c.images) {
-                        if (im.name.rfind("mask_", 0) == 0 && is_png(im.bytes)) png = true;
-                        if (im.name.size() > 4 && im.name.compare(im.name.size() - 4, 4, ".svg") == 0 && is_svg(im.bytes)) svg = true;
+                        if (im.name.rfind("mask_", 0) == 0 && is_png_bytes(im.bytes)) png = true;
+                        if (im.name.size() > 4 && im.name.compare(im.name.size() - 4, 4, ".svg") == 0 && is_svg_text(im.bytes)) svg = true;
                       }
                       if (!png || !svg) return fail("the capture's images lack a mask PNG (%lld) or a plot SVG (%lld)", png, svg);
                       if (!screenshot_.empty()) pending_screenshot_ = with_suffix(screenshot_, "saved");
@@ -591,10 +598,10 @@ void SelfTest::build_save_export_steps() {
                       std::printf("self-test:   %s\n", s.status_message.c_str());
                       int png = 0, svg = 0, csv = 0;
                       for (const std::string& p : s.last_exported) {
-                        const std::string bytes = read_bytes(p);
+                        const std::string bytes = read_file_bytes(p);
                         const std::string ext = std::filesystem::path(p).extension().string();
-                        if (ext == ".png" && is_png(bytes)) ++png;
-                        else if (ext == ".svg" && is_svg(bytes)) ++svg;
+                        if (ext == ".png" && is_png_bytes(bytes)) ++png;
+                        else if (ext == ".svg" && is_svg_text(bytes)) ++svg;
                         else if (ext == ".csv" && bytes.rfind("layer,head", 0) == 0) ++csv;
                         else return "not a valid export: " + p;
                       }
@@ -622,7 +629,7 @@ void SelfTest::build_save_export_steps() {
                       int tiles = 0;
                       for (const std::string& p : s.last_exported)
                         if (p.find("_tiles/mask_r") != std::string::npos) {
-                          if (!is_png(read_bytes(p))) return "not a PNG tile: " + p;
+                          if (!is_png_bytes(read_file_bytes(p))) return "not a PNG tile: " + p;
                           ++tiles;
                         }
                       if (tiles < 2) return fail("expected several mask tiles, got %lld: ", tiles) + s.status_message;
@@ -747,6 +754,15 @@ std::string SelfTest::take_screenshot_request() {
 void SelfTest::tick(AppState& s, const Snapshot& snap, double now) {
   if (finished_) return;
   if (current_ >= steps_.size()) {
+    if (soak_ && !aborted_ && soak_->end_loop(failures_ > loop_failures_)) {
+      current_ = loop_start_;  // another soak loop
+      loop_failures_ = failures_;
+      return;
+    }
+    if (soak_) {
+      failures_ += soak_->finish();
+      soak_.reset();  // removes its temporary folder
+    }
     if (pending_screenshot_.empty()) finished_ = true;
     return;
   }
@@ -771,7 +787,7 @@ void SelfTest::tick(AppState& s, const Snapshot& snap, double now) {
     for (int i = 0; i < kStageCount; ++i)
       if (!snap.error[i].empty()) std::printf("self-test:   %s error: %s\n", stage_name(i), snap.error[i].c_str());
     ++failures_;
-    if (st.fatal) current_ = steps_.size() - 1;  // next() ends the script
+    if (st.fatal) current_ = steps_.size() - 1, aborted_ = true;  // next() ends the script
     next();
     return;
   }
@@ -783,7 +799,7 @@ void SelfTest::tick(AppState& s, const Snapshot& snap, double now) {
   } else {
     std::printf("self-test: FAIL %s: %s\n", st.name.c_str(), r.c_str());
     ++failures_;
-    if (st.fatal) current_ = steps_.size() - 1;  // next() ends the script
+    if (st.fatal) current_ = steps_.size() - 1, aborted_ = true;  // next() ends the script
   }
   std::fflush(stdout);
   next();

@@ -5,7 +5,8 @@
 // tokens, generates, saves a screenshot, then writes the run as a capture, reopens it read-only
 // (views equal the live ones), refuses a damaged copy and closes it, saves a capture and exports a
 // view through the File menu's code and reads them back, and fails cleanly to save into /proc.
-// With --frames N it then puts a 4096-token mask on screen and measures N frames.
+// With --frames N it then puts a 4096-token mask on screen and measures N frames. With --soak it
+// runs the soak script (soak.h) instead of the functional one.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -13,8 +14,19 @@
 #include <vector>
 
 #include "app/gui/panel.h"
+#include "app/gui/soak.h"
 
 namespace hipstudio::gui {
+
+class Worker;
+
+// A step's check returns this to be called again on the next frame.
+inline constexpr const char* kSelfTestMore = "\x01more";
+
+// Checks of written files, shared with the soak script.
+std::string read_file_bytes(const std::string& path);
+bool is_png_bytes(const std::string& bytes);
+bool is_svg_text(const std::string& xml);  // tags nest and close, the root element is <svg>
 
 struct SelfTestStep {
   std::string name;
@@ -30,7 +42,10 @@ class SelfTest {
  public:
   // frames > 0: after the script, render that many frames of a synthetic long-prompt mask, and
   // print their statistics when `frame_stats`.
-  SelfTest(std::vector<std::unique_ptr<Panel>>& panels, const std::string& screenshot, int frames, bool frame_stats);
+  // soak: when set (loops or seconds > 0), the soak script replaces the functional one; it reads
+  // the worker to know when it has served a request.
+  SelfTest(std::vector<std::unique_ptr<Panel>>& panels, const std::string& screenshot, int frames, bool frame_stats,
+           const Worker& worker, const SoakLimit& soak = {});
 
   // Once per frame, before the UI is drawn: advances the script.
   void tick(AppState& s, const Snapshot& snap, double now);
@@ -84,6 +99,10 @@ class SelfTest {
   int measured_ = 0;
   int64_t tokens_ = 4096;
   int last_key_ = -1;
+  std::unique_ptr<Soak> soak_;
+  size_t loop_start_ = 0;   // first step of a soak loop
+  bool aborted_ = false;    // a fatal step failed: no more soak loops
+  int loop_failures_ = 0;   // failures_ when the current soak loop began
   int pressed_from_ = -1;  // stepper position when the Right arrow was last pressed
 };
 

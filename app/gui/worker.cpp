@@ -44,6 +44,11 @@ void Worker::cancel() {
   cancel_ = true;
 }
 
+bool Worker::idle() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return served_generation_ == generation_;
+}
+
 std::shared_ptr<const Snapshot> Worker::snapshot() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return published_;
@@ -81,6 +86,7 @@ void Worker::run() {
     current_.busy = false;
     current_.running_stage = -1;
     publish_locked();
+    served_generation_ = generation;
     wake_.wait(lock, [&] { return stop_ || generation_ != generation; });
   }
 }
@@ -89,6 +95,14 @@ void Worker::run() {
 bool Worker::step(const Request& r) {
   std::array<std::string, kStageCount> key;
   for (int s = 0; s < kStageCount; ++s) key[s] = stage_key(s, r);
+  {
+    // A failure (or cancel) holds while the request keeps the inputs that failed; a request with
+    // other inputs forgets it, so coming back to them runs again (parameters X cancelled, then Y,
+    // then X again must not stay "cancelled").
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (int s = 0; s < kStageCount; ++s)
+      if (failed_key_[s] != key[s]) failed_key_[s].clear();
+  }
   auto up_to_date = [&](int s) { return done_key_[s] == key[s]; };
   auto wanted = [&](int s) {
     if (up_to_date(s) || failed_key_[s] == key[s]) return false;
@@ -109,6 +123,18 @@ bool Worker::step(const Request& r) {
     stage = s;
   }
   if (stage < 0) return false;
+  {
+    // A cancel stops the worker, not just one stage: a stage without progress checks runs to its
+    // end, but the next one is marked cancelled (so the status line says why it is stale) and
+    // nothing starts until a request changes something (submit() clears the flag).
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stop_) return false;
+    if (cancel_) {
+      failed_key_[stage] = key[stage];
+      current_.error[stage] = "cancelled";
+      return false;  // run() publishes the idle snapshot
+    }
+  }
 
   auto progress = [&](double f, const std::string& what) {
     {
@@ -122,6 +148,9 @@ bool Worker::step(const Request& r) {
     return keep_going(stage, key[stage]);
   };
   progress(0.0, std::string(stage_name(stage)) + "...");
+  // Generation publishes its growing text; a cancelled or failed one puts the last complete result
+  // back, so no half-written text is left on screen as if it were a result.
+  const std::shared_ptr<const GenerateView> generate_before = current_.generate;
   try {
     switch (stage) {
       case kStageModel: {
@@ -201,6 +230,14 @@ bool Worker::step(const Request& r) {
     std::lock_guard<std::mutex> lock(mutex_);
     done_key_[stage] = key[stage];
     failed_key_[stage].clear();
+    // The views read this stage's result, not just its inputs: a new result makes theirs stale even
+    // when their keys come back (parameters A, then B with the masks cancelled, then A again: the
+    // masks of A's first analysis must not pass for the masks of its new one).
+    for (int later = stage + 1; later < kStageCount; ++later) {
+      const bool reads_it = stage == kStageModel || (stage == kStageAnalysis && later != kStageGenerate) ||
+                            (stage == kStageMasks && later == kStageTrace);
+      if (reads_it) done_key_[later].clear();
+    }
     current_.error[stage].clear();
     publish_locked();
   } catch (const Cancelled&) {
@@ -208,13 +245,14 @@ bool Worker::step(const Request& r) {
     if (stage_key(stage, request_) == key[stage]) {  // the user pressed cancel: failed until inputs change
       failed_key_[stage] = key[stage];
       current_.error[stage] = "cancelled";
-      cancel_ = false;
     }
+    if (stage == kStageGenerate) current_.generate = generate_before;
     publish_locked();
   } catch (const std::exception& e) {
     std::lock_guard<std::mutex> lock(mutex_);
     failed_key_[stage] = key[stage];
     current_.error[stage] = e.what();
+    if (stage == kStageGenerate) current_.generate = generate_before;
     std::fprintf(stderr, "hipstudio gui: %s failed: %s\n", stage_name(stage), e.what());
     publish_locked();
   }

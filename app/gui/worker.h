@@ -24,8 +24,13 @@ class Worker {
   Worker& operator=(const Worker&) = delete;
 
   void submit(const Request& request);  // cheap when nothing changed
-  void cancel();                        // stop the running stage; it stays failed until inputs change
+  // Stops the running stage at its next progress check (it stays failed, "cancelled", until its
+  // inputs change) and starts nothing else until the next request that changes something.
+  void cancel();
   std::shared_ptr<const Snapshot> snapshot() const;
+  // True when the worker has done (or cancelled, or failed) everything the latest request asks
+  // and waits; its last published snapshot then says so (busy false). For tests and the soak.
+  bool idle() const;
   // Called (on the worker thread) after each publish, e.g. to wake a UI waiting for events.
   void set_notify(std::function<void()> notify);
 
@@ -43,6 +48,7 @@ class Worker {
   bool cancel_ = false;
   Request request_;
   uint64_t generation_ = 0;
+  uint64_t served_generation_ = ~uint64_t{0};  // the generation the worker last went idle on
 
   // Worker-owned state (results and the keys they were built from), guarded by mutex_ when read
   // for publishing.

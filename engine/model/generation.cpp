@@ -48,11 +48,12 @@ size_t complete_utf8_length(const std::string& text) {
 
 // Runs the prompt through the model in chunks, returning the logits the caller asked for.
 at::Tensor prefill(const Transformer& transformer, const std::vector<int32_t>& ids, int64_t chunk, KVCache& cache,
-                   AttentionBackend& attention, LogitsFor which) {
+                   AttentionBackend& attention, LogitsFor which, const std::function<bool()>& keep_going = {}) {
   const int64_t multiple = attention.chunk_multiple();
   chunk = (chunk + multiple - 1) / multiple * multiple;
   std::vector<at::Tensor> pieces;
   for (size_t begin = 0; begin < ids.size(); begin += static_cast<size_t>(chunk)) {
+    if (keep_going && !keep_going()) throw GenerationStopped();
     const size_t end = std::min(ids.size(), begin + static_cast<size_t>(chunk));
     std::vector<int32_t> part(ids.begin() + static_cast<std::ptrdiff_t>(begin), ids.begin() + static_cast<std::ptrdiff_t>(end));
     at::Tensor logits = transformer.forward(part, cache, attention, which);
@@ -77,7 +78,8 @@ static GenerationResult run_generation(std::shared_ptr<const Model> model, const
   KVCache cache(model->config, model->run, plan.capacity);
 
   auto start = std::chrono::steady_clock::now();
-  at::Tensor logits = prefill(transformer, result.prompt_ids, plan.prefill_chunk, cache, attention, LogitsFor::LastToken);
+  at::Tensor logits = prefill(transformer, result.prompt_ids, plan.prefill_chunk, cache, attention, LogitsFor::LastToken,
+                               options.keep_going);
   result.prefill_seconds = seconds_since(start);
 
   // Text is emitted as the difference between decodes of the whole sequence, so pieces that only
@@ -89,6 +91,7 @@ static GenerationResult run_generation(std::shared_ptr<const Model> model, const
 
   start = std::chrono::steady_clock::now();
   for (int64_t step = 0; step < options.max_new_tokens; ++step) {
+    if (options.keep_going && !options.keep_going()) throw GenerationStopped();
     const int32_t next = sampler.sample(logits[0]);
     if (options.stop_at_eos && (next == model->config.eos_id || (bos_ends && next == model->config.bos_id))) break;
     result.generated_ids.push_back(next);

@@ -2,6 +2,7 @@
 // Text in, text out: prefill a prompt, decode new tokens with a sampler, and score a text's
 // per-token log-probabilities (perplexity). All go through one attention backend.
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <string>
@@ -18,6 +19,13 @@ struct GenerationOptions {
   SamplingOptions sampling;
   bool stop_at_eos = true;     // also stops at BOS for llama2.c models (their sequence delimiter)
   int64_t context_limit = 0;   // 0 = the model's max_seq_len
+  // Asked before each prefill chunk and each decode step; returning false stops the run with
+  // GenerationStopped (a GUI cancel must not wait for a long prompt's whole prefill).
+  std::function<bool()> keep_going;
+};
+
+struct GenerationStopped : std::exception {
+  const char* what() const noexcept override { return "generation stopped"; }
 };
 
 struct GenerationResult {

@@ -26,6 +26,30 @@ TEST(Generation, GreedyOnceUponATimeMatchesLlama2c) {
   EXPECT_EQ(r.prompt_ids, (std::vector<int32_t>{1, 9038, 2501, 263, 931}));
 }
 
+// keep_going is asked before the prefill and before every decode step, and false stops the run at
+// once: the GUI's cancel relies on both.
+TEST(Generation, KeepGoingIsAskedBeforePrefillAndEachStepAndStopsTheRun) {
+  DenseAttention dense;
+  GenerationOptions options;
+  options.max_new_tokens = 6;
+  options.stop_at_eos = false;
+  int asked = 0;
+  options.keep_going = [&] { return ++asked > 0; };
+  GenerationResult r = generate(default_model(), "Once upon a time", options, dense);
+  EXPECT_EQ(r.generated_ids.size(), 6u);
+  EXPECT_EQ(asked, 1 + 6);  // one prefill chunk, six steps
+
+  for (int stop_at : {1, 2, 5}) {
+    asked = 0;
+    int streamed = 0;
+    options.keep_going = [&] { return ++asked < stop_at; };
+    EXPECT_THROW(generate(default_model(), "Once upon a time", options, dense, [&](const std::string&) { ++streamed; }),
+                 GenerationStopped);
+    EXPECT_EQ(asked, stop_at);
+    EXPECT_LE(streamed, std::max(0, stop_at - 2)) << "tokens after the stop";
+  }
+}
+
 TEST(Generation, DecodingWithCacheMatchesFullRecompute) {
   auto model = default_model();
   DenseAttention dense;

@@ -1,0 +1,64 @@
+// A stand-in for app/gui/engine_jobs.cpp (the GUI's LibTorch adapter) so the real Worker can be
+// tested without a model: the "analysis" is synthetic Q/K (worker_views.cpp) reached through many
+// progress checks with short sleeps between them, and "generation" emits one piece per token. Both
+// are pure functions of the request, so a completed run can be compared with a reference.
+#include "tests/gui/worker/fake_engine_jobs.h"
+
+#include <chrono>
+#include <thread>
+
+#include "app/gui/engine_jobs.h"
+#include "app/gui/worker.h"
+
+namespace hipstudio::gui {
+
+struct LoadedModel {};
+
+bool cuda_is_available() { return false; }
+
+std::shared_ptr<const LoadedModel> load_model_job(const ModelRequest&, ModelInfo& info) {
+  info = fake_analysis(Request{})->model;
+  info.display_name = "fake model";
+  info.synthetic = false;
+  return std::make_shared<LoadedModel>();
+}
+
+std::shared_ptr<const AnalysisView> analysis_job(const LoadedModel&, const ModelInfo&, const Request& r,
+                                                 const JobProgress& progress) {
+  for (int i = 0; i < kFakeAnalysisChecks; ++i) {
+    if (!progress(static_cast<double>(i) / kFakeAnalysisChecks, "fake analysis step " + std::to_string(i))) throw Cancelled();
+    std::this_thread::sleep_for(std::chrono::microseconds(kFakeCheckMicros));
+  }
+  return fake_analysis(r);
+}
+
+void generate_job(const LoadedModel&, const ModelInfo&, const Request& r,
+                  const std::function<bool(const GenerateView&)>& update) {
+  GenerateView view;
+  view.id = r.generate_id;
+  view.running = true;
+  for (int side = 0; side < 2; ++side) {
+    for (int64_t t = 0; t < r.generate_tokens; ++t) {
+      (side == 0 ? view.dense_text : view.hip_text) += fake_piece(side, t);
+      ++(side == 0 ? view.dense_tokens : view.hip_tokens);
+      if (!update(view)) throw Cancelled();
+      std::this_thread::sleep_for(std::chrono::microseconds(kFakeCheckMicros));
+    }
+  }
+  view.running = false;
+  update(view);
+}
+
+std::shared_ptr<const AnalysisView> fake_analysis(const Request& r) {
+  auto view = std::const_pointer_cast<AnalysisView>(synthetic_analysis(kFakeTokens, r));
+  auto pa = std::make_shared<PairedAnalysis>(*view->analysis);
+  pa->options.decode_steps = r.decode_steps;
+  pa->options.random_seed = r.seed;
+  view->analysis = pa;
+  view->prompt = r.prompt;
+  return view;
+}
+
+std::string fake_piece(int side, int64_t token) { return (side == 0 ? " d" : " h") + std::to_string(token); }
+
+}  // namespace hipstudio::gui

@@ -1,0 +1,21 @@
+#pragma once
+// The fake engine jobs' shape (fake_engine_jobs.cpp), for the worker tests' references.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "app/gui/request.h"
+#include "app/gui/results.h"
+
+namespace hipstudio::gui {
+
+inline constexpr int kFakeAnalysisChecks = 40;    // progress checks per fake analysis
+inline constexpr int kFakeCheckMicros = 500;      // sleep between two checks (and two generated tokens)
+inline constexpr int64_t kFakeTokens = 256;       // synthetic prompt length
+
+// What a completed fake analysis of `r` publishes (synthetic Q/K of r.seed, r's parameters).
+std::shared_ptr<const AnalysisView> fake_analysis(const Request& r);
+// The text piece token `token` of side 0 (dense) or 1 (HiP) appends.
+std::string fake_piece(int side, int64_t token);
+
+}  // namespace hipstudio::gui
