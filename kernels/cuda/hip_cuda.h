@@ -89,12 +89,19 @@ struct AttentionLaunch {
   const int32_t* counts = nullptr;  // (batch, hq, qbs)
   int num_splits = 0;               // key-list splits per CTA (decode); 0: chosen to fill the GPU
   void* workspace = nullptr;        // attention_workspace_bytes(...) bytes when splits > 1
+  // The fused split merge's done-counters, attention_counter_bytes(...) bytes: zero before the
+  // first call and left zero by every completed call, so a caller keeps one buffer per stream and
+  // reuses it with no per-call memset. Never share it with anything else: the counters must stay
+  // at the same place between calls. Null: the workspace's tail serves, which must then be zero
+  // (a fresh DeviceBuffer is).
+  void* counters = nullptr;
   void* stream = nullptr;
 };
 
 // Splits that estimate_attention would use (resolves num_splits == 0), and the workspace they need.
 int attention_splits(const AttentionLaunch& l);
 size_t attention_workspace_bytes(const AttentionLaunch& l, int splits);
+size_t attention_counter_bytes(const AttentionLaunch& l);
 // Block-sparse attention over sink + selected blocks + dense tail (prefill and decode).
 void sparse_attention(const AttentionLaunch& l);
 
@@ -102,7 +109,7 @@ void sparse_attention(const AttentionLaunch& l);
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
-  explicit DeviceBuffer(size_t bytes);
+  explicit DeviceBuffer(size_t bytes);  // zero-filled
   ~DeviceBuffer();
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;

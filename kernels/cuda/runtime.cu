@@ -106,7 +106,10 @@ void set_smem(const void* kernel, size_t bytes, const char* name) {
 }
 
 DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
-  if (bytes) HIP_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
+  if (bytes) {
+    HIP_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
+    HIP_CUDA_CHECK(cudaMemset(ptr_, 0, bytes));  // an attention workspace's done-counters must start at zero
+  }
 }
 DeviceBuffer::~DeviceBuffer() {
   if (ptr_) cudaFree(ptr_);

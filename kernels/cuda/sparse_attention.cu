@@ -11,8 +11,8 @@
 // softmax in float32 (exp2 with the scale folded in), O += P V with P re-packed from the S
 // accumulators and V's fragments read transposed by ldmatrix. Grid order: split, head within its
 // KV group, row tile, query block (longest lists first), group. Decode (few rows, long KV) splits
-// the key list over CTAs (`num_splits`, chosen to fill the GPU) and a second kernel merges the
-// partial (max, sum, O) rows.
+// the key list over CTAs (`num_splits`, chosen to fill the GPU); the last CTA of a row tile to
+// finish merges the partial (max, sum, O) rows (v14: the merge was a second, dependent kernel).
 // The float32 path (and any shape the tensor-core path does not take) is a SIMT kernel: one warp
 // per query row, float32 dot products and online softmax.
 #include <algorithm>
@@ -41,6 +41,7 @@ struct AttnArgs {
   int splits, row_tiles, rows_cta;
   float* part_o;   // (splits, batch * hq * tq, d)
   float* part_ml;  // (splits, batch * hq * tq, 2): running max (log2 units) and sum
+  unsigned* done;  // per row tile (blockIdx.x / splits): splits finished; zero between calls
   int64_t rows_total;
   float scale_log2;
 };
@@ -104,6 +105,54 @@ __device__ KeyList key_list(const AttnArgs& a, const CtaCoords& c, int64_t e_max
   return kl;
 }
 
+// Merges the splits' partial rows of the CTA's row tile: out = sum_s 2^(m_s - M) O_s /
+// sum_s 2^(m_s - M) l_s, one warp per row, 4 columns per lane. Partials written by other CTAs
+// are read with ld.global.cg (L2, not this SM's possibly stale L1). `w`: this warp's kMaxSplits
+// floats of shared memory for the splits' weights.
+constexpr int kMaxSplits = 256;
+template <class T>
+__device__ void merge_rows(const AttnArgs& a, const CtaCoords& c, float* w, int warp, int lane, int nwarps) {
+  const int64_t base = (c.b * a.hq + c.h) * a.tq;
+  const int d = static_cast<int>(a.d);
+  T* obase = static_cast<T*>(a.out) + c.b * a.os.b + c.h * a.os.h;
+  for (int64_t row = c.r0 + warp; row < c.r1; row += nwarps) {
+    const int64_t r = base + row;
+    float mmax = -INFINITY;
+    for (int s = lane; s < a.splits; s += 32) {
+      const float2 ml = __ldcg(reinterpret_cast<const float2*>(a.part_ml + 2 * (s * a.rows_total + r)));
+      w[s] = ml.x;
+      mmax = fmaxf(mmax, ml.x);
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) mmax = fmaxf(mmax, __shfl_xor_sync(0xffffffffu, mmax, o));
+    const float mu = mmax == -INFINITY ? 0.f : mmax;
+    float lsum = 0.f;
+    for (int s = lane; s < a.splits; s += 32) {
+      const float m = w[s];
+      const float ws = m == -INFINITY ? 0.f : exp2f(m - mu);
+      lsum += ws * __ldcg(a.part_ml + 2 * (s * a.rows_total + r) + 1);
+      w[s] = ws;
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) lsum += __shfl_xor_sync(0xffffffffu, lsum, o);
+    __syncwarp();
+    const float inv_l = lsum > 0.f ? 1.f / lsum : 0.f;
+    for (int col = lane * 4; col < d; col += 128) {
+      float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 4
+      for (int s = 0; s < a.splits; ++s) {
+        const float ws = w[s];
+        const float4 po = __ldcg(reinterpret_cast<const float4*>(a.part_o + (s * a.rows_total + r) * a.d + col));
+        acc.x += ws * po.x, acc.y += ws * po.y, acc.z += ws * po.z, acc.w += ws * po.w;
+      }
+      T* orow = obase + row * a.os.t + col;
+      *reinterpret_cast<uint32_t*>(orow) = pack2<T>(acc.x * inv_l, acc.y * inv_l);
+      *reinterpret_cast<uint32_t*>(orow + 2) = pack2<T>(acc.z * inv_l, acc.w * inv_l);
+    }
+    __syncwarp();  // w is rewritten for the warp's next row
+  }
+}
+
 template <int D>
 constexpr size_t mma_smem_bytes() {  // two stages of K and V tiles (row-major, rows padded by 16 bytes) + key ids
   return 2 * (2 * static_cast<size_t>(kBK) * (D + 8) * 2) + 2 * kBK * sizeof(int64_t);
@@ -129,6 +178,10 @@ __global__ void __launch_bounds__(128) sparse_attention_mma(const AttnArgs a) {
   // Warps past the CTA's rows only help with the copies (decode: 1 row, 4 warps loading).
   const bool computes = warp * 16 < c.r1 - c.r0;
 
+  // The first key ids need the item's count (which fixes this split's tiles) and then its block
+  // list: start the list's lines toward L1 now, so that the second of those two dependent loads
+  // does not go to DRAM as well (v14; a decode step is a chain of such round trips).
+  if (tid * 32 < a.kb) prefetch_l1(a.blocks + c.item * a.kb + tid * 32);
   int64_t e_max = -1;
   for (int64_t r = c.r0; r < c.r1; ++r) e_max = max(e_max, dev_visible_end(a.positions, a.tq, a.tk, a.hip.causal, r));
   const KeyList kl = key_list(a, c, e_max);
@@ -297,53 +350,26 @@ __global__ void __launch_bounds__(128) sparse_attention_mma(const AttnArgs a) {
       for (int t = 0; t < NT; ++t) {
         const int col = t * 8 + cq * 2;
         if (col >= d) continue;
-        po[col] = o[t][2 * x];
-        po[col + 1] = o[t][2 * x + 1];
+        *reinterpret_cast<float2*>(po + col) = make_float2(o[t][2 * x], o[t][2 * x + 1]);
       }
-      if (cq == 0) {
-        a.part_ml[2 * r] = x ? m1 : m0;
-        a.part_ml[2 * r + 1] = x ? l1 : l0;
-      }
+      if (cq == 0) *reinterpret_cast<float2*>(a.part_ml + 2 * r) = make_float2(x ? m1 : m0, x ? l1 : l0);
     }
-  }
-}
-
-// Merges the splits' partial rows: out = sum_s 2^(m_s - M) O_s / sum_s 2^(m_s - M) l_s. The
-// splits' (m, l) pairs are read in parallel into shared memory first (v1 read them in dependent
-// loops: one memory latency per split, most of the merge's time in decode).
-constexpr int kMaxSplits = 256;
-template <class T>
-__global__ void __launch_bounds__(128) combine_splits(const AttnArgs a) {
-  __shared__ float w[kMaxSplits];
-  __shared__ float inv_l;
-  const int64_t r = blockIdx.x;  // (b, h, row) flattened
-  const int64_t row = r % a.tq, bh = r / a.tq, h = bh % a.hq, b = bh / a.hq;
-  for (int s = threadIdx.x; s < a.splits; s += blockDim.x) w[s] = a.part_ml[2 * (s * a.rows_total + r)];
-  __syncthreads();
-  if (threadIdx.x < 32) {
-    float mmax = -INFINITY;
-    for (int s = threadIdx.x; s < a.splits; s += 32) mmax = fmaxf(mmax, w[s]);
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) mmax = fmaxf(mmax, __shfl_xor_sync(0xffffffffu, mmax, o));
-    const float mu = mmax == -INFINITY ? 0.f : mmax;
-    float lsum = 0.f;
-    for (int s = threadIdx.x; s < a.splits; s += 32) {
-      const float m = w[s];
-      const float ws = m == -INFINITY ? 0.f : exp2f(m - mu);
-      lsum += ws * a.part_ml[2 * (s * a.rows_total + r) + 1];
-      w[s] = ws;  // each split's weight, read by all threads below
+    // The last CTA of this row tile to finish merges all splits' partials: every thread fences
+    // its own stores before the CTA counts itself done (threadFenceReduction pattern), the last
+    // one resets the counter for the next call and fences again before reading the others' rows.
+    __shared__ unsigned last;
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) {
+      unsigned* done = a.done + blockIdx.x / a.splits;
+      const unsigned prev = atomicAdd(done, 1u);
+      last = prev + 1 == static_cast<unsigned>(a.splits);
+      if (last) *done = 0u;
     }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) lsum += __shfl_xor_sync(0xffffffffu, lsum, o);
-    if (threadIdx.x == 0) inv_l = lsum > 0.f ? 1.f / lsum : 0.f;
-  }
-  __syncthreads();
-  T* out = static_cast<T*>(a.out) + b * a.os.b + h * a.os.h + row * a.os.t;
-  for (int col = threadIdx.x; col < a.d; col += blockDim.x) {
-    float acc = 0.f;
-#pragma unroll 4
-    for (int s = 0; s < a.splits; ++s) acc += w[s] * a.part_o[(s * a.rows_total + r) * a.d + col];
-    out[col] = from_f32<T>(acc * inv_l);
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    merge_rows<T>(a, c, reinterpret_cast<float*>(smem_raw) + warp * kMaxSplits, warp, lane, nthreads >> 5);
   }
 }
 
@@ -450,7 +476,12 @@ int attention_splits(const AttentionLaunch& l) {
 size_t attention_workspace_bytes(const AttentionLaunch& l, int splits) {
   if (splits <= 1) return 0;
   const size_t rows = static_cast<size_t>(l.batch * l.hq * l.tq);
-  return static_cast<size_t>(splits) * rows * (static_cast<size_t>(l.d) + 2) * sizeof(float);
+  return static_cast<size_t>(splits) * rows * (static_cast<size_t>(l.d) + 2) * sizeof(float) +
+         attention_counter_bytes(l);  // + the counters' room, used when l.counters is null
+}
+
+size_t attention_counter_bytes(const AttentionLaunch& l) {
+  return static_cast<size_t>(base_ctas(l)) * sizeof(unsigned);  // one done-counter per row tile
 }
 
 void sparse_attention(const AttentionLaunch& l) {
@@ -472,6 +503,8 @@ void sparse_attention(const AttentionLaunch& l) {
     if (!l.workspace) throw_arg("num_splits > 1 needs a workspace of attention_workspace_bytes() bytes");
     a.part_o = static_cast<float*>(l.workspace);
     a.part_ml = a.part_o + static_cast<size_t>(a.splits) * a.rows_total * l.d;
+    a.done = l.counters ? static_cast<unsigned*>(l.counters)
+                        : reinterpret_cast<unsigned*>(a.part_ml + static_cast<size_t>(a.splits) * a.rows_total * 2);
   }
   const int64_t ctas = base_ctas(l) * a.splits;
   if (ctas >= (int64_t{1} << 31)) throw_arg("too many CTAs for one launch");
@@ -493,12 +526,6 @@ void sparse_attention(const AttentionLaunch& l) {
       else launch(sparse_attention_mma<__half, 128>, mma_smem_bytes<128>());
     }
     HIP_CUDA_CHECK_LAUNCH("sparse_attention_mma");
-    if (a.splits > 1) {
-      const dim3 cgrid(static_cast<unsigned>(a.rows_total));
-      if (l.dtype == DType::kBF16) combine_splits<__nv_bfloat16><<<cgrid, 128, 0, s>>>(a);
-      else combine_splits<__half><<<cgrid, 128, 0, s>>>(a);
-      HIP_CUDA_CHECK_LAUNCH("combine_splits");
-    }
     return;
   }
   switch (l.dtype) {

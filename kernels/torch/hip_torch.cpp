@@ -2,6 +2,8 @@
 
 #include <c10/core/DeviceGuard.h>
 
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -185,6 +187,33 @@ std::pair<MaskTensors, hip::MaskTrace> estimate_masks_traced(const at::Tensor& q
   return {std::move(m), std::move(t)};
 }
 
+namespace {
+// Q's device's split buffers, kept between calls (one per device: the binding launches on the
+// default stream, which orders the calls sharing them). The done-counters must start at zero and
+// every call leaves them zero, so their buffer is zero-filled once when it grows instead of
+// memset per decode step; the partials need no init and are reused to spare the allocator.
+struct SplitBuffers {
+  at::Tensor partials, counters;
+};
+void* grown(at::Tensor& t, size_t bytes, const at::Tensor& q, bool zero) {
+  if (!t.defined() || static_cast<size_t>(t.numel()) < bytes) {
+    const at::TensorOptions o = q.options().dtype(at::kByte);
+    t = zero ? at::zeros({static_cast<int64_t>(bytes)}, o) : at::empty({static_cast<int64_t>(bytes)}, o);
+  }
+  return t.data_ptr();
+}
+void use_split_buffers(const at::Tensor& q, gpu::AttentionLaunch& l, int splits) {
+  static std::mutex mu;
+  // Never destroyed: freeing CUDA tensors from a static destructor can run after LibTorch's
+  // allocator is gone at exit.
+  static auto* cache = new std::map<int, SplitBuffers>;
+  std::lock_guard<std::mutex> lock(mu);
+  SplitBuffers& b = (*cache)[q.device().index()];
+  l.workspace = grown(b.partials, gpu::attention_workspace_bytes(l, splits), q, false);
+  l.counters = grown(b.counters, gpu::attention_counter_bytes(l), q, true);
+}
+}  // namespace
+
 at::Tensor sparse_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& blocks,
                             const at::Tensor& counts, const hip::HipParams& p, const at::Tensor& positions,
                             int num_splits, const at::Tensor& out_given) {
@@ -221,11 +250,7 @@ at::Tensor sparse_attention(const at::Tensor& q, const at::Tensor& k, const at::
   l.num_splits = num_splits;
   const int splits = gpu::attention_splits(l);
   l.num_splits = splits;
-  at::Tensor ws;
-  if (splits > 1) {
-    ws = at::empty({static_cast<int64_t>(gpu::attention_workspace_bytes(l, splits))}, q.options().dtype(at::kByte));
-    l.workspace = ws.data_ptr();
-  }
+  if (splits > 1) use_split_buffers(q, l, splits);
   gpu::sparse_attention(l);
   return out;
 }

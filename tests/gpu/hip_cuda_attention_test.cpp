@@ -33,6 +33,7 @@ std::vector<AttnCase> cases() {
       {"decode1_auto_split", 8, 2, 1, 5000, 128, 256, 32, 2, 0, 0},
       {"decode32_split7", 8, 2, 32, 4000, 128, 256, 32, 2, 4, 0, false, 7},
       {"decode5_split3_d64", 4, 4, 5, 3000, 64, 128, 32, 4, 0, 8, false, 3},
+      {"decode1_split40_empty_splits", 8, 2, 1, 3000, 128, 128, 32, 2, 0, 0, false, 40},
   };
 }
 
@@ -88,6 +89,19 @@ TEST(HipCudaAttention, F16MatchesFloat64Reference) {
   HIP_CUDA_REQUIRE();
   run_case(cases()[0], at::kHalf, 1e-2, false);
   run_case(cases()[6], at::kHalf, 1e-2, false);
+}
+
+// The fused split merge counts finished splits in the binding's cached workspace and the last CTA
+// resets the count: a counter left non-zero by one call would make the next call merge early
+// (partials missing) or never (output left poisoned). Back-to-back calls with changing split
+// counts on the one workspace must each match the reference.
+TEST(HipCudaAttention, RepeatedSplitCallsReuseTheWorkspace) {
+  HIP_CUDA_REQUIRE();
+  AttnCase c = cases()[6];  // decode1_auto_split
+  for (int splits : {5, 5, 40, 2, 5, 0}) {
+    c.splits = splits;
+    run_case(c, at::kBFloat16, 1e-2, false);
+  }
 }
 
 TEST(HipCudaAttention, BatchedInputsMatchPerSequence) {
