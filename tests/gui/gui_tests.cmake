@@ -8,16 +8,30 @@ hipstudio_add_suite(test_gui gui LIBS hipstudio_viz hipstudio_kernels hipstudio_
 target_sources(test_gui PRIVATE ${PROJECT_SOURCE_DIR}/app/gui/app_state.cpp ${PROJECT_SOURCE_DIR}/app/gui/worker_views.cpp
   ${PROJECT_SOURCE_DIR}/app/gui/files.cpp ${PROJECT_SOURCE_DIR}/app/gui/capture_view.cpp)
 find_program(XVFB_RUN xvfb-run)
+# Under AddressSanitizer, Mesa's software GL driver (swrast_dri.so, dlopen'ed by libGLX_mesa) is
+# unloaded at exit while its global state still points at a few heap blocks (240 bytes); LeakSanitizer
+# then sees them unreachable from an "<unknown module>". Preloading the driver keeps it mapped, so its
+# globals stay roots and nothing is reported; a leak of ours is still reported (checked by hand:
+# without the preload exactly those 3 blocks appear, with it none). libasan must come first.
+set(HIPSTUDIO_GUI_TEST_ENV "")
+if(HIPSTUDIO_SANITIZE MATCHES "address")
+  execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=libasan.so OUTPUT_VARIABLE HIPSTUDIO_LIBASAN
+                  OUTPUT_STRIP_TRAILING_WHITESPACE)
+  find_file(HIPSTUDIO_MESA_SWRAST swrast_dri.so PATHS /usr/lib/x86_64-linux-gnu/dri /usr/lib64/dri /usr/lib/dri NO_DEFAULT_PATH)
+  if(HIPSTUDIO_MESA_SWRAST AND EXISTS "${HIPSTUDIO_LIBASAN}")
+    set(HIPSTUDIO_GUI_TEST_ENV env "LD_PRELOAD=${HIPSTUDIO_LIBASAN} ${HIPSTUDIO_MESA_SWRAST}")
+  endif()
+endif()
 if(XVFB_RUN)
   add_test(NAME gui_self_test
-           COMMAND ${XVFB_RUN} -a -s "-screen 0 1600x1000x24" $<TARGET_FILE:hipstudio> --self-test
+           COMMAND ${XVFB_RUN} -a -s "-screen 0 1600x1000x24" ${HIPSTUDIO_GUI_TEST_ENV} $<TARGET_FILE:hipstudio> --self-test
                    --screenshot ${CMAKE_BINARY_DIR}/tests/gui_self_test.png)
   set_tests_properties(gui_self_test PROPERTIES LABELS gui TIMEOUT 900)
   # A short soak (app/gui/soak.cpp): three loops of reload, parameter changes, random cancels,
   # generation, export, capture save / reopen / close; fails on a wrong result or RSS / thread growth.
   add_test(NAME gui_soak
-           COMMAND ${XVFB_RUN} -a -s "-screen 0 1600x1000x24" $<TARGET_FILE:hipstudio> --self-test --soak 3)
-  set_tests_properties(gui_soak PROPERTIES LABELS gui TIMEOUT 170)
+           COMMAND ${XVFB_RUN} -a -s "-screen 0 1600x1000x24" ${HIPSTUDIO_GUI_TEST_ENV} $<TARGET_FILE:hipstudio> --self-test --soak 3)
+  set_tests_properties(gui_soak PROPERTIES LABELS gui TIMEOUT 600)  # ~45 s; ~170 s under the sanitizers
 endif()
 # The real worker (app/gui/worker.cpp) with fake engine jobs instead of LibTorch: cancels at
 # random moments (tests/gui/worker/); and the --soak flag's input errors (runs the hipstudio binary).
