@@ -69,10 +69,6 @@ std::shared_ptr<const AnalysisView> analysis_job(const LoadedModel& model, const
   return view;
 }
 
-namespace {
-struct StopGeneration {};
-}  // namespace
-
 void generate_job(const LoadedModel& model, const ModelInfo& info, const Request& r,
                   const std::function<bool(const GenerateView&)>& update) {
   GenerateView view;
@@ -82,17 +78,14 @@ void generate_job(const LoadedModel& model, const ModelInfo& info, const Request
   GenerationOptions options;
   options.max_new_tokens = r.generate_tokens;
   options.stop_at_eos = true;
-  options.keep_going = [&] { return update(view); };  // cancel mid-prefill too, not only between tokens
+  // One publish-and-ask per prefill chunk and decode step: the text streamed since the last one goes
+  // on screen, and a cancel stops the run there (mid-prefill too, not only between tokens).
+  options.keep_going = [&] { return update(view); };
   auto run_side = [&](AttentionBackend& backend, std::string& text, int64_t& tokens, double& tok_s) {
     try {
-      GenerationResult g = generate(model.model, r.prompt, options, backend, [&](const std::string& piece) {
-        text += piece;
-        if (!update(view)) throw StopGeneration();
-      });
+      GenerationResult g = generate(model.model, r.prompt, options, backend, [&](const std::string& piece) { text += piece; });
       tokens = static_cast<int64_t>(g.generated_ids.size());
       tok_s = g.decode_seconds > 0 ? static_cast<double>(tokens) / g.decode_seconds : 0.0;
-    } catch (const StopGeneration&) {
-      throw Cancelled();
     } catch (const GenerationStopped&) {
       throw Cancelled();
     }

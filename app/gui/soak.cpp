@@ -2,7 +2,6 @@
 // every result against the first uncancelled run of the same parameters.
 #include "app/gui/soak.h"
 
-#include <dirent.h>
 #include <malloc.h>
 #include <unistd.h>
 
@@ -19,6 +18,7 @@
 #include "app/gui/app_state.h"
 #include "app/gui/capture_view.h"
 #include "app/gui/files.h"
+#include "app/gui/process_stats.h"
 #include "app/gui/save_export.h"
 #include "app/gui/self_test.h"
 #include "app/gui/worker.h"
@@ -52,37 +52,6 @@ SoakLimit parse_soak_limit(const std::string& value) {
   }
   if (!(limit.seconds > 0)) throw bad();
   return limit;
-}
-
-double resident_mib() {
-  long pages = 0, resident = 0;
-  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
-    std::fclose(f);
-  }
-  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
-}
-
-double status_mib(const char* field) {
-  double kib = 0;
-  if (FILE* f = std::fopen("/proc/self/status", "r")) {
-    char line[256];
-    const size_t n = std::strlen(field);
-    while (std::fgets(line, sizeof line, f))
-      if (std::strncmp(line, field, n) == 0 && line[n] == ':') kib = std::atof(line + n + 1);
-    std::fclose(f);
-  }
-  return kib / 1024.0;
-}
-
-int thread_count() {
-  int n = 0;
-  if (DIR* d = opendir("/proc/self/task")) {
-    while (dirent* e = readdir(d))
-      if (e->d_name[0] != '.') ++n;
-    closedir(d);
-  }
-  return n;
 }
 
 namespace {

@@ -30,12 +30,6 @@ struct SoakLimit {
 // Throws InputError naming the accepted forms when `value` is none of them.
 SoakLimit parse_soak_limit(const std::string& value);
 
-// Resident set size (MiB, /proc/self/statm) and thread count (/proc/self/task) of this process.
-double resident_mib();
-// A "Field:  123 kB" line of /proc/self/status in MiB (RssAnon, RssFile, RssShmem), 0 if absent.
-double status_mib(const char* field);
-int thread_count();
-
 class Soak {
  public:
   Soak(const SoakLimit& limit, const Worker& worker, std::vector<std::unique_ptr<Panel>>& panels);

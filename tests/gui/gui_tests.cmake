@@ -36,7 +36,8 @@ endif()
 # The real worker (app/gui/worker.cpp) with fake engine jobs instead of LibTorch: cancels at
 # random moments (tests/gui/worker/); and the --soak flag's input errors (runs the hipstudio binary).
 hipstudio_add_suite(test_gui_worker gui/worker LIBS hipstudio_viz hipstudio_kernels hipstudio_engine_io hipstudio_captures LABEL gui)
-target_sources(test_gui_worker PRIVATE ${PROJECT_SOURCE_DIR}/app/gui/worker.cpp ${PROJECT_SOURCE_DIR}/app/gui/worker_views.cpp)
+target_sources(test_gui_worker PRIVATE ${PROJECT_SOURCE_DIR}/app/gui/worker.cpp ${PROJECT_SOURCE_DIR}/app/gui/worker_views.cpp
+  ${PROJECT_SOURCE_DIR}/app/gui/process_stats.cpp)
 add_dependencies(test_gui_worker hipstudio)
 # The GUI's Cancel inside the engine: the paired analysis honours it mid-prefill (LibTorch, the
 # default model).

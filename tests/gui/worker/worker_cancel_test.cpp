@@ -6,7 +6,6 @@
 // replays a run.
 #include <gtest/gtest.h>
 
-#include <dirent.h>
 
 #include <chrono>
 #include <cstdio>
@@ -15,6 +14,7 @@
 #include <random>
 #include <thread>
 
+#include "app/gui/process_stats.h"
 #include "app/gui/worker.h"
 #include "tests/gui/worker/fake_engine_jobs.h"
 
@@ -22,16 +22,6 @@ namespace hipstudio::gui {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-int thread_count() {
-  int n = 0;
-  if (DIR* d = opendir("/proc/self/task")) {
-    while (dirent* e = readdir(d))
-      if (e->d_name[0] != '.') ++n;
-    closedir(d);
-  }
-  return n;
-}
 
 // Parameter sets the test moves between (all valid for a 256-token prompt).
 Request request_for(int set, uint64_t generate_id) {
