@@ -170,7 +170,10 @@ std::vector<std::vector<int32_t>> read_ragged(const Arrays& ar, const std::strin
   std::vector<std::vector<int32_t>> out;
   if (offsets[0] != 0 || offsets.back() != static_cast<int64_t>(keys.size())) ar.fail(base + "_offsets", "does not cover the key list");
   for (int64_t i = 0; i < lists; ++i) {
-    if (offsets[i + 1] < offsets[i]) ar.fail(base + "_offsets", "is not ascending");
+    // Every offset inside the key list, not just the last: a list reaching past it would be read
+    // before the next pair is checked.
+    if (offsets[i + 1] < offsets[i] || offsets[i + 1] > static_cast<int64_t>(keys.size()))
+      ar.fail(base + "_offsets", "is not ascending within the key list");
     out.emplace_back(keys.begin() + offsets[i], keys.begin() + offsets[i + 1]);
   }
   return out;

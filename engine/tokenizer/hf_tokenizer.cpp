@@ -241,6 +241,10 @@ std::unique_ptr<Tokenizer> load_hf_tokenizer(const std::string& dir_or_tokenizer
   const auto said_bos = config_token(pipeline, config, "bos_token", config_path.string());
   const auto said_eos = config_token(pipeline, config, "eos_token", config_path.string());
   const int32_t template_bos = pipeline.template_bos;
+  if (template_bos >= vocab_size)  // a post_processor naming an id the vocabulary lacks
+    throw InputError(json_path.string() + ": the post_processor's template adds token id " + std::to_string(template_bos) +
+                     " but the vocabulary has only " + std::to_string(vocab_size) +
+                     " tokens (added_tokens missing?); re-download tokenizer.json");
   pipeline.decode.bos = said_bos ? said_bos->value_or(-1)
                         : bos_id ? *bos_id
                         : template_bos >= 0 ? template_bos
