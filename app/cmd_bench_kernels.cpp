@@ -28,6 +28,7 @@ namespace {
 struct KernelBenchArgs {
   std::vector<int64_t> tokens{8192, 32768, 131072};
   std::vector<int64_t> batches{1, 32};
+  std::vector<std::string> prefill_blocks{"32/1", "64/2"};  // b_q/b_sq pairs of the prefill rows
   std::string mode = "all";  // prefill, decode, all
   std::string csv = "bench_kernels.csv";
   int64_t heads = 32, kv_heads = 8, dim = 128, k = 512, b_k = 2, sink = 0, window = 0;
@@ -37,6 +38,21 @@ struct KernelBenchArgs {
 
 #ifdef HIPSTUDIO_HAVE_CUDA_KERNELS
 using hip_torch::DenseBackend;
+
+// "64/2" -> {64, 2}; anything else is an InputError naming the option.
+std::pair<int64_t, int64_t> parse_block_pair(const std::string& text) {
+  const auto slash = text.find('/');
+  try {
+    if (slash != std::string::npos && slash > 0 && slash + 1 < text.size()) {
+      size_t used_q = 0, used_s = 0;
+      const int64_t bq = std::stoll(text.substr(0, slash), &used_q);
+      const int64_t bsq = std::stoll(text.substr(slash + 1), &used_s);
+      if (used_q == slash && used_s == text.size() - slash - 1 && bq > 0 && bsq > 0) return {bq, bsq};
+    }
+  } catch (const std::exception&) {
+  }
+  throw InputError("--prefill-blocks wants b_q/b_sq pairs of positive integers such as 64/2, not '" + text + "'");
+}
 
 // Median milliseconds per call of fn(set) over `repeats` event-timed groups of `inner` calls,
 // after `warmup` calls; set rotates over the input sets.
@@ -84,6 +100,7 @@ void run(const KernelBenchArgs& a) {
   if (!at::hasCUDA()) throw InputError("bench kernels needs a CUDA LibTorch (this one is CPU-only)");
   if (a.mode != "prefill" && a.mode != "decode" && a.mode != "all")
     throw InputError("--mode must be prefill, decode or all, not '" + a.mode + "'");
+  for (const std::string& pair : a.prefill_blocks) parse_block_pair(pair);  // bad pairs fail before any work
   const bool dense = a.dense && hip_torch::dense_attention_supported();
   std::ofstream csv(a.csv);
   if (!csv) throw InputError("cannot write --csv " + a.csv);
@@ -120,7 +137,8 @@ void run(const KernelBenchArgs& a) {
         flash = dense_ms(qd, kd, vd, DenseBackend::kFlash, a.repeats, false);
         cudnn = dense_ms(qd, kd, vd, DenseBackend::kCuDNN, a.repeats, false);
       }
-      for (auto [bq, bsq] : {std::pair<int64_t, int64_t>{32, 1}, {64, 2}}) {
+      for (const std::string& pair : a.prefill_blocks) {
+        const auto [bq, bsq] = parse_block_pair(pair);
         hip::HipParams p;
         p.k = a.k, p.b_q = bq, p.b_k = a.b_k, p.b_sq = bsq, p.sink = a.sink, p.window = a.window;
         std::vector<hip_torch::MaskTensors> m;
@@ -197,6 +215,9 @@ void register_kernel_bench(CLI::App& bench) {
   cmd->add_option("--tokens", a->tokens, "sequence lengths T, comma separated")->delimiter(',')->capture_default_str();
   cmd->add_option("--batches", a->batches, "decode batch sizes, comma separated")->delimiter(',')->capture_default_str();
   cmd->add_option("--mode", a->mode, "prefill, decode or all")->capture_default_str();
+  cmd->add_option("--prefill-blocks", a->prefill_blocks, "prefill b_q/b_sq pairs, comma separated")
+      ->delimiter(',')
+      ->capture_default_str();
   cmd->add_option("--csv", a->csv, "CSV output path")->capture_default_str();
   cmd->add_option("--repeats", a->repeats, "timed repeats at most (median)")->capture_default_str();
   cmd->add_option("--heads", a->heads, "query heads")->capture_default_str();

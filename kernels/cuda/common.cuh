@@ -112,7 +112,10 @@ __device__ __forceinline__ void mma16816<__half>(float* d, const uint32_t* a, co
 }
 
 // Raises a kernel's dynamic shared memory limit when it needs more than 48 KB, checking the device limit.
-void set_smem(const void* kernel, size_t bytes, const char* name);
+// max_shared_carveout: ask for the largest shared-memory part of the L1/shared split, for kernels
+// whose resident CTAs per SM are limited by shared memory (the driver's own choice can leave a CTA
+// fewer resident: 168 of 228 KB on the H100 for the attention kernel, v15 in kernels/BENCHMARKS.md).
+void set_smem(const void* kernel, size_t bytes, const char* name, bool max_shared_carveout = false);
 
 }  // namespace hipstudio::gpu
 
@@ -125,12 +128,28 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool va
   const int n = valid ? 16 : 0;
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(n));
 }
+// 2^x by the SFU alone (exp2f adds a denormal-range fix-up of a compare and two multiplies around
+// it); 2^-inf = +0. For softmax weights, whose relative error of ~2^-22 is far below bf16's.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
 // Starts moving the 128-byte line at p toward this SM's L1 without waiting for it.
 __device__ __forceinline__ void prefetch_l1(const void* p) { asm volatile("prefetch.global.L1 [%0];\n" ::"l"(p)); }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+// Four 8x8 b16 matrices from shared memory: thread t gets M_j[t/4][2(t%4)..+1] in r[j]; threads
+// 8j..8j+7 give the row addresses of matrix j.
+__device__ __forceinline__ void ldmatrix_x4(uint32_t* r, const void* smem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(s));
 }
 
 // Four 8x8 b16 matrices from shared memory, transposed: thread t gets M_j[2(t%4)..+1][t/4] in r[j];

@@ -83,7 +83,7 @@ std::string device_name() {
          std::to_string(prop.l2CacheSize >> 20) + " MB L2";
 }
 
-void set_smem(const void* kernel, size_t bytes, const char* name) {
+void set_smem(const void* kernel, size_t bytes, const char* name, bool max_shared_carveout) {
   // cudaFuncSetAttribute once per (kernel, largest size so far): it is a host round trip that
   // would otherwise sit in every decode step.
   static std::mutex mu;
@@ -102,6 +102,10 @@ void set_smem(const void* kernel, size_t bytes, const char* name) {
   size_t& done = raised[kernel];
   if (bytes <= done) return;
   HIP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  if (max_shared_carveout) {
+    HIP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                        static_cast<int>(cudaSharedmemCarveoutMaxShared)));
+  }
   done = bytes;
 }
 

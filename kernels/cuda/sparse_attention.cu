@@ -17,15 +17,20 @@
 // per query row, float32 dot products and online softmax.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "kernels/cuda/common.cuh"
 
 namespace hipstudio::gpu {
 namespace {
 
-constexpr int kBK = 64;       // keys per tile: 8 n-tiles of S per warp, 4 k-steps of P V
+constexpr int kBK = 64;       // keys per tile
 constexpr int kRowsCta = 64;  // query rows per CTA at most (4 warps)
 constexpr float kLog2e = 1.4426950408889634f;
+// Lazy rescaling (v15): a row's running max (log2 units) moves only when a tile's max exceeds it
+// by more than this, so most tiles skip the O rescale; P entries stay <= 2^8, far from overflow in
+// bf16, f16 and float32, and O, l and m stay consistent, so the result is the same softmax.
+constexpr float kRescaleSlack = 8.f;
 
 struct AttnArgs {
   const void* q;
@@ -34,7 +39,7 @@ struct AttnArgs {
   void* out;
   Strides qs, ks, vs, os;
   const int64_t* positions;
-  int64_t hq, hkv, tq, tk, d, qbs, kb;
+  int hq, hkv, tq, tk, d, qbs, kb;
   hip::HipParams hip;
   const int32_t* blocks;
   const int32_t* counts;
@@ -46,62 +51,86 @@ struct AttnArgs {
   float scale_log2;
 };
 
-// The CTA's key list: [0, sink_len) | cnt selected blocks of b_k keys | [dense_from, e_max].
+// The CTA's key list: [0, sink_len) | blk_len / b_k block slots (the first cnt hold selected
+// blocks of b_k keys, the rest are empty) | [dense_from, dense_from + tail_len). Entry j's key, or
+// -1 for an empty entry. I: int64_t for the SIMT path, int for the tensor-core path (tk < 2^30).
+template <class I>
 struct KeyList {
-  int64_t sink_len, blk_len, dense_from, total;
+  I sink_len, blk_len, tail_len, dense_from, total, cnt, b_k;
   const int32_t* blocks;
-  int64_t b_k;
-  __device__ int64_t key(int64_t j) const {
+  __device__ I key(I j) const {
     if (j < sink_len) return j;
     j -= sink_len;
     if (j < blk_len) {
-      const int32_t blk = blocks[j / b_k];
-      return blk < 0 ? -1 : int64_t{blk} * b_k + j % b_k;
+      const I slot = j / b_k;
+      const I blk = blocks[slot];  // loaded whatever cnt is: slot < kb, and the load need not wait for cnt
+      return slot < cnt && blk >= 0 ? blk * b_k + (j - slot * b_k) : I{-1};
     }
     j -= blk_len;
-    return j < total - sink_len - blk_len ? dense_from + j : -1;
+    return j < tail_len ? dense_from + j : I{-1};
   }
 };
 
 struct CtaCoords {
-  int64_t b, h, qb, r0, r1, item;
-  int split;
+  int b, h, qb, r0, r1, item, split;
 };
 
 __device__ CtaCoords cta_coords(const AttnArgs& a) {
   CtaCoords c;
-  int64_t idx = blockIdx.x;
+  int idx = static_cast<int>(blockIdx.x);  // the launch keeps the grid below 2^31
   // Fastest first: split, head within its KV group, row tile, query block (longest lists first),
   // KV group, batch: resident CTAs gather from one group's K/V, which L2 can hold.
-  const int64_t group = a.hq / a.hkv;
-  c.split = static_cast<int>(idx % a.splits);
+  const int group = a.hq / a.hkv;
+  c.split = idx % a.splits;
   idx /= a.splits;
-  const int64_t hg = idx % group;
+  const int hg = idx % group;
   idx /= group;
-  const int64_t rt = idx % a.row_tiles;
+  const int rt = idx % a.row_tiles;
   idx /= a.row_tiles;
   c.qb = a.qbs - 1 - idx % a.qbs;
   idx /= a.qbs;
   c.h = (idx % a.hkv) * group + hg;
   c.b = idx / a.hkv;
   c.item = (c.b * a.hq + c.h) * a.qbs + c.qb;
-  const int64_t qb_begin = c.qb * a.hip.b_q;
-  const int64_t qb_end = min(a.tq, qb_begin + a.hip.b_q);
+  const int qb_begin = c.qb * static_cast<int>(a.hip.b_q);
+  const int qb_end = min(a.tq, qb_begin + static_cast<int>(a.hip.b_q));
   c.r0 = qb_begin + rt * kRowsCta;
   c.r1 = min(qb_end, c.r0 + kRowsCta);
   return c;
 }
 
-__device__ KeyList key_list(const AttnArgs& a, const CtaCoords& c, int64_t e_max) {
+__device__ __forceinline__ int visible_end(const AttnArgs& a, int row) {
+  return static_cast<int>(dev_visible_end(a.positions, a.tq, a.tk, a.hip.causal, row));
+}
+
+// The smallest and largest visible end over the rows [r0, r1): positions ascend unless given.
+__device__ void row_ends(const AttnArgs& a, int r0, int r1, int& e_lo, int& e_hi) {
+  if (!a.positions || !a.hip.causal) {
+    e_lo = visible_end(a, r0), e_hi = visible_end(a, r1 - 1);
+    return;
+  }
+  e_lo = INT32_MAX, e_hi = -1;
+  for (int r = r0; r < r1; ++r) {
+    const int e = visible_end(a, r);
+    e_lo = min(e_lo, e), e_hi = max(e_hi, e);
+  }
+}
+
+// fixed_slots: the block part always spans kb slots, so that a split's tiles do not depend on the
+// item's count (decode: the count, the block ids and Q then load together, v15).
+template <class I>
+__device__ KeyList<I> key_list(const AttnArgs& a, const CtaCoords& c, I e_max, bool fixed_slots) {
   const DevRange sr = dev_search_range(a.hip, a.positions, a.tq, a.tk, c.qb);
-  KeyList kl;
-  kl.sink_len = min(a.hip.sink, e_max + 1);
-  const int64_t cnt = min(static_cast<int64_t>(a.counts[c.item]), a.kb);
-  kl.blk_len = (cnt > 0 ? cnt : 0) * a.hip.b_k;
-  kl.dense_from = sr.dense_from;
-  kl.total = kl.sink_len + kl.blk_len + max(int64_t{0}, e_max - sr.dense_from + 1);
-  kl.blocks = a.blocks + c.item * a.kb;
-  kl.b_k = a.hip.b_k;
+  KeyList<I> kl;
+  kl.sink_len = static_cast<I>(min(a.hip.sink, static_cast<int64_t>(e_max) + 1));
+  const I cnt = static_cast<I>(min(a.counts[c.item], a.kb));
+  kl.cnt = cnt > 0 ? cnt : 0;
+  kl.b_k = static_cast<I>(a.hip.b_k);
+  kl.blk_len = (fixed_slots ? static_cast<I>(a.kb) : kl.cnt) * kl.b_k;
+  kl.dense_from = static_cast<I>(sr.dense_from);
+  kl.tail_len = max(I{0}, e_max - kl.dense_from + 1);
+  kl.total = kl.sink_len + kl.blk_len + kl.tail_len;
+  kl.blocks = a.blocks + static_cast<int64_t>(c.item) * a.kb;
   return kl;
 }
 
@@ -112,10 +141,10 @@ __device__ KeyList key_list(const AttnArgs& a, const CtaCoords& c, int64_t e_max
 constexpr int kMaxSplits = 256;
 template <class T>
 __device__ void merge_rows(const AttnArgs& a, const CtaCoords& c, float* w, int warp, int lane, int nwarps) {
-  const int64_t base = (c.b * a.hq + c.h) * a.tq;
-  const int d = static_cast<int>(a.d);
+  const int64_t base = (static_cast<int64_t>(c.b) * a.hq + c.h) * a.tq;
+  const int d = a.d;
   T* obase = static_cast<T*>(a.out) + c.b * a.os.b + c.h * a.os.h;
-  for (int64_t row = c.r0 + warp; row < c.r1; row += nwarps) {
+  for (int row = c.r0 + warp; row < c.r1; row += nwarps) {
     const int64_t r = base + row;
     float mmax = -INFINITY;
     for (int s = lane; s < a.splits; s += 32) {
@@ -153,60 +182,93 @@ __device__ void merge_rows(const AttnArgs& a, const CtaCoords& c, float* w, int 
   }
 }
 
-template <int D>
-constexpr size_t mma_smem_bytes() {  // two stages of K and V tiles (row-major, rows padded by 16 bytes) + key ids
-  return 2 * (2 * static_cast<size_t>(kBK) * (D + 8) * 2) + 2 * kBK * sizeof(int64_t);
+// Folds another partial (m, l, O) of the same rows into this one: both scaled to the larger max.
+template <int NT>
+__device__ __forceinline__ void fold_partial(float& m, float& l, float (*o)[4], int x0, float mw, float lw,
+                                             const float* ow, int ow_stride) {
+  const float mn = fmaxf(m, mw);
+  const float self = mn == -INFINITY ? 0.f : exp2f(m - mn), other = mn == -INFINITY ? 0.f : exp2f(mw - mn);
+  m = mn;
+  l = l * self + lw * other;
+#pragma unroll
+  for (int t = 0; t < NT; ++t) {
+    o[t][x0] = o[t][x0] * self + ow[(t * 4 + x0) * ow_stride] * other;
+    o[t][x0 + 1] = o[t][x0 + 1] * self + ow[(t * 4 + x0 + 1) * ow_stride] * other;
+  }
 }
 
-template <class T, int D>
-__global__ void __launch_bounds__(128) sparse_attention_mma(const AttnArgs a) {
-  constexpr int LD = D + 8;  // +16 bytes: the 8 rows of a fragment load (or ldmatrix) hit distinct banks
+template <int D>
+constexpr size_t mma_smem_bytes() {  // two stages of: K and V tiles (row-major, rows padded by 16 bytes), row offsets, key ids
+  return 2 * (2 * static_cast<size_t>(kBK) * (D + 8) * 2 + kBK * sizeof(longlong2) + kBK * sizeof(int));
+}
+
+// Resident CTAs per SM the register budget is sized for (shared memory allows 3 at d 128).
+template <int D>
+constexpr int kMinCtasPerSm = D > 64 ? 3 : 4;
+
+// Warps are (row group, key group) pairs. KG == 1 (CTAs of > 32 rows): warp w owns query rows
+// [16w, 16w + 16) and scores every key of a tile. KG == 2 (17..32 rows) and KG == 4 (<= 16 rows,
+// i.e. decode): 4 warps, 4 / KG row groups of 16 rows, each warp scoring its key group's
+// kBK / KG keys of every tile (v15: CTAs of 32 rows ran 2 warps, 6 per SM); the key groups'
+// partial (m, l, O) are folded into key group 0 at the end.
+template <class T, int D, int KG>
+__global__ void __launch_bounds__(128, kMinCtasPerSm<D>) sparse_attention_mma(const AttnArgs a) {
+  constexpr int LD = D + 8;  // +16 bytes: the 8 rows of an ldmatrix hit distinct banks
   constexpr int KS = D / 16;  // k-steps of Q K^T
   constexpr int NT = D / 8;   // n-tiles of O
   constexpr int kVecs = D / 8;
+  constexpr int RG = KG == 1 ? 4 : 4 / KG;  // row groups (at most)
+  constexpr int kWarpKeys = kBK / KG;        // keys of each tile this warp scores
+  // Keys scored per softmax step: 32 keep S at 16 registers, so that 3 CTAs of 128 threads fit
+  // without spills at d 128.
+  constexpr int kChunk = kWarpKeys < 32 ? kWarpKeys : 32;
+  constexpr int kSTiles = kChunk / 8;
   extern __shared__ __align__(16) uint8_t smem_raw[];
   T* sk_all = reinterpret_cast<T*>(smem_raw);               // [2][kBK][LD]
   T* sv_all = sk_all + 2 * kBK * LD;                         // [2][kBK][LD]
-  int64_t* skey_all = reinterpret_cast<int64_t*>(sv_all + 2 * kBK * LD);  // [2][kBK]
+  longlong2* soff_all = reinterpret_cast<longlong2*>(sv_all + 2 * kBK * LD);  // [2][kBK]: K, V row offsets or -1
+  int* skey_all = reinterpret_cast<int*>(soff_all + 2 * kBK);  // [2][kBK]
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nthreads = blockDim.x;
   const int gq = lane >> 2, cq = lane & 3;
   const CtaCoords c = cta_coords(a);
   if (c.r0 >= c.r1) return;
-  const int64_t g = c.h / (a.hq / a.hkv);
-  const int d = static_cast<int>(a.d);
-  // Warps past the CTA's rows only help with the copies (decode: 1 row, 4 warps loading).
-  const bool computes = warp * 16 < c.r1 - c.r0;
-
-  // The first key ids need the item's count (which fixes this split's tiles) and then its block
-  // list: start the list's lines toward L1 now, so that the second of those two dependent loads
-  // does not go to DRAM as well (v14; a decode step is a chain of such round trips).
-  if (tid * 32 < a.kb) prefetch_l1(a.blocks + c.item * a.kb + tid * 32);
-  int64_t e_max = -1;
-  for (int64_t r = c.r0; r < c.r1; ++r) e_max = max(e_max, dev_visible_end(a.positions, a.tq, a.tk, a.hip.causal, r));
-  const KeyList kl = key_list(a, c, e_max);
-  const int64_t tiles = (kl.total + kBK - 1) / kBK;
-  const int64_t t_begin = tiles * c.split / a.splits, t_end = tiles * (c.split + 1) / a.splits;
+  const int g = c.h / (a.hq / a.hkv);
+  const int d = a.d;
+  // The first key ids need the block list (v14: started toward L1 at once); with fixed slots
+  // (splits > 1) they no longer wait for the item's count.
+  const int32_t* item_blocks = a.blocks + static_cast<int64_t>(c.item) * a.kb;
+  if (tid * 32 < a.kb) prefetch_l1(item_blocks + tid * 32);
+  int e_lo, e_hi;
+  row_ends(a, c.r0, c.r1, e_lo, e_hi);
+  const KeyList<int> kl = key_list<int>(a, c, e_hi, a.splits > 1);
+  const int tiles = (kl.total + kBK - 1) / kBK;
+  const int t_begin = tiles * c.split / a.splits, t_end = tiles * (c.split + 1) / a.splits;
 
   // This thread's two rows and their visible ends (-1: padding row, everything masked).
-  const int64_t row0 = c.r0 + warp * 16 + gq, row1 = row0 + 8;
-  const int64_t e0 = row0 < c.r1 ? dev_visible_end(a.positions, a.tq, a.tk, a.hip.causal, row0) : -1;
-  const int64_t e1 = row1 < c.r1 ? dev_visible_end(a.positions, a.tq, a.tk, a.hip.causal, row1) : -1;
+  const int rg = warp % RG, kg = warp / RG;
+  const int rows_base = c.r0 + rg * 16;
+  const int row0 = rows_base + gq, row1 = row0 + 8;
+  const int e0 = row0 < c.r1 ? visible_end(a, row0) : -1;
+  const int e1 = row1 < c.r1 ? visible_end(a, row1) : -1;
+  // Prefill warps past the CTA's rows only help with the copies.
+  const bool computes = rg * 16 < c.r1 - c.r0;
+  const int kw0 = kg * kWarpKeys;  // this warp's first key of a tile
 
-  // Q fragments, loaded once.
+  // Q fragments, loaded once (zero for padding rows and columns).
   const T* qbase = static_cast<const T*>(a.q) + c.b * a.qs.b + c.h * a.qs.h;
+  const T* qrow0 = qbase + static_cast<int64_t>(row0) * a.qs.t;
+  const T* qrow1 = qbase + static_cast<int64_t>(row1) * a.qs.t;
+  const bool q0ok = row0 < c.r1, q1ok = row1 < c.r1;
   uint32_t qf[KS][4];
 #pragma unroll
   for (int ks = 0; ks < KS; ++ks) {
     const int col = ks * 16 + cq * 2;
-    auto ld = [&](int64_t row, int cc) -> uint32_t {
-      if (row >= c.r1 || cc >= d) return 0u;
-      return *reinterpret_cast<const uint32_t*>(qbase + row * a.qs.t + cc);
-    };
-    qf[ks][0] = ld(row0, col);
-    qf[ks][1] = ld(row1, col);
-    qf[ks][2] = ld(row0, col + 8);
-    qf[ks][3] = ld(row1, col + 8);
+    const bool lo = col < d, hi = col + 8 < d;
+    qf[ks][0] = q0ok && lo ? *reinterpret_cast<const uint32_t*>(qrow0 + col) : 0u;
+    qf[ks][1] = q1ok && lo ? *reinterpret_cast<const uint32_t*>(qrow1 + col) : 0u;
+    qf[ks][2] = q0ok && hi ? *reinterpret_cast<const uint32_t*>(qrow0 + col + 8) : 0u;
+    qf[ks][3] = q1ok && hi ? *reinterpret_cast<const uint32_t*>(qrow1 + col + 8) : 0u;
   }
 
   float o[NT][4];
@@ -216,33 +278,49 @@ __global__ void __launch_bounds__(128) sparse_attention_mma(const AttnArgs a) {
 
   const T* kbase = static_cast<const T*>(a.k) + c.b * a.ks.b + g * a.ks.h;
   const T* vbase = static_cast<const T*>(a.v) + c.b * a.vs.b + g * a.vs.h;
-  // Stage s of tile `tile`: key ids, then K and V rows by cp.async (zero-filled where no key).
-  auto key_ids = [&](int64_t tile, int stage) {
-    for (int j = tid; j < kBK; j += nthreads) skey_all[stage * kBK + j] = kl.key(tile * kBK + j);
+  // Each thread copies one 16-byte column piece of every (nthreads / kVecs)-th row of a tile.
+  const int copy_col = (tid % kVecs) * 8, copy_row0 = tid / kVecs, copy_step = nthreads / kVecs;
+  const T* kcol = kbase + copy_col;
+  const T* vcol = vbase + copy_col;
+  const bool copy_col_ok = copy_col < d;
+  // Stage s of tile `tile`: its key ids and their K and V row offsets (computed once per key, not
+  // once per copied piece); returns, to every thread, whether any key of the tile is empty or
+  // beyond the first row's visible end (only then does the tile need the per-key mask).
+  auto key_ids = [&](int tile, int stage) -> bool {
+    bool masked = false;
+    if (tid < kBK) {
+      const int key = kl.key(tile * kBK + tid);
+      skey_all[stage * kBK + tid] = key;
+      longlong2 off;
+      off.x = key < 0 ? -1 : static_cast<long long>(key) * a.ks.t;
+      off.y = key < 0 ? -1 : static_cast<long long>(key) * a.vs.t;
+      soff_all[stage * kBK + tid] = off;
+      masked = key < 0 || key > e_lo;
+    }
+    return __syncthreads_or(masked) != 0;
   };
-  auto issue = [&](int stage) {
-    const int64_t* skey = skey_all + stage * kBK;
-    T* sk = sk_all + stage * kBK * LD;
-    T* sv = sv_all + stage * kBK * LD;
-    for (int e = tid; e < kBK * kVecs; e += nthreads) {
-      const int j = e / kVecs, col = (e % kVecs) * 8;
-      const int64_t key = skey[j];
-      const bool valid = key >= 0 && col < d;
-      cp_async16(sk + j * LD + col, valid ? kbase + key * a.ks.t + col : kbase, valid);
-      cp_async16(sv + j * LD + col, valid ? vbase + key * a.vs.t + col : vbase, valid);
+  auto issue = [&](int stage) {  // K and V rows by cp.async, zero-filled where no key
+    const longlong2* soff = soff_all + stage * kBK;
+    T* sk = sk_all + stage * kBK * LD + copy_col;
+    T* sv = sv_all + stage * kBK * LD + copy_col;
+#pragma unroll 4
+    for (int j = copy_row0; j < kBK; j += copy_step) {
+      const longlong2 off = soff[j];
+      const bool valid = off.x >= 0 && copy_col_ok;
+      cp_async16(sk + j * LD, valid ? kcol + off.x : kbase, valid);
+      cp_async16(sv + j * LD, valid ? vcol + off.y : vbase, valid);
     }
     cp_async_commit();
   };
+  bool masked_cur = false, masked_next = false;
   if (t_begin < t_end) {
-    key_ids(t_begin, 0);
-    __syncthreads();
+    masked_cur = key_ids(t_begin, 0);
     issue(0);
   }
-  for (int64_t tile = t_begin; tile < t_end; ++tile) {
-    const int stage = static_cast<int>((tile - t_begin) & 1);
+  for (int tile = t_begin; tile < t_end; ++tile) {
+    const int stage = (tile - t_begin) & 1;
     if (tile + 1 < t_end) {  // next tile's copies fly while this one is computed
-      key_ids(tile + 1, stage ^ 1);
-      __syncthreads();
+      masked_next = key_ids(tile + 1, stage ^ 1);
       issue(stage ^ 1);
       cp_async_wait<1>();
     } else {
@@ -251,64 +329,78 @@ __global__ void __launch_bounds__(128) sparse_attention_mma(const AttnArgs a) {
     __syncthreads();
     const T* sk = sk_all + stage * kBK * LD;
     const T* sv = sv_all + stage * kBK * LD;
-    const int64_t* skey = skey_all + stage * kBK;
+    const int* skey = skey_all + stage * kBK;
     if (computes) {
-      // S = Q K^T for this warp's 16 rows x 64 keys.
-      float s[kBK / 8][4];
+#pragma unroll 1
+      for (int kc = kw0; kc < kw0 + kWarpKeys; kc += kChunk) {
+      // S = Q K^T for this warp's 16 rows x kChunk keys; K's B fragments by ldmatrix (four 8x8
+      // matrices: one n-tile, two k-steps).
+      float s[kSTiles][4];
 #pragma unroll
-      for (int nt = 0; nt < kBK / 8; ++nt) {
+      for (int nt = 0; nt < kSTiles; ++nt) {
         s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
+        const T* krow = sk + (kc + nt * 8 + (lane & 7)) * LD + (lane >> 3) * 8;
 #pragma unroll
-        for (int ks = 0; ks < KS; ++ks) {
-          const T* kp = sk + (nt * 8 + gq) * LD + ks * 16 + cq * 2;
-          uint32_t bf[2];
-          bf[0] = *reinterpret_cast<const uint32_t*>(kp);
-          bf[1] = *reinterpret_cast<const uint32_t*>(kp + 8);
-          mma16816<T>(s[nt], qf[ks], bf);
+        for (int ks = 0; ks < KS; ks += 2) {
+          uint32_t kf[4];
+          ldmatrix_x4(kf, krow + ks * 16);
+          mma16816<T>(s[nt], qf[ks], kf);
+          mma16816<T>(s[nt], qf[ks + 1], kf + 2);
         }
       }
-      // Mask, scale, online softmax.
+      if (masked_cur) {  // empty entries and keys past a row's visible end
+#pragma unroll
+        for (int nt = 0; nt < kSTiles; ++nt) {
+          const int2 kp = *reinterpret_cast<const int2*>(skey + kc + nt * 8 + cq * 2);
+          const int key[2] = {kp.x, kp.y};
+#pragma unroll
+          for (int x = 0; x < 2; ++x) {
+            if (key[x] < 0 || key[x] > e0) s[nt][x] = -INFINITY;
+            if (key[x] < 0 || key[x] > e1) s[nt][2 + x] = -INFINITY;
+          }
+        }
+      }
+      // Online softmax in log2 units: the max on the raw scores (scale > 0), the scale folded
+      // into the exponent's fma; the running max moves only by more than kRescaleSlack.
       float mx0 = -INFINITY, mx1 = -INFINITY;
 #pragma unroll
-      for (int nt = 0; nt < kBK / 8; ++nt) {
-#pragma unroll
-        for (int x = 0; x < 2; ++x) {
-          const int64_t key = skey[nt * 8 + cq * 2 + x];
-          const bool ok0 = key >= 0 && key <= e0, ok1 = key >= 0 && key <= e1;
-          s[nt][x] = ok0 ? s[nt][x] * a.scale_log2 : -INFINITY;
-          s[nt][2 + x] = ok1 ? s[nt][2 + x] * a.scale_log2 : -INFINITY;
-          mx0 = fmaxf(mx0, s[nt][x]);
-          mx1 = fmaxf(mx1, s[nt][2 + x]);
-        }
+      for (int nt = 0; nt < kSTiles; ++nt) {
+        mx0 = fmaxf(mx0, fmaxf(s[nt][0], s[nt][1]));
+        mx1 = fmaxf(mx1, fmaxf(s[nt][2], s[nt][3]));
       }
       mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
       mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
       mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
       mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-      const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
-      const float mu0 = mn0 == -INFINITY ? 0.f : mn0, mu1 = mn1 == -INFINITY ? 0.f : mn1;
-      const float al0 = exp2f(m0 - mu0), al1 = exp2f(m1 - mu1);
-      m0 = mn0, m1 = mn1;
-      l0 *= al0, l1 *= al1;
+      const float t0 = mx0 * a.scale_log2, t1 = mx1 * a.scale_log2;
+      const bool up0 = t0 > m0 + kRescaleSlack, up1 = t1 > m1 + kRescaleSlack;
+      if (__any_sync(0xffffffffu, up0 || up1)) {
+        const float al0 = up0 ? fast_exp2(m0 - t0) : 1.f, al1 = up1 ? fast_exp2(m1 - t1) : 1.f;
+        m0 = up0 ? t0 : m0, m1 = up1 ? t1 : m1;
+        l0 *= al0, l1 *= al1;
 #pragma unroll
-      for (int t = 0; t < NT; ++t) o[t][0] *= al0, o[t][1] *= al0, o[t][2] *= al1, o[t][3] *= al1;
+        for (int t = 0; t < NT; ++t) o[t][0] *= al0, o[t][1] *= al0, o[t][2] *= al1, o[t][3] *= al1;
+      }
+      const float nm0 = m0 == -INFINITY ? 0.f : -m0, nm1 = m1 == -INFINITY ? 0.f : -m1;
 #pragma unroll
-      for (int nt = 0; nt < kBK / 8; ++nt) {
-        s[nt][0] = exp2f(s[nt][0] - mu0), s[nt][1] = exp2f(s[nt][1] - mu0);
-        s[nt][2] = exp2f(s[nt][2] - mu1), s[nt][3] = exp2f(s[nt][3] - mu1);
+      for (int nt = 0; nt < kSTiles; ++nt) {
+        s[nt][0] = fast_exp2(fmaf(s[nt][0], a.scale_log2, nm0));
+        s[nt][1] = fast_exp2(fmaf(s[nt][1], a.scale_log2, nm0));
+        s[nt][2] = fast_exp2(fmaf(s[nt][2], a.scale_log2, nm1));
+        s[nt][3] = fast_exp2(fmaf(s[nt][3], a.scale_log2, nm1));
         l0 += s[nt][0] + s[nt][1];
         l1 += s[nt][2] + s[nt][3];
       }
       // O += P V: P's accumulator layout is the A fragment layout of the next mma; V's B
       // fragments come transposed out of the row-major tile by ldmatrix (two n-tiles per call).
 #pragma unroll
-      for (int kk = 0; kk < kBK / 16; ++kk) {
+      for (int kk = 0; kk < kChunk / 16; ++kk) {
         uint32_t pf[4];
         pf[0] = pack2<T>(s[2 * kk][0], s[2 * kk][1]);
         pf[1] = pack2<T>(s[2 * kk][2], s[2 * kk][3]);
         pf[2] = pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
         pf[3] = pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-        const T* vrow = sv + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LD + (lane >> 4) * 8;
+        const T* vrow = sv + (kc + kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LD + (lane >> 4) * 8;
 #pragma unroll
         for (int t = 0; t < NT; t += 2) {
           uint32_t r[4];
@@ -317,33 +409,59 @@ __global__ void __launch_bounds__(128) sparse_attention_mma(const AttnArgs a) {
           mma16816<T>(o[t + 1], pf, r + 2);
         }
       }
+      }
     }
+    masked_cur = masked_next;
     __syncthreads();  // the next iteration refills this stage
   }
+
+  if constexpr (KG > 1) {
+    // Key groups 1.. hand their partial rows to key group 0 of their row group through the (now
+    // idle) tile memory, in fragment order so that each lane reads back exactly what it folds.
+    constexpr int kPer = NT * 4 + 4;
+    float* red = reinterpret_cast<float*>(smem_raw);  // [KG - 1][RG][kPer][32]
+    if (kg > 0) {
+      float* r = red + ((kg - 1) * RG + rg) * kPer * 32 + lane;
+#pragma unroll
+      for (int t = 0; t < NT; ++t)
+#pragma unroll
+        for (int x = 0; x < 4; ++x) r[(t * 4 + x) * 32] = o[t][x];
+      r[(NT * 4) * 32] = m0, r[(NT * 4 + 1) * 32] = m1, r[(NT * 4 + 2) * 32] = l0, r[(NT * 4 + 3) * 32] = l1;
+    }
+    __syncthreads();
+    if (kg == 0) {
+      for (int w = 0; w < KG - 1; ++w) {
+        const float* r = red + (w * RG + rg) * kPer * 32 + lane;
+        fold_partial<NT>(m0, l0, o, 0, r[(NT * 4) * 32], r[(NT * 4 + 2) * 32], r, 32);
+        fold_partial<NT>(m1, l1, o, 2, r[(NT * 4 + 1) * 32], r[(NT * 4 + 3) * 32], r, 32);
+      }
+    }
+  }
+  const bool writes = kg == 0;  // the other key groups were folded into key group 0
 
   l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
   l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
   l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
   l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
   if (a.splits == 1) {
+    if (!writes) return;
     T* obase = static_cast<T*>(a.out) + c.b * a.os.b + c.h * a.os.h;
+    T* orow0 = obase + static_cast<int64_t>(row0) * a.os.t + cq * 2;
+    T* orow1 = obase + static_cast<int64_t>(row1) * a.os.t + cq * 2;
     const float inv0 = l0 > 0.f ? 1.f / l0 : 0.f, inv1 = l1 > 0.f ? 1.f / l1 : 0.f;
 #pragma unroll
     for (int t = 0; t < NT; ++t) {
-      const int col = t * 8 + cq * 2;
-      if (col >= d) continue;
-      if (row0 < c.r1)
-        *reinterpret_cast<uint32_t*>(obase + row0 * a.os.t + col) = pack2<T>(o[t][0] * inv0, o[t][1] * inv0);
-      if (row1 < c.r1)
-        *reinterpret_cast<uint32_t*>(obase + row1 * a.os.t + col) = pack2<T>(o[t][2] * inv1, o[t][3] * inv1);
+      if (t * 8 + cq * 2 >= d) continue;
+      if (q0ok) *reinterpret_cast<uint32_t*>(orow0 + t * 8) = pack2<T>(o[t][0] * inv0, o[t][1] * inv0);
+      if (q1ok) *reinterpret_cast<uint32_t*>(orow1 + t * 8) = pack2<T>(o[t][2] * inv1, o[t][3] * inv1);
     }
   } else {
-    const int64_t base = (c.b * a.hq + c.h) * a.tq;
+    const int64_t base = (static_cast<int64_t>(c.b) * a.hq + c.h) * a.tq;
     const int64_t split_off = static_cast<int64_t>(c.split) * a.rows_total;
 #pragma unroll
     for (int x = 0; x < 2; ++x) {
-      const int64_t row = x ? row1 : row0;
-      if (row >= c.r1) continue;
+      const int row = x ? row1 : row0;
+      if (!writes || row >= c.r1) continue;
       const int64_t r = split_off + base + row;
       float* po = a.part_o + r * a.d;
 #pragma unroll
@@ -380,13 +498,13 @@ __global__ void __launch_bounds__(128) sparse_attention_simt(const AttnArgs a) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
   const CtaCoords c = cta_coords(a);
   const int64_t g = c.h / (a.hq / a.hkv);
-  const int d = static_cast<int>(a.d);
+  const int d = a.d;
   const float scale = a.scale_log2;
   const T* kbase = static_cast<const T*>(a.k) + c.b * a.ks.b + g * a.ks.h;
   const T* vbase = static_cast<const T*>(a.v) + c.b * a.vs.b + g * a.vs.h;
   for (int64_t row = c.r0 + warp; row < c.r1; row += nwarps) {
     const int64_t e = dev_visible_end(a.positions, a.tq, a.tk, a.hip.causal, row);
-    const KeyList kl = key_list(a, c, e);
+    const KeyList<int64_t> kl = key_list<int64_t>(a, c, e, false);
     const T* qrow = static_cast<const T*>(a.q) + c.b * a.qs.b + c.h * a.qs.h + row * a.qs.t;
     float qv[kMaxPerLane], acc[kMaxPerLane];
 #pragma unroll
@@ -433,6 +551,9 @@ bool aligned(const void* p, int bytes) { return (reinterpret_cast<uintptr_t>(p) 
 
 bool mma_path(const AttentionLaunch& l) {
   if (l.dtype == DType::kF32 || l.d > 128 || l.d % 8 != 0) return false;
+  // 32-bit key and row arithmetic inside the kernel (v15); longer caches take the SIMT path.
+  constexpr int64_t kMax32 = int64_t{1} << 30;
+  if (l.tk >= kMax32 || l.k_stride.t >= kMax32 || l.v_stride.t >= kMax32) return false;
   const bool kv16 = aligned(l.k, 16) && aligned(l.v, 16) && l.k_stride.t % 8 == 0 && l.k_stride.h % 8 == 0 &&
                     l.k_stride.b % 8 == 0 && l.v_stride.t % 8 == 0 && l.v_stride.h % 8 == 0 && l.v_stride.b % 8 == 0;
   const bool qo4 = aligned(l.q, 4) && aligned(l.out, 4) && l.q_stride.t % 2 == 0 && l.q_stride.h % 2 == 0 &&
@@ -450,7 +571,7 @@ void check_launch(const AttentionLaunch& l) {
   if (l.hq % l.hkv != 0) throw_arg("query heads must be a multiple of KV heads");
   if (!l.positions && l.tq > l.tk) throw_arg("tq > tk needs explicit positions");
   if (l.d > 512) throw_arg("head dimension " + std::to_string(l.d) + " exceeds 512");
-  if (l.tk >= (int64_t{1} << 31)) throw_arg("tk must be below 2^31");
+  if (l.tk >= (int64_t{1} << 31) || l.tq >= (int64_t{1} << 31)) throw_arg("tq and tk must be below 2^31");
 }
 
 int64_t base_ctas(const AttentionLaunch& l) {
@@ -490,8 +611,10 @@ void sparse_attention(const AttentionLaunch& l) {
   a.q = l.q, a.k = l.k, a.v = l.v, a.out = l.out;
   a.qs = l.q_stride, a.ks = l.k_stride, a.vs = l.v_stride, a.os = l.out_stride;
   a.positions = l.positions;
-  a.hq = l.hq, a.hkv = l.hkv, a.tq = l.tq, a.tk = l.tk, a.d = l.d;
-  a.qbs = (l.tq + l.hip.b_q - 1) / l.hip.b_q, a.kb = hip::hip_kb(l.hip), a.hip = l.hip;
+  a.hq = static_cast<int>(l.hq), a.hkv = static_cast<int>(l.hkv), a.tq = static_cast<int>(l.tq);
+  a.tk = static_cast<int>(l.tk), a.d = static_cast<int>(l.d);
+  a.qbs = static_cast<int>((l.tq + l.hip.b_q - 1) / l.hip.b_q), a.kb = static_cast<int>(hip::hip_kb(l.hip));
+  a.hip = l.hip;
   a.blocks = l.blocks, a.counts = l.counts;
   a.rows_cta = static_cast<int>(std::min<int64_t>({l.hip.b_q, l.tq, kRowsCta}));
   a.row_tiles = static_cast<int>((std::min<int64_t>(l.hip.b_q, l.tq) + kRowsCta - 1) / kRowsCta);
@@ -511,20 +634,27 @@ void sparse_attention(const AttentionLaunch& l) {
   const dim3 grid(static_cast<unsigned>(ctas));
   cudaStream_t s = as_stream(l.stream);
   if (mma) {
-    // One warp per 16 rows; CTAs of <= 16 rows (decode) get 4 warps anyway, the extra ones copying.
-    const int threads = a.rows_cta > 16 ? 32 * ((a.rows_cta + 15) / 16) : 128;
-    const bool d64 = l.d <= 64;
+    // One warp per 16 rows for CTAs of > 32 rows; smaller CTAs (b_q 32, decode) get 4 warps that
+    // split each tile's keys into 2 or 4 groups.
+    const int key_groups = a.rows_cta <= 16 ? 4 : a.rows_cta <= 32 ? 2 : 1;
+    const int threads = key_groups > 1 ? 128 : 32 * ((a.rows_cta + 15) / 16);
     auto launch = [&](auto kernel, size_t smem) {
-      set_smem(reinterpret_cast<const void*>(kernel), smem, "sparse attention");
+      set_smem(reinterpret_cast<const void*>(kernel), smem, "sparse attention", true);
       kernel<<<grid, threads, smem, s>>>(a);
     };
-    if (l.dtype == DType::kBF16) {
-      if (d64) launch(sparse_attention_mma<__nv_bfloat16, 64>, mma_smem_bytes<64>());
-      else launch(sparse_attention_mma<__nv_bfloat16, 128>, mma_smem_bytes<128>());
-    } else {
-      if (d64) launch(sparse_attention_mma<__half, 64>, mma_smem_bytes<64>());
-      else launch(sparse_attention_mma<__half, 128>, mma_smem_bytes<128>());
-    }
+    auto launch_d = [&](auto tag, auto d_tag) {
+      using T = decltype(tag);
+      constexpr int D = decltype(d_tag)::value;
+      if (key_groups == 4) launch(sparse_attention_mma<T, D, 4>, mma_smem_bytes<D>());
+      else if (key_groups == 2) launch(sparse_attention_mma<T, D, 2>, mma_smem_bytes<D>());
+      else launch(sparse_attention_mma<T, D, 1>, mma_smem_bytes<D>());
+    };
+    auto launch_dtype = [&](auto tag) {
+      if (l.d <= 64) launch_d(tag, std::integral_constant<int, 64>{});
+      else launch_d(tag, std::integral_constant<int, 128>{});
+    };
+    if (l.dtype == DType::kBF16) launch_dtype(__nv_bfloat16{});
+    else launch_dtype(__half{});
     HIP_CUDA_CHECK_LAUNCH("sparse_attention_mma");
     return;
   }
