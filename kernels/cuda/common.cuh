@@ -89,14 +89,15 @@ __device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi) {
   return *reinterpret_cast<uint32_t*>(&v);
 }
 
-// D = A (16x16, row) * B (16x8, col) + C, float accumulators. Fragment layout (g = lane / 4,
+// D = A (16x16, row) * B (16x8, col) + C, float accumulators. Not volatile: a pure function of
+// its registers, so the compiler may interleave independent mma chains (v15). Fragment layout (g = lane / 4,
 // c = lane % 4): a[0] = A[g][2c..], a[1] = A[g+8][2c..], a[2] = A[g][2c+8..], a[3] = A[g+8][2c+8..];
 // b[0] = B[2c..][g], b[1] = B[2c+8..][g]; d[0..1] = D[g][2c..], d[2..3] = D[g+8][2c..].
 template <class T>
 __device__ __forceinline__ void mma16816(float* d, const uint32_t* a, const uint32_t* b);
 template <>
 __device__ __forceinline__ void mma16816<__nv_bfloat16>(float* d, const uint32_t* a, const uint32_t* b) {
-  asm volatile(
+  asm(
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
       "{%0,%1,%2,%3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
@@ -104,7 +105,7 @@ __device__ __forceinline__ void mma16816<__nv_bfloat16>(float* d, const uint32_t
 }
 template <>
 __device__ __forceinline__ void mma16816<__half>(float* d, const uint32_t* a, const uint32_t* b) {
-  asm volatile(
+  asm(
       "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
       "{%0,%1,%2,%3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])

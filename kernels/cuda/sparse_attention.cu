@@ -58,17 +58,23 @@ template <class I>
 struct KeyList {
   I sink_len, blk_len, tail_len, dense_from, total, cnt, b_k;
   const int32_t* blocks;
-  __device__ I key(I j) const {
+  // The block id entry j reads (0 outside the block part): a load that can be started early.
+  __device__ I block_of(I j) const {
+    const I jb = j - sink_len;
+    return jb >= 0 && jb < blk_len ? blocks[jb / b_k] : I{0};
+  }
+  // Entry j's key given block_of(j).
+  __device__ I key(I j, I blk) const {
     if (j < sink_len) return j;
     j -= sink_len;
     if (j < blk_len) {
-      const I slot = j / b_k;
-      const I blk = blocks[slot];  // loaded whatever cnt is: slot < kb, and the load need not wait for cnt
+      const I slot = j / b_k;  // the block load need not wait for cnt: slot < kb
       return slot < cnt && blk >= 0 ? blk * b_k + (j - slot * b_k) : I{-1};
     }
     j -= blk_len;
     return j < tail_len ? dense_from + j : I{-1};
   }
+  __device__ I key(I j) const { return key(j, block_of(j)); }
 };
 
 struct CtaCoords {
@@ -197,9 +203,18 @@ __device__ __forceinline__ void fold_partial(float& m, float& l, float (*o)[4], 
   }
 }
 
+constexpr int kThreads = 128;  // 4 warps per CTA
+constexpr int kKeySlots = 3;   // key ids run two tiles ahead of the math, K/V tiles one
+
+// A tile entry's key and its K and V row offsets in 16-byte units (0 where no key).
+struct TileKey {
+  unsigned k_off, v_off;
+  int key, pad;
+};
+
 template <int D>
-constexpr size_t mma_smem_bytes() {  // two stages of: K and V tiles (row-major, rows padded by 16 bytes), row offsets, key ids
-  return 2 * (2 * static_cast<size_t>(kBK) * (D + 8) * 2 + kBK * sizeof(longlong2) + kBK * sizeof(int));
+constexpr size_t mma_smem_bytes() {  // two stages of K and V tiles (row-major, rows padded by 16 bytes) + key slots
+  return 2 * (2 * static_cast<size_t>(kBK) * (D + 8) * 2) + kKeySlots * kBK * sizeof(TileKey);
 }
 
 // Resident CTAs per SM the register budget is sized for (shared memory allows 3 at d 128).
@@ -226,10 +241,9 @@ __global__ void __launch_bounds__(128, kMinCtasPerSm<D>) sparse_attention_mma(co
   extern __shared__ __align__(16) uint8_t smem_raw[];
   T* sk_all = reinterpret_cast<T*>(smem_raw);               // [2][kBK][LD]
   T* sv_all = sk_all + 2 * kBK * LD;                         // [2][kBK][LD]
-  longlong2* soff_all = reinterpret_cast<longlong2*>(sv_all + 2 * kBK * LD);  // [2][kBK]: K, V row offsets or -1
-  int* skey_all = reinterpret_cast<int*>(soff_all + 2 * kBK);  // [2][kBK]
+  TileKey* skey_all = reinterpret_cast<TileKey*>(sv_all + 2 * kBK * LD);  // [kKeySlots][kBK]
 
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nthreads = blockDim.x;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int gq = lane >> 2, cq = lane & 3;
   const CtaCoords c = cta_coords(a);
   if (c.r0 >= c.r1) return;
@@ -278,81 +292,89 @@ __global__ void __launch_bounds__(128, kMinCtasPerSm<D>) sparse_attention_mma(co
 
   const T* kbase = static_cast<const T*>(a.k) + c.b * a.ks.b + g * a.ks.h;
   const T* vbase = static_cast<const T*>(a.v) + c.b * a.vs.b + g * a.vs.h;
-  // Each thread copies one 16-byte column piece of every (nthreads / kVecs)-th row of a tile.
-  const int copy_col = (tid % kVecs) * 8, copy_row0 = tid / kVecs, copy_step = nthreads / kVecs;
-  const T* kcol = kbase + copy_col;
-  const T* vcol = vbase + copy_col;
+  // Each thread copies one 16-byte column piece of every kCopyStep-th row of a tile.
+  constexpr int kCopyStep = kThreads / kVecs;
+  const int copy_col = (tid % kVecs) * 8, copy_row0 = tid / kVecs;
+  const uint4* kcol = reinterpret_cast<const uint4*>(kbase + copy_col);
+  const uint4* vcol = reinterpret_cast<const uint4*>(vbase + copy_col);
   const bool copy_col_ok = copy_col < d;
-  // Stage s of tile `tile`: its key ids and their K and V row offsets (computed once per key, not
-  // once per copied piece); returns, to every thread, whether any key of the tile is empty or
-  // beyond the first row's visible end (only then does the tile need the per-key mask).
-  auto key_ids = [&](int tile, int stage) -> bool {
+  const unsigned k_row16 = static_cast<unsigned>(a.ks.t / 8), v_row16 = static_cast<unsigned>(a.vs.t / 8);
+  // Key slot `slot` of tile `tile`: the keys and their K and V row offsets, computed once per key
+  // (not once per copied piece) from the block id `blk` loaded a tile earlier; returns, to every
+  // thread, whether any key of the tile is empty or beyond the first row's visible end (only then
+  // does the tile need the per-key mask).
+  auto key_ids = [&](int tile, int slot, int blk) -> bool {
     bool masked = false;
     if (tid < kBK) {
-      const int key = kl.key(tile * kBK + tid);
-      skey_all[stage * kBK + tid] = key;
-      longlong2 off;
-      off.x = key < 0 ? -1 : static_cast<long long>(key) * a.ks.t;
-      off.y = key < 0 ? -1 : static_cast<long long>(key) * a.vs.t;
-      soff_all[stage * kBK + tid] = off;
+      const int key = kl.key(tile * kBK + tid, blk);
+      TileKey tk;
+      tk.key = key, tk.pad = 0;
+      tk.k_off = key < 0 ? 0u : static_cast<unsigned>(key) * k_row16;
+      tk.v_off = key < 0 ? 0u : static_cast<unsigned>(key) * v_row16;
+      skey_all[slot * kBK + tid] = tk;
       masked = key < 0 || key > e_lo;
     }
     return __syncthreads_or(masked) != 0;
   };
-  auto issue = [&](int stage) {  // K and V rows by cp.async, zero-filled where no key
-    const longlong2* soff = soff_all + stage * kBK;
+  auto block_of = [&](int tile) -> int { return tid < kBK ? kl.block_of(tile * kBK + tid) : 0; };
+  auto issue = [&](int stage, int slot) {  // K and V rows by cp.async, zero-filled where no key
+    const TileKey* sks = skey_all + slot * kBK;
     T* sk = sk_all + stage * kBK * LD + copy_col;
     T* sv = sv_all + stage * kBK * LD + copy_col;
-#pragma unroll 4
-    for (int j = copy_row0; j < kBK; j += copy_step) {
-      const longlong2 off = soff[j];
-      const bool valid = off.x >= 0 && copy_col_ok;
-      cp_async16(sk + j * LD, valid ? kcol + off.x : kbase, valid);
-      cp_async16(sv + j * LD, valid ? vcol + off.y : vbase, valid);
+#pragma unroll
+    for (int j = copy_row0, i = 0; i < kBK / kCopyStep; ++i, j += kCopyStep) {
+      const TileKey tk = sks[j];
+      const bool valid = tk.key >= 0 && copy_col_ok;
+      cp_async16(sk + j * LD, kcol + tk.k_off, valid);
+      cp_async16(sv + j * LD, vcol + tk.v_off, valid);
     }
     cp_async_commit();
   };
+  // Pipeline, two barriers a tile: key ids two tiles ahead, K/V copies one tile ahead.
+  const int n_tiles = t_end - t_begin;
   bool masked_cur = false, masked_next = false;
-  if (t_begin < t_end) {
-    masked_cur = key_ids(t_begin, 0);
-    issue(0);
+  if (n_tiles > 0) {
+    masked_cur = key_ids(t_begin, 0, block_of(t_begin));
+    issue(0, 0);
+    if (n_tiles > 1) masked_next = key_ids(t_begin + 1, 1, block_of(t_begin + 1));
   }
-  for (int tile = t_begin; tile < t_end; ++tile) {
-    const int stage = (tile - t_begin) & 1;
-    if (tile + 1 < t_end) {  // next tile's copies fly while this one is computed
-      masked_next = key_ids(tile + 1, stage ^ 1);
-      issue(stage ^ 1);
+  for (int i = 0; i < n_tiles; ++i) {
+    const int stage = i & 1, slot = i % kKeySlots;
+    if (i + 1 < n_tiles) {  // next tile's copies fly while this one is computed
+      issue(stage ^ 1, (i + 1) % kKeySlots);
       cp_async_wait<1>();
     } else {
       cp_async_wait<0>();
     }
-    __syncthreads();
+    const int blk2 = i + 2 < n_tiles ? block_of(t_begin + i + 2) : 0;  // in flight during the math
+    __syncthreads();  // every thread's copies of this tile landed
     const T* sk = sk_all + stage * kBK * LD;
     const T* sv = sv_all + stage * kBK * LD;
-    const int* skey = skey_all + stage * kBK;
+    const TileKey* skey = skey_all + slot * kBK;
     if (computes) {
 #pragma unroll 1
       for (int kc = kw0; kc < kw0 + kWarpKeys; kc += kChunk) {
-      // S = Q K^T for this warp's 16 rows x kChunk keys; K's B fragments by ldmatrix (four 8x8
-      // matrices: one n-tile, two k-steps).
+      // S = Q K^T for this warp's 16 rows x kChunk keys, k-step outermost so that consecutive
+      // mma go to different accumulators; K's B fragments by ldmatrix (four 8x8 matrices: two
+      // n-tiles, one k-step).
       float s[kSTiles][4];
 #pragma unroll
-      for (int nt = 0; nt < kSTiles; ++nt) {
-        s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
-        const T* krow = sk + (kc + nt * 8 + (lane & 7)) * LD + (lane >> 3) * 8;
+      for (int nt = 0; nt < kSTiles; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
+      const T* krow = sk + (kc + (lane >> 4) * 8 + (lane & 7)) * LD + ((lane >> 3) & 1) * 8;
 #pragma unroll
-        for (int ks = 0; ks < KS; ks += 2) {
+      for (int ks = 0; ks < KS; ++ks) {
+#pragma unroll
+        for (int nt = 0; nt < kSTiles; nt += 2) {
           uint32_t kf[4];
-          ldmatrix_x4(kf, krow + ks * 16);
+          ldmatrix_x4(kf, krow + nt * 8 * LD + ks * 16);
           mma16816<T>(s[nt], qf[ks], kf);
-          mma16816<T>(s[nt], qf[ks + 1], kf + 2);
+          mma16816<T>(s[nt + 1], qf[ks], kf + 2);
         }
       }
       if (masked_cur) {  // empty entries and keys past a row's visible end
 #pragma unroll
         for (int nt = 0; nt < kSTiles; ++nt) {
-          const int2 kp = *reinterpret_cast<const int2*>(skey + kc + nt * 8 + cq * 2);
-          const int key[2] = {kp.x, kp.y};
+          const int key[2] = {skey[kc + nt * 8 + cq * 2].key, skey[kc + nt * 8 + cq * 2 + 1].key};
 #pragma unroll
           for (int x = 0; x < 2; ++x) {
             if (key[x] < 0 || key[x] > e0) s[nt][x] = -INFINITY;
@@ -411,11 +433,15 @@ __global__ void __launch_bounds__(128, kMinCtasPerSm<D>) sparse_attention_mma(co
       }
       }
     }
-    masked_cur = masked_next;
-    __syncthreads();  // the next iteration refills this stage
+    // The ids of tile i + 2 go to the slot tile i - 1 used; the barrier inside key_ids also
+    // tells the next iteration that every warp is done with this K/V stage.
+    bool masked_after = false;
+    if (i + 2 < n_tiles) masked_after = key_ids(t_begin + i + 2, (i + 2) % kKeySlots, blk2);
+    masked_cur = masked_next, masked_next = masked_after;
   }
 
   if constexpr (KG > 1) {
+    __syncthreads();  // the tiles are no longer read (the last two iterations had no closing barrier)
     // Key groups 1.. hand their partial rows to key group 0 of their row group through the (now
     // idle) tile memory, in fragment order so that each lane reads back exactly what it folds.
     constexpr int kPer = NT * 4 + 4;
@@ -487,7 +513,7 @@ __global__ void __launch_bounds__(128, kMinCtasPerSm<D>) sparse_attention_mma(co
     __syncthreads();
     if (!last) return;
     __threadfence();
-    merge_rows<T>(a, c, reinterpret_cast<float*>(smem_raw) + warp * kMaxSplits, warp, lane, nthreads >> 5);
+    merge_rows<T>(a, c, reinterpret_cast<float*>(smem_raw) + warp * kMaxSplits, warp, lane, kThreads / 32);
   }
 }
 
@@ -551,9 +577,11 @@ bool aligned(const void* p, int bytes) { return (reinterpret_cast<uintptr_t>(p) 
 
 bool mma_path(const AttentionLaunch& l) {
   if (l.dtype == DType::kF32 || l.d > 128 || l.d % 8 != 0) return false;
-  // 32-bit key and row arithmetic inside the kernel (v15); longer caches take the SIMT path.
-  constexpr int64_t kMax32 = int64_t{1} << 30;
-  if (l.tk >= kMax32 || l.k_stride.t >= kMax32 || l.v_stride.t >= kMax32) return false;
+  // 32-bit keys and K/V row offsets in 16-byte units inside the kernel (v15); longer caches take
+  // the SIMT path.
+  constexpr int64_t kMaxKey = int64_t{1} << 30, kMaxOffset16 = int64_t{1} << 32;
+  const int64_t row_stride = std::max(l.k_stride.t, l.v_stride.t);
+  if (l.tk >= kMaxKey || row_stride >= kMaxKey || l.tk * (row_stride / 8) >= kMaxOffset16) return false;
   const bool kv16 = aligned(l.k, 16) && aligned(l.v, 16) && l.k_stride.t % 8 == 0 && l.k_stride.h % 8 == 0 &&
                     l.k_stride.b % 8 == 0 && l.v_stride.t % 8 == 0 && l.v_stride.h % 8 == 0 && l.v_stride.b % 8 == 0;
   const bool qo4 = aligned(l.q, 4) && aligned(l.out, 4) && l.q_stride.t % 2 == 0 && l.q_stride.h % 2 == 0 &&
@@ -637,7 +665,7 @@ void sparse_attention(const AttentionLaunch& l) {
     // One warp per 16 rows for CTAs of > 32 rows; smaller CTAs (b_q 32, decode) get 4 warps that
     // split each tile's keys into 2 or 4 groups.
     const int key_groups = a.rows_cta <= 16 ? 4 : a.rows_cta <= 32 ? 2 : 1;
-    const int threads = key_groups > 1 ? 128 : 32 * ((a.rows_cta + 15) / 16);
+    const int threads = kThreads;  // CTAs of 33..48 rows: the fourth warp only copies
     auto launch = [&](auto kernel, size_t smem) {
       set_smem(reinterpret_cast<const void*>(kernel), smem, "sparse attention", true);
       kernel<<<grid, threads, smem, s>>>(a);
