@@ -277,17 +277,23 @@ __global__ void __launch_bounds__(MT == 2 ? kCtaWarps * 32 : kMaxW * 32, MT == 2
     // that passed a __syncwarp in between.
     const int pairs = ns << kpr_log2;
     const int tiles = (pairs + 15) >> 4;
-    auto issue = [&](int t, int stage) {
+    // The list entries (representative blocks) of tile t's two n-tiles for this lane's key g:
+    // read a tile before its copies are issued, so that the shared-memory load is not waited on
+    // right before the address math (v15: the largest single stall of the loop).
+    auto list_pair = [&](int t) -> int2 {
+      int2 r = make_int2(0, 0);
+      const int p0 = t * 16 + gq, p1 = p0 + 8;
+      if (p0 < pairs) r.x = sm.list[p0 >> kpr_log2];
+      if (p1 < pairs) r.y = sm.list[p1 >> kpr_log2];
+      return r;
+    };
+    auto issue = [&](int t, int stage, int2 reps) {
       uint4* dst = ring_lane + stage * STAGE;
 #pragma unroll
       for (int nt = 0; nt < 2; ++nt) {
         const int p = t * 16 + nt * 8 + gq;
         const bool ok = p < pairs;
-        int key = 0;
-        if (ok) {
-          const int x = p >> kpr_log2;
-          key = sm.list[x] * b_k + (p - (x << kpr_log2)) * b_sk;
-        }
+        const int key = ok ? (nt ? reps.y : reps.x) * b_k + (p & (kpr - 1)) * b_sk : 0;
         const T* src = klane + key * k_row;  // eligibility: tk * k_row < 2^31
 #pragma unroll
         for (int j = 0; j < PL; ++j) cp_async16_ca(dst + (nt * PL + j) * 32, src + 32 * j, ok);
@@ -319,14 +325,16 @@ __global__ void __launch_bounds__(MT == 2 ? kCtaWarps * 32 : kMaxW * 32, MT == 2
 #pragma unroll
     for (int i = 0; i < kStages - 1; ++i) {
       const int t = wi + i * w;
-      if (t < tiles) issue(t, i);
+      if (t < tiles) issue(t, i, list_pair(t));
       cp_async_commit();
     }
+    int2 reps_next = list_pair(wi + (kStages - 1) * w);
     for (int t = wi, stage = 0, next = kStages - 1; t < tiles; t += w) {
       __syncwarp();  // list entries of tile t were read (issue) before any lane overwrites them
       const int tn = t + (kStages - 1) * w;
-      if (tn < tiles) issue(tn, next);
+      if (tn < tiles) issue(tn, next, reps_next);
       cp_async_commit();
+      reps_next = list_pair(tn + w);  // not finished (overwritten) before tile tn + w is scored
       cp_async_wait<kStages - 1>();  // this lane's copies of tile t (kStages - 1 groups ago) landed
       const uint4* src = ring_lane + stage * STAGE;
       stage = stage + 1 == kStages ? 0 : stage + 1;

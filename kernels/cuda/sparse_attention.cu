@@ -207,7 +207,7 @@ constexpr int kThreads = 128;  // 4 warps per CTA
 constexpr int kKeySlots = 3;   // key ids run two tiles ahead of the math, K/V tiles one
 
 // A tile entry's key and its K and V row offsets in 16-byte units (0 where no key).
-struct TileKey {
+struct alignas(16) TileKey {  // one 16-byte shared-memory load
   unsigned k_off, v_off;
   int key, pad;
 };
@@ -217,9 +217,18 @@ constexpr size_t mma_smem_bytes() {  // two stages of K and V tiles (row-major, 
   return 2 * (2 * static_cast<size_t>(kBK) * (D + 8) * 2) + kKeySlots * kBK * sizeof(TileKey);
 }
 
-// Resident CTAs per SM the register budget is sized for (shared memory allows 3 at d 128).
-template <int D>
-constexpr int kMinCtasPerSm = D > 64 ? 3 : 4;
+// Resident CTAs per SM the register budget is sized for (shared memory allows 3 at d 128), and
+// the keys one softmax step scores. Compile-time knobs so that kernels/cuda/device_variants.sh
+// can measure other settings without editing the source.
+#ifndef HIPSTUDIO_ATTN_MIN_CTAS
+#define HIPSTUDIO_ATTN_MIN_CTAS 3
+#endif
+#ifndef HIPSTUDIO_ATTN_CHUNK
+#define HIPSTUDIO_ATTN_CHUNK 32
+#endif
+// Decode CTAs (KG 4) stay at 3 per SM: a 128k batch-1 step has 288 of them, one wave at 3.
+template <int D, int KG>
+constexpr int kMinCtasPerSm = KG == 4 ? 3 : D > 64 ? HIPSTUDIO_ATTN_MIN_CTAS : HIPSTUDIO_ATTN_MIN_CTAS + 1;
 
 // Warps are (row group, key group) pairs. KG == 1 (CTAs of > 32 rows): warp w owns query rows
 // [16w, 16w + 16) and scores every key of a tile. KG == 2 (17..32 rows) and KG == 4 (<= 16 rows,
@@ -227,7 +236,7 @@ constexpr int kMinCtasPerSm = D > 64 ? 3 : 4;
 // kBK / KG keys of every tile (v15: CTAs of 32 rows ran 2 warps, 6 per SM); the key groups'
 // partial (m, l, O) are folded into key group 0 at the end.
 template <class T, int D, int KG>
-__global__ void __launch_bounds__(128, kMinCtasPerSm<D>) sparse_attention_mma(const AttnArgs a) {
+__global__ void __launch_bounds__(128, (kMinCtasPerSm<D, KG>)) sparse_attention_mma(const AttnArgs a) {
   constexpr int LD = D + 8;  // +16 bytes: the 8 rows of an ldmatrix hit distinct banks
   constexpr int KS = D / 16;  // k-steps of Q K^T
   constexpr int NT = D / 8;   // n-tiles of O
@@ -236,7 +245,7 @@ __global__ void __launch_bounds__(128, kMinCtasPerSm<D>) sparse_attention_mma(co
   constexpr int kWarpKeys = kBK / KG;        // keys of each tile this warp scores
   // Keys scored per softmax step: 32 keep S at 16 registers, so that 3 CTAs of 128 threads fit
   // without spills at d 128.
-  constexpr int kChunk = kWarpKeys < 32 ? kWarpKeys : 32;
+  constexpr int kChunk = kWarpKeys < HIPSTUDIO_ATTN_CHUNK ? kWarpKeys : HIPSTUDIO_ATTN_CHUNK;
   constexpr int kSTiles = kChunk / 8;
   extern __shared__ __align__(16) uint8_t smem_raw[];
   T* sk_all = reinterpret_cast<T*>(smem_raw);               // [2][kBK][LD]
@@ -361,15 +370,20 @@ __global__ void __launch_bounds__(128, kMinCtasPerSm<D>) sparse_attention_mma(co
 #pragma unroll
       for (int nt = 0; nt < kSTiles; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
       const T* krow = sk + (kc + (lane >> 4) * 8 + (lane & 7)) * LD + ((lane >> 3) & 1) * 8;
+      // Fragments double-buffered: the next ldmatrix is issued before this one's mma (v15: the
+      // mma waited on shared-memory latency right after each load).
+      constexpr int kKSteps = KS * (kSTiles / 2);
+      uint32_t kf[2][4];
+      ldmatrix_x4(kf[0], krow);
 #pragma unroll
-      for (int ks = 0; ks < KS; ++ks) {
-#pragma unroll
-        for (int nt = 0; nt < kSTiles; nt += 2) {
-          uint32_t kf[4];
-          ldmatrix_x4(kf, krow + nt * 8 * LD + ks * 16);
-          mma16816<T>(s[nt], qf[ks], kf);
-          mma16816<T>(s[nt + 1], qf[ks], kf + 2);
+      for (int x = 0; x < kKSteps; ++x) {
+        const int ks = x / (kSTiles / 2), nt = 2 * (x % (kSTiles / 2));
+        if (x + 1 < kKSteps) {
+          const int ks1 = (x + 1) / (kSTiles / 2), nt1 = 2 * ((x + 1) % (kSTiles / 2));
+          ldmatrix_x4(kf[(x + 1) & 1], krow + nt1 * 8 * LD + ks1 * 16);
         }
+        mma16816<T>(s[nt], qf[ks], kf[x & 1]);
+        mma16816<T>(s[nt + 1], qf[ks], kf[x & 1] + 2);
       }
       if (masked_cur) {  // empty entries and keys past a row's visible end
 #pragma unroll
@@ -415,21 +429,27 @@ __global__ void __launch_bounds__(128, kMinCtasPerSm<D>) sparse_attention_mma(co
       }
       // O += P V: P's accumulator layout is the A fragment layout of the next mma; V's B
       // fragments come transposed out of the row-major tile by ldmatrix (two n-tiles per call).
+      uint32_t pf[kChunk / 16][4];
 #pragma unroll
       for (int kk = 0; kk < kChunk / 16; ++kk) {
-        uint32_t pf[4];
-        pf[0] = pack2<T>(s[2 * kk][0], s[2 * kk][1]);
-        pf[1] = pack2<T>(s[2 * kk][2], s[2 * kk][3]);
-        pf[2] = pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-        pf[3] = pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-        const T* vrow = sv + (kc + kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LD + (lane >> 4) * 8;
+        pf[kk][0] = pack2<T>(s[2 * kk][0], s[2 * kk][1]);
+        pf[kk][1] = pack2<T>(s[2 * kk][2], s[2 * kk][3]);
+        pf[kk][2] = pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+        pf[kk][3] = pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+      }
+      const T* vrow = sv + (kc + (lane & 7) + ((lane >> 3) & 1) * 8) * LD + (lane >> 4) * 8;
+      constexpr int kVSteps = (kChunk / 16) * (NT / 2);
+      uint32_t vf[2][4];
+      ldmatrix_x4_trans(vf[0], vrow);
 #pragma unroll
-        for (int t = 0; t < NT; t += 2) {
-          uint32_t r[4];
-          ldmatrix_x4_trans(r, vrow + t * 8);
-          mma16816<T>(o[t], pf, r);
-          mma16816<T>(o[t + 1], pf, r + 2);
+      for (int x = 0; x < kVSteps; ++x) {
+        const int kk = x / (NT / 2), t = 2 * (x % (NT / 2));
+        if (x + 1 < kVSteps) {
+          const int kk1 = (x + 1) / (NT / 2), t1 = 2 * ((x + 1) % (NT / 2));
+          ldmatrix_x4_trans(vf[(x + 1) & 1], vrow + kk1 * 16 * LD + t1 * 8);
         }
+        mma16816<T>(o[t], pf[kk], vf[x & 1]);
+        mma16816<T>(o[t + 1], pf[kk], vf[x & 1] + 2);
       }
       }
     }
