@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/fast_div.h"
 
 namespace hipstudio::gpu {
 namespace {
@@ -49,6 +50,7 @@ struct AttnArgs {
   unsigned* done;  // per row tile (blockIdx.x / splits): splits finished; zero between calls
   int64_t rows_total;
   float scale_log2;
+  FastDiv by_splits, by_group, by_row_tiles, by_qbs, by_hkv, by_bk;  // no integer division in the kernels
 };
 
 // The CTA's key list: [0, sink_len) | blk_len / b_k block slots (the first cnt hold selected
@@ -58,17 +60,22 @@ template <class I>
 struct KeyList {
   I sink_len, blk_len, tail_len, dense_from, total, cnt, b_k;
   const int32_t* blocks;
+  FastDiv by_bk;
+  __device__ I slot_of(I jb) const {  // jb / b_k; the tensor-core path's entries are below 2^31
+    if constexpr (std::is_same_v<I, int>) return static_cast<I>(by_bk.div(static_cast<uint32_t>(jb)));
+    else return jb / b_k;
+  }
   // The block id entry j reads (0 outside the block part): a load that can be started early.
   __device__ I block_of(I j) const {
     const I jb = j - sink_len;
-    return jb >= 0 && jb < blk_len ? blocks[jb / b_k] : I{0};
+    return jb >= 0 && jb < blk_len ? blocks[slot_of(jb)] : I{0};
   }
   // Entry j's key given block_of(j).
   __device__ I key(I j, I blk) const {
     if (j < sink_len) return j;
     j -= sink_len;
     if (j < blk_len) {
-      const I slot = j / b_k;  // the block load need not wait for cnt: slot < kb
+      const I slot = slot_of(j);  // the block load need not wait for cnt: slot < kb
       return slot < cnt && blk >= 0 ? blk * b_k + (j - slot * b_k) : I{-1};
     }
     j -= blk_len;
@@ -83,20 +90,21 @@ struct CtaCoords {
 
 __device__ CtaCoords cta_coords(const AttnArgs& a) {
   CtaCoords c;
-  int idx = static_cast<int>(blockIdx.x);  // the launch keeps the grid below 2^31
+  uint32_t idx = blockIdx.x;  // the launch keeps the grid below 2^31
   // Fastest first: split, head within its KV group, row tile, query block (longest lists first),
   // KV group, batch: resident CTAs gather from one group's K/V, which L2 can hold.
   const int group = a.hq / a.hkv;
-  c.split = idx % a.splits;
-  idx /= a.splits;
-  const int hg = idx % group;
-  idx /= group;
-  const int rt = idx % a.row_tiles;
-  idx /= a.row_tiles;
-  c.qb = a.qbs - 1 - idx % a.qbs;
-  idx /= a.qbs;
-  c.h = (idx % a.hkv) * group + hg;
-  c.b = idx / a.hkv;
+  uint32_t q = a.by_splits.div(idx);
+  c.split = static_cast<int>(idx - q * a.splits);
+  idx = q, q = a.by_group.div(idx);
+  const int hg = static_cast<int>(idx - q * group);
+  idx = q, q = a.by_row_tiles.div(idx);
+  const int rt = static_cast<int>(idx - q * a.row_tiles);
+  idx = q, q = a.by_qbs.div(idx);
+  c.qb = a.qbs - 1 - static_cast<int>(idx - q * a.qbs);
+  idx = q, q = a.by_hkv.div(idx);
+  c.h = static_cast<int>(idx - q * a.hkv) * group + hg;
+  c.b = static_cast<int>(q);
   c.item = (c.b * a.hq + c.h) * a.qbs + c.qb;
   const int qb_begin = c.qb * static_cast<int>(a.hip.b_q);
   const int qb_end = min(a.tq, qb_begin + static_cast<int>(a.hip.b_q));
@@ -137,6 +145,7 @@ __device__ KeyList<I> key_list(const AttnArgs& a, const CtaCoords& c, I e_max, b
   kl.tail_len = max(I{0}, e_max - kl.dense_from + 1);
   kl.total = kl.sink_len + kl.blk_len + kl.tail_len;
   kl.blocks = a.blocks + static_cast<int64_t>(c.item) * a.kb;
+  kl.by_bk = a.by_bk;
   return kl;
 }
 
@@ -278,22 +287,6 @@ __global__ void __launch_bounds__(128, (kMinCtasPerSm<D, KG>)) sparse_attention_
   const bool computes = rg * 16 < c.r1 - c.r0;
   const int kw0 = kg * kWarpKeys;  // this warp's first key of a tile
 
-  // Q fragments, loaded once (zero for padding rows and columns).
-  const T* qbase = static_cast<const T*>(a.q) + c.b * a.qs.b + c.h * a.qs.h;
-  const T* qrow0 = qbase + static_cast<int64_t>(row0) * a.qs.t;
-  const T* qrow1 = qbase + static_cast<int64_t>(row1) * a.qs.t;
-  const bool q0ok = row0 < c.r1, q1ok = row1 < c.r1;
-  uint32_t qf[KS][4];
-#pragma unroll
-  for (int ks = 0; ks < KS; ++ks) {
-    const int col = ks * 16 + cq * 2;
-    const bool lo = col < d, hi = col + 8 < d;
-    qf[ks][0] = q0ok && lo ? *reinterpret_cast<const uint32_t*>(qrow0 + col) : 0u;
-    qf[ks][1] = q1ok && lo ? *reinterpret_cast<const uint32_t*>(qrow1 + col) : 0u;
-    qf[ks][2] = q0ok && hi ? *reinterpret_cast<const uint32_t*>(qrow0 + col + 8) : 0u;
-    qf[ks][3] = q1ok && hi ? *reinterpret_cast<const uint32_t*>(qrow1 + col + 8) : 0u;
-  }
-
   float o[NT][4];
 #pragma unroll
   for (int t = 0; t < NT; ++t) o[t][0] = o[t][1] = o[t][2] = o[t][3] = 0.f;
@@ -347,6 +340,23 @@ __global__ void __launch_bounds__(128, (kMinCtasPerSm<D, KG>)) sparse_attention_
     issue(0, 0);
     if (n_tiles > 1) masked_next = key_ids(t_begin + 1, 1, block_of(t_begin + 1));
   }
+  // Q fragments, loaded once (zero for padding rows and columns), after the first tile's gather
+  // is on its way: the two latencies overlap (v15; decode CTAs compute a single tile).
+  const T* qbase = static_cast<const T*>(a.q) + c.b * a.qs.b + c.h * a.qs.h;
+  const T* qrow0 = qbase + static_cast<int64_t>(row0) * a.qs.t;
+  const T* qrow1 = qbase + static_cast<int64_t>(row1) * a.qs.t;
+  const bool q0ok = row0 < c.r1, q1ok = row1 < c.r1;
+  uint32_t qf[KS][4];
+#pragma unroll
+  for (int ks = 0; ks < KS; ++ks) {
+    const int col = ks * 16 + cq * 2;
+    const bool lo = col < d, hi = col + 8 < d;
+    qf[ks][0] = q0ok && lo ? *reinterpret_cast<const uint32_t*>(qrow0 + col) : 0u;
+    qf[ks][1] = q1ok && lo ? *reinterpret_cast<const uint32_t*>(qrow1 + col) : 0u;
+    qf[ks][2] = q0ok && hi ? *reinterpret_cast<const uint32_t*>(qrow0 + col + 8) : 0u;
+    qf[ks][3] = q1ok && hi ? *reinterpret_cast<const uint32_t*>(qrow1 + col + 8) : 0u;
+  }
+
   for (int i = 0; i < n_tiles; ++i) {
     const int stage = i & 1, slot = i % kKeySlots;
     if (i + 1 < n_tiles) {  // next tile's copies fly while this one is computed
@@ -518,21 +528,21 @@ __global__ void __launch_bounds__(128, (kMinCtasPerSm<D, KG>)) sparse_attention_
       }
       if (cq == 0) *reinterpret_cast<float2*>(a.part_ml + 2 * r) = make_float2(x ? m1 : m0, x ? l1 : l0);
     }
-    // The last CTA of this row tile to finish merges all splits' partials: every thread fences
-    // its own stores before the CTA counts itself done (threadFenceReduction pattern), the last
-    // one resets the counter for the next call and fences again before reading the others' rows.
+    // The last CTA of this row tile to finish merges all splits' partials. The barrier orders
+    // every thread's partial stores before thread 0's count; its acq_rel atomic releases them to
+    // the other CTAs (cumulatively, through the barrier) and, in the last CTA, acquires theirs;
+    // the second barrier hands that on to the CTA's other threads (v15: one fence per CTA instead
+    // of one per thread before and after the count). The last CTA resets the counter.
     __shared__ unsigned last;
-    __threadfence();
     __syncthreads();
     if (tid == 0) {
-      unsigned* done = a.done + blockIdx.x / a.splits;
-      const unsigned prev = atomicAdd(done, 1u);
+      unsigned* done = a.done + a.by_splits.div(blockIdx.x);
+      const unsigned prev = atomic_add_acq_rel_gpu(done, 1u);
       last = prev + 1 == static_cast<unsigned>(a.splits);
       if (last) *done = 0u;
     }
     __syncthreads();
     if (!last) return;
-    __threadfence();
     merge_rows<T>(a, c, reinterpret_cast<float*>(smem_raw) + warp * kMaxSplits, warp, lane, kThreads / 32);
   }
 }
@@ -667,9 +677,13 @@ void sparse_attention(const AttentionLaunch& l) {
   a.rows_cta = static_cast<int>(std::min<int64_t>({l.hip.b_q, l.tq, kRowsCta}));
   a.row_tiles = static_cast<int>((std::min<int64_t>(l.hip.b_q, l.tq) + kRowsCta - 1) / kRowsCta);
   a.rows_total = l.batch * l.hq * l.tq;
+  a.by_group = FastDiv(static_cast<uint32_t>(a.hq / a.hkv)), a.by_row_tiles = FastDiv(static_cast<uint32_t>(a.row_tiles));
+  a.by_qbs = FastDiv(static_cast<uint32_t>(a.qbs)), a.by_hkv = FastDiv(static_cast<uint32_t>(a.hkv));
+  a.by_bk = FastDiv(static_cast<uint32_t>(l.hip.b_k));
   a.scale_log2 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(l.d))) * kLog2e;
   const bool mma = mma_path(l);
   a.splits = attention_splits(l);
+  a.by_splits = FastDiv(static_cast<uint32_t>(a.splits));
   if (a.splits > 1) {
     if (!l.workspace) throw_arg("num_splits > 1 needs a workspace of attention_workspace_bytes() bytes");
     a.part_o = static_cast<float*>(l.workspace);
