@@ -202,7 +202,7 @@ template <int NT>
 __device__ __forceinline__ void fold_partial(float& m, float& l, float (*o)[4], int x0, float mw, float lw,
                                              const float* ow, int ow_stride) {
   const float mn = fmaxf(m, mw);
-  const float self = mn == -INFINITY ? 0.f : exp2f(m - mn), other = mn == -INFINITY ? 0.f : exp2f(mw - mn);
+  const float self = mn == -INFINITY ? 0.f : fast_exp2(m - mn), other = mn == -INFINITY ? 0.f : fast_exp2(mw - mn);
   m = mn;
   l = l * self + lw * other;
 #pragma unroll
@@ -243,7 +243,7 @@ constexpr int kMinCtasPerSm = KG == 4 ? 3 : D > 64 ? HIPSTUDIO_ATTN_MIN_CTAS : H
 // [16w, 16w + 16) and scores every key of a tile. KG == 2 (17..32 rows) and KG == 4 (<= 16 rows,
 // i.e. decode): 4 warps, 4 / KG row groups of 16 rows, each warp scoring its key group's
 // kBK / KG keys of every tile (v15: CTAs of 32 rows ran 2 warps, 6 per SM); the key groups'
-// partial (m, l, O) are folded into key group 0 at the end.
+// partial (m, l, O) are combined through shared memory at the end.
 template <class T, int D, int KG>
 __global__ void __launch_bounds__(128, (kMinCtasPerSm<D, KG>)) sparse_attention_mma(const AttnArgs a) {
   constexpr int LD = D + 8;  // +16 bytes: the 8 rows of an ldmatrix hit distinct banks
@@ -470,14 +470,14 @@ __global__ void __launch_bounds__(128, (kMinCtasPerSm<D, KG>)) sparse_attention_
     masked_cur = masked_next, masked_next = masked_after;
   }
 
-  if constexpr (KG > 1) {
-    __syncthreads();  // the tiles are no longer read (the last two iterations had no closing barrier)
-    // Key groups 1.. hand their partial rows to key group 0 of their row group through the (now
-    // idle) tile memory, in fragment order so that each lane reads back exactly what it folds.
+  if constexpr (KG == 2) {
+    // Key group 1 hands its partial rows to key group 0 of its row group through the (now idle)
+    // tile memory, in fragment order so that each lane reads back exactly what it folds.
     constexpr int kPer = NT * 4 + 4;
-    float* red = reinterpret_cast<float*>(smem_raw);  // [KG - 1][RG][kPer][32]
-    if (kg > 0) {
-      float* r = red + ((kg - 1) * RG + rg) * kPer * 32 + lane;
+    float* red = reinterpret_cast<float*>(smem_raw);  // [RG][kPer][32]
+    __syncthreads();  // the tiles are no longer read (the last two iterations had no closing barrier)
+    if (kg == 1) {
+      float* r = red + rg * kPer * 32 + lane;
 #pragma unroll
       for (int t = 0; t < NT; ++t)
 #pragma unroll
@@ -486,38 +486,37 @@ __global__ void __launch_bounds__(128, (kMinCtasPerSm<D, KG>)) sparse_attention_
     }
     __syncthreads();
     if (kg == 0) {
-      for (int w = 0; w < KG - 1; ++w) {
-        const float* r = red + (w * RG + rg) * kPer * 32 + lane;
-        fold_partial<NT>(m0, l0, o, 0, r[(NT * 4) * 32], r[(NT * 4 + 2) * 32], r, 32);
-        fold_partial<NT>(m1, l1, o, 2, r[(NT * 4 + 1) * 32], r[(NT * 4 + 3) * 32], r, 32);
-      }
+      const float* r = red + rg * kPer * 32 + lane;
+      fold_partial<NT>(m0, l0, o, 0, r[(NT * 4) * 32], r[(NT * 4 + 2) * 32], r, 32);
+      fold_partial<NT>(m1, l1, o, 2, r[(NT * 4 + 1) * 32], r[(NT * 4 + 3) * 32], r, 32);
     }
   }
-  const bool writes = kg == 0;  // the other key groups were folded into key group 0
-
   l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
   l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
   l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
   l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
-  if (a.splits == 1) {
-    if (!writes) return;
-    T* obase = static_cast<T*>(a.out) + c.b * a.os.b + c.h * a.os.h;
-    T* orow0 = obase + static_cast<int64_t>(row0) * a.os.t + cq * 2;
-    T* orow1 = obase + static_cast<int64_t>(row1) * a.os.t + cq * 2;
-    const float inv0 = l0 > 0.f ? 1.f / l0 : 0.f, inv1 = l1 > 0.f ? 1.f / l1 : 0.f;
+  const int64_t base = (static_cast<int64_t>(c.b) * a.hq + c.h) * a.tq;
+  const int64_t split_off = static_cast<int64_t>(c.split) * a.rows_total;
+  if constexpr (KG <= 2) {  // key group 0 holds the rows in fragments
+    if (kg != 0) {
+      if (a.splits == 1) return;
+    } else if (a.splits == 1) {
+      T* obase = static_cast<T*>(a.out) + c.b * a.os.b + c.h * a.os.h;
+      T* orow0 = obase + static_cast<int64_t>(row0) * a.os.t + cq * 2;
+      T* orow1 = obase + static_cast<int64_t>(row1) * a.os.t + cq * 2;
+      const float inv0 = l0 > 0.f ? 1.f / l0 : 0.f, inv1 = l1 > 0.f ? 1.f / l1 : 0.f;
 #pragma unroll
-    for (int t = 0; t < NT; ++t) {
-      if (t * 8 + cq * 2 >= d) continue;
-      if (q0ok) *reinterpret_cast<uint32_t*>(orow0 + t * 8) = pack2<T>(o[t][0] * inv0, o[t][1] * inv0);
-      if (q1ok) *reinterpret_cast<uint32_t*>(orow1 + t * 8) = pack2<T>(o[t][2] * inv1, o[t][3] * inv1);
+      for (int t = 0; t < NT; ++t) {
+        if (t * 8 + cq * 2 >= d) continue;
+        if (q0ok) *reinterpret_cast<uint32_t*>(orow0 + t * 8) = pack2<T>(o[t][0] * inv0, o[t][1] * inv0);
+        if (q1ok) *reinterpret_cast<uint32_t*>(orow1 + t * 8) = pack2<T>(o[t][2] * inv1, o[t][3] * inv1);
+      }
+      return;
     }
-  } else {
-    const int64_t base = (static_cast<int64_t>(c.b) * a.hq + c.h) * a.tq;
-    const int64_t split_off = static_cast<int64_t>(c.split) * a.rows_total;
 #pragma unroll
     for (int x = 0; x < 2; ++x) {
       const int row = x ? row1 : row0;
-      if (!writes || row >= c.r1) continue;
+      if (kg != 0 || row >= c.r1) continue;
       const int64_t r = split_off + base + row;
       float* po = a.part_o + r * a.d;
 #pragma unroll
@@ -528,6 +527,62 @@ __global__ void __launch_bounds__(128, (kMinCtasPerSm<D, KG>)) sparse_attention_
       }
       if (cq == 0) *reinterpret_cast<float2*>(a.part_ml + 2 * r) = make_float2(x ? m1 : m0, x ? l1 : l0);
     }
+  } else {
+    // KG 4 (decode): the key groups' partial rows go to the (now idle) tile memory, row-major;
+    // then all 128 threads finish (row, column) pairs together (v15: key group 0 used to fold the
+    // three others alone, in fragment order, while the other warps waited).
+    constexpr int kRows = RG * 16;
+    float* red_o = reinterpret_cast<float*>(smem_raw);  // [KG][kRows][D]
+    float* red_ml = red_o + KG * kRows * D;             // [KG][kRows][2]: m, l
+    __syncthreads();  // the tiles are no longer read (the last two iterations had no closing barrier)
+    if (computes) {
+      const int lr0 = rg * 16 + gq, lr1 = lr0 + 8;
+      float* o0 = red_o + (kg * kRows + lr0) * D + cq * 2;
+      float* o1 = red_o + (kg * kRows + lr1) * D + cq * 2;
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        if (q0ok) *reinterpret_cast<float2*>(o0 + t * 8) = make_float2(o[t][0], o[t][1]);
+        if (q1ok) *reinterpret_cast<float2*>(o1 + t * 8) = make_float2(o[t][2], o[t][3]);
+      }
+      if (cq == 0 && q0ok) *reinterpret_cast<float2*>(red_ml + 2 * (kg * kRows + lr0)) = make_float2(m0, l0);
+      if (cq == 0 && q1ok) *reinterpret_cast<float2*>(red_ml + 2 * (kg * kRows + lr1)) = make_float2(m1, l1);
+    }
+    __syncthreads();
+    T* obase = static_cast<T*>(a.out) + c.b * a.os.b + c.h * a.os.h;
+    const int nrows = c.r1 - c.r0;
+    constexpr int kQuads = D / 4;  // 4 columns per thread and step: 16-byte shared loads
+    for (int e = tid; e < nrows * kQuads; e += kThreads) {
+      const int lr = e / kQuads, col = (e % kQuads) * 4;
+      if (col >= d) continue;  // d % 8 == 0: the 4 columns are all inside or all outside
+      float mx = -INFINITY;
+#pragma unroll
+      for (int g2 = 0; g2 < KG; ++g2) mx = fmaxf(mx, red_ml[2 * (g2 * kRows + lr)]);
+      const float mu = mx == -INFINITY ? 0.f : mx;
+      float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+      float lsum = 0.f;
+#pragma unroll
+      for (int g2 = 0; g2 < KG; ++g2) {
+        const float2 ml = *reinterpret_cast<const float2*>(red_ml + 2 * (g2 * kRows + lr));
+        const float w = ml.x == -INFINITY ? 0.f : fast_exp2(ml.x - mu);
+        const float4 ov = *reinterpret_cast<const float4*>(red_o + (g2 * kRows + lr) * D + col);
+        acc.x += w * ov.x, acc.y += w * ov.y, acc.z += w * ov.z, acc.w += w * ov.w;
+        lsum += w * ml.y;
+      }
+      const int row = c.r0 + lr;
+      if (a.splits == 1) {
+        const float inv = lsum > 0.f ? 1.f / lsum : 0.f;
+        T* orow = obase + static_cast<int64_t>(row) * a.os.t + col;
+        *reinterpret_cast<uint32_t*>(orow) = pack2<T>(acc.x * inv, acc.y * inv);
+        *reinterpret_cast<uint32_t*>(orow + 2) = pack2<T>(acc.z * inv, acc.w * inv);
+      } else {
+        const int64_t r = split_off + base + row;
+        *reinterpret_cast<float4*>(a.part_o + r * a.d + col) = acc;
+        if (col == 0) *reinterpret_cast<float2*>(a.part_ml + 2 * r) = make_float2(mx, lsum);
+      }
+    }
+    if (a.splits == 1) return;
+  }
+  {
     // The last CTA of this row tile to finish merges all splits' partials. The barrier orders
     // every thread's partial stores before thread 0's count; its acq_rel atomic releases them to
     // the other CTAs (cumulatively, through the barrier) and, in the last CTA, acquires theirs;
