@@ -35,7 +35,13 @@ constexpr int kMaxNpl = 8;     // nodes per lane: Kb <= 256
 constexpr int kMaxRows = 32;   // two m-tiles of sampled query rows
 constexpr int kCtaWarps = 4;   // warps per CTA when W < 4
 constexpr int kMaxW = 16;      // warps per search at most (decode)
-constexpr int kStages = 3;     // per-warp ring of 16-key tiles: kStages - 1 in flight while one is scored
+#ifndef HIPSTUDIO_MASK_STAGES  // compile-time knobs for kernels/cuda/device_variants.sh
+#define HIPSTUDIO_MASK_STAGES 3
+#endif
+#ifndef HIPSTUDIO_MASK_L1
+#define HIPSTUDIO_MASK_L1 0  // 0: gathers to L2 only (.cg, v15: 12 % faster); 1: through L1 (.ca)
+#endif
+constexpr int kStages = HIPSTUDIO_MASK_STAGES;  // per-warp ring of 16-key tiles: kStages - 1 in flight while one is scored
                                // (3 x 4 KB a warp keeps 3 CTAs of 4 warps per SM, as the registers do)
 
 struct WarpMaskArgs {
@@ -116,7 +122,11 @@ __device__ __forceinline__ int warp_excl_scan(int v, int lane, int* total) {
 // cp.async through L1 (.ca): the 4 searches of a CTA score the same keys in their first iteration.
 __device__ __forceinline__ void cp_async16_ca(void* smem, const void* gmem, bool valid) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+#if HIPSTUDIO_MASK_L1
   asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(valid ? 16 : 0));
+#else
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(valid ? 16 : 0));
+#endif
 }
 
 // MT m-tiles of 16 sampled query rows. MT = 2 (prefill, up to 32 rows) keeps 64 registers of Q
