@@ -2,17 +2,19 @@
 // reference): every query attends sink + its query block's selected key blocks + the dense tail,
 // keys beyond its visible end masked.
 //
-// Current version (v7, kernels/BENCHMARKS.md): tensor cores, bf16/f16, head dim padded to 64 or
-// 128; one CTA per (batch, head, query block, tile of <= 64 rows, split), one warp per 16 query
-// rows (CTAs of <= 16 rows, i.e. decode, get 4 warps, the extra ones only copying). The CTA walks
-// its key list (sink, then the selected blocks, then the dense tail) in tiles of 64 keys: K and V
-// rows gathered by 16-byte cp.async into two shared-memory stages (the next tile in flight while
-// this one is computed), S = Q K^T with mma.m16n8k16 from Q fragments held in registers, online
-// softmax in float32 (exp2 with the scale folded in), O += P V with P re-packed from the S
-// accumulators and V's fragments read transposed by ldmatrix. Grid order: split, head within its
-// KV group, row tile, query block (longest lists first), group. Decode (few rows, long KV) splits
-// the key list over CTAs (`num_splits`, chosen to fill the GPU); the last CTA of a row tile to
-// finish merges the partial (max, sum, O) rows (v14: the merge was a second, dependent kernel).
+// Current version (v15, kernels/BENCHMARKS.md): tensor cores, bf16/f16, head dim padded to 64 or
+// 128; one CTA of 4 warps per (batch, head, query block, tile of <= 64 rows, split), 3 CTAs per SM.
+// Warps are (row group of 16 rows, key group) pairs: CTAs of > 32 rows give each warp its rows
+// and every key, smaller ones (b_q 32, decode) split each tile's keys over 2 or 4 key groups whose
+// partial rows are combined at the end. The CTA walks its key list (sink, then the selected blocks,
+// then the dense tail) in tiles of 64 keys: the key ids and K/V row offsets two tiles ahead, K and V
+// rows gathered by 16-byte cp.async into two shared-memory stages one tile ahead, S = Q K^T with
+// mma.m16n8k16 from Q fragments held in registers and K fragments by ldmatrix, the per-key mask
+// only on tiles that need it, online softmax in float32 in log2 units with a lazily moved running
+// max, O += P V with P re-packed from the S accumulators and V's fragments read transposed by
+// ldmatrix. Grid order: split, head within its KV group, row tile, query block (longest lists
+// first), group. Decode (few rows, long KV) splits the key list over CTAs (`num_splits`, chosen to
+// fill the GPU); the last CTA of a row tile to finish merges the partial (max, sum, O) rows.
 // The float32 path (and any shape the tensor-core path does not take) is a SIMT kernel: one warp
 // per query row, float32 dot products and online softmax.
 #include <algorithm>
