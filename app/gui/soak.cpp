@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <thread>
 
@@ -305,6 +306,26 @@ std::vector<SelfTestStep> Soak::setup_steps() {
 std::vector<SelfTestStep> Soak::loop_steps() {
   auto st = st_;
   std::vector<SelfTestStep> steps;
+  // Export and save run as a file task: the first pass starts it (start: "" or why it was
+  // refused), a pass after it has settled checks what it wrote (verify: "" or what is wrong).
+  auto file_task_step = [st](std::string name, std::function<void(AppState&)> clear_result,
+                             std::function<std::string(AppState&)> start,
+                             std::function<std::string(AppState&)> verify, double timeout_s) -> SelfTestStep {
+    return {std::move(name),
+            [st, clear_result](AppState& s) {
+              st->phase = 0;
+              clear_result(s);
+            },
+            [st](const AppState& s, const Snapshot&) { return !s.file_task && st->settled() != nullptr; },
+            [st, start, verify](AppState& s, const Snapshot&) -> std::string {
+              if (st->phase == 1) return verify(s);
+              const std::string refused = start(s);
+              if (!refused.empty()) return refused;
+              st->phase = 1;
+              return kMore;
+            },
+            timeout_s, 2};
+  };
   // 1. Reload the same model from disk: every stage re-runs and must give the same numbers.
   steps.push_back({"soak: reload the model",
                    [st](AppState& s) {
@@ -462,53 +483,42 @@ std::vector<SelfTestStep> Soak::loop_steps() {
                    },
                    180, 2});
   // 7. Export the view into the temporary folder.
-  steps.push_back({"soak: export the view",
-                   [st](AppState& s) {
-                     st->phase = 0;
-                     s.last_exported.clear();
-                   },
-                   [st](const AppState& s, const Snapshot&) { return !s.file_task && st->settled() != nullptr; },
-                   [st](AppState& s, const Snapshot&) -> std::string {
-                     if (st->phase == 0) {
-                       ExportOptions o;
-                       o.dir = st->dir + "/export";
-                       o.px = 256;
-                       if (!start_export_view(s, *st->settled(), o)) return "export refused: " + s.status_message;
-                       st->phase = 1;
-                       return kMore;
-                     }
-                     if (s.last_exported.empty()) return "the export failed: " + s.status_message;
-                     for (const std::string& p : s.last_exported) {
-                       const std::string bytes = read_file_bytes(p);
-                       const std::string ext = std::filesystem::path(p).extension().string();
-                       if (!(ext == ".png" && is_png_bytes(bytes)) && !(ext == ".svg" && is_svg_text(bytes)) &&
-                           !(ext == ".csv" && bytes.rfind("layer,head", 0) == 0))
-                         return "not a valid export: " + p;
-                     }
-                     return "";
-                   },
-                   120, 2});
+  steps.push_back(file_task_step(
+      "soak: export the view", [](AppState& s) { s.last_exported.clear(); },
+      [st](AppState& s) -> std::string {
+        ExportOptions o;
+        o.dir = st->dir + "/export";
+        o.px = 256;
+        return start_export_view(s, *st->settled(), o) ? "" : "export refused: " + s.status_message;
+      },
+      [](AppState& s) -> std::string {
+        if (s.last_exported.empty()) return "the export failed: " + s.status_message;
+        for (const std::string& p : s.last_exported) {
+          const std::string bytes = read_file_bytes(p);
+          const std::string ext = std::filesystem::path(p).extension().string();
+          if (!(ext == ".png" && is_png_bytes(bytes)) && !(ext == ".svg" && is_svg_text(bytes)) &&
+              !(ext == ".csv" && bytes.rfind("layer,head", 0) == 0))
+            return "not a valid export: " + p;
+        }
+        return "";
+      },
+      120));
   // 8. Save the live run as a capture, 9. reopen it (views equal the live ones), 10. close it.
-  steps.push_back({"soak: save a capture",
-                   [st](AppState& s) {
-                     st->phase = 0;
-                     s.last_saved.clear();
-                   },
-                   [st](const AppState& s, const Snapshot&) { return !s.file_task && st->settled() != nullptr; },
-                   [st](AppState& s, const Snapshot&) -> std::string {
-                     const std::string path = st->dir + "/run.hipcap";
-                     if (st->phase == 0) {
-                       auto n = st->settled();
-                       st->live_analysis = n->analysis;
-                       st->live_masks = n->masks;
-                       std::filesystem::create_directories(st->dir);
-                       if (!start_save_capture(s, *n, open_capture_views(st->panels, s), path)) return "save refused: " + s.status_message;
-                       st->phase = 1;
-                       return kMore;
-                     }
-                     return s.last_saved == path ? "" : "the save failed: " + s.status_message;
-                   },
-                   240, 2});
+  steps.push_back(file_task_step(
+      "soak: save a capture", [](AppState& s) { s.last_saved.clear(); },
+      [st](AppState& s) -> std::string {
+        auto n = st->settled();
+        st->live_analysis = n->analysis;
+        st->live_masks = n->masks;
+        std::filesystem::create_directories(st->dir);
+        return start_save_capture(s, *n, open_capture_views(st->panels, s), st->dir + "/run.hipcap")
+                   ? ""
+                   : "save refused: " + s.status_message;
+      },
+      [st](AppState& s) -> std::string {
+        return s.last_saved == st->dir + "/run.hipcap" ? "" : "the save failed: " + s.status_message;
+      },
+      240));
   steps.push_back({"soak: reopen the capture",
                    [st](AppState& s) {
                      if (!open_capture_file(s, st->dir + "/run.hipcap")) std::printf("soak:   %s\n", s.status_message.c_str());
