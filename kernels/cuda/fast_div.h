@@ -8,11 +8,7 @@
 #include <cstdint>
 #include <stdexcept>
 
-#ifdef __CUDACC__
-#define HIPSTUDIO_HOST_DEVICE __host__ __device__ __forceinline__
-#else
-#define HIPSTUDIO_HOST_DEVICE inline
-#endif
+#include "kernels/cuda/host_device.h"
 
 namespace hipstudio::gpu {
 

@@ -25,6 +25,7 @@
 #include <cmath>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/search_order.h"
 #include "kernels/cuda/mask_warp.h"
 
 namespace hipstudio::gpu {
@@ -301,18 +302,9 @@ __global__ void __launch_bounds__(kThreads, 3) hip_mask_kernel(const MaskArgs a)
   int parity = 0;
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  // Grid order, fastest first: head within its KV group, query block (longest searches first),
-  // KV group, batch. The CTAs resident at one time then gather from one group's K (8 MB at 32k,
-  // 32 MB at 128k for Llama-3.1-8B), which stays in L2, instead of from all of K.
-  const int64_t group = a.hq / a.hkv;
-  int64_t idx = blockIdx.x;
-  const int64_t hg = idx % group;
-  idx /= group;
-  const int64_t qb = a.qbs - 1 - idx % a.qbs;
-  idx /= a.qbs;
-  const int64_t h = (idx % a.hkv) * group + hg;
-  const int64_t b = idx / a.hkv;
-  const int64_t item = (b * a.hq + h) * a.qbs + qb;
+  // Grid order (kernels/cuda/search_order.h): a KV group's heads fastest, longest searches first.
+  const SearchCoords sc = search_coords(blockIdx.x, a.hq, a.hkv, a.qbs);
+  const int64_t b = sc.b, h = sc.h, qb = sc.qb, item = sc.item;
   const int kb = static_cast<int>(a.kb);
   int32_t* out = a.blocks + item * a.kb;
   const DevRange sr = dev_search_range(a.hip, a.positions, a.tq, a.tk, qb);

@@ -27,6 +27,7 @@
 #include <cmath>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/search_order.h"
 #include "kernels/cuda/mask_warp.h"
 
 namespace hipstudio::gpu {
@@ -148,17 +149,9 @@ __global__ void __launch_bounds__(MT == 2 ? kCtaWarps * 32 : kMaxW * 32, MT == 2
   const SearchSmem sm = search_smem(smem + local * a.smem_per_search, a.kb);
   uint4* ring = reinterpret_cast<uint4*>(smem + a.searches_per_cta * a.smem_per_search) + warp * kStages * STAGE;
 
-  // Item order as in mask_kernel.cu: head within its KV group fastest, then query block (longest
-  // searches first), KV group, batch.
-  const int64_t group = a.hq / a.hkv;
-  int64_t idx = s;
-  const int64_t hg = idx % group;
-  idx /= group;
-  const int64_t qb = a.qbs - 1 - idx % a.qbs;
-  idx /= a.qbs;
-  const int64_t h = (idx % a.hkv) * group + hg;
-  const int64_t b = idx / a.hkv;
-  const int64_t item = (b * a.hq + h) * a.qbs + qb;
+  // Grid order (kernels/cuda/search_order.h): a KV group's heads fastest, longest searches first.
+  const SearchCoords sc = search_coords(s, a.hq, a.hkv, a.qbs);
+  const int64_t b = sc.b, h = sc.h, qb = sc.qb, item = sc.item;
   const int kb = a.kb, npl = a.npl;
   int32_t* out = a.blocks + item * kb;
   const DevRange sr = dev_search_range(a.hip, a.positions, a.tq, a.tk, qb);
@@ -176,7 +169,7 @@ __global__ void __launch_bounds__(MT == 2 ? kCtaWarps * 32 : kMaxW * 32, MT == 2
     return;
   }
 
-  const int64_t g = h / group;
+  const int64_t g = h / (a.hq / a.hkv);
   const int R = static_cast<int>((sr.row_end - sr.row_begin + a.hip.b_sq - 1) / a.hip.b_sq);
   const T* qbase = static_cast<const T*>(a.q) + b * a.qs.b + h * a.qs.h;
   const T* kbase = static_cast<const T*>(a.k) + b * a.ks.b + g * a.ks.h;
