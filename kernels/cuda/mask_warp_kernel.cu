@@ -121,13 +121,13 @@ __device__ __forceinline__ int warp_excl_scan(int v, int lane, int* total) {
   return x - v;
 }
 
-// The gather's 16-byte copy: L2 only (.cg) unless HIPSTUDIO_MASK_L1 asks for L1 (.ca).
+// The gather's 16-byte copy: common.cuh's L2-only cp_async16 unless HIPSTUDIO_MASK_L1 asks for L1 (.ca).
 __device__ __forceinline__ void cp_async16_gather(void* smem, const void* gmem, bool valid) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
 #if HIPSTUDIO_MASK_L1
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(valid ? 16 : 0));
 #else
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(valid ? 16 : 0));
+  cp_async16(smem, gmem, valid);
 #endif
 }
 
