@@ -47,17 +47,10 @@ std::string mib_text(uint64_t bytes) {
   return text;
 }
 
+// Every parameter in the run's dtype except the RMSNorm weights, which stay float32.
 uint64_t weight_bytes(const ModelConfig& c, c10::ScalarType dtype) {
-  const uint64_t e = c10::elementSize(dtype);
-  const uint64_t qkv = u(c.q_dim() + 2 * c.kv_dim());
-  uint64_t matrices = u(c.vocab_size) * u(c.dim) * (c.tie_word_embeddings ? 1 : 2);  // embedding (+ classifier)
-  matrices += u(c.n_layers) * (qkv * u(c.dim)                   // wqkv
-                               + u(c.dim) * u(c.q_dim())         // wo
-                               + 2 * u(c.hidden_dim) * u(c.dim)  // w13
-                               + u(c.dim) * u(c.hidden_dim)      // w2
-                               + (c.attention_bias ? qkv : 0));  // bqkv
-  const uint64_t norms = (2 * u(c.n_layers) + 1) * u(c.dim);     // float32
-  return matrices * e + norms * 4;
+  const uint64_t norms = (2 * u(c.n_layers) + 1) * u(c.dim);
+  return (u(model_parameter_count(c)) - norms) * c10::elementSize(dtype) + norms * 4;
 }
 
 MemoryEstimate estimate_run_memory(const ModelConfig& c, const RunDevice& run, const RunMemoryShape& s) {
