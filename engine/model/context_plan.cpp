@@ -7,11 +7,6 @@
 
 namespace hipstudio {
 
-uint64_t available_memory_bytes(const RunDevice& run) {
-  const FreeMemory f = free_memory(run);
-  return run.device.is_cuda() ? f.device : f.host;
-}
-
 ContextPlan plan_run(const ModelConfig& c, const RunDevice& run, RunMemoryShape shape, int64_t context_limit,
                      FreeMemory free) {
   const int64_t prompt_tokens = shape.prompt_tokens, new_tokens = shape.new_tokens;

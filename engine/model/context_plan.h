@@ -32,8 +32,4 @@ ContextPlan plan_context(const ModelConfig& config, const RunDevice& run, int64_
 ContextPlan plan_run(const ModelConfig& config, const RunDevice& run, RunMemoryShape shape, int64_t context_limit,
                      FreeMemory free = {});
 
-// Free memory on the run device in bytes (CPU: MemAvailable; CUDA: free device memory plus
-// LibTorch's cached blocks), 0 if unknown.
-uint64_t available_memory_bytes(const RunDevice& run);
-
 }  // namespace hipstudio
