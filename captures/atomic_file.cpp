@@ -34,6 +34,13 @@ std::string folder_of(const std::string& path) {
   return parent.empty() ? std::string(".") : parent.string();
 }
 
+// The refusal when no file can be created in `folder`; errno holds the reason.
+[[noreturn]] void throw_cannot_create_in(const std::string& what, const std::string& folder) {
+  const std::string reason = std::strerror(errno);
+  throw InputError(what + ": cannot create a file in the folder " + folder + " (" + reason +
+                   "); choose a writable folder or fix its permissions");
+}
+
 }  // namespace
 
 void check_folder_writable(const std::string& path, const std::string& option) {
@@ -44,11 +51,7 @@ void check_folder_writable(const std::string& path, const std::string& option) {
   // Create and remove a probe file: the only test that also holds for root, read-only mounts and /proc.
   std::string probe = (std::filesystem::path(folder) / ".hipstudio-probe-XXXXXX").string();
   const int fd = ::mkstemp(probe.data());
-  if (fd < 0) {
-    const std::string reason = std::strerror(errno);
-    throw InputError(option + " " + path + ": cannot write in the folder " + folder + " (" + reason +
-                     "); choose a writable folder or fix its permissions");
-  }
+  if (fd < 0) throw_cannot_create_in(option + " " + path, folder);
   ::close(fd);
   ::unlink(probe.c_str());
 }
@@ -65,11 +68,7 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
                      folder_of(path) + " or choose another location");
   };
   const int fd = ::mkstemp(tmp.data());
-  if (fd < 0) {
-    const std::string reason = std::strerror(errno);
-    throw InputError(path + ": cannot create a file in the folder " + folder_of(path) + " (" + reason +
-                     "); choose a writable folder or fix its permissions");
-  }
+  if (fd < 0) throw_cannot_create_in(path, folder_of(path));
   size_t written = 0;
   while (written < bytes.size()) {
     const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);

@@ -158,8 +158,7 @@ bool start_save_capture(AppState& s, const Snapshot& snap, const std::vector<std
     TaskOutcome out;
     out.save = true;
     try {
-      const fs::path parent = fs::absolute(path).parent_path();
-      if (!fs::is_directory(parent)) throw InputError("the folder " + parent.string() + " does not exist");
+      captures::check_folder_writable(fs::absolute(path).string(), "save");  // before the long build
       const captures::Capture c = captures::build_capture(*a->analysis, info, request, &oc);
       progress.set("saving capture " + path + ": writing...");
       captures::write_capture(path, c);
