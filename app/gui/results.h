@@ -123,6 +123,8 @@ struct Snapshot {
   double fraction = 0;      // progress of the running stage
   std::string what;         // what it is doing
   bool idle() const { return !busy; }
+  // The stage's result is the current request's and it did not fail.
+  bool fresh(int stage) const { return !stale[stage] && error[stage].empty(); }
 };
 
 }  // namespace hipstudio::gui

@@ -28,8 +28,6 @@ namespace {
 
 const char* const kMore = kSelfTestMore;  // check wants another frame
 
-bool fresh(const Snapshot& s, int stage) { return !s.stale[stage] && s.error[stage].empty(); }
-
 std::string fail(const char* format, long long a = 0, long long b = 0) {
   char buf[256];
   std::snprintf(buf, sizeof buf, format, a, b);
@@ -118,7 +116,7 @@ void SelfTest::build_steps() {
   steps_.push_back({"open the default model and prompt", [](AppState&) {},
                     [](const AppState&, const Snapshot& s) {
                       if (!s.error[kStageModel].empty() || !s.error[kStageAnalysis].empty()) return true;  // fail fast
-                      return s.analysis && s.masks && fresh(s, kStageAnalysis) && fresh(s, kStageMasks) && !s.busy;
+                      return s.analysis && s.masks && s.fresh(kStageAnalysis) && s.fresh(kStageMasks) && !s.busy;
                     },
                     [](AppState&, const Snapshot& s) -> std::string {
                       if (!s.error[kStageModel].empty()) return "the model did not load: " + s.error[kStageModel];
@@ -176,7 +174,7 @@ void SelfTest::build_steps() {
                     [](AppState& s) { s.knobs.k = 16; },
                     [](const AppState&, const Snapshot& s) {
                       return s.analysis && s.analysis->analysis->options.hip.hip.k == 16 && s.masks &&
-                             s.masks->params.k == 16 && fresh(s, kStageMasks) && !s.busy;
+                             s.masks->params.k == 16 && s.fresh(kStageMasks) && !s.busy;
                     },
                     [](AppState& s, const Snapshot& snap) -> std::string {
                       if (!s.invalid.empty()) return "valid knobs reported invalid: " + s.invalid;
@@ -205,7 +203,7 @@ void SelfTest::build_steps() {
                       *last_alive = -1;
                     },
                     [](const AppState& s, const Snapshot& snap) {
-                      return snap.trace && fresh(snap, kStageTrace) && snap.trace->query_block == s.query_block &&
+                      return snap.trace && snap.fresh(kStageTrace) && snap.trace->query_block == s.query_block &&
                              s.query_block > 0 && !snap.busy;
                     },
                     [this, last_alive](AppState& s, const Snapshot& snap) -> std::string {
@@ -268,7 +266,7 @@ void SelfTest::build_steps() {
                       s.focus_panel = "kvcache";
                     },
                     [](const AppState&, const Snapshot& s) {
-                      return s.analysis && s.analysis->analysis->decode.size() == 6 && s.offload && fresh(s, kStageOffload) &&
+                      return s.analysis && s.analysis->analysis->decode.size() == 6 && s.offload && s.fresh(kStageOffload) &&
                              !s.busy;
                     },
                     [](AppState&, const Snapshot& s) -> std::string {
@@ -312,7 +310,7 @@ void SelfTest::build_steps() {
                       s.delta = 8;
                       s.focus_panel = "locality";
                     },
-                    [](const AppState&, const Snapshot& s) { return s.locality && fresh(s, kStageLocality) && !s.busy; },
+                    [](const AppState&, const Snapshot& s) { return s.locality && s.fresh(kStageLocality) && !s.busy; },
                     [](AppState&, const Snapshot& s) -> std::string {
                       const LocalityView& v = *s.locality;
                       const hip::AttentionInputs in = s.analysis->inputs(v.layer);
@@ -335,7 +333,7 @@ void SelfTest::build_steps() {
                     },
                     [](const AppState& s, const Snapshot& snap) {
                       return snap.generate && snap.generate->id == s.generate_id && !snap.generate->running &&
-                             fresh(snap, kStageGenerate);
+                             snap.fresh(kStageGenerate);
                     },
                     [this](AppState&, const Snapshot& s) -> std::string {
                       const GenerateView& g = *s.generate;
@@ -408,8 +406,8 @@ void SelfTest::build_capture_steps() {
   steps_.push_back({"write a capture of the current run and open it",
                     [](AppState& s) { s.focus_panel = "compare"; },
                     [](const AppState& s, const Snapshot& snap) {
-                      return !s.capture && snap.analysis && snap.masks && snap.dense && fresh(snap, kStageAnalysis) &&
-                             fresh(snap, kStageMasks) && fresh(snap, kStageDense) && !snap.busy;
+                      return !s.capture && snap.analysis && snap.masks && snap.dense && snap.fresh(kStageAnalysis) &&
+                             snap.fresh(kStageMasks) && snap.fresh(kStageDense) && !snap.busy;
                     },
                     [live](AppState& s, const Snapshot& snap) -> std::string {
                       live->analysis = snap.analysis;
@@ -435,7 +433,7 @@ void SelfTest::build_capture_steps() {
                     [](AppState& s) { s.focus_panel = "mask"; },
                     [](const AppState& s, const Snapshot& snap) {
                       return s.capture && snap.analysis == s.capture->analysis && snap.masks && snap.masks->source == snap.analysis &&
-                             snap.dense && fresh(snap, kStageMasks) && fresh(snap, kStageDense) && !snap.busy;
+                             snap.dense && snap.fresh(kStageMasks) && snap.fresh(kStageDense) && !snap.busy;
                     },
                     [this, live](AppState& s, const Snapshot& snap) -> std::string {
                       const LayerMasks& a = *live->masks;
@@ -493,7 +491,7 @@ void SelfTest::build_capture_steps() {
                     [](AppState& s) { close_capture(s); },
                     [live](const AppState&, const Snapshot& snap) {
                       return snap.analysis && snap.analysis != live->analysis && snap.masks && snap.masks->source == snap.analysis &&
-                             fresh(snap, kStageAnalysis) && fresh(snap, kStageMasks) && !snap.busy;
+                             snap.fresh(kStageAnalysis) && snap.fresh(kStageMasks) && !snap.busy;
                     },
                     [live](AppState& s, const Snapshot& snap) -> std::string {
                       std::filesystem::remove(live->path);
@@ -520,7 +518,7 @@ void SelfTest::build_save_export_steps() {
   saved->path = stem + "/run.hipcap";
   saved->dir = stem + "/export";
   auto idle = [](const AppState& s, const Snapshot& snap) {
-    return !s.file_task && !s.capture && snap.analysis && fresh(snap, kStageAnalysis) && !snap.busy;
+    return !s.file_task && !s.capture && snap.analysis && snap.fresh(kStageAnalysis) && !snap.busy;
   };
   steps_.push_back({"File > Save capture... opens the path modal; Escape closes it",
                     [](AppState& s) { s.show_save_capture = true; },
@@ -655,7 +653,7 @@ void SelfTest::build_save_export_steps() {
   steps_.push_back({"the live views still update after the failed save",
                     [](AppState& s) { s.layer = s.layer == 1 ? 2 : 1; },
                     [](const AppState& s, const Snapshot& snap) {
-                      return snap.masks && snap.masks->layer == s.layer && fresh(snap, kStageMasks) && !snap.busy;
+                      return snap.masks && snap.masks->layer == s.layer && snap.fresh(kStageMasks) && !snap.busy;
                     },
                     [stem](AppState& s, const Snapshot&) -> std::string {
                       std::filesystem::remove_all(stem);
@@ -687,7 +685,7 @@ void SelfTest::build_frame_steps() {
                       s.focus_panel = "mask";
                     },
                     [tokens](const AppState&, const Snapshot& s) {
-                      return s.masks && s.masks->source->tokens() == tokens && fresh(s, kStageMasks) && !s.busy;
+                      return s.masks && s.masks->source->tokens() == tokens && s.fresh(kStageMasks) && !s.busy;
                     },
                     [this](AppState& s, const Snapshot&) -> std::string {
                       s.focus_panel = "stepper";

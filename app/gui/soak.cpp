@@ -62,12 +62,10 @@ using Clock = std::chrono::steady_clock;
 const char* const kMore = kSelfTestMore;
 constexpr double kCancelBoundS = 5.0;  // a cancel must leave the worker idle within this
 
-bool fresh(const Snapshot& s, int stage) { return !s.stale[stage] && s.error[stage].empty(); }
-
 // Every stage but generation (which runs only when asked) is up to date for the request.
 bool views_fresh(const Snapshot& s) {
   for (int st = 0; st < kStageCount; ++st)
-    if (st != kStageGenerate && !fresh(s, st)) return false;
+    if (st != kStageGenerate && !s.fresh(st)) return false;
   return s.analysis && s.masks && s.trace && s.dense && s.locality && s.offload;
 }
 
@@ -283,7 +281,8 @@ std::vector<SelfTestStep> Soak::setup_steps() {
                    },
                    [st](const AppState& s, const Snapshot&) {
                      auto n = st->settled();
-                     return n && n->generate && n->generate->id == s.generate_id && (fresh(*n, kStageGenerate) || !n->error[kStageGenerate].empty());
+                     return n && n->generate && n->generate->id == s.generate_id &&
+                            (n->fresh(kStageGenerate) || !n->error[kStageGenerate].empty());
                    },
                    [st](AppState& app, const Snapshot&) -> std::string {
                      auto s = st->settled();
@@ -470,7 +469,7 @@ std::vector<SelfTestStep> Soak::loop_steps() {
                    [st](AppState& s) { s.generate_id = ++st->generate_id; },
                    [st](const AppState& s, const Snapshot&) {
                      auto n = st->settled();
-                     return n && n->generate && n->generate->id == s.generate_id && fresh(*n, kStageGenerate);
+                     return n && n->generate && n->generate->id == s.generate_id && n->fresh(kStageGenerate);
                    },
                    [st](AppState& s, const Snapshot&) -> std::string {
                      auto n = st->settled();
@@ -526,7 +525,7 @@ std::vector<SelfTestStep> Soak::loop_steps() {
                    [st](const AppState& s, const Snapshot&) {
                      auto n = st->settled();
                      return !s.capture || (n && n->analysis == s.capture->analysis && n->masks && n->masks->source == n->analysis &&
-                                           fresh(*n, kStageMasks));
+                                           n->fresh(kStageMasks));
                    },
                    [st](AppState& s, const Snapshot&) -> std::string {
                      if (!s.capture) return "the saved capture did not open: " + s.status_message;

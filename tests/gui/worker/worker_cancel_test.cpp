@@ -170,7 +170,7 @@ TEST(WorkerCancel, CancelsAtRandomMomentsLeaveNoThreadAndAConsistentSnapshot) {
       ASSERT_GE(wait_idle(w, 30), 0) << "cancel " << i << ": the next run did not finish";
       const auto done = w.snapshot();
       for (int st = 0; st < kStageCount; ++st)
-        ASSERT_TRUE(!done->stale[st] && done->error[st].empty())
+        ASSERT_TRUE(done->fresh(st))
             << "cancel " << i << ": after the next run, " << stage_name(st) << " is stale or failed: " << done->error[st];
       ASSERT_EQ(inconsistency(*done, n, refs), "") << "cancel " << i << ": the next run";
       ASSERT_TRUE(done->masks->hip.blocks == refs[next].blocks && done->masks->hip.counts == refs[next].counts)
