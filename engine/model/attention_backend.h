@@ -33,6 +33,11 @@ class DenseAttention final : public AttentionBackend {
  public:
   std::string name() const override { return "dense"; }
   at::Tensor attend(const AttentionCall& call) override;
+  // How attend computes on `device`: LibTorch's fused kernel (CUDA with LibTorch 2; no score
+  // matrix), or explicit scores in score_type (float64 for float32 on the CPU, else float32). The
+  // memory estimate asks these instead of repeating the rule.
+  static bool fused_on(const c10::Device& device);
+  static at::ScalarType score_type(const c10::Device& device, at::ScalarType dtype);
 };
 
 }  // namespace hipstudio

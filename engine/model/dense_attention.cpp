@@ -37,16 +37,29 @@ at::Tensor fused_attention(const AttentionCall& call) {
 
 }  // namespace
 
+bool DenseAttention::fused_on(const c10::Device& device) {
+#if TORCH_VERSION_MAJOR >= 2
+  return device.is_cuda();
+#else
+  (void)device;
+  return false;
+#endif
+}
+
+at::ScalarType DenseAttention::score_type(const c10::Device& device, at::ScalarType dtype) {
+  return device.is_cpu() && dtype == at::kFloat ? at::kDouble : at::kFloat;
+}
+
 at::Tensor DenseAttention::attend(const AttentionCall& call) {
 #if TORCH_VERSION_MAJOR >= 2
-  if (call.q.is_cuda()) return fused_attention(call);
+  if (fused_on(call.q.device())) return fused_attention(call);
 #endif
   const int64_t heads = call.q.size(0), T = call.q.size(1), dim = call.q.size(2);
   const int64_t kv_heads = call.k.size(0), keys = call.k.size(1), group = heads / kv_heads;
   // The query heads of one KV group share its keys: fold them into the row dimension.
   // float32 on the CPU is accumulated in float64: attention is a small share of the work there and
   // this keeps dense and the float64 HiP reference comparable to 1e-5 on the logits.
-  const at::ScalarType work = call.q.is_cpu() && call.q.scalar_type() == at::kFloat ? at::kDouble : at::kFloat;
+  const at::ScalarType work = score_type(call.q.device(), call.q.scalar_type());
   at::Tensor q = call.q.reshape({kv_heads, group * T, dim}).to(work);
   at::Tensor scores = at::matmul(q, call.k.to(work).transpose(1, 2));  // [kv_heads, group*T, keys]
   scores.mul_(1.0 / std::sqrt(static_cast<double>(dim)));

@@ -6,9 +6,9 @@
 #include <fstream>
 
 #include <c10/core/ScalarType.h>
-#include <torch/version.h>
 
 #include "engine/formats/errors.h"
+#include "engine/model/attention_backend.h"
 #include "engine/model/device_memory.h"
 
 namespace hipstudio {
@@ -79,16 +79,10 @@ MemoryEstimate estimate_run_memory(const ModelConfig& c, const RunDevice& run, c
       chunk * (e * (3 * dim + (qd + 2 * kvd) + 2 * qd + 2 * kvd + 2 * qd + 2 * hidden + 2 * hidden) + 4 * 3 * dim),
       MemoryPlace::Device);
   // Dense attention scores over every key for one chunk: two at a time (scores and their masked
-  // copy, then those and the softmax). The CPU path accumulates float32 in float64; CUDA with LibTorch 2 runs fused attention and only builds a
-  // boolean causal mask for a later chunk.
-  uint64_t scores = 0;
-#if TORCH_VERSION_MAJOR >= 2
-  const bool fused = cuda;
-#else
-  const bool fused = false;
-#endif
-  if (fused) scores = chunk * total;
-  else scores = 2 * H * chunk * total * (!cuda && run.dtype == c10::kFloat ? 8 : 4);
+  // copy, then those and the softmax) in the type DenseAttention computes them in; its fused path
+  // only builds a boolean causal mask for a later chunk.
+  const uint64_t score_bytes = c10::elementSize(DenseAttention::score_type(run.device, run.dtype));
+  const uint64_t scores = DenseAttention::fused_on(run.device) ? chunk * total : 2 * H * chunk * total * score_bytes;
   add(memory_line::kScores, scores, MemoryPlace::Device);
   // Logits: the classifier's output for the chunk's last row (or every row), float32 on the host.
   const uint64_t logit_rows = s.all_logits ? u(s.prompt_tokens) : 1;
