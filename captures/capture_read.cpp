@@ -11,6 +11,7 @@
 
 #include "captures/capture.h"
 #include "captures/capture_layout.h"
+#include "captures/content_hash.h"
 #include "captures/npy.h"
 #include "captures/sha256.h"
 #include "captures/zip_store.h"
@@ -103,9 +104,7 @@ class Arrays {
       }
       if (dtype != npy_type_name(a.dtype)) fail(name, std::string("holds ") + npy_type_name(a.dtype) + " but the manifest says " + dtype);
       if (listed_shape != a.shape) fail(name, "has shape " + shape_text(a.shape) + " but the manifest says " + shape_text(listed_shape));
-      content.update(name);
-      content.update(std::string_view("\0", 1));
-      content.update(it->second);
+      hash_capture_array(content, name, it->second);
       arrays_.emplace(name, std::move(a));
     }
     for (const auto& [file, bytes] : entries)

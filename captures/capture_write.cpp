@@ -6,6 +6,7 @@
 #include "captures/atomic_file.h"
 #include "captures/capture.h"
 #include "captures/capture_layout.h"
+#include "captures/content_hash.h"
 #include "captures/npy.h"
 #include "captures/sha256.h"
 #include "captures/zip_store.h"
@@ -213,11 +214,7 @@ std::string encode_capture(const Capture& c) {
   // Content hash: every array's name and bytes in name order (std::map), so a reader can check the
   // arrays it got are the ones the manifest describes, and two captures compare by one string.
   Sha256 content;
-  for (const auto& [name, bytes] : s.arrays()) {
-    content.update(name);
-    content.update(std::string_view("\0", 1));
-    content.update(bytes);
-  }
+  for (const auto& [name, bytes] : s.arrays()) hash_capture_array(content, name, bytes);
 
   json m;
   m["format"] = kCaptureFormat;

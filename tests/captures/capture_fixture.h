@@ -4,10 +4,14 @@
 // built from it with every view.
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "captures/capture.h"
+#include "captures/zip_store.h"
 #include "tests/formats/temp_dir.h"
 
 namespace hipstudio::testing {
@@ -102,6 +106,18 @@ inline captures::Capture synthetic_capture(int64_t tokens = 40) {
   request.traces = {{1, 0, (tokens + 3) / 4 - 1}, {0, 1, 3}};
   request.threads = 1;
   return captures::build_capture(std::move(a), info, request, &oc);
+}
+
+// The archive with manifest.json replaced by edit(manifest) (CRCs recomputed: the damage is semantic).
+inline std::string with_manifest(const std::string& bytes, const std::function<void(nlohmann::json&)>& edit) {
+  auto entries = captures::zip_decode(bytes, "x");
+  for (captures::ZipEntry& e : entries)
+    if (e.name == "manifest.json") {
+      nlohmann::json m = nlohmann::json::parse(e.data);
+      edit(m);
+      e.data = m.dump(1);
+    }
+  return captures::zip_encode(entries);
 }
 
 }  // namespace hipstudio::testing

@@ -18,6 +18,7 @@
 namespace hipstudio::captures {
 namespace {
 using hipstudio::testing::TempDir;
+using hipstudio::testing::with_manifest;
 using nlohmann::json;
 
 const Capture& fixture() {
@@ -33,18 +34,6 @@ void expect_rejected(const std::string& bytes, const std::vector<std::string>& p
   } catch (const InputError& e) {
     for (const std::string& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
   }
-}
-
-// The archive with manifest.json replaced by edit(manifest) (CRCs recomputed: the damage is semantic).
-std::string with_manifest(const std::string& bytes, const std::function<void(json&)>& edit) {
-  auto entries = zip_decode(bytes, "x");
-  for (ZipEntry& e : entries)
-    if (e.name == "manifest.json") {
-      json m = json::parse(e.data);
-      edit(m);
-      e.data = m.dump(1);
-    }
-  return zip_encode(entries);
 }
 
 TEST(CaptureFile, RoundTripKeepsEveryArrayAndParameter) {

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "captures/npy.h"
-#include "captures/sha256.h"
+#include "captures/content_hash.h"
 #include "captures/zip_store.h"
 #include "engine/formats/errors.h"
 #include "tests/captures/capture_fixture.h"
@@ -32,20 +32,7 @@ std::string with_array(const std::string& bytes, const std::string& array, const
       const auto encoded = encode_npy(a.dtype, a.shape, a.bytes.data());
       e.data.assign(encoded.begin(), encoded.end());
     }
-  for (ZipEntry& m : entries) {
-    if (m.name != "manifest.json") continue;
-    json manifest = json::parse(m.data);
-    Sha256 content;
-    for (const auto& item : manifest["arrays"].items())
-      for (const ZipEntry& e : entries)
-        if (e.name == item.key()) {
-          content.update(item.key().substr(0, item.key().size() - 4));
-          content.update(std::string_view("\0", 1));
-          content.update(e.data);
-        }
-    manifest["content_sha256"] = content.finish_hex();
-    m.data = manifest.dump(1);
-  }
+  rehash_capture_manifest(entries);
   return zip_encode(entries);
 }
 
@@ -83,15 +70,10 @@ TEST(FuzzRegression, LocalityStatsThatAreNotCountsAreRejected) {
 
 // A b_q past int32 passed validation and overflowed (T + b_q - 1) / b_q in the reader.
 TEST(FuzzRegression, BlockSizesPastInt32AreRejected) {
-  auto entries = zip_decode(good_capture(), "x");
-  for (ZipEntry& e : entries)
-    if (e.name == "manifest.json") {
-      json m = json::parse(e.data);
-      m["params"]["b_q"] = std::numeric_limits<int64_t>::max();
-      m["params"]["b_sq"] = 1;
-      e.data = m.dump(1);
-    }
-  const std::string why = rejection(zip_encode(entries));
+  const std::string why = rejection(testing::with_manifest(good_capture(), [](json& m) {
+    m["params"]["b_q"] = std::numeric_limits<int64_t>::max();
+    m["params"]["b_sq"] = 1;
+  }));
   EXPECT_NE(why.find("b_q (9223372036854775807) must be at most 2147483647"), std::string::npos) << why;
 }
 

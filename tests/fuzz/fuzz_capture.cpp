@@ -10,10 +10,8 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "captures/capture.h"
-#include "captures/sha256.h"
+#include "captures/content_hash.h"
 #include "captures/zip_store.h"
 #include "tests/fuzz/fuzz_common.h"
 
@@ -21,33 +19,6 @@ using namespace hipstudio;
 using namespace hipstudio::captures;
 
 extern "C" size_t LLVMFuzzerMutate(uint8_t* data, size_t size, size_t max_size);
-
-namespace {
-
-// The manifest's content_sha256 as the writer computes it: over each listed array's name (without
-// ".npy"), a NUL and the entry's bytes, in the manifest's (sorted) key order.
-void rehash_manifest(std::vector<ZipEntry>& entries) {
-  ZipEntry* manifest = nullptr;
-  for (ZipEntry& e : entries)
-    if (e.name == "manifest.json") manifest = &e;
-  if (!manifest) return;
-  nlohmann::json m = nlohmann::json::parse(manifest->data, nullptr, false);
-  if (!m.is_object() || !m.contains("arrays") || !m["arrays"].is_object()) return;
-  Sha256 content;
-  for (const auto& [file, spec] : m["arrays"].items()) {
-    (void)spec;
-    for (const ZipEntry& e : entries) {
-      if (e.name != file) continue;
-      content.update(std::string_view(file).substr(0, file.size() >= 4 ? file.size() - 4 : 0));
-      content.update(std::string_view("\0", 1));
-      content.update(e.data);
-    }
-  }
-  m["content_sha256"] = content.finish_hex();
-  manifest->data = m.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-}
-
-}  // namespace
 
 extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size, unsigned int seed) {
   std::minstd_rand rng(seed);
@@ -63,7 +34,7 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max
     const size_t got = LLVMFuzzerMutate(reinterpret_cast<uint8_t*>(bytes.data()), target.data.size(), room);
     bytes.resize(got);
     target.data = std::move(bytes);
-    rehash_manifest(entries);
+    captures::rehash_capture_manifest(entries);
     const std::string packed = zip_encode(entries);
     if (packed.size() > max_size) throw InputError("too large");
     std::memcpy(data, packed.data(), packed.size());
