@@ -8,6 +8,19 @@
 
 namespace hipstudio::gui {
 
+namespace {
+
+// Whether stage `later` computes from stage `earlier`'s result: every stage from the model's, the
+// views (not generation) from the analysis, the trace from the masks. The scheduler waits for
+// these, and a new result of `earlier` makes `later`'s stale.
+bool reads(int later, int earlier) {
+  if (later <= earlier) return false;
+  return earlier == kStageModel || (earlier == kStageAnalysis && later != kStageGenerate) ||
+         (earlier == kStageMasks && later == kStageTrace);
+}
+
+}  // namespace
+
 Worker::Worker() {
   published_ = std::make_shared<Snapshot>(current_);
   thread_ = std::thread([this] { run(); });
@@ -113,10 +126,12 @@ bool Worker::step(const Request& r) {
   int stage = -1;
   for (int s = 0; s < kStageCount && stage < 0; ++s) {
     if (!wanted(s)) continue;
-    // Stages after the analysis need it current; the trace needs the layer's masks.
-    if (s > kStageModel && !up_to_date(kStageModel)) continue;
-    if (s > kStageAnalysis && !up_to_date(kStageAnalysis)) continue;
-    if (s == kStageTrace && !up_to_date(kStageMasks)) continue;
+    bool inputs_ready = true;
+    for (int e = 0; e < s; ++e)
+      if (reads(s, e) && !up_to_date(e)) inputs_ready = false;
+    if (!inputs_ready) continue;
+    // Generation reads only the model, but runs after the analysis so that the views come first.
+    if (s == kStageGenerate && !up_to_date(kStageAnalysis)) continue;
     const bool synthetic = r.model.synthetic_tokens > 0;
     if (synthetic && (s == kStageOffload || s == kStageGenerate)) continue;
     if (r.model.capture_view && s == kStageGenerate) continue;  // no model behind a capture
@@ -233,11 +248,8 @@ bool Worker::step(const Request& r) {
     // The views read this stage's result, not just its inputs: a new result makes theirs stale even
     // when their keys come back (parameters A, then B with the masks cancelled, then A again: the
     // masks of A's first analysis must not pass for the masks of its new one).
-    for (int later = stage + 1; later < kStageCount; ++later) {
-      const bool reads_it = stage == kStageModel || (stage == kStageAnalysis && later != kStageGenerate) ||
-                            (stage == kStageMasks && later == kStageTrace);
-      if (reads_it) done_key_[later].clear();
-    }
+    for (int later = stage + 1; later < kStageCount; ++later)
+      if (reads(later, stage)) done_key_[later].clear();
     current_.error[stage].clear();
     publish_locked();
   } catch (const Cancelled&) {
