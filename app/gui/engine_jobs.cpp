@@ -51,12 +51,8 @@ std::shared_ptr<const AnalysisView> analysis_job(const LoadedModel& model, const
   options.random_seed = r.seed;
   const auto start = std::chrono::steady_clock::now();
   auto view = std::make_shared<AnalysisView>();
-  try {
-    view->analysis = std::make_shared<PairedAnalysis>(run_paired_analysis(
-        model.model, r.prompt, options, [&](double f, const std::string& what) { return progress(f, what); }));
-  } catch (const AnalysisCancelled&) {
-    throw Cancelled();
-  }
+  view->analysis = std::make_shared<PairedAnalysis>(run_paired_analysis(
+      model.model, r.prompt, options, [&](double f, const std::string& what) { return progress(f, what); }));
   view->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   view->model = info;
   view->prompt = r.prompt;
@@ -82,26 +78,18 @@ void generate_job(const LoadedModel& model, const ModelInfo& info, const Request
   // on screen, and a cancel stops the run there (mid-prefill too, not only between tokens).
   options.keep_going = [&] { return update(view); };
   auto run_side = [&](AttentionBackend& backend, std::string& text, int64_t& tokens, double& tok_s) {
-    try {
-      GenerationResult g = generate(model.model, r.prompt, options, backend, [&](const std::string& piece) { text += piece; });
-      tokens = static_cast<int64_t>(g.generated_ids.size());
-      tok_s = g.decode_seconds > 0 ? static_cast<double>(tokens) / g.decode_seconds : 0.0;
-    } catch (const GenerationStopped&) {
-      throw Cancelled();
-    }
-    if (!update(view)) throw Cancelled();
+    GenerationResult g = generate(model.model, r.prompt, options, backend, [&](const std::string& piece) { text += piece; });
+    tokens = static_cast<int64_t>(g.generated_ids.size());
+    tok_s = g.decode_seconds > 0 ? static_cast<double>(tokens) / g.decode_seconds : 0.0;
+    if (!update(view)) throw Cancelled();  // the side's last text and its speed on screen
   };
   DenseAttention dense;
-  {  // warm-up (allocator, caches) so the first side timed is not the one that pays for it
+  {  // warm-up (allocator, caches) so the first side timed is not the one that pays for it; it asks
+     // keep_going at every step like the timed sides, so a cancel stops it too
     GenerationOptions warm = options;
     warm.max_new_tokens = 2;
-    try {
-      generate(model.model, r.prompt, warm, dense);
-    } catch (const GenerationStopped&) {
-      throw Cancelled();
-    }
+    generate(model.model, r.prompt, warm, dense);
   }
-  if (!update(view)) throw Cancelled();  // a cancel during the warm-up stops here, before the timed sides
   run_side(dense, view.dense_text, view.dense_tokens, view.dense_tok_s);
   HipAttention hip(r.hip, info.n_layers);
   run_side(hip, view.hip_text, view.hip_tokens, view.hip_tok_s);

@@ -8,6 +8,7 @@
 
 #include "app/gui/request.h"
 #include "app/gui/results.h"
+#include "engine/model/run_cancelled.h"
 
 namespace hipstudio::gui {
 
@@ -16,11 +17,9 @@ struct LoadedModel;  // wraps std::shared_ptr<const Model>
 // Throws InputError (bad path, no CUDA, ...) with a message the UI shows.
 std::shared_ptr<const LoadedModel> load_model_job(const ModelRequest& request, ModelInfo& info);
 
-// progress(fraction, what) returning false cancels: throws Cancelled.
+// progress(fraction, what) returning false cancels: throws Cancelled, the engine's own cancel.
 using JobProgress = std::function<bool(double fraction, const std::string& what)>;
-struct Cancelled : std::exception {
-  const char* what() const noexcept override { return "cancelled"; }
-};
+using Cancelled = RunCancelled;
 
 std::shared_ptr<const AnalysisView> analysis_job(const LoadedModel& model, const ModelInfo& info, const Request& r,
                                                  const JobProgress& progress);

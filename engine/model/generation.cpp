@@ -53,7 +53,7 @@ at::Tensor prefill(const Transformer& transformer, const std::vector<int32_t>& i
   chunk = (chunk + multiple - 1) / multiple * multiple;
   std::vector<at::Tensor> pieces;
   for (size_t begin = 0; begin < ids.size(); begin += static_cast<size_t>(chunk)) {
-    if (keep_going && !keep_going()) throw GenerationStopped();
+    if (keep_going && !keep_going()) throw RunCancelled();
     const size_t end = std::min(ids.size(), begin + static_cast<size_t>(chunk));
     std::vector<int32_t> part(ids.begin() + static_cast<std::ptrdiff_t>(begin), ids.begin() + static_cast<std::ptrdiff_t>(end));
     at::Tensor logits = transformer.forward(part, cache, attention, which);
@@ -91,7 +91,7 @@ static GenerationResult run_generation(std::shared_ptr<const Model> model, const
 
   start = std::chrono::steady_clock::now();
   for (int64_t step = 0; step < options.max_new_tokens; ++step) {
-    if (options.keep_going && !options.keep_going()) throw GenerationStopped();
+    if (options.keep_going && !options.keep_going()) throw RunCancelled();
     const int32_t next = sampler.sample(logits[0]);
     if (options.stop_at_eos && (next == model->config.eos_id || (bos_ends && next == model->config.bos_id))) break;
     result.generated_ids.push_back(next);

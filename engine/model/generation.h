@@ -6,6 +6,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+
+#include "engine/model/run_cancelled.h"
 #include <vector>
 
 #include "engine/model/attention_backend.h"
@@ -20,12 +22,8 @@ struct GenerationOptions {
   bool stop_at_eos = true;     // also stops at BOS for llama2.c models (their sequence delimiter)
   int64_t context_limit = 0;   // 0 = the model's max_seq_len
   // Asked before each prefill chunk and each decode step; returning false stops the run with
-  // GenerationStopped (a GUI cancel must not wait for a long prompt's whole prefill).
+  // RunCancelled (a GUI cancel must not wait for a long prompt's whole prefill).
   std::function<bool()> keep_going;
-};
-
-struct GenerationStopped : std::exception {
-  const char* what() const noexcept override { return "generation stopped"; }
 };
 
 struct GenerationResult {

@@ -86,7 +86,7 @@ void store_latency(const LatencyRecorder& prefill, const LatencyRecorder& decode
 }
 
 void report(const AnalysisProgress& progress, double fraction, const std::string& what) {
-  if (progress && !progress(fraction, what)) throw AnalysisCancelled();
+  if (progress && !progress(fraction, what)) throw RunCancelled();
 }
 
 }  // namespace

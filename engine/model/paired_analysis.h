@@ -10,17 +10,14 @@
 
 #include "engine/model/hip_attention.h"
 #include "engine/model/model.h"
+#include "engine/model/run_cancelled.h"
 #include "engine/analysis/paired_result.h"
 
 namespace hipstudio {
 
 // progress(fraction in [0, 1], what) is called between phases; returning false cancels (the call
-// then throws AnalysisCancelled).
+// then throws RunCancelled).
 using AnalysisProgress = std::function<bool(double fraction, const std::string& what)>;
-
-struct AnalysisCancelled : std::exception {
-  const char* what() const noexcept override { return "analysis cancelled"; }
-};
 
 PairedAnalysis run_paired_analysis(std::shared_ptr<const Model> model, const std::string& prompt,
                                    const AnalysisOptions& options, const AnalysisProgress& progress = {});

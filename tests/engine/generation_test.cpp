@@ -44,7 +44,7 @@ TEST(Generation, KeepGoingIsAskedBeforePrefillAndEachStepAndStopsTheRun) {
     int streamed = 0;
     options.keep_going = [&] { return ++asked < stop_at; };
     EXPECT_THROW(generate(default_model(), "Once upon a time", options, dense, [&](const std::string&) { ++streamed; }),
-                 GenerationStopped);
+                 RunCancelled);
     EXPECT_EQ(asked, stop_at);
     EXPECT_LE(streamed, std::max(0, stop_at - 2)) << "tokens after the stop";
   }

@@ -38,7 +38,7 @@ std::vector<std::string> cancel_at(const std::string& stop_at) {
                                      seen.push_back(what);
                                      return what != stop_at;
                                    }),
-               AnalysisCancelled)
+               RunCancelled)
       << "no cancel at " << stop_at;
   return seen;
 }
