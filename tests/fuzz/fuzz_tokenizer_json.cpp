@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "engine/tokenizer/tokenizer.h"
-#include "engine/tokenizer/utf8.h"
 #include "tests/fuzz/fuzz_common.h"
+#include "tests/fuzz/tokenizer_checks.h"
 
 using namespace hipstudio;
 
@@ -22,16 +22,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                    : std::string("\xE2\x96\x81 \xFF\x00 x", 8);
       std::vector<int32_t> ids = tok->encode(text, bos);
       for (int32_t id : ids) fuzz::require(id >= 0 && id < vocab, "encode produced an id outside the vocabulary");
-      ids.push_back(-7);
-      ids.push_back(vocab);
-      const std::string whole = tok->decode(ids);
-      for (size_t m = 0; m < ids.size(); ++m) {
-        const std::string part = tok->decode(std::vector<int32_t>(ids.begin(), ids.begin() + m));
-        fuzz::require(whole.compare(0, part.size(), part) == 0, "decode of a prefix is not a prefix of the decode");
-      }
+      fuzz::check_decode(*tok, ids);
     }
-    for (int32_t id = -1; id <= vocab && id < 600; ++id)
-      fuzz::require(utf8_is_valid(tok->token_text(id)), "token_text is not valid UTF-8");
+    fuzz::check_token_texts(*tok);
   });
   return 0;
 }
