@@ -14,6 +14,8 @@ namespace hipstudio::gpu {
 
 [[noreturn]] void throw_cuda(cudaError_t e, const char* what, const char* file, int line);
 [[noreturn]] void throw_arg(const std::string& what);
+// Thread-block clusters can be launched (sm_90 and newer); asked once.
+bool device_supports_clusters();
 // The rules of hip::validate_hip_params (kept here so that this library does not link back into
 // hipstudio_kernels); throws CudaError naming the broken rule.
 void check_hip_params(const hip::HipParams& p);

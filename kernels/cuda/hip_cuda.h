@@ -63,6 +63,10 @@ struct MaskLaunch {
   // Warp-search path (bf16/f16 without a trace, Kb <= 256, <= 32 sampled rows, d 64 or 128): warps
   // per search, 0 = chosen by size; tests force 1..16 (a power of two, <= 4 above 16 sampled rows).
   int warps_per_search = 0;
+  // Few-search path (the warp-search shapes with <= 16 sampled rows, e.g. decode): CTAs per search,
+  // 1, 2 or 4 (a thread-block cluster, sm_90); 0 = chosen by size (and never when warps_per_search
+  // is set), -1 = never. Tests force each.
+  int ctas_per_search = 0;
 };
 
 // Validates (CudaError naming the problem) and launches the mask estimation: the bf16/f16 shapes

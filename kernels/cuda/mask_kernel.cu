@@ -25,8 +25,9 @@
 #include <cmath>
 
 #include "kernels/cuda/common.cuh"
-#include "kernels/cuda/search_order.h"
+#include "kernels/cuda/mask_cluster.h"
 #include "kernels/cuda/mask_warp.h"
+#include "kernels/cuda/search_order.h"
 
 namespace hipstudio::gpu {
 namespace {
@@ -633,6 +634,16 @@ void estimate_masks(const MaskLaunch& l) {
   if (l.d > 256) throw_arg("head dimension " + std::to_string(l.d) + " exceeds 256");
   if (l.trace_head >= 0 && !l.trace_buffer) throw_arg("a trace request needs trace_buffer (mask_trace_bytes)");
 
+  if (l.ctas_per_search >= 0 && cluster_mask_eligible(l)) {  // v16: few searches (decode), a CTA or cluster each
+    const int64_t items = l.batch * l.hq * ((l.tq + p.b_q - 1) / p.b_q);
+    const int ctas = l.ctas_per_search > 0 ? l.ctas_per_search
+                     : l.warps_per_search > 0 ? 0
+                                              : cluster_mask_ctas_per_search(items);
+    if (ctas > 0) {
+      estimate_masks_cluster(l, ctas);
+      return;
+    }
+  }
   if (warp_mask_eligible(l)) {  // v8: the common tensor-core shapes, no CTA barriers (mask_warp_kernel.cu)
     estimate_masks_warp(l, l.warps_per_search);
     return;

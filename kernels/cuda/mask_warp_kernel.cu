@@ -27,6 +27,7 @@
 #include <cmath>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/mask_search.cuh"
 #include "kernels/cuda/search_order.h"
 #include "kernels/cuda/mask_warp.h"
 
@@ -97,19 +98,6 @@ __device__ __forceinline__ void search_sync(int w, int local) {
   }
 }
 
-// Order-preserving key of a float score (larger score, larger key; -0 == +0). Real keys are >=
-// 0x007fffff (the key of -inf), so 0 marks "no branch".
-__device__ __forceinline__ uint32_t score_key32(float s) {
-  if (s == 0.f) s = 0.f;
-  const uint32_t u = __float_as_uint(s);
-  return (u >> 31) ? ~u : (u | 0x80000000u);
-}
-
-__device__ __forceinline__ int repr_of(int begin, int end, double rho) {
-  const int len = end - begin;
-  return begin + min(len - 1, static_cast<int>(floor(rho * static_cast<double>(len))));
-}
-
 __device__ __forceinline__ int warp_excl_scan(int v, int lane, int* total) {
   int x = v;
 #pragma unroll
@@ -178,25 +166,11 @@ __global__ void __launch_bounds__(MT == 2 ? kCtaWarps * 32 : kMaxW * 32, MT == 2
   const int k_row = static_cast<int>(a.ks.t);  // eligibility: tk * k_row < 2^31
   const double rho = a.hip.rho;
 
-  // Q as the A operand, MT m-tiles of 16 sampled rows, head dimension permuted as the key pieces
-  // (see the top): k-step 2j + h of lane (g, c) uses words 2h, 2h + 1 of piece c + 4j.
+  // Q as the A operand, MT m-tiles of 16 sampled rows (mask_search.cuh's permuted layout).
   uint32_t qf[MT][KS][4];
 #pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
-    const int r0 = mt * 16 + gq, r1 = r0 + 8;
-    const T* q0 = qbase + (sr.row_begin + static_cast<int64_t>(r0) * a.hip.b_sq) * a.qs.t;
-    const T* q1 = qbase + (sr.row_begin + static_cast<int64_t>(r1) * a.hip.b_sq) * a.qs.t;
-#pragma unroll
-    for (int j = 0; j < PL; ++j) {
-      const int col = (cq + 4 * j) * 8;
-      const uint4 z = make_uint4(0, 0, 0, 0);
-      const uint4 v0 = r0 < R ? __ldg(reinterpret_cast<const uint4*>(q0 + col)) : z;
-      const uint4 v1 = r1 < R ? __ldg(reinterpret_cast<const uint4*>(q1 + col)) : z;
-      qf[mt][2 * j][0] = v0.x, qf[mt][2 * j][1] = v1.x, qf[mt][2 * j][2] = v0.y, qf[mt][2 * j][3] = v1.y;
-      qf[mt][2 * j + 1][0] = v0.z, qf[mt][2 * j + 1][1] = v1.z, qf[mt][2 * j + 1][2] = v0.w;
-      qf[mt][2 * j + 1][3] = v1.w;
-    }
-  }
+  for (int mt = 0; mt < MT; ++mt)
+    load_q_mtile<T, D>(qf[mt], qbase + sr.row_begin * a.qs.t, a.hip.b_sq * a.qs.t, R, mt, lane);
 
   // Kb initial nodes of (nearly) equal size: the largest holds ceil(n / Kb) blocks.
   if (wi == 0) {
@@ -220,12 +194,6 @@ __global__ void __launch_bounds__(MT == 2 ? kCtaWarps * 32 : kMaxW * 32, MT == 2
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt)
     row_ok |= (static_cast<uint32_t>(mt * 16 + gq < R) | static_cast<uint32_t>(mt * 16 + gq + 8 < R) << 1) << (2 * mt);
-  // After the reduce-scatter over g (lane bits 4, 3, 2), lane L holds n-tile b4 = L bit 4 and, for
-  // kpr 1, key parity b3 = L bit 3: key (pair) b4 * 8 + 2c + b3 of the tile; lanes with L bit 2
-  // set hold copies. kpr >= 2 combines the parities first; kpr 4 / 8 also lanes c ^ 1 / c ^ 2.
-  const int b4 = (lane >> 4) & 1, b3 = (lane >> 3) & 1, b2 = (lane >> 2) & 1;
-  const bool writer1 = b2 == 0;
-  const bool writer = b2 == 0 && b3 == 0 && (cq & ((kpr >> 1) - 1)) == 0;
   uint4* ring_lane = ring + lane;
 
   int largest = static_cast<int>((n + kb - 1) / kb);
@@ -303,28 +271,12 @@ __global__ void __launch_bounds__(MT == 2 ? kCtaWarps * 32 : kMaxW * 32, MT == 2
         for (int j = 0; j < PL; ++j) cp_async16_gather(dst + (nt * PL + j) * 32, src + 32 * j, ok);
       }
     };
-    // Finishes a tile: k[nt][e] is this lane's max over its rows for key nt * 8 + 2c + e; reduced
-    // over g by a reduce-scatter (lane bit 4 keeps one n-tile, bit 3 one parity), then written.
-    // fmaxf ignores a NaN operand like the reference's max; all-NaN becomes -inf.
+    // Finishes a tile (mask_search.cuh): the branch score into its list entry.
     auto finish = [&](float k00, float k01, float k10, float k11, int t) {
-      if (kpr_log2 == 0) {
-        const float s0 = b4 ? k00 : k10, s1 = b4 ? k01 : k11;
-        float e0 = fmaxf(b4 ? k10 : k00, __shfl_xor_sync(0xffffffffu, s0, 16));
-        float e1 = fmaxf(b4 ? k11 : k01, __shfl_xor_sync(0xffffffffu, s1, 16));
-        float m = fmaxf(b3 ? e1 : e0, __shfl_xor_sync(0xffffffffu, b3 ? e0 : e1, 8));
-        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 4));
-        const int p = t * 16 + b4 * 8 + 2 * cq + b3;
-        if (writer1 && p < pairs) sm.list_score[p] = m == m ? m : -INFINITY;
-      } else {
-        const float f0 = fmaxf(k00, k01), f1 = fmaxf(k10, k11);
-        float m = fmaxf(b4 ? f1 : f0, __shfl_xor_sync(0xffffffffu, b4 ? f0 : f1, 16));
-        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 8));
-        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 4));
-        if (kpr_log2 >= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
-        if (kpr_log2 >= 3) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
-        const int p = t * 16 + b4 * 8 + 2 * cq;
-        if (writer && p < pairs) sm.list_score[p >> kpr_log2] = m == m ? m : -INFINITY;
-      }
+      int pair = 0;
+      const float m = tile_branch_score(k00, k01, k10, k11, kpr_log2, lane, &pair);
+      const int p = t * 16 + pair;
+      if (pair >= 0 && p < pairs) sm.list_score[p >> kpr_log2] = m;
     };
 #pragma unroll
     for (int i = 0; i < kStages - 1; ++i) {

@@ -74,6 +74,15 @@ int device_sm_count() {
   return count;
 }
 
+bool device_supports_clusters() {
+  static bool yes = [] {
+    int dev = 0, v = 0;
+    HIP_CUDA_CHECK(cudaGetDevice(&dev));
+    return cudaDeviceGetAttribute(&v, cudaDevAttrClusterLaunch, dev) == cudaSuccess && v != 0;
+  }();
+  return yes;
+}
+
 std::string device_name() {
   int dev = 0;
   HIP_CUDA_CHECK(cudaGetDevice(&dev));

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <chrono>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kernels/mask_reference.h"
@@ -147,19 +148,65 @@ TEST(HipCudaRawApi, SmallCasesMatchReference) {
   }
 }
 
+// A bf16 search case on integer inputs in [-amp, amp] (amp <= 8): bf16 products and float32 sums
+// are exact there, so the masks, iteration and branch counts must equal the CPU reference's. amp 1
+// is tie-heavy (the tie rule at the threshold), amp 8 mostly tie-free (the selections' early exits).
+struct SearchCase {
+  const char* name;
+  int64_t hq, hkv, tq, tk, d, k, b_q, b_k, b_sq, b_sk, sink, window;
+  double rho;
+  int amp;
+};
+
+// Runs case c once per knob value (`set` puts it into the launch: the path and its width) and
+// expects every output identical to the CPU reference; prints the fraction of identical entries.
+void expect_searches_identical(const SearchCase& c, std::mt19937_64& rng, const char* path,
+                               const std::vector<int>& knobs, void (*set)(gpu::MaskLaunch&, int)) {
+  std::uniform_int_distribution<int> tri(-c.amp, c.amp);
+  Small s;
+  s.hq = c.hq, s.hkv = c.hkv, s.tq = c.tq, s.tk = c.tk, s.d = c.d;
+  s.q.resize(static_cast<size_t>(s.hq * s.tq * s.d));
+  s.k.resize(static_cast<size_t>(s.hkv * s.tk * s.d));
+  for (float& x : s.q) x = static_cast<float>(tri(rng));
+  for (float& x : s.k) x = static_cast<float>(tri(rng));
+  s.p.k = c.k, s.p.b_q = c.b_q, s.p.b_k = c.b_k, s.p.b_sq = c.b_sq, s.p.b_sk = c.b_sk, s.p.sink = c.sink;
+  s.p.window = c.window, s.p.rho = c.rho;
+  const hip::MaskResult ref = hip::estimate_masks(s.view(), s.p).mask;
+  auto qh = convert<uint16_t>(s.q, true), kh = convert<uint16_t>(s.k, true);
+  DeviceBuffer q = upload(qh.data(), qh.size() * 2), k = upload(kh.data(), kh.size() * 2);
+  const size_t rows = ref.counts.size();
+  DeviceBuffer blocks(ref.blocks.size() * 4), counts(rows * 4), iters(rows * 4), branches(rows * 8);
+  for (int knob : knobs) {
+    for (DeviceBuffer* b : {&blocks, &counts, &iters, &branches}) b->fill_bytes(0x7f);  // poison
+    gpu::MaskLaunch ml;
+    ml.q = q.get(), ml.k = k.get(), ml.dtype = gpu::DType::kBF16;
+    ml.q_stride = strides(s.hq, s.tq, s.d), ml.k_stride = strides(s.hkv, s.tk, s.d);
+    ml.hq = s.hq, ml.hkv = s.hkv, ml.tq = s.tq, ml.tk = s.tk, ml.d = s.d, ml.hip = s.p;
+    ml.blocks = static_cast<int32_t*>(blocks.get()), ml.counts = static_cast<int32_t*>(counts.get());
+    ml.iterations = static_cast<int32_t*>(iters.get()), ml.branches = static_cast<int64_t*>(branches.get());
+    set(ml, knob);
+    gpu::estimate_masks(ml);
+    std::vector<int32_t> got_blocks(ref.blocks.size()), got_counts(rows), got_iters(rows);
+    std::vector<int64_t> got_branches(rows);
+    blocks.download(got_blocks.data(), got_blocks.size() * 4);
+    counts.download(got_counts.data(), rows * 4);
+    iters.download(got_iters.data(), rows * 4);
+    branches.download(got_branches.data(), rows * 8);
+    size_t same = 0;
+    for (size_t i = 0; i < got_blocks.size(); ++i) same += got_blocks[i] == ref.blocks[i];
+    std::printf("[gpu] %s %-22s %2d: identical entries %zu / %zu\n", path, c.name, knob, same, ref.blocks.size());
+    EXPECT_EQ(got_blocks, ref.blocks) << c.name << " " << path << " " << knob;
+    EXPECT_EQ(got_counts, ref.counts) << c.name << " " << path << " " << knob;
+    EXPECT_EQ(got_iters, ref.iterations) << c.name << " " << path << " " << knob;
+    EXPECT_EQ(got_branches, ref.branches) << c.name << " " << path << " " << knob;
+  }
+}
+
 // The warp-search mask path with every warp count it can run (1 warp per search in prefill, up to
-// 16 in decode), on integer inputs in [-amp, amp] (amp <= 8): bf16 products and float32 sums are
-// exact there, so the masks, iteration and branch counts must equal the CPU reference's. amp 1 is
-// tie-heavy (tie rule at the threshold), amp 8 mostly tie-free (the selection's early exit).
+// 16 in decode).
 TEST(HipCudaRawApi, WarpSearchMasksIdenticalForEveryWarpCount) {
   RAW_REQUIRE();
-  struct Case {
-    const char* name;
-    int64_t hq, hkv, tq, tk, d, k, b_q, b_k, b_sq, b_sk, sink, window;
-    double rho;
-    int amp;
-  };
-  const Case cases[] = {
+  const SearchCase cases[] = {
       {"prefill kb32 kpr2", 4, 1, 1024, 1024, 128, 64, 32, 2, 1, 1, 0, 0, 0.5, 1},
       {"prefill kb256 bsq2", 4, 1, 160, 2600, 128, 512, 64, 2, 2, 1, 0, 0, 0.5, 1},
       {"prefill kb256 wide", 4, 1, 160, 2600, 128, 512, 64, 2, 2, 1, 0, 0, 0.5, 8},
@@ -171,47 +218,36 @@ TEST(HipCudaRawApi, WarpSearchMasksIdenticalForEveryWarpCount) {
       {"decode kb256 wide", 8, 2, 1, 9000, 128, 512, 32, 2, 1, 1, 0, 0, 0.5, 8},
   };
   std::mt19937_64 rng(static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
-  for (const Case& c : cases) {
-    std::uniform_int_distribution<int> tri(-c.amp, c.amp);
-    Small s;
-    s.hq = c.hq, s.hkv = c.hkv, s.tq = c.tq, s.tk = c.tk, s.d = c.d;
-    s.q.resize(static_cast<size_t>(s.hq * s.tq * s.d));
-    s.k.resize(static_cast<size_t>(s.hkv * s.tk * s.d));
-    for (float& x : s.q) x = static_cast<float>(tri(rng));
-    for (float& x : s.k) x = static_cast<float>(tri(rng));
-    s.p.k = c.k, s.p.b_q = c.b_q, s.p.b_k = c.b_k, s.p.b_sq = c.b_sq, s.p.b_sk = c.b_sk, s.p.sink = c.sink;
-    s.p.window = c.window, s.p.rho = c.rho;
-    const hip::MaskResult ref = hip::estimate_masks(s.view(), s.p).mask;
-    auto qh = convert<uint16_t>(s.q, true), kh = convert<uint16_t>(s.k, true);
-    DeviceBuffer q = upload(qh.data(), qh.size() * 2), k = upload(kh.data(), kh.size() * 2);
-    const size_t rows = ref.counts.size();
-    DeviceBuffer blocks(ref.blocks.size() * 4), counts(rows * 4), iters(rows * 4), branches(rows * 8);
+  for (const SearchCase& c : cases) {
     const int max_w = (std::min(c.b_q, c.tq) + c.b_sq - 1) / c.b_sq > 16 ? 4 : 16;  // one m-tile of rows: up to 16
-    for (int w = 1; w <= max_w; w *= 2) {
-      for (DeviceBuffer* b : {&blocks, &counts, &iters, &branches}) b->fill_bytes(0x7f);  // poison
-      gpu::MaskLaunch ml;
-      ml.q = q.get(), ml.k = k.get(), ml.dtype = gpu::DType::kBF16;
-      ml.q_stride = strides(s.hq, s.tq, s.d), ml.k_stride = strides(s.hkv, s.tk, s.d);
-      ml.hq = s.hq, ml.hkv = s.hkv, ml.tq = s.tq, ml.tk = s.tk, ml.d = s.d, ml.hip = s.p;
-      ml.blocks = static_cast<int32_t*>(blocks.get()), ml.counts = static_cast<int32_t*>(counts.get());
-      ml.iterations = static_cast<int32_t*>(iters.get()), ml.branches = static_cast<int64_t*>(branches.get());
-      ml.warps_per_search = w;
-      gpu::estimate_masks(ml);
-      std::vector<int32_t> got_blocks(ref.blocks.size()), got_counts(rows), got_iters(rows);
-      std::vector<int64_t> got_branches(rows);
-      blocks.download(got_blocks.data(), got_blocks.size() * 4);
-      counts.download(got_counts.data(), rows * 4);
-      iters.download(got_iters.data(), rows * 4);
-      branches.download(got_branches.data(), rows * 8);
-      size_t same = 0;
-      for (size_t i = 0; i < got_blocks.size(); ++i) same += got_blocks[i] == ref.blocks[i];
-      std::printf("[gpu] warp search %-20s W %2d: identical entries %zu / %zu\n", c.name, w, same, ref.blocks.size());
-      EXPECT_EQ(got_blocks, ref.blocks) << c.name << " W " << w;
-      EXPECT_EQ(got_counts, ref.counts) << c.name << " W " << w;
-      EXPECT_EQ(got_iters, ref.iterations) << c.name << " W " << w;
-      EXPECT_EQ(got_branches, ref.branches) << c.name << " W " << w;
-    }
+    std::vector<int> ws;
+    for (int w = 1; w <= max_w; w *= 2) ws.push_back(w);
+    expect_searches_identical(c, rng, "warp search W", ws, [](gpu::MaskLaunch& ml, int w) { ml.warps_per_search = w; });
   }
+}
+
+// The few-search path (a CTA of 16 warps per search, or a cluster of 2 or 4 on sm_90; where the
+// device has no clusters the launch runs 1 CTA each) on searches of <= 16 sampled rows: decode,
+// Kb up to 256 (every thread a branch slot), Kb not a power of two, 1/2/4/8 keys per branch, sink
+// and window, and prefill blocks of 16 rows (a partial last block, short ranges that fit whole).
+TEST(HipCudaRawApi, ClusterSearchMasksIdenticalForEveryClusterSize) {
+  RAW_REQUIRE();
+  const SearchCase cases[] = {
+      {"decode kb128", 8, 2, 1, 5000, 128, 256, 32, 2, 1, 1, 0, 0, 0.5, 1},
+      {"decode kb256 ties", 4, 1, 1, 20000, 128, 512, 32, 2, 1, 1, 0, 0, 0.5, 1},
+      {"decode kb256 wide", 8, 2, 1, 9000, 128, 512, 32, 2, 1, 1, 0, 0, 0.5, 8},
+      {"decode kb100", 4, 1, 1, 3333, 128, 200, 32, 2, 1, 1, 0, 0, 0.5, 1},
+      {"decode kb37 d64", 4, 2, 1, 2900, 64, 74, 32, 2, 1, 1, 0, 0, 0.5, 8},
+      {"decode kpr1 d64 sink", 4, 2, 1, 3000, 64, 64, 32, 2, 1, 2, 4, 8, 0.5, 1},
+      {"decode kpr4 rho0", 4, 2, 1, 4000, 64, 128, 32, 4, 1, 1, 0, 0, 0.0, 1},
+      {"decode kpr8 rho1", 2, 1, 1, 6000, 128, 128, 32, 8, 1, 1, 8, 0, 1.0, 8},
+      {"prefill bq16 rows16", 2, 1, 100, 700, 128, 64, 16, 2, 1, 1, 0, 0, 0.5, 1},
+      {"prefill bq32 bsq2 d64", 2, 1, 64, 900, 64, 64, 32, 2, 2, 1, 0, 0, 0.5, 8},
+  };
+  std::mt19937_64 rng(static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
+  for (const SearchCase& c : cases)
+    expect_searches_identical(c, rng, "cluster search CTAs", {1, 2, 4},
+                              [](gpu::MaskLaunch& ml, int ctas) { ml.ctas_per_search = ctas; });
 }
 
 TEST(HipCudaRawApi, LaunchErrorsAreExceptions) {

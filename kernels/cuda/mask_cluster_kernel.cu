@@ -1,0 +1,460 @@
+// HiP mask estimation, few-search path (v16, kernels/BENCHMARKS.md): one CTA of 16 warps per
+// search, or a thread-block cluster of 2 or 4 such CTAs on sm_90, for the bf16/f16 searches of
+// <= 16 sampled query rows (decode: one query) when there are too few searches to give each a warp.
+// Same semantics as kernels/mask_reference.h and the other two mask kernels.
+//
+// Why: the warp-search kernel (mask_warp_kernel.cu) spreads only the scoring of a decode search
+// over 16 warps; splitting the nodes and selecting the Kb best ran on one warp, and ncu put ~60 % of
+// a 128k decode refresh there (v15: 121 us for 32 searches of 8 iterations). Here every phase runs
+// on all 512 threads, thread t owning branch slot t (node t / 2, side t % 2):
+//   B. the warps score 16-key tiles exactly as in mask_warp_kernel.cu (keys as the mma B operand,
+//      each lane copying its own fragments into its own ring slots); with a cluster, the search's
+//      tiles are spread over its CTAs and every score is stored into each CTA's copy of the score
+//      array (distributed shared memory), then one cluster barrier;
+//   C. every CTA makes the same selection redundantly (no second exchange): a radix select of the
+//      Kb-th largest score key, 4 bits a pass from the top (a warp's 16-bin histogram from 5
+//      ballots, one CTA barrier a pass), stopping once exactly Kb keys lie above the prefix; one
+//      block-wide scan then gives each kept branch its next node position, ties at the threshold
+//      going by branch order; a kept branch writes the slots of its two children for the next
+//      iteration (range, the representative to score when it differs from its own, its score).
+// An iteration is one gather round trip plus ~6 barriers, where v15 ran three phases on one warp.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/mask_cluster.h"
+#include "kernels/cuda/mask_search.cuh"
+#include "kernels/cuda/mask_warp.h"
+#include "kernels/cuda/search_order.h"
+
+namespace hipstudio::gpu {
+namespace {
+
+constexpr int kWarps = 16;
+constexpr int kThreads = kWarps * 32;  // one thread per branch slot: 2 Kb <= 512
+constexpr int kMaxSlots = kThreads;
+#ifndef HIPSTUDIO_MASK_CLUSTER_STAGES  // compile-time knob for kernels/cuda/device_variants.sh
+#define HIPSTUDIO_MASK_CLUSTER_STAGES 3
+#endif
+constexpr int kStages = HIPSTUDIO_MASK_CLUSTER_STAGES;  // per-warp ring of 16-key tiles, kStages - 1 in flight
+
+struct ClusterMaskArgs {
+  const void* q;
+  const void* k;
+  Strides qs, ks;
+  const int64_t* positions;
+  int64_t hq, hkv, tq, tk, qbs, items;
+  hip::HipParams hip;
+  int kb, kpr_log2, ctas;
+  int32_t* blocks;
+  int32_t* counts;
+  int32_t* iterations;
+  int64_t* branches;
+};
+
+// Shared memory of one CTA; the warps' gather rings follow it. Arrays indexed [parity] alternate
+// between iterations so that an iteration never writes what the previous one may still read
+// (for the scores: what another CTA of the cluster may still read).
+struct ClusterSmem {
+  int slot_begin[2][kMaxSlots];  // this iteration's branch slots: range [begin, end), begin -1: no branch
+  int slot_end[2][kMaxSlots];
+  int slot_rep[2][kMaxSlots];    // representative block to score; -1: the branch keeps its parent's score
+  float slot_inherited[2][kMaxSlots];
+  float score[2][kMaxSlots];     // scores of the slots with slot_rep >= 0, from whichever CTA scored them
+  int node_begin[kMaxSlots / 2]; // the kept nodes' begins, ascending: the mask after the last iteration
+  int digit_count[3][32];        // radix pass: keys matching the prefix with each 5-bit digit (3 rotating buffers)
+  int warp_counts[kWarps];       // per warp: kept-above | ties << 10 | real branches << 20
+  int warp_big[kWarps];          // per warp: the longest kept branch
+};
+
+constexpr size_t kSmemHead = (sizeof(ClusterSmem) + 15) / 16 * 16;
+
+// A CTA barrier, or a cluster barrier (release / acquire: the distributed-shared-memory stores
+// before it are visible after it) when the search spans a cluster. Raw PTX: every thread reaches
+// it converged (.aligned), and cooperative_groups' cluster sync adds a GPU-scope fence (ncu, v16).
+__device__ __forceinline__ void search_barrier(int ctas) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (ctas > 1) {
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+    return;
+  }
+#endif
+  __syncthreads();
+}
+
+// Stores v at `local` in this CTA and at the same place in every other CTA of the cluster.
+__device__ __forceinline__ void store_everywhere(float* local, float v, int ctas) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (ctas > 1) {
+    const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(local));
+    for (int r = 0; r < ctas; ++r) {
+      asm volatile(
+          "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\nst.shared::cluster.f32 [remote], %2;\n}\n" ::"r"(addr),
+          "r"(r), "f"(v)
+          : "memory");
+    }
+    return;
+  }
+#endif
+  *local = v;
+}
+
+// Exclusive prefix over the 16 warps of per-warp totals `x` (lane i < 16 holds warp i's): warp w's
+// offset, and the total.
+__device__ __forceinline__ int warps_exclusive(int x, int lane, int warp, int* total) {
+  int inc = x;
+#pragma unroll
+  for (int o = 1; o < kWarps; o <<= 1) {
+    const int y = __shfl_up_sync(0xffffffffu, inc, o);
+    if (lane >= o) inc += y;
+  }
+  *total = __shfl_sync(0xffffffffu, inc, kWarps - 1);
+  return __shfl_sync(0xffffffffu, inc - x, warp);
+}
+
+template <class T, int D>
+__global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const ClusterMaskArgs a) {
+  constexpr int KS = D / 16;          // k-steps per key row
+  constexpr int PL = D / 32;          // 16-byte pieces of a key row that one lane gathers
+  constexpr int STAGE = 2 * PL * 32;  // ring stage: 16 keys, in uint4 (lane-private slots)
+  extern __shared__ __align__(16) uint8_t smem[];
+  ClusterSmem& sm = *reinterpret_cast<ClusterSmem*>(smem);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int gq = lane >> 2, cq = lane & 3;
+  const int ctas = a.ctas;
+  const int rank = static_cast<int>(blockIdx.x % static_cast<unsigned>(ctas));  // cluster dims (ctas, 1, 1)
+  const int64_t s = blockIdx.x / static_cast<unsigned>(ctas);
+  if (s >= a.items) return;  // the whole cluster together
+  uint4* ring_lane = reinterpret_cast<uint4*>(smem + kSmemHead) + warp * kStages * STAGE + lane;
+
+  const SearchCoords sc = search_coords(s, a.hq, a.hkv, a.qbs);
+  const int kb = a.kb;
+  int32_t* out = a.blocks + sc.item * kb;
+  const DevRange sr = dev_search_range(a.hip, a.positions, a.tq, a.tk, sc.qb);
+  const int64_t n = sr.hi - sr.lo;
+  if (n <= kb) {  // the whole range fits in the budget
+    if (rank == 0) {
+      for (int j = tid; j < kb; j += kThreads) out[j] = j < n ? static_cast<int32_t>(sr.lo + j) : -1;
+      if (tid == 0) {
+        a.counts[sc.item] = static_cast<int32_t>(n);
+        if (a.iterations) a.iterations[sc.item] = 0;
+        if (a.branches) a.branches[sc.item] = 0;
+      }
+    }
+    return;
+  }
+
+  const int64_t g = sc.h / (a.hq / a.hkv);
+  const int R = static_cast<int>((sr.row_end - sr.row_begin + a.hip.b_sq - 1) / a.hip.b_sq);
+  const T* qbase = static_cast<const T*>(a.q) + sc.b * a.qs.b + sc.h * a.qs.h;
+  const T* klane = static_cast<const T*>(a.k) + sc.b * a.ks.b + g * a.ks.h + cq * 8;
+  const int kpr_log2 = a.kpr_log2, kpr = 1 << kpr_log2;
+  const int b_k = static_cast<int>(a.hip.b_k), b_sk = static_cast<int>(a.hip.b_sk);
+  const int k_row = static_cast<int>(a.ks.t);  // eligibility: tk * k_row < 2^31
+  const double rho = a.hip.rho;
+
+  // Initial slots: node t / 2 of Kb (nearly) equal nodes, side t % 2; every representative is new.
+  {
+    int cb = -1, ce = -1, rep = -1;
+    const int node = tid >> 1;
+    if (node < kb) {
+      // node * n / kb in 32 bits where it fits (a 64-bit division is a ~100-instruction routine)
+      const bool narrow = n * kb < (int64_t{1} << 32);
+      const uint32_t un = static_cast<uint32_t>(n), ukb = static_cast<uint32_t>(kb);
+      const int nb0 = static_cast<int>(sr.lo + (narrow ? static_cast<int64_t>(node * un / ukb) : node * n / kb));
+      const int ne = static_cast<int>(sr.lo + (narrow ? static_cast<int64_t>((node + 1) * un / ukb) : (node + 1) * n / kb));
+      const int m = nb0 + (ne - nb0) / 2;
+      if (ne - nb0 >= 2) cb = (tid & 1) ? m : nb0, ce = (tid & 1) ? ne : m;
+      else if (!(tid & 1)) cb = nb0, ce = ne;
+      if (cb >= 0) rep = repr_of(cb, ce, rho);
+    }
+    sm.slot_begin[0][tid] = cb, sm.slot_end[0][tid] = ce, sm.slot_rep[0][tid] = rep, sm.slot_inherited[0][tid] = 0.f;
+    // Parity 1: kept branches rewrite slots [0, 2 Kb) every iteration; the ones past stay empty.
+    sm.slot_begin[1][tid] = -1, sm.slot_end[1][tid] = -1, sm.slot_rep[1][tid] = -1, sm.slot_inherited[1][tid] = 0.f;
+    if (tid < 3 * 32) (&sm.digit_count[0][0])[tid] = 0;
+  }
+
+  // Q as the A operand, one m-tile of 16 sampled rows (mask_search.cuh).
+  uint32_t qf[KS][4];
+  load_q_mtile<T, D>(qf, qbase + sr.row_begin * a.qs.t, a.hip.b_sq * a.qs.t, R, 0, lane);
+  const bool row0_ok = gq < R, row1_ok = gq + 8 < R;
+  const int pairs = (2 * kb) << kpr_log2;  // sampled keys of all slots (empty ones are not read)
+  const int tiles = (pairs + 15) >> 4;
+  const int first_tile = rank * kWarps + warp, tile_stride = ctas * kWarps;
+
+  int largest = static_cast<int>((n + kb - 1) / kb);
+  int iter = 0, count_buf = 0;
+  int64_t branch_total = 0;
+  search_barrier(ctas);  // slots written; with a cluster, every CTA has started before remote stores
+
+  while (largest > 1) {
+    const int cur = iter & 1, nxt = cur ^ 1;
+    const int my_begin = sm.slot_begin[cur][tid], my_end = sm.slot_end[cur][tid], my_rep = sm.slot_rep[cur][tid];
+    const float my_inherited = sm.slot_inherited[cur][tid];
+
+    // B. score this CTA's tiles of 16 sampled keys (kStages - 1 in flight per warp).
+    auto issue = [&](int t, int stage) {
+      uint4* dst = ring_lane + stage * STAGE;
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt) {
+        const int p = t * 16 + nt * 8 + gq;
+        const int rep = p < pairs ? sm.slot_rep[cur][p >> kpr_log2] : -1;
+        const bool ok = rep >= 0;
+        const int key = ok ? rep * b_k + (p & (kpr - 1)) * b_sk : 0;
+        const T* src = klane + key * k_row;  // eligibility: tk * k_row < 2^31
+#pragma unroll
+        for (int j = 0; j < PL; ++j) cp_async16(dst + (nt * PL + j) * 32, src + 32 * j, ok);
+      }
+    };
+#pragma unroll
+    for (int i = 0; i < kStages - 1; ++i) {
+      const int t = first_tile + i * tile_stride;
+      if (t < tiles) issue(t, i);
+      cp_async_commit();
+    }
+    for (int t = first_tile, stage = 0, next = kStages - 1; t < tiles; t += tile_stride) {
+      const int tn = t + (kStages - 1) * tile_stride;
+      if (tn < tiles) issue(tn, next);
+      cp_async_commit();
+      cp_async_wait<kStages - 1>();  // this lane's copies of tile t landed
+      const uint4* src = ring_lane + stage * STAGE;
+      stage = stage + 1 == kStages ? 0 : stage + 1;
+      next = next + 1 == kStages ? 0 : next + 1;
+      float acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+      for (int j = 0; j < PL; ++j) {
+        const uint4 v0 = src[j * 32], v1 = src[(PL + j) * 32];
+        const uint32_t b00[2] = {v0.x, v0.y}, b01[2] = {v0.z, v0.w};
+        const uint32_t b10[2] = {v1.x, v1.y}, b11[2] = {v1.z, v1.w};
+        mma16816<T>(acc[0], qf[2 * j], b00);
+        mma16816<T>(acc[1], qf[2 * j], b10);
+        mma16816<T>(acc[0], qf[2 * j + 1], b01);
+        mma16816<T>(acc[1], qf[2 * j + 1], b11);
+      }
+      // This lane's max over its real rows (g, g + 8) for keys nt * 8 + 2c (+ 1).
+      float k00 = -INFINITY, k01 = -INFINITY, k10 = -INFINITY, k11 = -INFINITY;
+      if (row0_ok) k00 = acc[0][0], k01 = acc[0][1], k10 = acc[1][0], k11 = acc[1][1];
+      if (row1_ok) {
+        k00 = fmaxf(k00, acc[0][2]), k01 = fmaxf(k01, acc[0][3]);
+        k10 = fmaxf(k10, acc[1][2]), k11 = fmaxf(k11, acc[1][3]);
+      }
+      int pair = 0;
+      const float m = tile_branch_score(k00, k01, k10, k11, kpr_log2, lane, &pair);
+      const int p = t * 16 + pair;
+      if (pair >= 0 && p < pairs) store_everywhere(&sm.score[cur][p >> kpr_log2], m, ctas);
+    }
+    cp_async_wait<0>();  // no copy of an unused tile index still lands in the ring
+    search_barrier(ctas);
+
+    // C. select the Kb best (score descending, then branch order = ascending begin).
+    const bool real = my_begin >= 0;
+    const float my_score = my_rep >= 0 ? sm.score[cur][tid] : my_inherited;
+    const uint32_t key = real ? score_key32(my_score) : 0u;  // real keys >= 0x007fffff (-inf)
+    // Radix select of the Kb-th largest key T, 5 bits a pass from the top (27, 22, ..., 2, then the
+    // last 2): `prefix` holds T's digits found so far, `above` counts the keys whose digits found so
+    // far exceed T's. Lane v of each warp counts its warp's matching keys with digit v from 6
+    // ballots and adds them into shared counters; after the barrier every warp reads the 32
+    // totals and finds the digit by a suffix sum over the lanes. Stops once exactly Kb keys are >=
+    // the prefix: they are the Kb best and no tie crosses the boundary.
+    uint32_t prefix = 0;
+    int above = 0;
+    bool exact = false;
+#pragma unroll 1
+    for (int shift = 27, bits = 5;;) {
+      const int top = shift + bits;
+      const bool match = top == 32 || (key >> top) == (prefix >> top);
+      const uint32_t digit = (key >> shift) & ((1u << bits) - 1u);
+      uint32_t mine = __ballot_sync(0xffffffffu, match);
+#pragma unroll
+      for (int b = 0; b < 5; ++b) {
+        const uint32_t with = __ballot_sync(0xffffffffu, (digit >> b) & 1u);
+        mine &= ((lane >> b) & 1) ? with : ~with;
+      }
+      const int c = __popc(mine);
+      if (c) atomicAdd(&sm.digit_count[count_buf][lane], c);
+      // The buffer of the next pass was last read two passes ago, before the previous barrier.
+      const int next_buf = count_buf == 2 ? 0 : count_buf + 1;
+      if (warp == 0) sm.digit_count[next_buf][lane] = 0;
+      __syncthreads();
+      const int h = sm.digit_count[count_buf][lane];
+      count_buf = next_buf;
+      int cum = h;  // matching keys with digit >= lane
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const int y = __shfl_down_sync(0xffffffffu, cum, o);
+        if (lane + o < 32) cum += y;
+      }
+      // The largest digit with above + cum >= Kb (digit 0 always qualifies: invariant).
+      const uint32_t fits = __ballot_sync(0xffffffffu, above + cum >= kb);
+      const int best = 31 - __clz(fits);
+      const int cum_best = __shfl_sync(0xffffffffu, cum, best), h_best = __shfl_sync(0xffffffffu, h, best);
+      prefix |= static_cast<uint32_t>(best) << shift;
+      above += cum_best - h_best;
+      if (above + h_best == kb) {
+        exact = true;
+        break;
+      }
+      if (shift == 0) break;
+      if (shift > 5) shift -= 5;
+      else bits = shift, shift = 0;
+    }
+    // Keys > thr are kept, and the first `need` keys == thr in branch order.
+    const uint32_t thr = exact ? prefix - 1 : prefix;  // exact: prefix >= 1 (Kb < branches)
+    const int need = exact ? 0 : kb - above;
+    const bool gt = key > thr, eq = key == thr;
+    const uint32_t bgt = __ballot_sync(0xffffffffu, gt), beq = __ballot_sync(0xffffffffu, eq);
+    const uint32_t breal = __ballot_sync(0xffffffffu, real);
+    if (lane == 0) sm.warp_counts[warp] = __popc(bgt) | __popc(beq) << 10 | __popc(breal) << 20;  // each <= 512
+    __syncthreads();
+    int totals = 0;
+    const int bases = warps_exclusive(lane < kWarps ? sm.warp_counts[lane] : 0, lane, warp, &totals);
+    const int gt_base = bases & 1023, eq_base = (bases >> 10) & 1023, total_real = totals >> 20;
+    const uint32_t before = (1u << lane) - 1u;
+    const int gt_rank = gt_base + __popc(bgt & before), eq_rank = eq_base + __popc(beq & before);
+    const bool kept = gt || (eq && eq_rank < need);
+    int big = 0;
+    if (kept) {
+      const int pos = gt_rank + min(need, eq_rank);  // kept branches before this one
+      const int len = my_end - my_begin;
+      const int own = repr_of(my_begin, my_end, rho);  // scored here or inherited: the same block
+      sm.node_begin[pos] = my_begin;
+      const int c0 = 2 * pos, c1 = c0 + 1;
+      if (len >= 2) {
+        const int m = my_begin + len / 2;
+        const int r0 = repr_of(my_begin, m, rho), r1 = repr_of(m, my_end, rho);
+        sm.slot_begin[nxt][c0] = my_begin, sm.slot_end[nxt][c0] = m, sm.slot_rep[nxt][c0] = r0 != own ? r0 : -1;
+        sm.slot_begin[nxt][c1] = m, sm.slot_end[nxt][c1] = my_end, sm.slot_rep[nxt][c1] = r1 != own ? r1 : -1;
+      } else {
+        sm.slot_begin[nxt][c0] = my_begin, sm.slot_end[nxt][c0] = my_end, sm.slot_rep[nxt][c0] = -1;
+        sm.slot_begin[nxt][c1] = -1, sm.slot_end[nxt][c1] = -1, sm.slot_rep[nxt][c1] = -1;
+      }
+      sm.slot_inherited[nxt][c0] = my_score, sm.slot_inherited[nxt][c1] = my_score;
+      big = len;
+    }
+    big = __reduce_max_sync(0xffffffffu, big);
+    if (lane == 0) sm.warp_big[warp] = big;
+    __syncthreads();
+    largest = __reduce_max_sync(0xffffffffu, lane < kWarps ? sm.warp_big[lane] : 0);
+    branch_total += total_real;
+    ++iter;
+  }
+
+  if (rank == 0) {
+    for (int j = tid; j < kb; j += kThreads) out[j] = sm.node_begin[j];
+    if (tid == 0) {
+      a.counts[sc.item] = kb;
+      if (a.iterations) a.iterations[sc.item] = iter;
+      if (a.branches) a.branches[sc.item] = branch_total;
+    }
+  }
+}
+
+// How many `ctas`-CTA clusters of `kernel` can be resident at once (cudaOccupancyMaxActiveClusters:
+// a cluster's CTAs must share a GPC, so fewer than SMs / ctas may fit), asked once per (kernel, ctas).
+int cluster_capacity(const void* kernel, int ctas, size_t smem) {
+  static std::mutex mu;
+  static std::map<std::pair<const void*, int>, int> known;
+  std::lock_guard<std::mutex> lock(mu);
+  const auto key = std::make_pair(kernel, ctas);
+  auto it = known.find(key);
+  if (it != known.end()) return it->second;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(static_cast<unsigned>(ctas));
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = smem;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = static_cast<unsigned>(ctas), attr.val.clusterDim.y = 1, attr.val.clusterDim.z = 1;
+  cfg.attrs = &attr, cfg.numAttrs = 1;
+  int clusters = 0;
+  if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess) {
+    cudaGetLastError();  // a refusal is an answer here (no clusters of that size), not an error to keep
+    clusters = 0;
+  }
+  known[key] = clusters;
+  return clusters;
+}
+
+// HIPSTUDIO_MASK_CTAS=0/1/2/4 in the environment overrides the choice (0: the warp-search kernel),
+// so that one `bench kernels` binary can compare them on one GPU (kernels/BENCHMARKS.md, v16).
+int forced_ctas() {
+  static const int forced = [] {
+    const char* e = std::getenv("HIPSTUDIO_MASK_CTAS");
+    if (!e || !*e) return -1;
+    const int v = std::atoi(e);
+    return v == 0 || v == 1 || v == 2 || v == 4 ? v : -1;
+  }();
+  return forced;
+}
+
+}  // namespace
+
+bool cluster_mask_eligible(const MaskLaunch& l) {
+  if (!warp_mask_eligible(l)) return false;
+  const hip::HipParams& p = l.hip;
+  const int64_t rows = (std::min(p.b_q, l.tq) + p.b_sq - 1) / p.b_sq;
+  return rows <= 16 && 2 * hip::hip_kb(p) <= kMaxSlots;
+}
+
+int cluster_mask_ctas_per_search(int64_t items) {
+  if (forced_ctas() >= 0) return forced_ctas();
+  // v16 (kernels/BENCHMARKS.md): one CTA per search beat the warp-search kernel's 8 warps at 1024
+  // decode searches (batch 32); a 2-CTA cluster beat 1 CTA where 2 per search fit on the SMs, and 4
+  // ran two waves at 32 searches (not all 4-CTA clusters fit the GPCs at once).
+  const int64_t sms = device_sm_count();
+  if (items > 8 * sms) return 0;  // enough searches for the warp-search kernel
+  return items * 2 <= sms && device_supports_clusters() ? 2 : 1;
+}
+
+void estimate_masks_cluster(const MaskLaunch& l, int ctas) {
+  const hip::HipParams& p = l.hip;
+  if (ctas != 1 && ctas != 2 && ctas != 4) throw_arg("CTAs per search must be 1, 2 or 4");
+  if (ctas > 1 && !device_supports_clusters()) ctas = 1;
+  ClusterMaskArgs a{};
+  a.q = l.q, a.k = l.k, a.qs = l.q_stride, a.ks = l.k_stride, a.positions = l.positions;
+  a.hq = l.hq, a.hkv = l.hkv, a.tq = l.tq, a.tk = l.tk;
+  a.qbs = (l.tq + p.b_q - 1) / p.b_q;
+  a.items = l.batch * l.hq * a.qbs;
+  a.hip = p;
+  a.kb = static_cast<int>(hip::hip_kb(p));
+  const int64_t kpr = p.b_k / p.b_sk;
+  a.kpr_log2 = kpr == 1 ? 0 : kpr == 2 ? 1 : kpr == 4 ? 2 : 3;
+  a.blocks = l.blocks, a.counts = l.counts, a.iterations = l.iterations, a.branches = l.branches;
+  const bool d64 = l.d <= 64;
+  const size_t smem = kSmemHead + static_cast<size_t>(kWarps) * kStages * 16 * (d64 ? 64 : 128) * 2;
+  cudaStream_t stream = as_stream(l.stream);
+  auto launch = [&](auto kernel) {
+    const void* fn = reinterpret_cast<const void*>(kernel);
+    set_smem(fn, smem, "mask estimation (cluster search)");
+    while (ctas > 1 && cluster_capacity(fn, ctas, smem) < 1) ctas /= 2;
+    a.ctas = ctas;
+    const int64_t ctas_total = a.items * ctas;
+    if (ctas_total >= (int64_t{1} << 31)) throw_arg("too many (batch, head, query block) items for one launch");
+    if (ctas == 1) {
+      kernel<<<dim3(static_cast<unsigned>(ctas_total)), kThreads, smem, stream>>>(a);
+    } else {
+      cudaLaunchConfig_t cfg{};
+      cfg.gridDim = dim3(static_cast<unsigned>(ctas_total));
+      cfg.blockDim = dim3(kThreads);
+      cfg.dynamicSmemBytes = smem;
+      cfg.stream = stream;
+      cudaLaunchAttribute attr{};
+      attr.id = cudaLaunchAttributeClusterDimension;
+      attr.val.clusterDim.x = static_cast<unsigned>(ctas), attr.val.clusterDim.y = 1, attr.val.clusterDim.z = 1;
+      cfg.attrs = &attr, cfg.numAttrs = 1;
+      HIP_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, a));
+    }
+  };
+  if (l.dtype == DType::kBF16) {
+    d64 ? launch(hip_mask_cluster_kernel<__nv_bfloat16, 64>) : launch(hip_mask_cluster_kernel<__nv_bfloat16, 128>);
+  } else {
+    d64 ? launch(hip_mask_cluster_kernel<__half, 64>) : launch(hip_mask_cluster_kernel<__half, 128>);
+  }
+  HIP_CUDA_CHECK_LAUNCH("hip_mask_cluster_kernel");
+}
+
+}  // namespace hipstudio::gpu
