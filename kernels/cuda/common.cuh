@@ -35,7 +35,13 @@ struct DevRange {
   int64_t row_begin, row_end, p0, lo, hi, dense_from;
 };
 
-__device__ __forceinline__ int64_t dev_floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+// floor(a / b), b >= 1. In 32 bits where both fit (token positions are below 2^31 and HiP sizes at
+// most INT32_MAX, so always in practice): a 64-bit division is a ~100-instruction routine, and the
+// few-search kernels wait on this one before their first load (v16).
+__device__ __forceinline__ int64_t dev_floor_div(int64_t a, int64_t b) {
+  if (a >= 0 && a <= INT32_MAX && b <= INT32_MAX) return static_cast<uint32_t>(a) / static_cast<uint32_t>(b);
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
 
 __device__ __forceinline__ int64_t dev_position(const int64_t* positions, int64_t tq, int64_t tk, int64_t i) {
   return positions ? positions[i] : tk - tq + i;
@@ -52,7 +58,7 @@ __device__ __forceinline__ DevRange dev_search_range(const hip::HipParams& p, co
   r.row_begin = qb * p.b_q;
   r.row_end = r.row_begin + p.b_q < tq ? r.row_begin + p.b_q : tq;
   r.p0 = dev_visible_end(positions, tq, tk, p.causal, r.row_begin);
-  r.lo = p.sink / p.b_k;
+  r.lo = dev_floor_div(p.sink, p.b_k);
   const int64_t top = dev_floor_div(r.p0 + 1 - p.window, p.b_k);
   r.hi = top > r.lo ? top : r.lo;
   r.dense_from = r.hi * p.b_k;

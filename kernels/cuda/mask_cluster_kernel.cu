@@ -66,7 +66,7 @@ struct ClusterSmem {
   float slot_inherited[2][kMaxSlots];
   float score[2][kMaxSlots];     // scores of the slots with slot_rep >= 0, from whichever CTA scored them
   int node_begin[kMaxSlots / 2]; // the kept nodes' begins, ascending: the mask after the last iteration
-  int digit_count[3][32];        // radix pass: keys matching the prefix with each 5-bit digit (3 rotating buffers)
+  int digit_count[3][32];        // radix pass: keys matching the prefix with a 5-bit digit >= v (3 rotating buffers)
   int warp_counts[kWarps];       // per warp: kept-above | ties << 10 | real branches << 20
   int warp_big[kWarps];          // per warp: the longest kept branch
 };
@@ -126,8 +126,8 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int gq = lane >> 2, cq = lane & 3;
   const int ctas = a.ctas;
-  const int rank = static_cast<int>(blockIdx.x % static_cast<unsigned>(ctas));  // cluster dims (ctas, 1, 1)
-  const int64_t s = blockIdx.x / static_cast<unsigned>(ctas);
+  const int rank = static_cast<int>(blockIdx.x & (ctas - 1));  // cluster dims (ctas, 1, 1); ctas 1, 2 or 4
+  const int64_t s = blockIdx.x >> (ctas >> 1);
   if (s >= a.items) return;  // the whole cluster together
   uint4* ring_lane = reinterpret_cast<uint4*>(smem + kSmemHead) + warp * kStages * STAGE + lane;
 
@@ -148,8 +148,9 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
     return;
   }
 
-  const int64_t g = sc.h / (a.hq / a.hkv);
-  const int R = static_cast<int>((sr.row_end - sr.row_begin + a.hip.b_sq - 1) / a.hip.b_sq);
+  const int64_t g = sc.g;
+  const int b_sq = static_cast<int>(a.hip.b_sq);  // <= b_q <= INT32_MAX; 32-bit divisions below
+  const int R = (static_cast<int>(sr.row_end - sr.row_begin) + b_sq - 1) / b_sq;
   const T* qbase = static_cast<const T*>(a.q) + sc.b * a.qs.b + sc.h * a.qs.h;
   const T* klane = static_cast<const T*>(a.k) + sc.b * a.ks.b + g * a.ks.h + cq * 8;
   const int kpr_log2 = a.kpr_log2, kpr = 1 << kpr_log2;
@@ -186,7 +187,7 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
   const int tiles = (pairs + 15) >> 4;
   const int first_tile = rank * kWarps + warp, tile_stride = ctas * kWarps;
 
-  int largest = static_cast<int>((n + kb - 1) / kb);
+  int largest = static_cast<int>((static_cast<uint32_t>(n) + kb - 1) / kb);  // n < 2^31: blocks below tk
   int iter = 0, count_buf = 0;
   int64_t branch_total = 0;
   search_barrier(ctas);  // slots written; with a cluster, every CTA has started before remote stores
@@ -256,9 +257,10 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
     const uint32_t key = real ? score_key32(my_score) : 0u;  // real keys >= 0x007fffff (-inf)
     // Radix select of the Kb-th largest key T, 5 bits a pass from the top (27, 22, ..., 2, then the
     // last 2): `prefix` holds T's digits found so far, `above` counts the keys whose digits found so
-    // far exceed T's. Lane v of each warp counts its warp's matching keys with digit v from 6
-    // ballots and adds them into shared counters; after the barrier every warp reads the 32
-    // totals and finds the digit by a suffix sum over the lanes. Stops once exactly Kb keys are >=
+    // far exceed T's. Lane v of each warp counts its warp's keys that match the prefix with a digit
+    // >= v (from 6 ballots, bit-serially) into shared counters; after the barrier lane v of every
+    // warp reads the count for v, and the largest v whose count still reaches Kb is T's digit (no
+    // scan over the lanes: the counts are cumulative already). Stops once exactly Kb keys are >=
     // the prefix: they are the Kb best and no tie crosses the boundary.
     uint32_t prefix = 0;
     int above = 0;
@@ -268,30 +270,31 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
       const int top = shift + bits;
       const bool match = top == 32 || (key >> top) == (prefix >> top);
       const uint32_t digit = (key >> shift) & ((1u << bits) - 1u);
-      uint32_t mine = __ballot_sync(0xffffffffu, match);
+      uint32_t equal = __ballot_sync(0xffffffffu, match), greater = 0;
 #pragma unroll
-      for (int b = 0; b < 5; ++b) {
-        const uint32_t with = __ballot_sync(0xffffffffu, (digit >> b) & 1u);
-        mine &= ((lane >> b) & 1) ? with : ~with;
+      for (int b = 4; b >= 0; --b) {
+        const uint32_t one = __ballot_sync(0xffffffffu, (digit >> b) & 1u);
+        if ((lane >> b) & 1) {
+          equal &= one;
+        } else {
+          greater |= equal & one;
+          equal &= ~one;
+        }
       }
-      const int c = __popc(mine);
+      const int c = __popc(greater | equal);  // matching keys with digit >= lane
       if (c) atomicAdd(&sm.digit_count[count_buf][lane], c);
       // The buffer of the next pass was last read two passes ago, before the previous barrier.
       const int next_buf = count_buf == 2 ? 0 : count_buf + 1;
       if (warp == 0) sm.digit_count[next_buf][lane] = 0;
       __syncthreads();
-      const int h = sm.digit_count[count_buf][lane];
+      const int cum = sm.digit_count[count_buf][lane];
       count_buf = next_buf;
-      int cum = h;  // matching keys with digit >= lane
-#pragma unroll
-      for (int o = 1; o < 32; o <<= 1) {
-        const int y = __shfl_down_sync(0xffffffffu, cum, o);
-        if (lane + o < 32) cum += y;
-      }
       // The largest digit with above + cum >= Kb (digit 0 always qualifies: invariant).
       const uint32_t fits = __ballot_sync(0xffffffffu, above + cum >= kb);
       const int best = 31 - __clz(fits);
-      const int cum_best = __shfl_sync(0xffffffffu, cum, best), h_best = __shfl_sync(0xffffffffu, h, best);
+      const int cum_best = __shfl_sync(0xffffffffu, cum, best);
+      const int cum_after = __shfl_sync(0xffffffffu, cum, (best + 1) & 31);
+      const int h_best = best == 31 ? cum_best : cum_best - cum_after;  // keys with digit == best
       prefix |= static_cast<uint32_t>(best) << shift;
       above += cum_best - h_best;
       if (above + h_best == kb) {

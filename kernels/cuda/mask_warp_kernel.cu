@@ -157,7 +157,7 @@ __global__ void __launch_bounds__(MT == 2 ? kCtaWarps * 32 : kMaxW * 32, MT == 2
     return;
   }
 
-  const int64_t g = h / (a.hq / a.hkv);
+  const int64_t g = sc.g;
   const int R = static_cast<int>((sr.row_end - sr.row_begin + a.hip.b_sq - 1) / a.hip.b_sq);
   const T* qbase = static_cast<const T*>(a.q) + b * a.qs.b + h * a.qs.h;
   const T* kbase = static_cast<const T*>(a.k) + b * a.ks.b + g * a.ks.h;

@@ -26,11 +26,26 @@ TEST(SearchOrder, VisitsEverySearchOnceInGroupMajorOrder) {
       ++seen[static_cast<size_t>(c.item)];
       // The heads of one KV group for one query block are consecutive, and the first search of a
       // group's run is its last query block.
+      ASSERT_EQ(c.g, c.h / group);
       ASSERT_EQ(c.h % group, s % group);
       ASSERT_EQ(c.h / group, (s / (group * sh.qbs)) % sh.hkv);
       ASSERT_EQ(c.qb, sh.qbs - 1 - (s / group) % sh.qbs);
     }
     for (int v : seen) ASSERT_EQ(v, 1);
+  }
+}
+
+// Past 2^31 searches or query blocks the 64-bit arithmetic takes over; the same formulas hold.
+TEST(SearchOrder, WideShapesFollowTheSameOrder) {
+  const int64_t hq = 8, hkv = 2, group = 4, qbs = (int64_t{1} << 31) + 5;
+  for (int64_t s : {int64_t{0}, int64_t{7}, int64_t{1} << 31, (int64_t{1} << 33) + 3, 2 * hq * qbs - 1}) {
+    const auto c = search_coords(s, hq, hkv, qbs);
+    EXPECT_EQ(c.h % group, s % group) << s;
+    EXPECT_EQ(c.g, (s / (group * qbs)) % hkv) << s;
+    EXPECT_EQ(c.h / group, c.g) << s;
+    EXPECT_EQ(c.qb, qbs - 1 - (s / group) % qbs) << s;
+    EXPECT_EQ(c.b, s / (group * qbs * hkv)) << s;
+    EXPECT_EQ(c.item, (c.b * hq + c.h) * qbs + c.qb) << s;
   }
 }
 
