@@ -163,11 +163,7 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
     int cb = -1, ce = -1, rep = -1;
     const int node = tid >> 1;
     if (node < kb) {
-      // node * n / kb in 32 bits where it fits (a 64-bit division is a ~100-instruction routine)
-      const bool narrow = n * kb < (int64_t{1} << 32);
-      const uint32_t un = static_cast<uint32_t>(n), ukb = static_cast<uint32_t>(kb);
-      const int nb0 = static_cast<int>(sr.lo + (narrow ? static_cast<int64_t>(node * un / ukb) : node * n / kb));
-      const int ne = static_cast<int>(sr.lo + (narrow ? static_cast<int64_t>((node + 1) * un / ukb) : (node + 1) * n / kb));
+      const int nb0 = initial_node_start(sr.lo, n, kb, node), ne = initial_node_start(sr.lo, n, kb, node + 1);
       const int m = nb0 + (ne - nb0) / 2;
       if (ne - nb0 >= 2) cb = (tid & 1) ? m : nb0, ce = (tid & 1) ? ne : m;
       else if (!(tid & 1)) cb = nb0, ce = ne;

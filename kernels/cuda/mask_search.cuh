@@ -21,6 +21,16 @@ __device__ __forceinline__ int repr_of(int begin, int end, double rho) {
   return begin + min(len - 1, static_cast<int>(floor(rho * static_cast<double>(len))));
 }
 
+// Start of initial node `node` of Kb nodes of (nearly) equal size over [lo, lo + n): lo + node n / Kb,
+// node in [0, Kb]. In 32 bits where n Kb fits (a 64-bit division is a ~100-instruction routine,
+// and every search starts with 2 Kb of them).
+__device__ __forceinline__ int initial_node_start(int64_t lo, int64_t n, int kb, int node) {
+  if (n * kb < (int64_t{1} << 32)) {
+    return static_cast<int>(lo + static_cast<uint32_t>(node) * static_cast<uint32_t>(n) / static_cast<uint32_t>(kb));
+  }
+  return static_cast<int>(lo + node * n / kb);
+}
+
 // Order-preserving key of a float score (larger score, larger key; -0 == +0). Real keys are >=
 // 0x007fffff (the key of -inf), so 0 marks "no branch".
 __device__ __forceinline__ uint32_t score_key32(float s) {

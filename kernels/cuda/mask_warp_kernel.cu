@@ -158,7 +158,8 @@ __global__ void __launch_bounds__(MT == 2 ? kCtaWarps * 32 : kMaxW * 32, MT == 2
   }
 
   const int64_t g = sc.g;
-  const int R = static_cast<int>((sr.row_end - sr.row_begin + a.hip.b_sq - 1) / a.hip.b_sq);
+  const int b_sq = static_cast<int>(a.hip.b_sq);  // <= b_q <= INT32_MAX; 32-bit divisions
+  const int R = (static_cast<int>(sr.row_end - sr.row_begin) + b_sq - 1) / b_sq;
   const T* qbase = static_cast<const T*>(a.q) + b * a.qs.b + h * a.qs.h;
   const T* kbase = static_cast<const T*>(a.k) + b * a.ks.b + g * a.ks.h;
   const int kpr_log2 = a.kpr_log2, kpr = 1 << kpr_log2;
@@ -178,8 +179,8 @@ __global__ void __launch_bounds__(MT == 2 ? kCtaWarps * 32 : kMaxW * 32, MT == 2
     for (int j = 0; j < kMaxNpl; ++j) {
       const int node = lane * npl + j;
       if (j < npl && node < kb) {
-        sm.nd_begin[node] = static_cast<int>(sr.lo + node * n / kb);
-        sm.nd_end[node] = static_cast<int>(sr.lo + (node + 1) * n / kb);
+        sm.nd_begin[node] = initial_node_start(sr.lo, n, kb, node);
+        sm.nd_end[node] = initial_node_start(sr.lo, n, kb, node + 1);
         sm.nd_score[node] = 0.f;
       }
     }
@@ -196,7 +197,7 @@ __global__ void __launch_bounds__(MT == 2 ? kCtaWarps * 32 : kMaxW * 32, MT == 2
     row_ok |= (static_cast<uint32_t>(mt * 16 + gq < R) | static_cast<uint32_t>(mt * 16 + gq + 8 < R) << 1) << (2 * mt);
   uint4* ring_lane = ring + lane;
 
-  int largest = static_cast<int>((n + kb - 1) / kb);
+  int largest = static_cast<int>((static_cast<uint32_t>(n) + kb - 1) / kb);  // n < 2^31: blocks below tk
   int iter = 0;
   int64_t branch_total = 0;
   search_sync(w, local);
