@@ -70,8 +70,9 @@ struct MaskLaunch {
 };
 
 // Validates (CudaError naming the problem) and launches the mask estimation: the bf16/f16 shapes
-// the warp-search kernel covers run W warps per (batch, head, query block), everything else one CTA
-// per (batch, head, query block); all in one launch.
+// the warp-search kernel covers run W warps per (batch, head, query block), or, few searches of
+// <= 16 sampled rows (decode), a CTA or 2-CTA cluster each; everything else one CTA per (batch,
+// head, query block); all in one launch.
 void estimate_masks(const MaskLaunch& l);
 size_t mask_trace_bytes(int64_t kb);
 // Decodes a trace buffer copied to the host; header fields come from the search range.
