@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <string>
 #include <utility>
 
 #include "kernels/cuda/common.cuh"
@@ -387,8 +388,11 @@ int forced_ctas() {
   static const int forced = [] {
     const char* e = std::getenv("HIPSTUDIO_MASK_CTAS");
     if (!e || !*e) return -1;
-    const int v = std::atoi(e);
-    return v == 0 || v == 1 || v == 2 || v == 4 ? v : -1;
+    const std::string v = e;
+    if (v != "0" && v != "1" && v != "2" && v != "4")
+      throw_arg("HIPSTUDIO_MASK_CTAS must be 0 (warp-search kernel), 1, 2 or 4 (CTAs per search), not '" + v +
+                "'; unset it for the automatic choice");
+    return std::atoi(e);
   }();
   return forced;
 }
