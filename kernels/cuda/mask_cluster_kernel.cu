@@ -180,9 +180,9 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
   }
 
   // Q as the A operand, one m-tile of 16 sampled rows (mask_search.cuh).
-  uint32_t qf[KS][4];
-  load_q_mtile<T, D>(qf, qbase + sr.row_begin * a.qs.t, a.hip.b_sq * a.qs.t, R, 0, lane);
-  const bool row0_ok = gq < R, row1_ok = gq + 8 < R;
+  uint32_t qf[1][KS][4];
+  load_q_mtile<T, D>(qf[0], qbase + sr.row_begin * a.qs.t, a.hip.b_sq * a.qs.t, R, 0, lane);
+  const uint32_t row_ok = real_rows_mask<1>(R, lane);
   const int pairs = (2 * kb) << kpr_log2;  // sampled keys of all slots (empty ones are not read)
   const int tiles = (pairs + 15) >> 4;
   const int first_tile = rank * kWarps + warp, tile_stride = ctas * kWarps;
@@ -225,24 +225,8 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
       const uint4* src = ring_lane + stage * STAGE;
       stage = stage + 1 == kStages ? 0 : stage + 1;
       next = next + 1 == kStages ? 0 : next + 1;
-      float acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
-#pragma unroll
-      for (int j = 0; j < PL; ++j) {
-        const uint4 v0 = src[j * 32], v1 = src[(PL + j) * 32];
-        const uint32_t b00[2] = {v0.x, v0.y}, b01[2] = {v0.z, v0.w};
-        const uint32_t b10[2] = {v1.x, v1.y}, b11[2] = {v1.z, v1.w};
-        mma16816<T>(acc[0], qf[2 * j], b00);
-        mma16816<T>(acc[1], qf[2 * j], b10);
-        mma16816<T>(acc[0], qf[2 * j + 1], b01);
-        mma16816<T>(acc[1], qf[2 * j + 1], b11);
-      }
-      // This lane's max over its real rows (g, g + 8) for keys nt * 8 + 2c (+ 1).
-      float k00 = -INFINITY, k01 = -INFINITY, k10 = -INFINITY, k11 = -INFINITY;
-      if (row0_ok) k00 = acc[0][0], k01 = acc[0][1], k10 = acc[1][0], k11 = acc[1][1];
-      if (row1_ok) {
-        k00 = fmaxf(k00, acc[0][2]), k01 = fmaxf(k01, acc[0][3]);
-        k10 = fmaxf(k10, acc[1][2]), k11 = fmaxf(k11, acc[1][3]);
-      }
+      float k00, k01, k10, k11;
+      score_tile<T, D, 1>(src, qf, row_ok, R >= 16, k00, k01, k10, k11);
       int pair = 0;
       const float m = tile_branch_score(k00, k01, k10, k11, kpr_log2, lane, &pair);
       const int p = t * 16 + pair;
@@ -356,6 +340,24 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
   }
 }
 
+// A launch of `grid` CTAs of kThreads in clusters of `ctas` (the occupancy query and the launch
+// take the same description). Not copyable: cfg points at attr.
+struct ClusterLaunch {
+  cudaLaunchConfig_t cfg{};
+  cudaLaunchAttribute attr{};
+  ClusterLaunch(int64_t grid, int ctas, size_t smem, cudaStream_t stream) {
+    cfg.gridDim = dim3(static_cast<unsigned>(grid));
+    cfg.blockDim = dim3(kThreads);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = static_cast<unsigned>(ctas), attr.val.clusterDim.y = 1, attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr, cfg.numAttrs = 1;
+  }
+  ClusterLaunch(const ClusterLaunch&) = delete;
+  ClusterLaunch& operator=(const ClusterLaunch&) = delete;
+};
+
 // How many `ctas`-CTA clusters of `kernel` can be resident at once (cudaOccupancyMaxActiveClusters:
 // a cluster's CTAs must share a GPC, so fewer than SMs / ctas may fit), asked once per (kernel, ctas).
 int cluster_capacity(const void* kernel, int ctas, size_t smem) {
@@ -365,16 +367,9 @@ int cluster_capacity(const void* kernel, int ctas, size_t smem) {
   const auto key = std::make_pair(kernel, ctas);
   auto it = known.find(key);
   if (it != known.end()) return it->second;
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(static_cast<unsigned>(ctas));
-  cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = smem;
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = static_cast<unsigned>(ctas), attr.val.clusterDim.y = 1, attr.val.clusterDim.z = 1;
-  cfg.attrs = &attr, cfg.numAttrs = 1;
+  ClusterLaunch launch(ctas, ctas, smem, nullptr);
   int clusters = 0;
-  if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess) {
+  if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &launch.cfg) != cudaSuccess) {
     cudaGetLastError();  // a refusal is an answer here (no clusters of that size), not an error to keep
     clusters = 0;
   }
@@ -443,16 +438,8 @@ void estimate_masks_cluster(const MaskLaunch& l, int ctas) {
     if (ctas == 1) {
       kernel<<<dim3(static_cast<unsigned>(ctas_total)), kThreads, smem, stream>>>(a);
     } else {
-      cudaLaunchConfig_t cfg{};
-      cfg.gridDim = dim3(static_cast<unsigned>(ctas_total));
-      cfg.blockDim = dim3(kThreads);
-      cfg.dynamicSmemBytes = smem;
-      cfg.stream = stream;
-      cudaLaunchAttribute attr{};
-      attr.id = cudaLaunchAttributeClusterDimension;
-      attr.val.clusterDim.x = static_cast<unsigned>(ctas), attr.val.clusterDim.y = 1, attr.val.clusterDim.z = 1;
-      cfg.attrs = &attr, cfg.numAttrs = 1;
-      HIP_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, a));
+      ClusterLaunch cluster(ctas_total, ctas, smem, stream);
+      HIP_CUDA_CHECK(cudaLaunchKernelEx(&cluster.cfg, kernel, a));
     }
   };
   if (l.dtype == DType::kBF16) {

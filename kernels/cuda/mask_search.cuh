@@ -60,6 +60,68 @@ __device__ __forceinline__ void load_q_mtile(uint32_t (*qf)[4], const T* qrow0, 
   }
 }
 
+// Which accumulator rows of this lane are real sampled rows: bit 2 mt + e for row mt * 16 + g + 8 e
+// (rows past R score 0 on zero Q rows and must not count).
+template <int MT>
+__device__ __forceinline__ uint32_t real_rows_mask(int R, int lane) {
+  const int gq = lane >> 2;
+  uint32_t ok = 0;
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+    ok |= (static_cast<uint32_t>(mt * 16 + gq < R) | static_cast<uint32_t>(mt * 16 + gq + 8 < R) << 1) << (2 * mt);
+  return ok;
+}
+
+// Scores one ring stage of 16 keys (src: this lane's slots, 2 PL uint4 of keys g and 8 + g) against
+// MT m-tiles of Q fragments, MT x 2 independent accumulator chains, B pairs straight out of the
+// 16-byte slots; returns this lane's max over its real rows in k<nt><e> for key nt * 8 + 2c + e.
+template <class T, int D, int MT>
+__device__ __forceinline__ void score_tile(const uint4* src, const uint32_t (*qf)[D / 16][4], uint32_t row_ok,
+                                           bool all_rows, float& k00, float& k01, float& k10, float& k11) {
+  constexpr int PL = D / 32;
+  float acc[MT][2][4];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int x = 0; x < 8; ++x) acc[mt][x >> 2][x & 3] = 0.f;
+#pragma unroll
+  for (int j = 0; j < PL; ++j) {
+    const uint4 v0 = src[j * 32], v1 = src[(PL + j) * 32];
+    const uint32_t b00[2] = {v0.x, v0.y}, b01[2] = {v0.z, v0.w};
+    const uint32_t b10[2] = {v1.x, v1.y}, b11[2] = {v1.z, v1.w};
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      mma16816<T>(acc[mt][0], qf[mt][2 * j], b00);
+      mma16816<T>(acc[mt][1], qf[mt][2 * j], b10);
+    }
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      mma16816<T>(acc[mt][0], qf[mt][2 * j + 1], b01);
+      mma16816<T>(acc[mt][1], qf[mt][2 * j + 1], b11);
+    }
+  }
+  k00 = k01 = k10 = k11 = -INFINITY;
+  if (all_rows) {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      k00 = fmaxf(k00, fmaxf(acc[mt][0][0], acc[mt][0][2])), k01 = fmaxf(k01, fmaxf(acc[mt][0][1], acc[mt][0][3]));
+      k10 = fmaxf(k10, fmaxf(acc[mt][1][0], acc[mt][1][2])), k11 = fmaxf(k11, fmaxf(acc[mt][1][1], acc[mt][1][3]));
+    }
+  } else {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      if ((row_ok >> (2 * mt)) & 1) {
+        k00 = fmaxf(k00, acc[mt][0][0]), k01 = fmaxf(k01, acc[mt][0][1]);
+        k10 = fmaxf(k10, acc[mt][1][0]), k11 = fmaxf(k11, acc[mt][1][1]);
+      }
+      if ((row_ok >> (2 * mt + 1)) & 1) {
+        k00 = fmaxf(k00, acc[mt][0][2]), k01 = fmaxf(k01, acc[mt][0][3]);
+        k10 = fmaxf(k10, acc[mt][1][2]), k11 = fmaxf(k11, acc[mt][1][3]);
+      }
+    }
+  }
+}
+
 // Finishes a scored tile: k<nt><e> is this lane's max over its rows for key nt * 8 + 2c + e. Reduced
 // over g by a reduce-scatter (lane bit 4 keeps one n-tile, bit 3 one parity), then over the 2^kpr_log2
 // sampled keys of a branch. Returns the score this lane writes (NaN-free: fmaxf ignores a NaN operand

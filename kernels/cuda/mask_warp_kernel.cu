@@ -191,10 +191,7 @@ __global__ void __launch_bounds__(MT == 2 ? kCtaWarps * 32 : kMaxW * 32, MT == 2
   // rows past R score 0 on zero Q rows and must not count.
   const T* klane = kbase + cq * 8;
   const bool all_rows = R >= MT * 16;
-  uint32_t row_ok = 0;  // bit 2 mt + e: row mt * 16 + g + 8 e is real
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
-    row_ok |= (static_cast<uint32_t>(mt * 16 + gq < R) | static_cast<uint32_t>(mt * 16 + gq + 8 < R) << 1) << (2 * mt);
+  const uint32_t row_ok = real_rows_mask<MT>(R, lane);
   uint4* ring_lane = ring + lane;
 
   int largest = static_cast<int>((static_cast<uint32_t>(n) + kb - 1) / kb);  // n < 2^31: blocks below tk
@@ -296,49 +293,8 @@ __global__ void __launch_bounds__(MT == 2 ? kCtaWarps * 32 : kMaxW * 32, MT == 2
       const uint4* src = ring_lane + stage * STAGE;
       stage = stage + 1 == kStages ? 0 : stage + 1;
       next = next + 1 == kStages ? 0 : next + 1;
-      // MT x 2 independent accumulator chains; B pairs straight out of the 16-byte slots.
-      float acc[MT][2][4];
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-        for (int x = 0; x < 8; ++x) acc[mt][x >> 2][x & 3] = 0.f;
-#pragma unroll
-      for (int j = 0; j < PL; ++j) {
-        const uint4 v0 = src[j * 32], v1 = src[(PL + j) * 32];
-        const uint32_t b00[2] = {v0.x, v0.y}, b01[2] = {v0.z, v0.w};
-        const uint32_t b10[2] = {v1.x, v1.y}, b11[2] = {v1.z, v1.w};
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          mma16816<T>(acc[mt][0], qf[mt][2 * j], b00);
-          mma16816<T>(acc[mt][1], qf[mt][2 * j], b10);
-        }
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          mma16816<T>(acc[mt][0], qf[mt][2 * j + 1], b01);
-          mma16816<T>(acc[mt][1], qf[mt][2 * j + 1], b11);
-        }
-      }
-      // This lane's max over its rows (g, g + 8 of each m-tile) for keys nt * 8 + 2c (+ 1).
-      float k00 = -INFINITY, k01 = -INFINITY, k10 = -INFINITY, k11 = -INFINITY;
-      if (all_rows) {
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          k00 = fmaxf(k00, fmaxf(acc[mt][0][0], acc[mt][0][2])), k01 = fmaxf(k01, fmaxf(acc[mt][0][1], acc[mt][0][3]));
-          k10 = fmaxf(k10, fmaxf(acc[mt][1][0], acc[mt][1][2])), k11 = fmaxf(k11, fmaxf(acc[mt][1][1], acc[mt][1][3]));
-        }
-      } else {
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          if ((row_ok >> (2 * mt)) & 1) {
-            k00 = fmaxf(k00, acc[mt][0][0]), k01 = fmaxf(k01, acc[mt][0][1]);
-            k10 = fmaxf(k10, acc[mt][1][0]), k11 = fmaxf(k11, acc[mt][1][1]);
-          }
-          if ((row_ok >> (2 * mt + 1)) & 1) {
-            k00 = fmaxf(k00, acc[mt][0][2]), k01 = fmaxf(k01, acc[mt][0][3]);
-            k10 = fmaxf(k10, acc[mt][1][2]), k11 = fmaxf(k11, acc[mt][1][3]);
-          }
-        }
-      }
+      float k00, k01, k10, k11;
+      score_tile<T, D, MT>(src, qf, row_ok, all_rows, k00, k01, k10, k11);
       finish(k00, k01, k10, k11, t);
     }
     search_sync(w, local);
