@@ -64,6 +64,7 @@ struct ClusterMaskArgs {
 // between iterations so that an iteration never writes what the previous one may still read
 // (for the scores: what another CTA of the cluster may still read).
 struct ClusterSmem {
+  uint64_t exchange_bar[2];      // [parity]: the other CTAs' score stores of an iteration land here (st.async)
   int slot_begin[2][kMaxSlots];  // this iteration's branch slots: range [begin, end), begin -1: no branch
   int slot_end[2][kMaxSlots];
   int slot_rep[2][kMaxSlots];    // representative block to score; -1: the branch keeps its parent's score
@@ -90,20 +91,84 @@ __device__ __forceinline__ void search_barrier(int ctas) {
   __syncthreads();
 }
 
-// Stores v at `local` in this CTA and at the same place in every other CTA of the cluster.
-__device__ __forceinline__ void store_everywhere(float* local, float v, int ctas) {
+#ifndef HIPSTUDIO_MASK_FEW_ROWS  // compile-time knob: 0 scores every search with Q as the A operand (v17)
+#define HIPSTUDIO_MASK_FEW_ROWS 1
+#endif
+#ifndef HIPSTUDIO_MASK_EXCHANGE_ASYNC  // compile-time knob for kernels/cuda/device_variants.sh (v17)
+#define HIPSTUDIO_MASK_EXCHANGE_ASYNC 1
+#endif
+
+// Score exchange in a cluster (v17, kernels/BENCHMARKS.md): each CTA stores the scores of its tiles
+// into its own shared memory and, by st.async, into every other CTA's, where each store counts its
+// 4 bytes off that CTA's exchange barrier of the iteration's parity. A CTA then waits for its
+// barrier's phase to complete: its one local arrival announces how many bytes the others will send
+// (fixed: the branch slots whose tiles they score), which may come before or after the bytes land.
+// This replaces a cluster barrier an iteration, whose release is a GPU-wide memory fence (ncu, v16).
+// Two barriers by parity: an iteration's stores can only start once the sender has the receiver's
+// scores of the previous iteration, sent after the receiver's wait two iterations back completed.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+__device__ __forceinline__ unsigned smem_addr(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
+#endif
+
+__device__ __forceinline__ void exchange_init(uint64_t* bars) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  for (int i = 0; i < 2; ++i) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(smem_addr(bars + i)) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#endif
+}
+
+// The local arrival of an iteration: `bytes` will come from the other CTAs.
+__device__ __forceinline__ void exchange_expect(uint64_t* bar, unsigned bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.expect_tx.release.cta.shared::cta.b64 state, [%0], %1;\n}\n" ::"r"(
+                   smem_addr(bar)),
+               "r"(bytes)
+               : "memory");
+#endif
+}
+
+__device__ __forceinline__ void exchange_wait(uint64_t* bar, unsigned parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned addr = smem_addr(bar);
+  unsigned done = 0;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(addr), "r"(parity)
+        : "memory");
+  } while (!done);
+#endif
+}
+
+// Stores v at `local` in this CTA and at the same place in every other CTA of the cluster (with
+// the async exchange: counted off their barrier `bar`, this CTA's address of it).
+__device__ __forceinline__ void store_everywhere(float* local, float v, int ctas, int rank, uint64_t* bar) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if (ctas > 1) {
-    const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(local));
+    const unsigned addr = smem_addr(local);
     for (int r = 0; r < ctas; ++r) {
+#if HIPSTUDIO_MASK_EXCHANGE_ASYNC
+      if (r == rank) continue;
+      asm volatile(
+          "{\n.reg .b32 remote, rbar;\nmapa.shared::cluster.u32 remote, %0, %1;\nmapa.shared::cluster.u32 rbar, %2, %1;\n"
+          "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [remote], %3, [rbar];\n}\n" ::"r"(addr),
+          "r"(r), "r"(smem_addr(bar)), "r"(__float_as_uint(v))
+          : "memory");
+#else
       asm volatile(
           "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\nst.shared::cluster.f32 [remote], %2;\n}\n" ::"r"(addr),
           "r"(r), "f"(v)
           : "memory");
+#endif
     }
+#if HIPSTUDIO_MASK_EXCHANGE_ASYNC
+    *local = v;
+#endif
     return;
   }
 #endif
+  (void)rank, (void)bar;
   *local = v;
 }
 
@@ -120,7 +185,8 @@ __device__ __forceinline__ int warps_exclusive(int x, int lane, int warp, int* t
   return __shfl_sync(0xffffffffu, inc - x, warp);
 }
 
-template <class T, int D>
+// kFewRows: at most 8 sampled query rows (decode), scored with the keys as the mma A operand.
+template <class T, int D, bool kFewRows>
 __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const ClusterMaskArgs a) {
   constexpr int KS = D / 16;          // k-steps per key row
   constexpr int PL = D / 32;          // 16-byte pieces of a key row that one lane gathers
@@ -177,15 +243,28 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
     // Parity 1: kept branches rewrite slots [0, 2 Kb) every iteration; the ones past stay empty.
     sm.slot_begin[1][tid] = -1, sm.slot_end[1][tid] = -1, sm.slot_rep[1][tid] = -1, sm.slot_inherited[1][tid] = 0.f;
     if (tid < 3 * 32) (&sm.digit_count[0][0])[tid] = 0;
+    if (tid == 0 && ctas > 1) exchange_init(sm.exchange_bar);
   }
 
-  // Q as the A operand, one m-tile of 16 sampled rows (mask_search.cuh).
-  uint32_t qf[1][KS][4];
-  load_q_mtile<T, D>(qf[0], qbase + sr.row_begin * a.qs.t, a.hip.b_sq * a.qs.t, R, 0, lane);
+  // Q as the B operand (kFewRows), or as the A operand, one m-tile of 16 sampled rows (mask_search.cuh).
+  uint32_t qf[1][kFewRows ? 1 : KS][4], qb[kFewRows ? KS : 1][2];
+  const T* qrow0 = qbase + sr.row_begin * a.qs.t;
+  if constexpr (kFewRows) {
+    load_q_cols<T, D>(qb, qrow0, a.hip.b_sq * a.qs.t, R, lane);
+  } else {
+    load_q_mtile<T, D>(qf[0], qrow0, a.hip.b_sq * a.qs.t, R, 0, lane);
+  }
   const uint32_t row_ok = real_rows_mask<1>(R, lane);
   const int pairs = (2 * kb) << kpr_log2;  // sampled keys of all slots (empty ones are not read)
   const int tiles = (pairs + 15) >> 4;
   const int first_tile = rank * kWarps + warp, tile_stride = ctas * kWarps;
+  // Bytes of scores the other CTAs send this one an iteration: every slot < 2 Kb whose first key's
+  // tile another CTA scores (tile t belongs to CTA (t / kWarps) % ctas).
+  unsigned expect_bytes = 0;
+  if (ctas > 1) {
+    const bool remote = tid < 2 * kb && ((((tid << kpr_log2) >> 4) / kWarps) & (ctas - 1)) != rank;
+    expect_bytes = 4u * static_cast<unsigned>(__syncthreads_count(remote));
+  }
 
   int largest = static_cast<int>((static_cast<uint32_t>(n) + kb - 1) / kb);  // n < 2^31: blocks below tk
   int iter = 0, count_buf = 0;
@@ -225,15 +304,34 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
       const uint4* src = ring_lane + stage * STAGE;
       stage = stage + 1 == kStages ? 0 : stage + 1;
       next = next + 1 == kStages ? 0 : next + 1;
-      float k00, k01, k10, k11;
-      score_tile<T, D, 1>(src, qf, row_ok, R >= 16, k00, k01, k10, k11);
-      int pair = 0;
-      const float m = tile_branch_score(k00, k01, k10, k11, kpr_log2, lane, &pair);
-      const int p = t * 16 + pair;
-      if (pair >= 0 && p < pairs) store_everywhere(&sm.score[cur][p >> kpr_log2], m, ctas);
+      uint64_t* bar = &sm.exchange_bar[cur];
+      if constexpr (kFewRows) {
+        float lo, hi;
+        score_tile_keys_a<T, D>(src, qb, R, lane, lo, hi);
+        int first = -1;
+        tile_branch_scores_keys_a(lo, hi, kpr_log2, lane, &first);
+        const int p = t * 16 + first;  // a branch's keys are all in range or all out (pairs: a multiple of them)
+        if (first >= 0) {
+          if (p < pairs) store_everywhere(&sm.score[cur][p >> kpr_log2], lo, ctas, rank, bar);
+          if (p + 8 < pairs) store_everywhere(&sm.score[cur][(p + 8) >> kpr_log2], hi, ctas, rank, bar);
+        }
+      } else {
+        float k00, k01, k10, k11;
+        score_tile<T, D, 1>(src, qf, row_ok, R >= 16, k00, k01, k10, k11);
+        int pair = 0;
+        const float m = tile_branch_score(k00, k01, k10, k11, kpr_log2, lane, &pair);
+        const int p = t * 16 + pair;
+        if (pair >= 0 && p < pairs) store_everywhere(&sm.score[cur][p >> kpr_log2], m, ctas, rank, bar);
+      }
     }
     cp_async_wait<0>();  // no copy of an unused tile index still lands in the ring
+#if HIPSTUDIO_MASK_EXCHANGE_ASYNC
+    if (ctas > 1 && tid == 0) exchange_expect(&sm.exchange_bar[cur], expect_bytes);
+    __syncthreads();  // this CTA's own scores
+    if (ctas > 1) exchange_wait(&sm.exchange_bar[cur], static_cast<unsigned>(iter >> 1) & 1u);
+#else
     search_barrier(ctas);
+#endif
 
     // C. select the Kb best (score descending, then branch order = ascending begin).
     const bool real = my_begin >= 0;
@@ -442,11 +540,15 @@ void estimate_masks_cluster(const MaskLaunch& l, int ctas) {
       HIP_CUDA_CHECK(cudaLaunchKernelEx(&cluster.cfg, kernel, a));
     }
   };
-  if (l.dtype == DType::kBF16) {
-    d64 ? launch(hip_mask_cluster_kernel<__nv_bfloat16, 64>) : launch(hip_mask_cluster_kernel<__nv_bfloat16, 128>);
-  } else {
-    d64 ? launch(hip_mask_cluster_kernel<__half, 64>) : launch(hip_mask_cluster_kernel<__half, 128>);
-  }
+  const int64_t rows = (std::min(p.b_q, l.tq) + p.b_sq - 1) / p.b_sq;  // sampled rows of the largest search
+  const bool few = HIPSTUDIO_MASK_FEW_ROWS && rows <= 8;
+  auto launch_dtype = [&](auto zero) {
+    using T = decltype(zero);
+    if (d64) few ? launch(hip_mask_cluster_kernel<T, 64, true>) : launch(hip_mask_cluster_kernel<T, 64, false>);
+    else few ? launch(hip_mask_cluster_kernel<T, 128, true>) : launch(hip_mask_cluster_kernel<T, 128, false>);
+  };
+  if (l.dtype == DType::kBF16) launch_dtype(__nv_bfloat16{});
+  else launch_dtype(__half{});
   HIP_CUDA_CHECK_LAUNCH("hip_mask_cluster_kernel");
 }
 

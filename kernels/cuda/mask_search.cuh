@@ -151,4 +151,70 @@ __device__ __forceinline__ float tile_branch_score(float k00, float k01, float k
   return m == m ? m : -INFINITY;
 }
 
+// Few-row scoring (<= 8 sampled query rows, e.g. decode's one): the keys are the mma A operand (16
+// keys a tile, the rows of an m16n8k16) and Q the B operand (its 8 columns the sampled rows), so a
+// 16-key tile takes D / 16 mma instead of the 2 D / 16 of the layout above, where 15 of Q's 16 rows
+// are zero padding in decode (v17, kernels/BENCHMARKS.md). The ring slots are the same: lane (g, c)
+// holds the pieces c, c + 4, ... of keys g and 8 + g, which are exactly its A fragments.
+
+// Q as B fragments: k-step 2j + h of lane (g, c) takes words 2h, 2h + 1 of piece c + 4j of sampled
+// row g (zero for g >= R), the head dimension permuted as the key pieces.
+template <class T, int D>
+__device__ __forceinline__ void load_q_cols(uint32_t (*qb)[2], const T* qrow0, int64_t row_step, int R, int lane) {
+  const int gq = lane >> 2, cq = lane & 3;
+  const T* q = qrow0 + static_cast<int64_t>(gq) * row_step;
+#pragma unroll
+  for (int j = 0; j < D / 32; ++j) {
+    const uint4 v = gq < R ? __ldg(reinterpret_cast<const uint4*>(q + (cq + 4 * j) * 8)) : make_uint4(0, 0, 0, 0);
+    qb[2 * j][0] = v.x, qb[2 * j][1] = v.y, qb[2 * j + 1][0] = v.z, qb[2 * j + 1][1] = v.w;
+  }
+}
+
+// Scores one ring stage of 16 keys against <= 8 sampled rows: returns in lo / hi the max over the
+// real rows of keys g and 8 + g, in lane c == 0 of each group g (in every lane of it when R > 2).
+// Two accumulator chains (even and odd k-steps) halve the dependent mma latency.
+template <class T, int D>
+__device__ __forceinline__ void score_tile_keys_a(const uint4* src, const uint32_t (*qb)[2], int R, int lane,
+                                                  float& lo, float& hi) {
+  constexpr int PL = D / 32;
+  float acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+  for (int j = 0; j < PL; ++j) {
+    const uint4 v0 = src[j * 32], v1 = src[(PL + j) * 32];
+    const uint32_t a0[4] = {v0.x, v1.x, v0.y, v1.y}, a1[4] = {v0.z, v1.z, v0.w, v1.w};
+    mma16816<T>(acc[0], a0, qb[2 * j]);
+    mma16816<T>(acc[1], a1, qb[2 * j + 1]);
+  }
+  // Lane (g, c) holds rows 2c and 2c + 1 (the accumulator's columns) for keys g and 8 + g.
+  const int row = 2 * (lane & 3);
+  const float c0 = acc[0][0] + acc[1][0], c1 = acc[0][1] + acc[1][1];
+  const float c2 = acc[0][2] + acc[1][2], c3 = acc[0][3] + acc[1][3];
+  lo = row < R ? c0 : -INFINITY, hi = row < R ? c2 : -INFINITY;
+  if (row + 1 < R) lo = fmaxf(lo, c1), hi = fmaxf(hi, c3);
+  if (R > 2) {  // rows held by lanes c > 0 too: the max over the group's 4 lanes
+#pragma unroll
+    for (int o = 1; o <= 2; o <<= 1) {
+      lo = fmaxf(lo, __shfl_xor_sync(0xffffffffu, lo, o));
+      hi = fmaxf(hi, __shfl_xor_sync(0xffffffffu, hi, o));
+    }
+  }
+}
+
+// Finishes a tile scored by score_tile_keys_a: the max over the 2^kpr_log2 sampled keys of each
+// branch (consecutive keys: lane bits 2.. are g). Returns in *first the tile-local index of the
+// first key of lo's branch (hi's is 8 more) for the lane that writes both, -1 for the others. The
+// scores come back NaN-free as in tile_branch_score.
+__device__ __forceinline__ void tile_branch_scores_keys_a(float& lo, float& hi, int kpr_log2, int lane, int* first) {
+#pragma unroll
+  for (int b = 0; b < 3; ++b) {
+    if (b < kpr_log2) {
+      lo = fmaxf(lo, __shfl_xor_sync(0xffffffffu, lo, 4 << b));
+      hi = fmaxf(hi, __shfl_xor_sync(0xffffffffu, hi, 4 << b));
+    }
+  }
+  const int g = lane >> 2;
+  *first = (lane & 3) == 0 && (g & ((1 << kpr_log2) - 1)) == 0 ? g : -1;
+  lo = lo == lo ? lo : -INFINITY, hi = hi == hi ? hi : -INFINITY;
+}
+
 }  // namespace hipstudio::gpu

@@ -229,7 +229,8 @@ TEST(HipCudaRawApi, WarpSearchMasksIdenticalForEveryWarpCount) {
 // The few-search path (a CTA of 16 warps per search, or a cluster of 2 or 4 on sm_90; where the
 // device has no clusters the launch runs 1 CTA each) on searches of <= 16 sampled rows: decode,
 // Kb up to 256 (every thread a branch slot), Kb not a power of two, 1/2/4/8 keys per branch, sink
-// and window, and prefill blocks of 16 rows (a partial last block, short ranges that fit whole).
+// and window, and prefill blocks of 16 rows (a partial last block, short ranges that fit whole);
+// blocks of 8 and 3 rows take the few-rows scoring (keys as the mma A operand) like decode's 1.
 TEST(HipCudaRawApi, ClusterSearchMasksIdenticalForEveryClusterSize) {
   RAW_REQUIRE();
   const SearchCase cases[] = {
@@ -243,6 +244,8 @@ TEST(HipCudaRawApi, ClusterSearchMasksIdenticalForEveryClusterSize) {
       {"decode kpr8 rho1", 2, 1, 1, 6000, 128, 128, 32, 8, 1, 1, 8, 0, 1.0, 8},
       {"prefill bq16 rows16", 2, 1, 100, 700, 128, 64, 16, 2, 1, 1, 0, 0, 0.5, 1},
       {"prefill bq32 bsq2 d64", 2, 1, 64, 900, 64, 64, 32, 2, 2, 1, 0, 0, 0.5, 8},
+      {"prefill bq8 rows8", 2, 1, 100, 700, 128, 64, 8, 2, 1, 1, 0, 0, 0.5, 8},
+      {"prefill bsq4 rows3 d64", 2, 1, 90, 800, 64, 64, 12, 2, 4, 1, 0, 0, 0.5, 1},
   };
   std::mt19937_64 rng(static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
   for (const SearchCase& c : cases)
