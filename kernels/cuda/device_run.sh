@@ -3,10 +3,10 @@
 # PyTorch LibTorch (sm_90 only, to keep the build short), run the HipCuda* tests, compute-sanitizer
 # memcheck + racecheck on the raw-API case, and `bench kernels`. Needs carry [".device-carry"]
 # (scripts/device-carry). Logs under $OUT.
-# Usage: kernels/cuda/device_run.sh [tests|bench|all|fast|sanitize|final]
+# Usage: kernels/cuda/device_run.sh [tests|bench|all|fast|sanitize|final|build]
 #   all: tests, sanitizers on HipCudaRawApi.*, bench; fast: tests + bench, no sanitizer;
 #   sanitize: memcheck + racecheck over every HipCuda* test (SANITIZE_FILTER narrows it), no bench;
-#   final: tests, bench, then memcheck + racecheck over every HipCuda* test.
+#   final: tests, bench, then memcheck + racecheck over every HipCuda* test; build: only the build.
 set -uo pipefail
 what="${1:-all}"
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -24,6 +24,7 @@ start=$(date +%s)
 ninja -C build-hipcuda -j 16 test_gpu >"$out/build.log" 2>&1 || { grep -E -A3 "error" "$out/build.log" | head -60; exit 1; }
 ninja -C build-hipcuda -j 16 hipstudio >>"$out/build.log" 2>&1 || { echo "hipstudio did not build:"; grep -E -A3 "error" "$out/build.log" | head -20; }
 echo "== build $(( $(date +%s) - start )) s"
+[ "$what" = build ] && exit 0
 # compute-sanitizer over every HipCuda* test (SANITIZE_FILTER narrows the tests). memcheck checks
 # every kernel; racecheck only ours (names containing "hipstudio"): LibTorch's dense baselines
 # would take most of the time limit under it.

@@ -21,6 +21,9 @@
 // An iteration is one gather round trip plus ~6 barriers, where v15 ran three phases on one warp.
 // Cluster size (v16): 2 CTAs a search where they fit (50 us at 128k, batch 1, against 57 with 1);
 // 4 ran in two waves, since a 4-CTA cluster must fit in one GPC.
+// v17 features (MaskLaunch::few_search_features, kFewSearch* in hip_cuda.h), each switchable so
+// that one binary compares them: few-row scoring with the keys as the mma A operand
+// (mask_search.cuh), the score exchange by st.async onto an mbarrier, and the seeded selection.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -54,6 +57,7 @@ struct ClusterMaskArgs {
   int64_t hq, hkv, tq, tk, qbs, items;
   hip::HipParams hip;
   int kb, kpr_log2, ctas;
+  bool async_exchange, seeded_select;  // v17 features (kFewSearch*)
   int32_t* blocks;
   int32_t* counts;
   int32_t* iterations;
@@ -71,9 +75,14 @@ struct ClusterSmem {
   float slot_inherited[2][kMaxSlots];
   float score[2][kMaxSlots];     // scores of the slots with slot_rep >= 0, from whichever CTA scored them
   int node_begin[kMaxSlots / 2]; // the kept nodes' begins, ascending: the mask after the last iteration
-  int digit_count[3][32];        // radix pass: keys matching the prefix with a 5-bit digit >= v (3 rotating buffers)
-  int warp_counts[kWarps];       // per warp: kept-above | ties << 10 | real branches << 20
+  // Radix passes, 3 rotating buffers: [v] keys matching the prefix with a 5-bit digit >= v, [32]
+  // (seeded pass) keys above the seed's bucket; per warp the same counts of its own keys (rows of 33
+  // words: lanes reading one column of 16 rows hit 16 banks).
+  int digit_count[3][33];
+  int warp_digits[3][kWarps][33];
+  int warp_counts[kWarps];       // per warp: kept-above | ties << 10
   int warp_big[kWarps];          // per warp: the longest kept branch
+  int warp_real[kWarps];         // per warp: real branches this iteration
 };
 
 constexpr size_t kSmemHead = (sizeof(ClusterSmem) + 15) / 16 * 16;
@@ -90,13 +99,6 @@ __device__ __forceinline__ void search_barrier(int ctas) {
 #endif
   __syncthreads();
 }
-
-#ifndef HIPSTUDIO_MASK_FEW_ROWS  // compile-time knob: 0 scores every search with Q as the A operand (v17)
-#define HIPSTUDIO_MASK_FEW_ROWS 1
-#endif
-#ifndef HIPSTUDIO_MASK_EXCHANGE_ASYNC  // compile-time knob for kernels/cuda/device_variants.sh (v17)
-#define HIPSTUDIO_MASK_EXCHANGE_ASYNC 1
-#endif
 
 // Score exchange in a cluster (v17, kernels/BENCHMARKS.md): each CTA stores the scores of its tiles
 // into its own shared memory and, by st.async, into every other CTA's, where each store counts its
@@ -120,7 +122,7 @@ __device__ __forceinline__ void exchange_init(uint64_t* bars) {
 // The local arrival of an iteration: `bytes` will come from the other CTAs.
 __device__ __forceinline__ void exchange_expect(uint64_t* bar, unsigned bytes) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.expect_tx.release.cta.shared::cta.b64 state, [%0], %1;\n}\n" ::"r"(
+  asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.expect_tx.release.cluster.shared::cta.b64 state, [%0], %1;\n}\n" ::"r"(
                    smem_addr(bar)),
                "r"(bytes)
                : "memory");
@@ -143,32 +145,32 @@ __device__ __forceinline__ void exchange_wait(uint64_t* bar, unsigned parity) {
 
 // Stores v at `local` in this CTA and at the same place in every other CTA of the cluster (with
 // the async exchange: counted off their barrier `bar`, this CTA's address of it).
-__device__ __forceinline__ void store_everywhere(float* local, float v, int ctas, int rank, uint64_t* bar) {
+__device__ __forceinline__ void store_everywhere(float* local, float v, int ctas, int rank, uint64_t* bar, bool async) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if (ctas > 1) {
     const unsigned addr = smem_addr(local);
+    if (async) {
+      *local = v;
+      for (int r = 0; r < ctas; ++r) {
+        if (r == rank) continue;
+        asm volatile(
+            "{\n.reg .b32 remote, rbar;\nmapa.shared::cluster.u32 remote, %0, %1;\nmapa.shared::cluster.u32 rbar, %2, %1;\n"
+            "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [remote], %3, [rbar];\n}\n" ::"r"(addr),
+            "r"(r), "r"(smem_addr(bar)), "r"(__float_as_uint(v))
+            : "memory");
+      }
+      return;
+    }
     for (int r = 0; r < ctas; ++r) {
-#if HIPSTUDIO_MASK_EXCHANGE_ASYNC
-      if (r == rank) continue;
-      asm volatile(
-          "{\n.reg .b32 remote, rbar;\nmapa.shared::cluster.u32 remote, %0, %1;\nmapa.shared::cluster.u32 rbar, %2, %1;\n"
-          "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [remote], %3, [rbar];\n}\n" ::"r"(addr),
-          "r"(r), "r"(smem_addr(bar)), "r"(__float_as_uint(v))
-          : "memory");
-#else
       asm volatile(
           "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\nst.shared::cluster.f32 [remote], %2;\n}\n" ::"r"(addr),
           "r"(r), "f"(v)
           : "memory");
-#endif
     }
-#if HIPSTUDIO_MASK_EXCHANGE_ASYNC
-    *local = v;
-#endif
     return;
   }
 #endif
-  (void)rank, (void)bar;
+  (void)rank, (void)bar, (void)async;
   *local = v;
 }
 
@@ -183,6 +185,181 @@ __device__ __forceinline__ int warps_exclusive(int x, int lane, int warp, int* t
   }
   *total = __shfl_sync(0xffffffffu, inc, kWarps - 1);
   return __shfl_sync(0xffffffffu, inc - x, warp);
+}
+
+// Lane v gets how many of its warp's keys match the prefix (`match`) with a 5-bit `digit` >= v:
+// bit-serially from the top digit bit, `equal` keeps the lanes' keys whose digit bits so far equal
+// v's, `greater` those already above v (6 ballots, no scan over lanes).
+__device__ __forceinline__ int count_digits_at_least(bool match, uint32_t digit, int lane) {
+  uint32_t equal = __ballot_sync(0xffffffffu, match), greater = 0;
+#pragma unroll
+  for (int b = 4; b >= 0; --b) {
+    const uint32_t one = __ballot_sync(0xffffffffu, (digit >> b) & 1u);
+    if ((lane >> b) & 1) {
+      equal &= one;
+    } else {
+      greater |= equal & one;
+      equal &= ~one;
+    }
+  }
+  return __popc(greater | equal);
+}
+
+// Where a selection cuts: keys > thr are kept, and the first `need` keys == thr in branch order;
+// gt_base / eq_base: keys > thr / == thr in the warps before this one.
+struct Cut {
+  uint32_t thr;
+  int need, gt_base, eq_base;
+};
+
+// The buffer after `b` of the 3 rotating count buffers: the next pass's, last read two passes
+// ago, before the previous barrier, so it can be cleared during this pass.
+__device__ __forceinline__ int next_count_buffer(int b) { return b == 2 ? 0 : b + 1; }
+
+// Radix select of the Kb-th largest key T (v16), 5 bits a pass from the top (27, 22, ..., 2, then
+// the last 2): `prefix` holds T's digits found so far, `above` counts the keys whose digits found so
+// far exceed T's. Lane v of each warp counts its warp's keys that match the prefix with a digit >=
+// v into shared counters; after the barrier lane v of every warp reads the count for v, and the
+// largest v whose count still reaches Kb is T's digit (the counts are cumulative already). Stops
+// once exactly Kb keys are >= the prefix: they are the Kb best and no tie crosses the boundary.
+// Then one more barrier for the per-warp counts of the cut.
+__device__ Cut select_from_top(ClusterSmem& sm, uint32_t key, int kb, int lane, int warp, int& count_buf) {
+  uint32_t prefix = 0;
+  int above = 0;
+  bool exact = false;
+#pragma unroll 1
+  for (int shift = 27, bits = 5;;) {
+    const int top = shift + bits;
+    const bool match = top == 32 || (key >> top) == (prefix >> top);
+    const int c = count_digits_at_least(match, (key >> shift) & ((1u << bits) - 1u), lane);
+    if (c) atomicAdd(&sm.digit_count[count_buf][lane], c);
+    const int next_buf = next_count_buffer(count_buf);
+    if (warp == 0) sm.digit_count[next_buf][lane] = 0;
+    __syncthreads();
+    const int cum = sm.digit_count[count_buf][lane];
+    count_buf = next_buf;
+    // The largest digit with above + cum >= Kb (digit 0 always qualifies: invariant).
+    const uint32_t fits = __ballot_sync(0xffffffffu, above + cum >= kb);
+    const int best = 31 - __clz(fits);
+    const int cum_best = __shfl_sync(0xffffffffu, cum, best);
+    const int cum_after = __shfl_sync(0xffffffffu, cum, (best + 1) & 31);
+    const int h_best = best == 31 ? cum_best : cum_best - cum_after;  // keys with digit == best
+    prefix |= static_cast<uint32_t>(best) << shift;
+    above += cum_best - h_best;
+    if (above + h_best == kb) {
+      exact = true;
+      break;
+    }
+    if (shift == 0) break;
+    if (shift > 5) shift -= 5;
+    else bits = shift, shift = 0;
+  }
+  Cut cut;
+  cut.thr = exact ? prefix - 1 : prefix;  // exact: prefix >= 1 (Kb < branches)
+  cut.need = exact ? 0 : kb - above;
+  const uint32_t bgt = __ballot_sync(0xffffffffu, key > cut.thr), beq = __ballot_sync(0xffffffffu, key == cut.thr);
+  if (lane == 0) sm.warp_counts[warp] = __popc(bgt) | __popc(beq) << 10;  // each <= 512
+  __syncthreads();
+  int totals = 0;
+  const int bases = warps_exclusive(lane < kWarps ? sm.warp_counts[lane] : 0, lane, warp, &totals);
+  cut.gt_base = bases & 1023, cut.eq_base = (bases >> 10) & 1023;
+  return cut;
+}
+
+// The same selection (v17, kernels/BENCHMARKS.md) in fewer passes and without select_from_top's
+// last barrier:
+//  - seeded: the first pass counts the keys in a window of 32 sub-buckets of 2^18 keys (1/32 of a
+//    float binade each, one binade in all) centred on the previous iteration's threshold, and the
+//    keys above the window; when the Kb-th key lies in the window, the passes continue below its
+//    sub-bucket at bit 13, else they start over from the top (one pass lost). Each iteration keeps
+//    half of the children of the previous one's kept branches, so the thresholds stay close: a CPU
+//    model of this selection (Kb 256 of 512 maxima of 2 normal scores, any scale) took 1.95 passes
+//    an iteration against 3.47 from the top, and matched a sort on tie-heavy and -inf cases;
+//  - each warp's counts of a pass are kept (rows of warp_digits), so lanes 0..15 of every warp
+//    follow each warp's keys above the prefix, and the per-warp counts at the cut need no barrier.
+__device__ Cut select_seeded(ClusterSmem& sm, uint32_t key, int kb, int lane, int warp, int& count_buf,
+                             uint32_t& seed) {
+  constexpr int kSub = 18;                   // sub-bucket: 2^18 keys
+  constexpr uint32_t kWindow = 32u << kSub;  // 2^23 keys
+  bool seeded = seed != 0;
+  uint32_t lo = 0;  // the window's first key, a multiple of 2^kSub, lo + kWindow <= 2^32
+  if (seeded) lo = min((seed >> kSub) > 16 ? (seed >> kSub) - 16 : 0u, (1u << (32 - kSub)) - 32) << kSub;
+  uint32_t prefix = 0;
+  int above = 0, warp_above = 0;  // warp_above: lane l < kWarps, warp l's keys above the prefix
+  int shift = seeded ? kSub : 27, bits = 5;
+  Cut cut;
+#pragma unroll 1
+  for (;;) {
+    bool match, greater = false;
+    uint32_t digit;
+    if (seeded) {
+      const uint32_t offset = key - lo;  // wraps for keys below the window
+      match = key >= lo && offset < kWindow, greater = key >= lo && offset >= kWindow;
+      digit = (offset >> kSub) & 31u;
+    } else {
+      const int top = shift + bits;
+      match = top == 32 || (key >> top) == (prefix >> top);
+      digit = (key >> shift) & ((1u << bits) - 1u);
+    }
+    const int c = count_digits_at_least(match, digit, lane);
+    int* row = sm.warp_digits[count_buf][warp];
+    row[lane] = c;
+    if (c) atomicAdd(&sm.digit_count[count_buf][lane], c);
+    if (seeded) {  // keys above the window
+      const int g = __popc(__ballot_sync(0xffffffffu, greater));
+      if (lane == 0) {
+        row[32] = g;
+        if (g) atomicAdd(&sm.digit_count[count_buf][32], g);
+      }
+    }
+    const int next_buf = next_count_buffer(count_buf);
+    if (warp == 0) {
+      sm.digit_count[next_buf][lane] = 0;
+      if (lane == 0) sm.digit_count[next_buf][32] = 0;
+    }
+    __syncthreads();
+    const int* total = sm.digit_count[count_buf];
+    const int(*rows)[33] = sm.warp_digits[count_buf];
+    count_buf = next_buf;
+    const int cum = total[lane];
+    if (seeded) {
+      seeded = false;
+      const int g = total[32], in_window = __shfl_sync(0xffffffffu, cum, 0);
+      if (g >= kb || g + in_window < kb) {  // the Kb-th key is outside the window: from the top
+        shift = 27;
+        continue;
+      }
+      prefix = lo, above = g;
+      warp_above = lane < kWarps ? rows[lane][32] : 0;
+    }
+    const uint32_t fits = __ballot_sync(0xffffffffu, above + cum >= kb);  // digit 0 always fits
+    const int best = 31 - __clz(fits);
+    const int cum_best = __shfl_sync(0xffffffffu, cum, best);
+    const int cum_after = best == 31 ? 0 : __shfl_sync(0xffffffffu, cum, best + 1);
+    const int warp_best = lane < kWarps ? rows[lane][best] : 0;
+    const int warp_after = lane < kWarps && best < 31 ? rows[lane][best + 1] : 0;
+    prefix += static_cast<uint32_t>(best) << shift;  // + : the window's lo may have bits in the digit's place
+    if (above + cum_best == kb) {  // exactly Kb keys >= prefix: no tie crosses the cut
+      cut.thr = prefix - 1;  // prefix >= 1 (Kb < branches)
+      cut.need = 0;
+      warp_above += warp_best;
+      break;
+    }
+    above += cum_after, warp_above += warp_after;
+    if (shift == 0) {  // every bit known: the Kb-th key itself, with ties
+      cut.thr = prefix;
+      cut.need = kb - above;
+      warp_above |= (warp_best - warp_after) << 10;  // ties in warp l
+      break;
+    }
+    if (shift > 5) shift -= 5;
+    else bits = shift, shift = 0;
+  }
+  seed = prefix;
+  int totals = 0;
+  const int bases = warps_exclusive(warp_above, lane, warp, &totals);
+  cut.gt_base = bases & 1023, cut.eq_base = (bases >> 10) & 1023;
+  return cut;
 }
 
 // kFewRows: at most 8 sampled query rows (decode), scored with the keys as the mma A operand.
@@ -242,7 +419,7 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
     sm.slot_begin[0][tid] = cb, sm.slot_end[0][tid] = ce, sm.slot_rep[0][tid] = rep, sm.slot_inherited[0][tid] = 0.f;
     // Parity 1: kept branches rewrite slots [0, 2 Kb) every iteration; the ones past stay empty.
     sm.slot_begin[1][tid] = -1, sm.slot_end[1][tid] = -1, sm.slot_rep[1][tid] = -1, sm.slot_inherited[1][tid] = 0.f;
-    if (tid < 3 * 32) (&sm.digit_count[0][0])[tid] = 0;
+    if (tid < 3 * 33) (&sm.digit_count[0][0])[tid] = 0;
     if (tid == 0 && ctas > 1) exchange_init(sm.exchange_bar);
   }
 
@@ -268,6 +445,7 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
 
   int largest = static_cast<int>((static_cast<uint32_t>(n) + kb - 1) / kb);  // n < 2^31: blocks below tk
   int iter = 0, count_buf = 0;
+  uint32_t seed = 0;  // seeded selection: the previous iteration's threshold prefix (0: none yet)
   int64_t branch_total = 0;
   search_barrier(ctas);  // slots written; with a cluster, every CTA has started before remote stores
 
@@ -312,8 +490,8 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
         tile_branch_scores_keys_a(lo, hi, kpr_log2, lane, &first);
         const int p = t * 16 + first;  // a branch's keys are all in range or all out (pairs: a multiple of them)
         if (first >= 0) {
-          if (p < pairs) store_everywhere(&sm.score[cur][p >> kpr_log2], lo, ctas, rank, bar);
-          if (p + 8 < pairs) store_everywhere(&sm.score[cur][(p + 8) >> kpr_log2], hi, ctas, rank, bar);
+          if (p < pairs) store_everywhere(&sm.score[cur][p >> kpr_log2], lo, ctas, rank, bar, a.async_exchange);
+          if (p + 8 < pairs) store_everywhere(&sm.score[cur][(p + 8) >> kpr_log2], hi, ctas, rank, bar, a.async_exchange);
         }
       } else {
         float k00, k01, k10, k11;
@@ -321,85 +499,29 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
         int pair = 0;
         const float m = tile_branch_score(k00, k01, k10, k11, kpr_log2, lane, &pair);
         const int p = t * 16 + pair;
-        if (pair >= 0 && p < pairs) store_everywhere(&sm.score[cur][p >> kpr_log2], m, ctas, rank, bar);
+        if (pair >= 0 && p < pairs) store_everywhere(&sm.score[cur][p >> kpr_log2], m, ctas, rank, bar, a.async_exchange);
       }
     }
     cp_async_wait<0>();  // no copy of an unused tile index still lands in the ring
-#if HIPSTUDIO_MASK_EXCHANGE_ASYNC
-    if (ctas > 1 && tid == 0) exchange_expect(&sm.exchange_bar[cur], expect_bytes);
-    __syncthreads();  // this CTA's own scores
-    if (ctas > 1) exchange_wait(&sm.exchange_bar[cur], static_cast<unsigned>(iter >> 1) & 1u);
-#else
-    search_barrier(ctas);
-#endif
+    if (a.async_exchange) {
+      if (ctas > 1 && tid == 0) exchange_expect(&sm.exchange_bar[cur], expect_bytes);
+      __syncthreads();  // this CTA's own scores
+      if (ctas > 1) exchange_wait(&sm.exchange_bar[cur], static_cast<unsigned>(iter >> 1) & 1u);
+    } else {
+      search_barrier(ctas);
+    }
 
     // C. select the Kb best (score descending, then branch order = ascending begin).
     const bool real = my_begin >= 0;
     const float my_score = my_rep >= 0 ? sm.score[cur][tid] : my_inherited;
     const uint32_t key = real ? score_key32(my_score) : 0u;  // real keys >= 0x007fffff (-inf)
-    // Radix select of the Kb-th largest key T, 5 bits a pass from the top (27, 22, ..., 2, then the
-    // last 2): `prefix` holds T's digits found so far, `above` counts the keys whose digits found so
-    // far exceed T's. Lane v of each warp counts its warp's keys that match the prefix with a digit
-    // >= v (from 6 ballots, bit-serially) into shared counters; after the barrier lane v of every
-    // warp reads the count for v, and the largest v whose count still reaches Kb is T's digit (no
-    // scan over the lanes: the counts are cumulative already). Stops once exactly Kb keys are >=
-    // the prefix: they are the Kb best and no tie crosses the boundary.
-    uint32_t prefix = 0;
-    int above = 0;
-    bool exact = false;
-#pragma unroll 1
-    for (int shift = 27, bits = 5;;) {
-      const int top = shift + bits;
-      const bool match = top == 32 || (key >> top) == (prefix >> top);
-      const uint32_t digit = (key >> shift) & ((1u << bits) - 1u);
-      uint32_t equal = __ballot_sync(0xffffffffu, match), greater = 0;
-#pragma unroll
-      for (int b = 4; b >= 0; --b) {
-        const uint32_t one = __ballot_sync(0xffffffffu, (digit >> b) & 1u);
-        if ((lane >> b) & 1) {
-          equal &= one;
-        } else {
-          greater |= equal & one;
-          equal &= ~one;
-        }
-      }
-      const int c = __popc(greater | equal);  // matching keys with digit >= lane
-      if (c) atomicAdd(&sm.digit_count[count_buf][lane], c);
-      // The buffer of the next pass was last read two passes ago, before the previous barrier.
-      const int next_buf = count_buf == 2 ? 0 : count_buf + 1;
-      if (warp == 0) sm.digit_count[next_buf][lane] = 0;
-      __syncthreads();
-      const int cum = sm.digit_count[count_buf][lane];
-      count_buf = next_buf;
-      // The largest digit with above + cum >= Kb (digit 0 always qualifies: invariant).
-      const uint32_t fits = __ballot_sync(0xffffffffu, above + cum >= kb);
-      const int best = 31 - __clz(fits);
-      const int cum_best = __shfl_sync(0xffffffffu, cum, best);
-      const int cum_after = __shfl_sync(0xffffffffu, cum, (best + 1) & 31);
-      const int h_best = best == 31 ? cum_best : cum_best - cum_after;  // keys with digit == best
-      prefix |= static_cast<uint32_t>(best) << shift;
-      above += cum_best - h_best;
-      if (above + h_best == kb) {
-        exact = true;
-        break;
-      }
-      if (shift == 0) break;
-      if (shift > 5) shift -= 5;
-      else bits = shift, shift = 0;
-    }
-    // Keys > thr are kept, and the first `need` keys == thr in branch order.
-    const uint32_t thr = exact ? prefix - 1 : prefix;  // exact: prefix >= 1 (Kb < branches)
-    const int need = exact ? 0 : kb - above;
-    const bool gt = key > thr, eq = key == thr;
+    const Cut cut = a.seeded_select ? select_seeded(sm, key, kb, lane, warp, count_buf, seed)
+                                    : select_from_top(sm, key, kb, lane, warp, count_buf);
+    const int need = cut.need;
+    const bool gt = key > cut.thr, eq = key == cut.thr;
     const uint32_t bgt = __ballot_sync(0xffffffffu, gt), beq = __ballot_sync(0xffffffffu, eq);
-    const uint32_t breal = __ballot_sync(0xffffffffu, real);
-    if (lane == 0) sm.warp_counts[warp] = __popc(bgt) | __popc(beq) << 10 | __popc(breal) << 20;  // each <= 512
-    __syncthreads();
-    int totals = 0;
-    const int bases = warps_exclusive(lane < kWarps ? sm.warp_counts[lane] : 0, lane, warp, &totals);
-    const int gt_base = bases & 1023, eq_base = (bases >> 10) & 1023, total_real = totals >> 20;
     const uint32_t before = (1u << lane) - 1u;
-    const int gt_rank = gt_base + __popc(bgt & before), eq_rank = eq_base + __popc(beq & before);
+    const int gt_rank = cut.gt_base + __popc(bgt & before), eq_rank = cut.eq_base + __popc(beq & before);
     const bool kept = gt || (eq && eq_rank < need);
     int big = 0;
     if (kept) {
@@ -421,10 +543,11 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
       big = len;
     }
     big = __reduce_max_sync(0xffffffffu, big);
-    if (lane == 0) sm.warp_big[warp] = big;
+    const int reals = __popc(__ballot_sync(0xffffffffu, real));
+    if (lane == 0) sm.warp_big[warp] = big, sm.warp_real[warp] = reals;
     __syncthreads();
     largest = __reduce_max_sync(0xffffffffu, lane < kWarps ? sm.warp_big[lane] : 0);
-    branch_total += total_real;
+    branch_total += __reduce_add_sync(0xffffffffu, lane < kWarps ? sm.warp_real[lane] : 0);
     ++iter;
   }
 
@@ -490,6 +613,35 @@ int forced_ctas() {
   return forced;
 }
 
+// HIPSTUDIO_MASK_FEATURES in the environment: the v17 features to use, comma separated among
+// keys_a, async, seeded, or all / none; unset: kFewSearchDefault. For comparing them in one
+// `bench kernels` binary (kernels/BENCHMARKS.md, v17).
+int default_features() {
+  static const int features = [] {
+    const char* e = std::getenv("HIPSTUDIO_MASK_FEATURES");
+    if (!e) return kFewSearchDefault;
+    int f = 0;
+    std::string list = e, word;
+    list += ',';
+    for (char ch : list) {
+      if (ch != ',') {
+        word += ch;
+        continue;
+      }
+      if (word == "keys_a") f |= kFewSearchKeysA;
+      else if (word == "async") f |= kFewSearchAsyncExchange;
+      else if (word == "seeded") f |= kFewSearchSeededSelect;
+      else if (word == "all") f |= kFewSearchAll;
+      else if (word != "none" && !word.empty())
+        throw_arg("HIPSTUDIO_MASK_FEATURES takes keys_a, async, seeded, all or none (comma separated), not '" + word +
+                  "'; unset it for the default set");
+      word.clear();
+    }
+    return f;
+  }();
+  return features;
+}
+
 }  // namespace
 
 bool cluster_mask_eligible(const MaskLaunch& l) {
@@ -541,7 +693,10 @@ void estimate_masks_cluster(const MaskLaunch& l, int ctas) {
     }
   };
   const int64_t rows = (std::min(p.b_q, l.tq) + p.b_sq - 1) / p.b_sq;  // sampled rows of the largest search
-  const bool few = HIPSTUDIO_MASK_FEW_ROWS && rows <= 8;
+  const int features = l.few_search_features >= 0 ? l.few_search_features : default_features();
+  const bool few = (features & kFewSearchKeysA) && rows <= 8;
+  a.async_exchange = (features & kFewSearchAsyncExchange) != 0;
+  a.seeded_select = (features & kFewSearchSeededSelect) != 0;
   auto launch_dtype = [&](auto zero) {
     using T = decltype(zero);
     if (d64) few ? launch(hip_mask_cluster_kernel<T, 64, true>) : launch(hip_mask_cluster_kernel<T, 64, false>);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <chrono>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -160,8 +161,8 @@ struct SearchCase {
 
 // Runs case c once per knob value (`set` puts it into the launch: the path and its width) and
 // expects every output identical to the CPU reference; prints the fraction of identical entries.
-void expect_searches_identical(const SearchCase& c, std::mt19937_64& rng, const char* path,
-                               const std::vector<int>& knobs, void (*set)(gpu::MaskLaunch&, int)) {
+void expect_searches_identical(const SearchCase& c, std::mt19937_64& rng, const std::string& path,
+                               const std::vector<int>& knobs, const std::function<void(gpu::MaskLaunch&, int)>& set) {
   std::uniform_int_distribution<int> tri(-c.amp, c.amp);
   Small s;
   s.hq = c.hq, s.hkv = c.hkv, s.tq = c.tq, s.tk = c.tk, s.d = c.d;
@@ -194,7 +195,7 @@ void expect_searches_identical(const SearchCase& c, std::mt19937_64& rng, const 
     branches.download(got_branches.data(), rows * 8);
     size_t same = 0;
     for (size_t i = 0; i < got_blocks.size(); ++i) same += got_blocks[i] == ref.blocks[i];
-    std::printf("[gpu] %s %-22s %2d: identical entries %zu / %zu\n", path, c.name, knob, same, ref.blocks.size());
+    std::printf("[gpu] %s %-22s %2d: identical entries %zu / %zu\n", path.c_str(), c.name, knob, same, ref.blocks.size());
     EXPECT_EQ(got_blocks, ref.blocks) << c.name << " " << path << " " << knob;
     EXPECT_EQ(got_counts, ref.counts) << c.name << " " << path << " " << knob;
     EXPECT_EQ(got_iters, ref.iterations) << c.name << " " << path << " " << knob;
@@ -248,15 +249,27 @@ TEST(HipCudaRawApi, ClusterSearchMasksIdenticalForEveryClusterSize) {
       {"prefill bsq4 rows3 d64", 2, 1, 90, 800, 64, 64, 12, 2, 4, 1, 0, 0, 0.5, 1},
   };
   std::mt19937_64 rng(static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
-  for (const SearchCase& c : cases)
-    expect_searches_identical(c, rng, "cluster search CTAs", {1, 2, 4},
-                              [](gpu::MaskLaunch& ml, int ctas) { ml.ctas_per_search = ctas; });
+  // v17 features (kFewSearch*): none (the v16 kernel), each alone, and all of them.
+  const int feature_sets[] = {0, gpu::kFewSearchKeysA, gpu::kFewSearchAsyncExchange, gpu::kFewSearchSeededSelect,
+                              gpu::kFewSearchAll};
+  for (const SearchCase& c : cases) {
+    for (int features : feature_sets) {
+      expect_searches_identical(c, rng, "cluster search features " + std::to_string(features) + " CTAs", {1, 2, 4},
+                                [features](gpu::MaskLaunch& ml, int ctas) {
+                                  ml.ctas_per_search = ctas;
+                                  ml.few_search_features = features;
+                                });
+    }
+  }
 }
 
 TEST(HipCudaRawApi, LaunchErrorsAreExceptions) {
   RAW_REQUIRE();
   gpu::MaskLaunch ml;  // null pointers
   ml.hq = 1, ml.hkv = 1, ml.tq = 1, ml.tk = 1, ml.d = 8;
+  EXPECT_THROW(gpu::estimate_masks(ml), gpu::CudaError);
+  int dummy = 0;  // valid pointers, then a feature set with an unknown bit
+  ml.q = ml.k = &dummy, ml.blocks = ml.counts = &dummy, ml.few_search_features = 64;
   EXPECT_THROW(gpu::estimate_masks(ml), gpu::CudaError);
   gpu::AttentionLaunch al;
   EXPECT_THROW(gpu::sparse_attention(al), gpu::CudaError);
