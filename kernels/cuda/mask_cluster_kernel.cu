@@ -37,6 +37,7 @@
 #include "kernels/cuda/mask_search.cuh"
 #include "kernels/cuda/mask_warp.h"
 #include "kernels/cuda/search_order.h"
+#include "kernels/cuda/seeded_select.h"
 
 namespace hipstudio::gpu {
 namespace {
@@ -272,41 +273,28 @@ __device__ Cut select_from_top(ClusterSmem& sm, uint32_t key, int kb, int lane, 
 //    float binade each, one binade in all) centred on the previous iteration's threshold, and the
 //    keys above the window; when the Kb-th key lies in the window, the passes continue below its
 //    sub-bucket at bit 13, else they start over from the top (one pass lost). Each iteration keeps
-//    half of the children of the previous one's kept branches, so the thresholds stay close: a CPU
-//    model of this selection (Kb 256 of 512 maxima of 2 normal scores, any scale) took 1.95 passes
-//    an iteration against 3.47 from the top, and matched a sort on tie-heavy and -inf cases;
+//    half of the children of the previous one's kept branches, so the thresholds stay close: the
+//    CPU model (tests/kernels/seeded_select_model_test.cpp; Kb 256 of 512 maxima of 2 normal
+//    scores, any scale) takes ~2 passes an iteration against ~3.5 from the top;
 //  - each warp's counts of a pass are kept (rows of warp_digits), so lanes 0..15 of every warp
 //    follow each warp's keys above the prefix, and the per-warp counts at the cut need no barrier.
 __device__ Cut select_seeded(ClusterSmem& sm, uint32_t key, int kb, int lane, int warp, int& count_buf,
                              uint32_t& seed) {
-  constexpr int kSub = 18;                   // sub-bucket: 2^18 keys
-  constexpr uint32_t kWindow = 32u << kSub;  // 2^23 keys
   bool seeded = seed != 0;
-  uint32_t lo = 0;  // the window's first key, a multiple of 2^kSub, lo + kWindow <= 2^32
-  if (seeded) lo = min((seed >> kSub) > 16 ? (seed >> kSub) - 16 : 0u, (1u << (32 - kSub)) - 32) << kSub;
+  const uint32_t lo = seeded ? seed_window_start(seed) : 0u;  // seeded_select.h
   uint32_t prefix = 0;
   int above = 0, warp_above = 0;  // warp_above: lane l < kWarps, warp l's keys above the prefix
-  int shift = seeded ? kSub : 27, bits = 5;
+  int shift = seeded ? kSeedSub : 27, bits = 5;
   Cut cut;
 #pragma unroll 1
   for (;;) {
-    bool match, greater = false;
-    uint32_t digit;
-    if (seeded) {
-      const uint32_t offset = key - lo;  // wraps for keys below the window
-      match = key >= lo && offset < kWindow, greater = key >= lo && offset >= kWindow;
-      digit = (offset >> kSub) & 31u;
-    } else {
-      const int top = shift + bits;
-      match = top == 32 || (key >> top) == (prefix >> top);
-      digit = (key >> shift) & ((1u << bits) - 1u);
-    }
-    const int c = count_digits_at_least(match, digit, lane);
+    const PassDigit d = seeded ? seeded_pass_digit(key, lo) : radix_pass_digit(key, prefix, shift, bits);
+    const int c = count_digits_at_least(d.match, d.digit, lane);
     int* row = sm.warp_digits[count_buf][warp];
     row[lane] = c;
     if (c) atomicAdd(&sm.digit_count[count_buf][lane], c);
     if (seeded) {  // keys above the window
-      const int g = __popc(__ballot_sync(0xffffffffu, greater));
+      const int g = __popc(__ballot_sync(0xffffffffu, d.above));
       if (lane == 0) {
         row[32] = g;
         if (g) atomicAdd(&sm.digit_count[count_buf][32], g);
@@ -352,8 +340,7 @@ __device__ Cut select_seeded(ClusterSmem& sm, uint32_t key, int kb, int lane, in
       warp_above |= (warp_best - warp_after) << 10;  // ties in warp l
       break;
     }
-    if (shift > 5) shift -= 5;
-    else bits = shift, shift = 0;
+    next_radix_digit(shift, bits);
   }
   seed = prefix;
   int totals = 0;
