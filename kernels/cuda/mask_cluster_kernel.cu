@@ -103,30 +103,34 @@ __device__ __forceinline__ void search_barrier(int ctas) {
 
 // Score exchange in a cluster (v17, kernels/BENCHMARKS.md): each CTA stores the scores of its tiles
 // into its own shared memory and, by st.async, into every other CTA's, where each store counts its
-// 4 bytes off that CTA's exchange barrier of the iteration's parity. A CTA then waits for its
-// barrier's phase to complete: its one local arrival announces how many bytes the others will send
-// (fixed: the branch slots whose tiles they score), which may come before or after the bytes land.
+// 4 bytes off that CTA's exchange barrier of the iteration's parity; a CTA waits for its barrier's
+// phase to complete. Each phase is armed ahead by the CTA's one arrival, announcing the bytes the
+// others will send (fixed: the branch slots whose tiles they score): both parities at the start,
+// then each right after its phase completed, for the iteration two ahead. The others' stores of
+// that iteration cannot come earlier: they follow this CTA's stores of the iteration between,
+// which this CTA sends only after every thread of it passed the wait (the selection's barriers lie
+// between), so a phase never completes under a thread still waiting for the one before.
 // This replaces a cluster barrier an iteration, whose release is a GPU-wide memory fence (ncu, v16).
-// Two barriers by parity: an iteration's stores can only start once the sender has the receiver's
-// scores of the previous iteration, sent after the receiver's wait two iterations back completed.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 __device__ __forceinline__ unsigned smem_addr(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
 #endif
 
-__device__ __forceinline__ void exchange_init(uint64_t* bars) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  for (int i = 0; i < 2; ++i) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(smem_addr(bars + i)) : "memory");
-  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-#endif
-}
-
-// The local arrival of an iteration: `bytes` will come from the other CTAs.
+// The local arrival that arms a phase: `bytes` will come from the other CTAs.
 __device__ __forceinline__ void exchange_expect(uint64_t* bar, unsigned bytes) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.expect_tx.release.cluster.shared::cta.b64 state, [%0], %1;\n}\n" ::"r"(
                    smem_addr(bar)),
                "r"(bytes)
                : "memory");
+#endif
+}
+
+// One arrival a phase; both parities armed for the first two iterations. Before a cluster barrier.
+__device__ __forceinline__ void exchange_init(uint64_t* bars, unsigned bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  for (int i = 0; i < 2; ++i) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(smem_addr(bars + i)) : "memory");
+  for (int i = 0; i < 2; ++i) exchange_expect(bars + i, bytes);
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 #endif
 }
 
@@ -407,7 +411,6 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
     // Parity 1: kept branches rewrite slots [0, 2 Kb) every iteration; the ones past stay empty.
     sm.slot_begin[1][tid] = -1, sm.slot_end[1][tid] = -1, sm.slot_rep[1][tid] = -1, sm.slot_inherited[1][tid] = 0.f;
     if (tid < 3 * 33) (&sm.digit_count[0][0])[tid] = 0;
-    if (tid == 0 && ctas > 1) exchange_init(sm.exchange_bar);
   }
 
   // Q as the B operand (kFewRows), or as the A operand, one m-tile of 16 sampled rows (mask_search.cuh).
@@ -428,6 +431,7 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
   if (ctas > 1) {
     const bool remote = tid < 2 * kb && ((((tid << kpr_log2) >> 4) / kWarps) & (ctas - 1)) != rank;
     expect_bytes = 4u * static_cast<unsigned>(__syncthreads_count(remote));
+    if (tid == 0) exchange_init(sm.exchange_bar, expect_bytes);
   }
 
   int largest = static_cast<int>((static_cast<uint32_t>(n) + kb - 1) / kb);  // n < 2^31: blocks below tk
@@ -491,9 +495,11 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
     }
     cp_async_wait<0>();  // no copy of an unused tile index still lands in the ring
     if (a.async_exchange) {
-      if (ctas > 1 && tid == 0) exchange_expect(&sm.exchange_bar[cur], expect_bytes);
       __syncthreads();  // this CTA's own scores
-      if (ctas > 1) exchange_wait(&sm.exchange_bar[cur], static_cast<unsigned>(iter >> 1) & 1u);
+      if (ctas > 1) {
+        exchange_wait(&sm.exchange_bar[cur], static_cast<unsigned>(iter >> 1) & 1u);
+        if (tid == 0) exchange_expect(&sm.exchange_bar[cur], expect_bytes);  // for iteration iter + 2
+      }
     } else {
       search_barrier(ctas);
     }
