@@ -109,7 +109,9 @@ __device__ __forceinline__ void search_barrier(int ctas) {
 // then each right after its phase completed, for the iteration two ahead. The others' stores of
 // that iteration cannot come earlier: they follow this CTA's stores of the iteration between,
 // which this CTA sends only after every thread of it passed the wait (the selection's barriers lie
-// between), so a phase never completes under a thread still waiting for the one before.
+// between), so a phase never completes under a thread still waiting for the one before. A CTA
+// that receives nothing (small Kb: the other CTAs own no tiles) neither arms nor waits: a phase of
+// 0 bytes would complete at its arming, under threads still waiting on the previous parity.
 // This replaces a cluster barrier an iteration, whose release is a GPU-wide memory fence (ncu, v16).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 __device__ __forceinline__ unsigned smem_addr(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
@@ -431,7 +433,7 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
   if (ctas > 1) {
     const bool remote = tid < 2 * kb && ((((tid << kpr_log2) >> 4) / kWarps) & (ctas - 1)) != rank;
     expect_bytes = 4u * static_cast<unsigned>(__syncthreads_count(remote));
-    if (tid == 0) exchange_init(sm.exchange_bar, expect_bytes);
+    if (tid == 0 && expect_bytes > 0) exchange_init(sm.exchange_bar, expect_bytes);
   }
 
   int largest = static_cast<int>((static_cast<uint32_t>(n) + kb - 1) / kb);  // n < 2^31: blocks below tk
@@ -496,7 +498,7 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
     cp_async_wait<0>();  // no copy of an unused tile index still lands in the ring
     if (a.async_exchange) {
       __syncthreads();  // this CTA's own scores
-      if (ctas > 1) {
+      if (expect_bytes > 0) {  // ctas > 1
         exchange_wait(&sm.exchange_bar[cur], static_cast<unsigned>(iter >> 1) & 1u);
         if (tid == 0) exchange_expect(&sm.exchange_bar[cur], expect_bytes);  // for iteration iter + 2
       }
