@@ -2,7 +2,7 @@
 # The v17 few-search features (kernels/BENCHMARKS.md) on the device machine, one call each:
 #   check:    build, the HipCuda* tests (every feature set against the CPU reference), then the
 #             decode refresh with each feature set in ROUNDS interleaved rounds (default 3);
-#   sanitize: memcheck + racecheck over the cluster-search test (every feature set and CTA count);
+#   sanitize: memcheck + racecheck over the cluster-search test (no feature and all, 1-4 CTAs);
 #   profile:  Nsight Compute of one 128k batch-1 refresh with FEATURES (default all), 2-CTA clusters.
 # Needs carry [".device-carry"]. Usage: kernels/cuda/device_v17.sh check|sanitize|profile
 set -uo pipefail
@@ -28,7 +28,7 @@ case "$what" in
     done
     ;;
   sanitize)
-    SANITIZE_FILTER='HipCudaRawApi.ClusterSearch*' MEMCHECK_TIMEOUT=280 RACECHECK_TIMEOUT=280 kernels/cuda/device_run.sh sanitize
+    SANITIZE_FILTER='HipCudaRawApi.ClusterSearchMasks*' MEMCHECK_TIMEOUT=280 RACECHECK_TIMEOUT=280 kernels/cuda/device_run.sh sanitize
     ;;
   profile)
     HIPSTUDIO_MASK_FEATURES="${FEATURES:-all}" HIPSTUDIO_MASK_CTAS=2 kernels/cuda/device_profile.sh v17 hip_mask_cluster 2 -- \
