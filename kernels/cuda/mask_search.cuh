@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/few_row_fragments.h"
 
 namespace hipstudio::gpu {
 
@@ -157,8 +158,7 @@ __device__ __forceinline__ float tile_branch_score(float k00, float k01, float k
 // are zero padding in decode (v17, kernels/BENCHMARKS.md). The ring slots are the same: lane (g, c)
 // holds the pieces c, c + 4, ... of keys g and 8 + g, which are exactly its A fragments.
 
-// Q as B fragments: k-step 2j + h of lane (g, c) takes words 2h, 2h + 1 of piece c + 4j of sampled
-// row g (zero for g >= R), the head dimension permuted as the key pieces.
+// Q as B fragments (few_row_fragments.h): sampled row g's pieces, zero for g >= R.
 template <class T, int D>
 __device__ __forceinline__ void load_q_cols(uint32_t (*qb)[2], const T* qrow0, int64_t row_step, int R, int lane) {
   const int gq = lane >> 2, cq = lane & 3;
@@ -166,7 +166,8 @@ __device__ __forceinline__ void load_q_cols(uint32_t (*qb)[2], const T* qrow0, i
 #pragma unroll
   for (int j = 0; j < D / 32; ++j) {
     const uint4 v = gq < R ? __ldg(reinterpret_cast<const uint4*>(q + (cq + 4 * j) * 8)) : make_uint4(0, 0, 0, 0);
-    qb[2 * j][0] = v.x, qb[2 * j][1] = v.y, qb[2 * j + 1][0] = v.z, qb[2 * j + 1][1] = v.w;
+    few_row_query_fragment(v, 0, qb[2 * j]);
+    few_row_query_fragment(v, 1, qb[2 * j + 1]);
   }
 }
 
@@ -181,7 +182,9 @@ __device__ __forceinline__ void score_tile_keys_a(const uint4* src, const uint32
 #pragma unroll
   for (int j = 0; j < PL; ++j) {
     const uint4 v0 = src[j * 32], v1 = src[(PL + j) * 32];
-    const uint32_t a0[4] = {v0.x, v1.x, v0.y, v1.y}, a1[4] = {v0.z, v1.z, v0.w, v1.w};
+    uint32_t a0[4], a1[4];
+    few_row_key_fragment(v0, v1, 0, a0);
+    few_row_key_fragment(v0, v1, 1, a1);
     mma16816<T>(acc[0], a0, qb[2 * j]);
     mma16816<T>(acc[1], a1, qb[2 * j + 1]);
   }
