@@ -25,4 +25,18 @@ HIPSTUDIO_HOST_DEVICE void few_row_query_fragment(const V& q, int h, uint32_t* b
   b[0] = h ? q.z : q.x, b[1] = h ? q.w : q.y;
 }
 
+// After the per-branch reduction (lane bits 2.. are the key index g within each half of the tile),
+// the lane that writes the scores of the branches whose first keys are g and 8 + g, tile-local;
+// -1 for the other lanes. Branches are 2^kpr_log2 consecutive keys (kpr_log2 <= 3).
+HIPSTUDIO_HOST_DEVICE int few_row_writer_key(int lane, int kpr_log2) {
+  const int g = lane >> 2;
+  return (lane & 3) == 0 && (g & ((1 << kpr_log2) - 1)) == 0 ? g : -1;
+}
+
+// The CTA of a cluster of `ctas` that scores branch slot `slot`: the owner of the 16-key tile of its
+// first key, tiles going to the CTAs 16 at a time (one a warp), round robin.
+HIPSTUDIO_HOST_DEVICE int score_owner_cta(int slot, int kpr_log2, int ctas) {
+  return (((slot << kpr_log2) >> 4) >> 4) & (ctas - 1);
+}
+
 }  // namespace hipstudio::gpu

@@ -428,10 +428,11 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
   const int tiles = (pairs + 15) >> 4;
   const int first_tile = rank * kWarps + warp, tile_stride = ctas * kWarps;
   // Bytes of scores the other CTAs send this one an iteration: every slot < 2 Kb whose first key's
-  // tile another CTA scores (tile t belongs to CTA (t / kWarps) % ctas).
+  // tile another CTA scores (few_row_fragments.h; tile t is CTA (t / kWarps) % ctas's, as below).
+  static_assert(kWarps == 16, "score_owner_cta deals tiles out 16 at a time");
   unsigned expect_bytes = 0;
   if (ctas > 1) {
-    const bool remote = tid < 2 * kb && ((((tid << kpr_log2) >> 4) / kWarps) & (ctas - 1)) != rank;
+    const bool remote = tid < 2 * kb && score_owner_cta(tid, kpr_log2, ctas) != rank;
     expect_bytes = 4u * static_cast<unsigned>(__syncthreads_count(remote));
     if (tid == 0 && expect_bytes > 0) exchange_init(sm.exchange_bar, expect_bytes);
   }

@@ -215,8 +215,7 @@ __device__ __forceinline__ void tile_branch_scores_keys_a(float& lo, float& hi, 
       hi = fmaxf(hi, __shfl_xor_sync(0xffffffffu, hi, 4 << b));
     }
   }
-  const int g = lane >> 2;
-  *first = (lane & 3) == 0 && (g & ((1 << kpr_log2) - 1)) == 0 ? g : -1;
+  *first = few_row_writer_key(lane, kpr_log2);
   lo = lo == lo ? lo : -INFINITY, hi = hi == hi ? hi : -INFINITY;
 }
 
