@@ -37,7 +37,7 @@
 #include "kernels/cuda/mask_search.cuh"
 #include "kernels/cuda/mask_warp.h"
 #include "kernels/cuda/search_order.h"
-#include "kernels/cuda/seeded_select.h"
+#include "kernels/cuda/radix_select.h"
 
 namespace hipstudio::gpu {
 namespace {
@@ -223,6 +223,22 @@ struct Cut {
 // ago, before the previous barrier, so it can be cleared during this pass.
 __device__ __forceinline__ int next_count_buffer(int b) { return b == 2 ? 0 : b + 1; }
 
+// After a pass's barrier, lane v holding `cum` (keys matching with a digit >= v): the Kb-th key's
+// digit, the largest with above + cum >= Kb (digit 0 always qualifies: invariant), and the counts
+// of keys with a digit >= it and > it.
+struct Digit {
+  int best, at_least, above;
+};
+__device__ __forceinline__ Digit kth_key_digit(int cum, int above, int kb) {
+  const uint32_t fits = __ballot_sync(0xffffffffu, above + cum >= kb);
+  Digit d;
+  d.best = 31 - __clz(fits);
+  d.at_least = __shfl_sync(0xffffffffu, cum, d.best);
+  const int after = __shfl_sync(0xffffffffu, cum, (d.best + 1) & 31);
+  d.above = d.best == 31 ? 0 : after;
+  return d;
+}
+
 // Radix select of the Kb-th largest key T (v16), 5 bits a pass from the top (27, 22, ..., 2, then
 // the last 2): `prefix` holds T's digits found so far, `above` counts the keys whose digits found so
 // far exceed T's. Lane v of each warp counts its warp's keys that match the prefix with a digit >=
@@ -234,33 +250,24 @@ __device__ Cut select_from_top(ClusterSmem& sm, uint32_t key, int kb, int lane, 
   uint32_t prefix = 0;
   int above = 0;
   bool exact = false;
+  int shift = 27, bits = 5;
 #pragma unroll 1
-  for (int shift = 27, bits = 5;;) {
-    const int top = shift + bits;
-    const bool match = top == 32 || (key >> top) == (prefix >> top);
-    const int c = count_digits_at_least(match, (key >> shift) & ((1u << bits) - 1u), lane);
+  do {
+    const PassDigit pd = radix_pass_digit(key, prefix, shift, bits);
+    const int c = count_digits_at_least(pd.match, pd.digit, lane);
     if (c) atomicAdd(&sm.digit_count[count_buf][lane], c);
     const int next_buf = next_count_buffer(count_buf);
     if (warp == 0) sm.digit_count[next_buf][lane] = 0;
     __syncthreads();
-    const int cum = sm.digit_count[count_buf][lane];
+    const Digit d = kth_key_digit(sm.digit_count[count_buf][lane], above, kb);
     count_buf = next_buf;
-    // The largest digit with above + cum >= Kb (digit 0 always qualifies: invariant).
-    const uint32_t fits = __ballot_sync(0xffffffffu, above + cum >= kb);
-    const int best = 31 - __clz(fits);
-    const int cum_best = __shfl_sync(0xffffffffu, cum, best);
-    const int cum_after = __shfl_sync(0xffffffffu, cum, (best + 1) & 31);
-    const int h_best = best == 31 ? cum_best : cum_best - cum_after;  // keys with digit == best
-    prefix |= static_cast<uint32_t>(best) << shift;
-    above += cum_best - h_best;
-    if (above + h_best == kb) {
+    prefix |= static_cast<uint32_t>(d.best) << shift;
+    if (above + d.at_least == kb) {
       exact = true;
       break;
     }
-    if (shift == 0) break;
-    if (shift > 5) shift -= 5;
-    else bits = shift, shift = 0;
-  }
+    above += d.above;
+  } while (next_radix_digit(shift, bits));
   Cut cut;
   cut.thr = exact ? prefix - 1 : prefix;  // exact: prefix >= 1 (Kb < branches)
   cut.need = exact ? 0 : kb - above;
@@ -287,20 +294,20 @@ __device__ Cut select_from_top(ClusterSmem& sm, uint32_t key, int kb, int lane, 
 __device__ Cut select_seeded(ClusterSmem& sm, uint32_t key, int kb, int lane, int warp, int& count_buf,
                              uint32_t& seed) {
   bool seeded = seed != 0;
-  const uint32_t lo = seeded ? seed_window_start(seed) : 0u;  // seeded_select.h
+  const uint32_t lo = seeded ? seed_window_start(seed) : 0u;  // radix_select.h
   uint32_t prefix = 0;
   int above = 0, warp_above = 0;  // warp_above: lane l < kWarps, warp l's keys above the prefix
   int shift = seeded ? kSeedSub : 27, bits = 5;
   Cut cut;
 #pragma unroll 1
   for (;;) {
-    const PassDigit d = seeded ? seeded_pass_digit(key, lo) : radix_pass_digit(key, prefix, shift, bits);
-    const int c = count_digits_at_least(d.match, d.digit, lane);
+    const PassDigit pd = seeded ? seeded_pass_digit(key, lo) : radix_pass_digit(key, prefix, shift, bits);
+    const int c = count_digits_at_least(pd.match, pd.digit, lane);
     int* row = sm.warp_digits[count_buf][warp];
     row[lane] = c;
     if (c) atomicAdd(&sm.digit_count[count_buf][lane], c);
     if (seeded) {  // keys above the window
-      const int g = __popc(__ballot_sync(0xffffffffu, d.above));
+      const int g = __popc(__ballot_sync(0xffffffffu, pd.above));
       if (lane == 0) {
         row[32] = g;
         if (g) atomicAdd(&sm.digit_count[count_buf][32], g);
@@ -326,20 +333,17 @@ __device__ Cut select_seeded(ClusterSmem& sm, uint32_t key, int kb, int lane, in
       prefix = lo, above = g;
       warp_above = lane < kWarps ? rows[lane][32] : 0;
     }
-    const uint32_t fits = __ballot_sync(0xffffffffu, above + cum >= kb);  // digit 0 always fits
-    const int best = 31 - __clz(fits);
-    const int cum_best = __shfl_sync(0xffffffffu, cum, best);
-    const int cum_after = best == 31 ? 0 : __shfl_sync(0xffffffffu, cum, best + 1);
-    const int warp_best = lane < kWarps ? rows[lane][best] : 0;
-    const int warp_after = lane < kWarps && best < 31 ? rows[lane][best + 1] : 0;
-    prefix += static_cast<uint32_t>(best) << shift;  // + : the window's lo may have bits in the digit's place
-    if (above + cum_best == kb) {  // exactly Kb keys >= prefix: no tie crosses the cut
+    const Digit d = kth_key_digit(cum, above, kb);
+    const int warp_best = lane < kWarps ? rows[lane][d.best] : 0;
+    const int warp_after = lane < kWarps && d.best < 31 ? rows[lane][d.best + 1] : 0;
+    prefix += static_cast<uint32_t>(d.best) << shift;  // + : the window's lo may have bits in the digit's place
+    if (above + d.at_least == kb) {  // exactly Kb keys >= prefix: no tie crosses the cut
       cut.thr = prefix - 1;  // prefix >= 1 (Kb < branches)
       cut.need = 0;
       warp_above += warp_best;
       break;
     }
-    above += cum_after, warp_above += warp_after;
+    above += d.above, warp_above += warp_after;
     if (shift == 0) {  // every bit known: the Kb-th key itself, with ties
       cut.thr = prefix;
       cut.need = kb - above;
@@ -449,6 +453,7 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
     const float my_inherited = sm.slot_inherited[cur][tid];
 
     // B. score this CTA's tiles of 16 sampled keys (kStages - 1 in flight per warp).
+    uint64_t* bar = &sm.exchange_bar[cur];  // the other CTAs' copies of it count the async exchange
     auto issue = [&](int t, int stage) {
       uint4* dst = ring_lane + stage * STAGE;
 #pragma unroll
@@ -476,7 +481,6 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
       const uint4* src = ring_lane + stage * STAGE;
       stage = stage + 1 == kStages ? 0 : stage + 1;
       next = next + 1 == kStages ? 0 : next + 1;
-      uint64_t* bar = &sm.exchange_bar[cur];
       if constexpr (kFewRows) {
         float lo, hi;
         score_tile_keys_a<T, D>(src, qb, R, lane, lo, hi);

@@ -1,7 +1,7 @@
 #pragma once
 // Device pieces shared by the two tensor-core search kernels (mask_warp_kernel.cu: a warp per
-// search; mask_cluster_kernel.cu: a CTA or cluster per search): the branch representative, the
-// order-preserving score key, Q as mma A fragments, and the reduction of a scored 16-key tile.
+// search; mask_cluster_kernel.cu: a CTA or cluster per search): the branch representative,
+// Q as mma A fragments, and the reduction of a scored 16-key tile.
 //
 // Scoring layout (both kernels): a tile is 16 sampled keys, two n-tiles of 8, the keys being the
 // mma B operand. Lane (g, c) = (lane / 4, lane % 4) copies exactly its B fragments, the 16-byte
@@ -13,6 +13,7 @@
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/few_row_fragments.h"
+#include "kernels/cuda/radix_select.h"  // score_key32
 
 namespace hipstudio::gpu {
 
@@ -30,14 +31,6 @@ __device__ __forceinline__ int initial_node_start(int64_t lo, int64_t n, int kb,
     return static_cast<int>(lo + static_cast<uint32_t>(node) * static_cast<uint32_t>(n) / static_cast<uint32_t>(kb));
   }
   return static_cast<int>(lo + node * n / kb);
-}
-
-// Order-preserving key of a float score (larger score, larger key; -0 == +0). Real keys are >=
-// 0x007fffff (the key of -inf), so 0 marks "no branch".
-__device__ __forceinline__ uint32_t score_key32(float s) {
-  if (s == 0.f) s = 0.f;
-  const uint32_t u = __float_as_uint(s);
-  return (u >> 31) ? ~u : (u | 0x80000000u);
 }
 
 // The A fragments of one m-tile of 16 sampled query rows (rows mt * 16 + g and + 8; rows >= R are

@@ -1,5 +1,5 @@
 // A CPU model of the few-search kernel's seeded radix selection (kernels/cuda/mask_cluster_kernel.cu
-// `select_seeded`, v17): the same per-key arithmetic (kernels/cuda/seeded_select.h) and the same
+// `select_seeded`, v17): the same per-key arithmetic (kernels/cuda/radix_select.h) and the same
 // bookkeeping, with the 16 warps x 32 lanes' ballots written as loops. It checks the algorithm
 // (the cut and every kept branch's position equal a stable sort's, ties and empty slots included)
 // and that seeding saves passes on decode-like scores; the kernel itself is checked against the
@@ -9,24 +9,16 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <numeric>
 #include <random>
 #include <vector>
 
-#include "kernels/cuda/seeded_select.h"
+#include "kernels/cuda/radix_select.h"
 
 namespace hipstudio {
 namespace {
 
 constexpr int kWarps = 16, kSlots = kWarps * 32;
-
-uint32_t score_key(float s) {  // kernels/cuda/mask_search.cuh score_key32
-  if (s == 0.f) s = 0.f;
-  uint32_t u;
-  std::memcpy(&u, &s, 4);
-  return (u >> 31) ? ~u : (u | 0x80000000u);
-}
 
 struct ModelCut {
   uint32_t thr = 0;
@@ -132,7 +124,7 @@ TEST(SeededSelectModel, KeepsWhatAStableSortKeeps) {
       for (int i = 0; i < real; ++i) {
         float s = kind == 0 ? static_cast<float>(small(rng)) : normal(rng);  // kind 0: ties everywhere
         if (kind == 1 && rng() % 7 == 0) s = -INFINITY;
-        keys[i] = score_key(s);
+        keys[i] = gpu::score_key32(s);
       }
       std::shuffle(keys.begin(), keys.end(), rng);  // empty slots anywhere
       const ModelCut cut = select_seeded_model(keys, kb, seed);
@@ -153,7 +145,7 @@ TEST(SeededSelectModel, SeedingSavesPassesOnDecodeLikeScores) {
       uint32_t seed = 0;
       for (int iter = 0; iter < 8; ++iter, ++selections) {
         std::vector<uint32_t> keys(kSlots);
-        for (uint32_t& k : keys) k = score_key(std::max(normal(rng), normal(rng)));
+        for (uint32_t& k : keys) k = gpu::score_key32(std::max(normal(rng), normal(rng)));
         uint32_t none = 0;
         top_passes += select_seeded_model(keys, 256, none).passes;
         seeded_passes += select_seeded_model(keys, 256, seed).passes;

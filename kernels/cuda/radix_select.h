@@ -1,12 +1,27 @@
 #pragma once
-// The per-key arithmetic of the few-search kernel's seeded radix selection (v17,
-// kernels/cuda/mask_cluster_kernel.cu `select_seeded`), shared with its CPU model in
-// tests/kernels/seeded_select_model_test.cpp. Keys are score_key32 values (larger score, larger key).
+// The per-key arithmetic of the mask kernels' selections: the order-preserving score key (both
+// search kernels) and the digits of a radix pass of kernels/cuda/mask_cluster_kernel.cu, from the
+// top (`select_from_top`) or in the seeded window (`select_seeded`, v17). Plain C++ too: the CPU model
+// of the seeded selection in tests/kernels/seeded_select_model_test.cpp uses the same functions.
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/cuda/host_device.h"
 
 namespace hipstudio::gpu {
+
+// Order-preserving key of a float score (larger score, larger key; -0 == +0). Real keys are >=
+// 0x007fffff (the key of -inf), so 0 marks "no branch".
+HIPSTUDIO_HOST_DEVICE uint32_t score_key32(float s) {
+  if (s == 0.f) s = 0.f;
+#ifdef __CUDA_ARCH__
+  const uint32_t u = __float_as_uint(s);
+#else
+  uint32_t u;
+  std::memcpy(&u, &s, 4);
+#endif
+  return (u >> 31) ? ~u : (u | 0x80000000u);
+}
 
 // The seeded pass: 32 sub-buckets of 2^kSeedSub keys (1/32 of a float binade each), one binade in
 // all, centred on the previous iteration's threshold.
