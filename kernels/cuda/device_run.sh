@@ -25,12 +25,10 @@ ninja -C build-hipcuda -j 16 test_gpu >"$out/build.log" 2>&1 || { grep -E -A3 "e
 ninja -C build-hipcuda -j 16 hipstudio >>"$out/build.log" 2>&1 || { echo "hipstudio did not build:"; grep -E -A3 "error" "$out/build.log" | head -20; }
 echo "== build $(( $(date +%s) - start )) s"
 [ "$what" = build ] && exit 0
-# compute-sanitizer over every HipCuda* test but the one running each v17 feature alone (the same
-# code paths as its all-features sibling, three times over; SANITIZE_FILTER narrows). memcheck checks
-# every kernel; racecheck only ours (names containing "hipstudio"): LibTorch's dense baselines
+# compute-sanitizer over every HipCuda* test (SANITIZE_FILTER narrows). memcheck checks every kernel; racecheck only ours (names containing "hipstudio"): LibTorch's dense baselines
 # would take most of the time limit under it.
 sanitize() {
-  local filter="${SANITIZE_FILTER:-HipCuda*-*EachAlone*}" only=""
+  local filter="${SANITIZE_FILTER:-HipCuda*}" only=""
   compute-sanitizer --help 2>&1 | grep -q -- "--kernel-name" && only="--kernel-name kns=hipstudio"
   echo "== compute-sanitizer memcheck ($filter)"
   timeout "${MEMCHECK_TIMEOUT:-200}" compute-sanitizer --tool memcheck build-hipcuda/tests/test_gpu --gtest_filter="$filter" >"$out/memcheck.log" 2>&1
@@ -50,7 +48,7 @@ if [ "$what" != bench ]; then
   grep -E "^\[gpu\]|Failure|Expected|Which is|actual|FAILED|PASSED|OK \]|SKIPPED|error" "$out/tests.log" | head -120
 fi
 if [ "$what" = tests ] || [ "$what" = all ]; then
-  SANITIZE_FILTER="${SANITIZE_FILTER:-HipCudaRawApi.*-*EachAlone*}" sanitize
+  SANITIZE_FILTER="${SANITIZE_FILTER:-HipCudaRawApi.*}" sanitize
 fi
 if [ "$what" != tests ]; then
   echo "== bench kernels"

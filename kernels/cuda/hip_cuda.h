@@ -67,21 +67,7 @@ struct MaskLaunch {
   // 1, 2 or 4 (a thread-block cluster, sm_90); 0 = chosen by size (and never when warps_per_search
   // is set), -1 = never. Tests force each.
   int ctas_per_search = 0;
-  // Few-search path features of v17 (kernels/BENCHMARKS.md), a sum of kFewSearch* bits; -1 = the
-  // default set: HIPSTUDIO_MASK_FEATURES in the environment, else kFewSearchDefault. Tests force each.
-  int few_search_features = -1;
 };
-
-// Few-row searches (<= 8 sampled rows, e.g. decode) scored with the keys as the mma A operand.
-constexpr int kFewSearchKeysA = 1;
-// Cluster score exchange by st.async onto the receiving CTA's mbarrier instead of a cluster barrier.
-constexpr int kFewSearchAsyncExchange = 2;
-// Radix selection seeded by the previous iteration's threshold, per-warp counts kept per pass.
-constexpr int kFewSearchSeededSelect = 4;
-constexpr int kFewSearchAll = kFewSearchKeysA | kFewSearchAsyncExchange | kFewSearchSeededSelect;
-// None until the v17 features have run on a GPU (their tests and the bench): written and compiled
-// in a session without one (kernels/BENCHMARKS.md, v17).
-constexpr int kFewSearchDefault = 0;
 
 // Validates (CudaError naming the problem) and launches the mask estimation: the bf16/f16 shapes
 // the warp-search kernel covers run W warps per (batch, head, query block), or, few searches of

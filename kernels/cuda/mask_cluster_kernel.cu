@@ -21,9 +21,9 @@
 // An iteration is one gather round trip plus ~6 barriers, where v15 ran three phases on one warp.
 // Cluster size (v16): 2 CTAs a search where they fit (50 us at 128k, batch 1, against 57 with 1);
 // 4 ran in two waves, since a 4-CTA cluster must fit in one GPC.
-// v17 features (MaskLaunch::few_search_features, kFewSearch* in hip_cuda.h), each switchable so
-// that one binary compares them: few-row scoring with the keys as the mma A operand
-// (mask_search.cuh), the score exchange by st.async onto an mbarrier, and the seeded selection.
+// The scores reach the other CTAs of a cluster by st.async onto their mbarriers rather than
+// through a cluster barrier (v17: 51 against 54 us at 128k, batch 1; the keys as the mma A operand
+// and a seeded radix selection were measured too and dropped, kernels/BENCHMARKS.md).
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -38,6 +38,7 @@
 #include "kernels/cuda/mask_warp.h"
 #include "kernels/cuda/search_order.h"
 #include "kernels/cuda/radix_select.h"
+#include "kernels/cuda/score_exchange.h"
 
 namespace hipstudio::gpu {
 namespace {
@@ -58,7 +59,6 @@ struct ClusterMaskArgs {
   int64_t hq, hkv, tq, tk, qbs, items;
   hip::HipParams hip;
   int kb, kpr_log2, ctas;
-  bool async_exchange, seeded_select;  // v17 features (kFewSearch*)
   int32_t* blocks;
   int32_t* counts;
   int32_t* iterations;
@@ -76,17 +76,17 @@ struct ClusterSmem {
   float slot_inherited[2][kMaxSlots];
   float score[2][kMaxSlots];     // scores of the slots with slot_rep >= 0, from whichever CTA scored them
   int node_begin[kMaxSlots / 2]; // the kept nodes' begins, ascending: the mask after the last iteration
-  // Radix passes, 3 rotating buffers: [v] keys matching the prefix with a 5-bit digit >= v, [32]
-  // (seeded pass) keys above the seed's bucket; per warp the same counts of its own keys (rows of 33
-  // words: lanes reading one column of 16 rows hit 16 banks).
-  int digit_count[3][33];
-  int warp_digits[3][kWarps][33];
+  // Radix passes, 3 rotating buffers: [v] keys matching the prefix with a 5-bit digit >= v.
+  int digit_count[3][32];
   int warp_counts[kWarps];       // per warp: kept-above | ties << 10
   int warp_big[kWarps];          // per warp: the longest kept branch
   int warp_real[kWarps];         // per warp: real branches this iteration
 };
 
-constexpr size_t kSmemHead = (sizeof(ClusterSmem) + 15) / 16 * 16;
+// The warps' gather rings start on a 128-byte line (kernels/BENCHMARKS.md, v17): at 16 mod 32
+// the 128k batch-1 refresh took 61.6 us, at 32 mod 128 (v16's layout, by chance) 51.4, aligned 47.9.
+constexpr size_t kRingAlign = 128;
+constexpr size_t kSmemHead = (sizeof(ClusterSmem) + kRingAlign - 1) / kRingAlign * kRingAlign;
 
 // A CTA barrier, or a cluster barrier (release / acquire: the distributed-shared-memory stores
 // before it are visible after it) when the search spans a cluster. Raw PTX: every thread reaches
@@ -127,11 +127,10 @@ __device__ __forceinline__ void exchange_expect(uint64_t* bar, unsigned bytes) {
 #endif
 }
 
-// One arrival a phase; both parities armed for the first two iterations. Before a cluster barrier.
-__device__ __forceinline__ void exchange_init(uint64_t* bars, unsigned bytes) {
+// One arrival a phase. Before the cluster barrier that precedes every remote store.
+__device__ __forceinline__ void exchange_init(uint64_t* bars) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   for (int i = 0; i < 2; ++i) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(smem_addr(bars + i)) : "memory");
-  for (int i = 0; i < 2; ++i) exchange_expect(bars + i, bytes);
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 #endif
 }
@@ -150,35 +149,31 @@ __device__ __forceinline__ void exchange_wait(uint64_t* bar, unsigned parity) {
 #endif
 }
 
-// Stores v at `local` in this CTA and at the same place in every other CTA of the cluster (with
-// the async exchange: counted off their barrier `bar`, this CTA's address of it).
-__device__ __forceinline__ void store_everywhere(float* local, float v, int ctas, int rank, uint64_t* bar, bool async) {
+// Ends the barriers' life before the CTA exits and its shared memory goes to the next CTA (every
+// phase it waits for has completed, so no store is still on its way).
+__device__ __forceinline__ void exchange_inval(uint64_t* bars) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (ctas > 1) {
-    const unsigned addr = smem_addr(local);
-    if (async) {
-      *local = v;
-      for (int r = 0; r < ctas; ++r) {
-        if (r == rank) continue;
-        asm volatile(
-            "{\n.reg .b32 remote, rbar;\nmapa.shared::cluster.u32 remote, %0, %1;\nmapa.shared::cluster.u32 rbar, %2, %1;\n"
-            "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [remote], %3, [rbar];\n}\n" ::"r"(addr),
-            "r"(r), "r"(smem_addr(bar)), "r"(__float_as_uint(v))
-            : "memory");
-      }
-      return;
-    }
-    for (int r = 0; r < ctas; ++r) {
-      asm volatile(
-          "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\nst.shared::cluster.f32 [remote], %2;\n}\n" ::"r"(addr),
-          "r"(r), "f"(v)
-          : "memory");
-    }
-    return;
-  }
+  for (int i = 0; i < 2; ++i) asm volatile("mbarrier.inval.shared::cta.b64 [%0];\n" ::"r"(smem_addr(bars + i)) : "memory");
 #endif
-  (void)rank, (void)bar, (void)async;
+}
+
+// Stores v at `local` in this CTA and, by st.async counted off their barrier `bar` (this CTA's
+// address of it), at the same place in every other CTA of the cluster.
+__device__ __forceinline__ void store_everywhere(float* local, float v, int ctas, int rank, uint64_t* bar) {
   *local = v;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned addr = smem_addr(local), bar_addr = smem_addr(bar);
+  for (int r = 0; r < ctas; ++r) {
+    if (r == rank) continue;
+    asm volatile(
+        "{\n.reg .b32 remote, rbar;\nmapa.shared::cluster.u32 remote, %0, %1;\nmapa.shared::cluster.u32 rbar, %2, %1;\n"
+        "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [remote], %3, [rbar];\n}\n" ::"r"(addr),
+        "r"(r), "r"(bar_addr), "r"(__float_as_uint(v))
+        : "memory");
+  }
+#else
+  (void)ctas, (void)rank, (void)bar;
+#endif
 }
 
 // Exclusive prefix over the 16 warps of per-warp totals `x` (lane i < 16 holds warp i's): warp w's
@@ -280,92 +275,12 @@ __device__ Cut select_from_top(ClusterSmem& sm, uint32_t key, int kb, int lane, 
   return cut;
 }
 
-// The same selection (v17, kernels/BENCHMARKS.md) in fewer passes and without select_from_top's
-// last barrier:
-//  - seeded: the first pass counts the keys in a window of 32 sub-buckets of 2^18 keys (1/32 of a
-//    float binade each, one binade in all) centred on the previous iteration's threshold, and the
-//    keys above the window; when the Kb-th key lies in the window, the passes continue below its
-//    sub-bucket at bit 13, else they start over from the top (one pass lost). Each iteration keeps
-//    half of the children of the previous one's kept branches, so the thresholds stay close: the
-//    CPU model (tests/kernels/seeded_select_model_test.cpp; Kb 256 of 512 maxima of 2 normal
-//    scores, any scale) takes ~2 passes an iteration against ~3.5 from the top;
-//  - each warp's counts of a pass are kept (rows of warp_digits), so lanes 0..15 of every warp
-//    follow each warp's keys above the prefix, and the per-warp counts at the cut need no barrier.
-__device__ Cut select_seeded(ClusterSmem& sm, uint32_t key, int kb, int lane, int warp, int& count_buf,
-                             uint32_t& seed) {
-  bool seeded = seed != 0;
-  const uint32_t lo = seeded ? seed_window_start(seed) : 0u;  // radix_select.h
-  uint32_t prefix = 0;
-  int above = 0, warp_above = 0;  // warp_above: lane l < kWarps, warp l's keys above the prefix
-  int shift = seeded ? kSeedSub : 27, bits = 5;
-  Cut cut;
-#pragma unroll 1
-  for (;;) {
-    const PassDigit pd = seeded ? seeded_pass_digit(key, lo) : radix_pass_digit(key, prefix, shift, bits);
-    const int c = count_digits_at_least(pd.match, pd.digit, lane);
-    int* row = sm.warp_digits[count_buf][warp];
-    row[lane] = c;
-    if (c) atomicAdd(&sm.digit_count[count_buf][lane], c);
-    if (seeded) {  // keys above the window
-      const int g = __popc(__ballot_sync(0xffffffffu, pd.above));
-      if (lane == 0) {
-        row[32] = g;
-        if (g) atomicAdd(&sm.digit_count[count_buf][32], g);
-      }
-    }
-    const int next_buf = next_count_buffer(count_buf);
-    if (warp == 0) {
-      sm.digit_count[next_buf][lane] = 0;
-      if (lane == 0) sm.digit_count[next_buf][32] = 0;
-    }
-    __syncthreads();
-    const int* total = sm.digit_count[count_buf];
-    const int(*rows)[33] = sm.warp_digits[count_buf];
-    count_buf = next_buf;
-    const int cum = total[lane];
-    if (seeded) {
-      seeded = false;
-      const int g = total[32], in_window = __shfl_sync(0xffffffffu, cum, 0);
-      if (g >= kb || g + in_window < kb) {  // the Kb-th key is outside the window: from the top
-        shift = 27;
-        continue;
-      }
-      prefix = lo, above = g;
-      warp_above = lane < kWarps ? rows[lane][32] : 0;
-    }
-    const Digit d = kth_key_digit(cum, above, kb);
-    const int warp_best = lane < kWarps ? rows[lane][d.best] : 0;
-    const int warp_after = lane < kWarps && d.best < 31 ? rows[lane][d.best + 1] : 0;
-    prefix += static_cast<uint32_t>(d.best) << shift;  // + : the window's lo may have bits in the digit's place
-    if (above + d.at_least == kb) {  // exactly Kb keys >= prefix: no tie crosses the cut
-      cut.thr = prefix - 1;  // prefix >= 1 (Kb < branches)
-      cut.need = 0;
-      warp_above += warp_best;
-      break;
-    }
-    above += d.above, warp_above += warp_after;
-    if (shift == 0) {  // every bit known: the Kb-th key itself, with ties
-      cut.thr = prefix;
-      cut.need = kb - above;
-      warp_above |= (warp_best - warp_after) << 10;  // ties in warp l
-      break;
-    }
-    next_radix_digit(shift, bits);
-  }
-  seed = prefix;
-  int totals = 0;
-  const int bases = warps_exclusive(warp_above, lane, warp, &totals);
-  cut.gt_base = bases & 1023, cut.eq_base = (bases >> 10) & 1023;
-  return cut;
-}
-
-// kFewRows: at most 8 sampled query rows (decode), scored with the keys as the mma A operand.
-template <class T, int D, bool kFewRows>
+template <class T, int D>
 __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const ClusterMaskArgs a) {
   constexpr int KS = D / 16;          // k-steps per key row
   constexpr int PL = D / 32;          // 16-byte pieces of a key row that one lane gathers
   constexpr int STAGE = 2 * PL * 32;  // ring stage: 16 keys, in uint4 (lane-private slots)
-  extern __shared__ __align__(16) uint8_t smem[];
+  extern __shared__ __align__(128) uint8_t smem[];
   ClusterSmem& sm = *reinterpret_cast<ClusterSmem*>(smem);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int gq = lane >> 2, cq = lane & 3;
@@ -416,36 +331,35 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
     sm.slot_begin[0][tid] = cb, sm.slot_end[0][tid] = ce, sm.slot_rep[0][tid] = rep, sm.slot_inherited[0][tid] = 0.f;
     // Parity 1: kept branches rewrite slots [0, 2 Kb) every iteration; the ones past stay empty.
     sm.slot_begin[1][tid] = -1, sm.slot_end[1][tid] = -1, sm.slot_rep[1][tid] = -1, sm.slot_inherited[1][tid] = 0.f;
-    if (tid < 3 * 33) (&sm.digit_count[0][0])[tid] = 0;
+    if (tid < 3 * 32) (&sm.digit_count[0][0])[tid] = 0;
   }
 
-  // Q as the B operand (kFewRows), or as the A operand, one m-tile of 16 sampled rows (mask_search.cuh).
-  uint32_t qf[1][kFewRows ? 1 : KS][4], qb[kFewRows ? KS : 1][2];
-  const T* qrow0 = qbase + sr.row_begin * a.qs.t;
-  if constexpr (kFewRows) {
-    load_q_cols<T, D>(qb, qrow0, a.hip.b_sq * a.qs.t, R, lane);
-  } else {
-    load_q_mtile<T, D>(qf[0], qrow0, a.hip.b_sq * a.qs.t, R, 0, lane);
-  }
+  // Q as the A operand, one m-tile of 16 sampled rows (mask_search.cuh).
+  uint32_t qf[1][KS][4];
+  load_q_mtile<T, D>(qf[0], qbase + sr.row_begin * a.qs.t, a.hip.b_sq * a.qs.t, R, 0, lane);
   const uint32_t row_ok = real_rows_mask<1>(R, lane);
   const int pairs = (2 * kb) << kpr_log2;  // sampled keys of all slots (empty ones are not read)
   const int tiles = (pairs + 15) >> 4;
   const int first_tile = rank * kWarps + warp, tile_stride = ctas * kWarps;
   // Bytes of scores the other CTAs send this one an iteration: every slot < 2 Kb whose first key's
-  // tile another CTA scores (few_row_fragments.h; tile t is CTA (t / kWarps) % ctas's, as below).
+  // tile another CTA scores (score_exchange.h; tile t is CTA (t / kWarps) % ctas's, as below).
   static_assert(kWarps == 16, "score_owner_cta deals tiles out 16 at a time");
   unsigned expect_bytes = 0;
   if (ctas > 1) {
     const bool remote = tid < 2 * kb && score_owner_cta(tid, kpr_log2, ctas) != rank;
     expect_bytes = 4u * static_cast<unsigned>(__syncthreads_count(remote));
-    if (tid == 0 && expect_bytes > 0) exchange_init(sm.exchange_bar, expect_bytes);
+    if (tid == 0 && expect_bytes > 0) exchange_init(sm.exchange_bar);
   }
 
   int largest = static_cast<int>((static_cast<uint32_t>(n) + kb - 1) / kb);  // n < 2^31: blocks below tk
   int iter = 0, count_buf = 0;
-  uint32_t seed = 0;  // seeded selection: the previous iteration's threshold prefix (0: none yet)
   int64_t branch_total = 0;
   search_barrier(ctas);  // slots written; with a cluster, every CTA has started before remote stores
+  // Both parities armed for the first two iterations, after the barrier: racecheck reported arming
+  // before it (the same thread's init, then arrival) as a race. A store landing before its phase is
+  // armed is counted all the same; the phase cannot complete without this arrival.
+  if (tid == 0 && expect_bytes > 0)
+    for (int i = 0; i < 2; ++i) exchange_expect(sm.exchange_bar + i, expect_bytes);
 
   while (largest > 1) {
     const int cur = iter & 1, nxt = cur ^ 1;
@@ -481,42 +395,25 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
       const uint4* src = ring_lane + stage * STAGE;
       stage = stage + 1 == kStages ? 0 : stage + 1;
       next = next + 1 == kStages ? 0 : next + 1;
-      if constexpr (kFewRows) {
-        float lo, hi;
-        score_tile_keys_a<T, D>(src, qb, R, lane, lo, hi);
-        int first = -1;
-        tile_branch_scores_keys_a(lo, hi, kpr_log2, lane, &first);
-        const int p = t * 16 + first;  // a branch's keys are all in range or all out (pairs: a multiple of them)
-        if (first >= 0) {
-          if (p < pairs) store_everywhere(&sm.score[cur][p >> kpr_log2], lo, ctas, rank, bar, a.async_exchange);
-          if (p + 8 < pairs) store_everywhere(&sm.score[cur][(p + 8) >> kpr_log2], hi, ctas, rank, bar, a.async_exchange);
-        }
-      } else {
-        float k00, k01, k10, k11;
-        score_tile<T, D, 1>(src, qf, row_ok, R >= 16, k00, k01, k10, k11);
-        int pair = 0;
-        const float m = tile_branch_score(k00, k01, k10, k11, kpr_log2, lane, &pair);
-        const int p = t * 16 + pair;
-        if (pair >= 0 && p < pairs) store_everywhere(&sm.score[cur][p >> kpr_log2], m, ctas, rank, bar, a.async_exchange);
-      }
+      float k00, k01, k10, k11;
+      score_tile<T, D, 1>(src, qf, row_ok, R >= 16, k00, k01, k10, k11);
+      int pair = 0;
+      const float m = tile_branch_score(k00, k01, k10, k11, kpr_log2, lane, &pair);
+      const int p = t * 16 + pair;
+      if (pair >= 0 && p < pairs) store_everywhere(&sm.score[cur][p >> kpr_log2], m, ctas, rank, bar);
     }
     cp_async_wait<0>();  // no copy of an unused tile index still lands in the ring
-    if (a.async_exchange) {
-      __syncthreads();  // this CTA's own scores
-      if (expect_bytes > 0) {  // ctas > 1
-        exchange_wait(&sm.exchange_bar[cur], static_cast<unsigned>(iter >> 1) & 1u);
-        if (tid == 0) exchange_expect(&sm.exchange_bar[cur], expect_bytes);  // for iteration iter + 2
-      }
-    } else {
-      search_barrier(ctas);
+    __syncthreads();  // this CTA's own scores
+    if (expect_bytes > 0) {  // ctas > 1: the other CTAs' scores
+      exchange_wait(&sm.exchange_bar[cur], static_cast<unsigned>(iter >> 1) & 1u);
+      if (tid == 0) exchange_expect(&sm.exchange_bar[cur], expect_bytes);  // for iteration iter + 2
     }
 
     // C. select the Kb best (score descending, then branch order = ascending begin).
     const bool real = my_begin >= 0;
     const float my_score = my_rep >= 0 ? sm.score[cur][tid] : my_inherited;
     const uint32_t key = real ? score_key32(my_score) : 0u;  // real keys >= 0x007fffff (-inf)
-    const Cut cut = a.seeded_select ? select_seeded(sm, key, kb, lane, warp, count_buf, seed)
-                                    : select_from_top(sm, key, kb, lane, warp, count_buf);
+    const Cut cut = select_from_top(sm, key, kb, lane, warp, count_buf);
     const int need = cut.need;
     const bool gt = key > cut.thr, eq = key == cut.thr;
     const uint32_t bgt = __ballot_sync(0xffffffffu, gt), beq = __ballot_sync(0xffffffffu, eq);
@@ -551,6 +448,7 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
     ++iter;
   }
 
+  if (tid == 0 && expect_bytes > 0) exchange_inval(sm.exchange_bar);  // every thread passed its last wait
   if (rank == 0) {
     for (int j = tid; j < kb; j += kThreads) out[j] = sm.node_begin[j];
     if (tid == 0) {
@@ -613,35 +511,6 @@ int forced_ctas() {
   return forced;
 }
 
-// HIPSTUDIO_MASK_FEATURES in the environment: the v17 features to use, comma separated among
-// keys_a, async, seeded, or all / none; unset: kFewSearchDefault. For comparing them in one
-// `bench kernels` binary (kernels/BENCHMARKS.md, v17).
-int default_features() {
-  static const int features = [] {
-    const char* e = std::getenv("HIPSTUDIO_MASK_FEATURES");
-    if (!e) return kFewSearchDefault;
-    int f = 0;
-    std::string list = e, word;
-    list += ',';
-    for (char ch : list) {
-      if (ch != ',') {
-        word += ch;
-        continue;
-      }
-      if (word == "keys_a") f |= kFewSearchKeysA;
-      else if (word == "async") f |= kFewSearchAsyncExchange;
-      else if (word == "seeded") f |= kFewSearchSeededSelect;
-      else if (word == "all") f |= kFewSearchAll;
-      else if (word != "none" && !word.empty())
-        throw_arg("HIPSTUDIO_MASK_FEATURES takes keys_a, async, seeded, all or none (comma separated), not '" + word +
-                  "'; unset it for the default set");
-      word.clear();
-    }
-    return f;
-  }();
-  return features;
-}
-
 }  // namespace
 
 bool cluster_mask_eligible(const MaskLaunch& l) {
@@ -692,15 +561,10 @@ void estimate_masks_cluster(const MaskLaunch& l, int ctas) {
       HIP_CUDA_CHECK(cudaLaunchKernelEx(&cluster.cfg, kernel, a));
     }
   };
-  const int64_t rows = (std::min(p.b_q, l.tq) + p.b_sq - 1) / p.b_sq;  // sampled rows of the largest search
-  const int features = l.few_search_features >= 0 ? l.few_search_features : default_features();
-  const bool few = (features & kFewSearchKeysA) && rows <= 8;
-  a.async_exchange = (features & kFewSearchAsyncExchange) != 0;
-  a.seeded_select = (features & kFewSearchSeededSelect) != 0;
   auto launch_dtype = [&](auto zero) {
     using T = decltype(zero);
-    if (d64) few ? launch(hip_mask_cluster_kernel<T, 64, true>) : launch(hip_mask_cluster_kernel<T, 64, false>);
-    else few ? launch(hip_mask_cluster_kernel<T, 128, true>) : launch(hip_mask_cluster_kernel<T, 128, false>);
+    if (d64) launch(hip_mask_cluster_kernel<T, 64>);
+    else launch(hip_mask_cluster_kernel<T, 128>);
   };
   if (l.dtype == DType::kBF16) launch_dtype(__nv_bfloat16{});
   else launch_dtype(__half{});

@@ -635,9 +635,6 @@ void estimate_masks(const MaskLaunch& l) {
   if (kb > kMaxKb) throw_arg("k / b_k = " + std::to_string(kb) + " exceeds the kernel's limit of " + std::to_string(kMaxKb));
   if (l.d > 256) throw_arg("head dimension " + std::to_string(l.d) + " exceeds 256");
   if (l.trace_head >= 0 && !l.trace_buffer) throw_arg("a trace request needs trace_buffer (mask_trace_bytes)");
-  if (l.few_search_features < -1 || l.few_search_features > kFewSearchAll)
-    throw_arg("few_search_features must be -1 (default) or a sum of kFewSearch* bits, not " +
-              std::to_string(l.few_search_features));
 
   if (l.ctas_per_search >= 0 && cluster_mask_eligible(l)) {  // v16: few searches (decode), a CTA or cluster each
     const int64_t items = l.batch * l.hq * ((l.tq + p.b_q - 1) / p.b_q);

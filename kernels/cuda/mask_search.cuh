@@ -12,8 +12,8 @@
 #include <cstdint>
 
 #include "kernels/cuda/common.cuh"
-#include "kernels/cuda/few_row_fragments.h"
 #include "kernels/cuda/radix_select.h"  // score_key32
+#include "kernels/cuda/score_exchange.h"  // tile_writer_key
 
 namespace hipstudio::gpu {
 
@@ -123,7 +123,7 @@ __device__ __forceinline__ void score_tile(const uint4* src, const uint32_t (*qf
 // sampled key of its branch, or -1 where the lane writes nothing (lanes holding copies).
 __device__ __forceinline__ float tile_branch_score(float k00, float k01, float k10, float k11, int kpr_log2, int lane,
                                                    int* pair) {
-  const int b4 = (lane >> 4) & 1, b3 = (lane >> 3) & 1, b2 = (lane >> 2) & 1, cq = lane & 3;
+  const int b4 = (lane >> 4) & 1, b3 = (lane >> 3) & 1;
   float m;
   if (kpr_log2 == 0) {
     const float s0 = b4 ? k00 : k10, s1 = b4 ? k01 : k11;
@@ -131,7 +131,6 @@ __device__ __forceinline__ float tile_branch_score(float k00, float k01, float k
     const float e1 = fmaxf(b4 ? k11 : k01, __shfl_xor_sync(0xffffffffu, s1, 16));
     m = fmaxf(b3 ? e1 : e0, __shfl_xor_sync(0xffffffffu, b3 ? e0 : e1, 8));
     m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 4));
-    *pair = b2 == 0 ? b4 * 8 + 2 * cq + b3 : -1;
   } else {
     const float f0 = fmaxf(k00, k01), f1 = fmaxf(k10, k11);
     m = fmaxf(b4 ? f1 : f0, __shfl_xor_sync(0xffffffffu, b4 ? f0 : f1, 16));
@@ -139,77 +138,9 @@ __device__ __forceinline__ float tile_branch_score(float k00, float k01, float k
     m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 4));
     if (kpr_log2 >= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
     if (kpr_log2 >= 3) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
-    const int kpr = 1 << kpr_log2;
-    *pair = b2 == 0 && b3 == 0 && (cq & ((kpr >> 1) - 1)) == 0 ? b4 * 8 + 2 * cq : -1;
   }
+  *pair = tile_writer_key(lane, kpr_log2);
   return m == m ? m : -INFINITY;
-}
-
-// Few-row scoring (<= 8 sampled query rows, e.g. decode's one): the keys are the mma A operand (16
-// keys a tile, the rows of an m16n8k16) and Q the B operand (its 8 columns the sampled rows), so a
-// 16-key tile takes D / 16 mma instead of the 2 D / 16 of the layout above, where 15 of Q's 16 rows
-// are zero padding in decode (v17, kernels/BENCHMARKS.md). The ring slots are the same: lane (g, c)
-// holds the pieces c, c + 4, ... of keys g and 8 + g, which are exactly its A fragments.
-
-// Q as B fragments (few_row_fragments.h): sampled row g's pieces, zero for g >= R.
-template <class T, int D>
-__device__ __forceinline__ void load_q_cols(uint32_t (*qb)[2], const T* qrow0, int64_t row_step, int R, int lane) {
-  const int gq = lane >> 2, cq = lane & 3;
-  const T* q = qrow0 + static_cast<int64_t>(gq) * row_step;
-#pragma unroll
-  for (int j = 0; j < D / 32; ++j) {
-    const uint4 v = gq < R ? __ldg(reinterpret_cast<const uint4*>(q + (cq + 4 * j) * 8)) : make_uint4(0, 0, 0, 0);
-    few_row_query_fragment(v, 0, qb[2 * j]);
-    few_row_query_fragment(v, 1, qb[2 * j + 1]);
-  }
-}
-
-// Scores one ring stage of 16 keys against <= 8 sampled rows: returns in lo / hi the max over the
-// real rows of keys g and 8 + g, in lane c == 0 of each group g (in every lane of it when R > 2).
-// Two accumulator chains (even and odd k-steps) halve the dependent mma latency.
-template <class T, int D>
-__device__ __forceinline__ void score_tile_keys_a(const uint4* src, const uint32_t (*qb)[2], int R, int lane,
-                                                  float& lo, float& hi) {
-  constexpr int PL = D / 32;
-  float acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
-#pragma unroll
-  for (int j = 0; j < PL; ++j) {
-    const uint4 v0 = src[j * 32], v1 = src[(PL + j) * 32];
-    uint32_t a0[4], a1[4];
-    few_row_key_fragment(v0, v1, 0, a0);
-    few_row_key_fragment(v0, v1, 1, a1);
-    mma16816<T>(acc[0], a0, qb[2 * j]);
-    mma16816<T>(acc[1], a1, qb[2 * j + 1]);
-  }
-  // Lane (g, c) holds rows 2c and 2c + 1 (the accumulator's columns) for keys g and 8 + g.
-  const int row = 2 * (lane & 3);
-  const float c0 = acc[0][0] + acc[1][0], c1 = acc[0][1] + acc[1][1];
-  const float c2 = acc[0][2] + acc[1][2], c3 = acc[0][3] + acc[1][3];
-  lo = row < R ? c0 : -INFINITY, hi = row < R ? c2 : -INFINITY;
-  if (row + 1 < R) lo = fmaxf(lo, c1), hi = fmaxf(hi, c3);
-  if (R > 2) {  // rows held by lanes c > 0 too: the max over the group's 4 lanes
-#pragma unroll
-    for (int o = 1; o <= 2; o <<= 1) {
-      lo = fmaxf(lo, __shfl_xor_sync(0xffffffffu, lo, o));
-      hi = fmaxf(hi, __shfl_xor_sync(0xffffffffu, hi, o));
-    }
-  }
-}
-
-// Finishes a tile scored by score_tile_keys_a: the max over the 2^kpr_log2 sampled keys of each
-// branch (consecutive keys: lane bits 2.. are g). Returns in *first the tile-local index of the
-// first key of lo's branch (hi's is 8 more) for the lane that writes both, -1 for the others. The
-// scores come back NaN-free as in tile_branch_score.
-__device__ __forceinline__ void tile_branch_scores_keys_a(float& lo, float& hi, int kpr_log2, int lane, int* first) {
-#pragma unroll
-  for (int b = 0; b < 3; ++b) {
-    if (b < kpr_log2) {
-      lo = fmaxf(lo, __shfl_xor_sync(0xffffffffu, lo, 4 << b));
-      hi = fmaxf(hi, __shfl_xor_sync(0xffffffffu, hi, 4 << b));
-    }
-  }
-  *first = few_row_writer_key(lane, kpr_log2);
-  lo = lo == lo ? lo : -INFINITY, hi = hi == hi ? hi : -INFINITY;
 }
 
 }  // namespace hipstudio::gpu

@@ -78,6 +78,13 @@ struct SearchSmem {
 
 __host__ __device__ inline int search_smem_bytes(int kb) { return 3 * kb * 4 + 2 * kb * 4 + 16; }
 
+// Where the warps' gather rings start, after the searches' lists: on a 128-byte line. The
+// few-search kernel's refresh ran 22 % slower with its rings at 16 mod 32 than at 32 mod 128
+// and 7 % faster aligned (kernels/BENCHMARKS.md, v17).
+__host__ __device__ inline int ring_offset(int searches_per_cta, int smem_per_search) {
+  return (searches_per_cta * smem_per_search + 127) / 128 * 128;
+}
+
 __device__ __forceinline__ SearchSmem search_smem(uint8_t* base, int kb) {
   SearchSmem s;
   s.list = reinterpret_cast<int*>(base);
@@ -128,14 +135,14 @@ __global__ void __launch_bounds__(MT == 2 ? kCtaWarps * 32 : kMaxW * 32, MT == 2
   constexpr int KS = D / 16;  // k-steps per key row
   constexpr int PL = D / 32;  // 16-byte pieces of a key row that one lane gathers (of D / 8)
   constexpr int STAGE = 2 * PL * 32;  // ring stage: 16 keys, in uint4 (lane-private slots)
-  extern __shared__ __align__(16) uint8_t smem[];
+  extern __shared__ __align__(128) uint8_t smem[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int gq = lane >> 2, cq = lane & 3;
   const int w = a.w, local = warp / w, wi = warp % w;
   const int64_t s = static_cast<int64_t>(blockIdx.x) * a.searches_per_cta + local;
   if (s >= a.items) return;  // all warps of a search leave together
   const SearchSmem sm = search_smem(smem + local * a.smem_per_search, a.kb);
-  uint4* ring = reinterpret_cast<uint4*>(smem + a.searches_per_cta * a.smem_per_search) + warp * kStages * STAGE;
+  uint4* ring = reinterpret_cast<uint4*>(smem + ring_offset(a.searches_per_cta, a.smem_per_search)) + warp * kStages * STAGE;
 
   // Grid order (kernels/cuda/search_order.h): a KV group's heads fastest, longest searches first.
   const SearchCoords sc = search_coords(s, a.hq, a.hkv, a.qbs);
@@ -441,7 +448,7 @@ void estimate_masks_warp(const MaskLaunch& l, int warps_per_search) {
   if (ctas >= (int64_t{1} << 31)) throw_arg("too many (batch, head, query block) items for one launch");
   const int threads = 32 * a.w * a.searches_per_cta;
   const size_t ring = static_cast<size_t>(kStages) * 16 * (l.d <= 64 ? 64 : 128) * 2;  // per warp: 16 keys a stage
-  const size_t smem = static_cast<size_t>(a.smem_per_search) * a.searches_per_cta + ring * (threads / 32);
+  const size_t smem = static_cast<size_t>(ring_offset(a.searches_per_cta, a.smem_per_search)) + ring * (threads / 32);
   const dim3 grid(static_cast<unsigned>(ctas));
   cudaStream_t s = as_stream(l.stream);
   auto launch = [&](auto kernel) {

@@ -230,10 +230,10 @@ TEST(HipCudaRawApi, WarpSearchMasksIdenticalForEveryWarpCount) {
 // The few-search path (a CTA of 16 warps per search, or a cluster of 2 or 4 on sm_90; where the
 // device has no clusters the launch runs 1 CTA each) on searches of <= 16 sampled rows: decode,
 // Kb up to 256 (every thread a branch slot), Kb not a power of two, 1/2/4/8 keys per branch, sink
-// and window, and prefill blocks of 16 rows (a partial last block, short ranges that fit whole);
-// blocks of 8 and 3 rows take the few-rows scoring (keys as the mma A operand) like decode's 1.
-// Each case with the v17 feature sets `features` (kFewSearch*) on 1, 2 and 4 CTAs.
-void expect_cluster_searches_identical(const std::vector<int>& feature_sets) {
+// and window, prefill blocks of 16, 8 and 3 rows (a partial last block, short ranges that fit
+// whole). Each case on 1, 2 and 4 CTAs (clusters exchange scores by st.async onto an mbarrier).
+TEST(HipCudaRawApi, ClusterSearchMasksIdenticalForEveryClusterSize) {
+  RAW_REQUIRE();
   const SearchCase cases[] = {
       {"decode kb128", 8, 2, 1, 5000, 128, 256, 32, 2, 1, 1, 0, 0, 0.5, 1},
       {"decode kb256 ties", 4, 1, 1, 20000, 128, 512, 32, 2, 1, 1, 0, 0, 0.5, 1},
@@ -249,27 +249,9 @@ void expect_cluster_searches_identical(const std::vector<int>& feature_sets) {
       {"prefill bsq4 rows3 d64", 2, 1, 90, 800, 64, 64, 12, 2, 4, 1, 0, 0, 0.5, 1},
   };
   std::mt19937_64 rng(static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
-  for (const SearchCase& c : cases) {
-    for (int features : feature_sets) {
-      expect_searches_identical(c, rng, "cluster search features " + std::to_string(features) + " CTAs", {1, 2, 4},
-                                [features](gpu::MaskLaunch& ml, int ctas) {
-                                  ml.ctas_per_search = ctas;
-                                  ml.few_search_features = features;
-                                });
-    }
-  }
-}
-
-// No v17 feature (the v16 kernel) and all of them.
-TEST(HipCudaRawApi, ClusterSearchMasksIdenticalForEveryClusterSize) {
-  RAW_REQUIRE();
-  expect_cluster_searches_identical({0, gpu::kFewSearchAll});
-}
-
-// Each v17 feature alone (kernels/cuda/device_v17.sh compares them one by one).
-TEST(HipCudaRawApi, ClusterSearchFeaturesEachAloneIdentical) {
-  RAW_REQUIRE();
-  expect_cluster_searches_identical({gpu::kFewSearchKeysA, gpu::kFewSearchAsyncExchange, gpu::kFewSearchSeededSelect});
+  for (const SearchCase& c : cases)
+    expect_searches_identical(c, rng, "cluster search CTAs", {1, 2, 4},
+                              [](gpu::MaskLaunch& ml, int ctas) { ml.ctas_per_search = ctas; });
 }
 
 TEST(HipCudaRawApi, LaunchErrorsAreExceptions) {
@@ -277,14 +259,6 @@ TEST(HipCudaRawApi, LaunchErrorsAreExceptions) {
   gpu::MaskLaunch ml;  // null pointers
   ml.hq = 1, ml.hkv = 1, ml.tq = 1, ml.tk = 1, ml.d = 8;
   EXPECT_THROW(gpu::estimate_masks(ml), gpu::CudaError);
-  int dummy = 0;  // valid pointers, then a feature set with an unknown bit
-  ml.q = ml.k = &dummy, ml.blocks = ml.counts = &dummy, ml.few_search_features = 64;
-  try {
-    gpu::estimate_masks(ml);
-    ADD_FAILURE() << "an unknown feature bit was accepted";
-  } catch (const gpu::CudaError& e) {
-    EXPECT_NE(std::string(e.what()).find("few_search_features"), std::string::npos) << e.what();
-  }
   gpu::AttentionLaunch al;
   EXPECT_THROW(gpu::sparse_attention(al), gpu::CudaError);
 }
