@@ -88,17 +88,16 @@ struct ClusterSmem {
 constexpr size_t kRingAlign = 128;
 constexpr size_t kSmemHead = (sizeof(ClusterSmem) + kRingAlign - 1) / kRingAlign * kRingAlign;
 
-// A CTA barrier, or a cluster barrier (release / acquire: the distributed-shared-memory stores
-// before it are visible after it) when the search spans a cluster. Raw PTX: every thread reaches
-// it converged (.aligned), and cooperative_groups' cluster sync adds a GPU-scope fence (ncu, v16).
-__device__ __forceinline__ void search_barrier(int ctas) {
+// The cluster barrier before the first remote store (raw PTX: every thread reaches it converged,
+// .aligned). Its arrival is relaxed: the exchange barriers' initialization is ordered by its own
+// fence (exchange_init) and nothing else crosses CTAs before it, and a releasing arrival waits for
+// this thread's loads in flight (v17: 47.6-48.3 us against 49.0-49.2 at 128k, batch 1). A split
+// arrive / wait around the first gathers was tried too: the wait then cost as much inside the
+// first iteration as the barrier had in the setup.
+__device__ __forceinline__ void cluster_barrier() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (ctas > 1) {
-    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-    return;
-  }
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 #endif
-  __syncthreads();
 }
 
 // Score exchange in a cluster (v17, kernels/BENCHMARKS.md): each CTA stores the scores of its tiles
@@ -275,6 +274,30 @@ __device__ Cut select_from_top(ClusterSmem& sm, uint32_t key, int kb, int lane, 
   return cut;
 }
 
+// Compile-time knob for kernels/cuda/device_variants.sh: -DHIPSTUDIO_MASK_CLUSTER_CLOCKS has thread 0
+// of the launch's first CTA note clock64() at each phase of its search and print the cycles of
+// its 200th launch (warm), so that the refresh's time can be split by phase (kernels/BENCHMARKS.md).
+#ifdef HIPSTUDIO_MASK_CLUSTER_CLOCKS
+__device__ long long g_phase_clock[64];
+__device__ unsigned g_phase_launches;
+#define PHASE_CLOCK(slot) \
+  if (blockIdx.x == 0 && threadIdx.x == 0 && (slot) < 64) g_phase_clock[slot] = clock64()
+__device__ void print_phase_clocks(int iterations) {
+  if (blockIdx.x != 0 || threadIdx.x != 0 || atomicAdd(&g_phase_launches, 1u) != 199) return;
+  const long long* c = g_phase_clock;
+  printf("phase clocks (cycles): setup %lld\n", c[1] - c[0]);
+  for (int i = 0; i < iterations && 2 + 4 * i + 3 < 60; ++i) {
+    const long long* t = c + 2 + 4 * i;
+    const long long before = i == 0 ? c[1] : t[-1];
+    printf("  iteration %d: score %lld exchange %lld select %lld children %lld\n", i, t[0] - before, t[1] - t[0],
+           t[2] - t[1], t[3] - t[2]);
+  }
+  printf("  end %lld, total %lld\n", c[61] - c[60], c[61] - c[0]);
+}
+#else
+#define PHASE_CLOCK(slot)
+#endif
+
 template <class T, int D>
 __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const ClusterMaskArgs a) {
   constexpr int KS = D / 16;          // k-steps per key row
@@ -290,6 +313,7 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
   if (s >= a.items) return;  // the whole cluster together
   uint4* ring_lane = reinterpret_cast<uint4*>(smem + kSmemHead) + warp * kStages * STAGE + lane;
 
+  PHASE_CLOCK(0);
   const SearchCoords sc = search_coords(s, a.hq, a.hkv, a.qbs);
   const int kb = a.kb;
   int32_t* out = a.blocks + sc.item * kb;
@@ -317,6 +341,11 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
   const int k_row = static_cast<int>(a.ks.t);  // eligibility: tk * k_row < 2^31
   const double rho = a.hip.rho;
 
+  // Q as the A operand, one m-tile of 16 sampled rows (mask_search.cuh); its loads overlap the
+  // slots' arithmetic below.
+  uint32_t qf[1][KS][4];
+  load_q_mtile<T, D>(qf[0], qbase + sr.row_begin * a.qs.t, a.hip.b_sq * a.qs.t, R, 0, lane);
+
   // Initial slots: node t / 2 of Kb (nearly) equal nodes, side t % 2; every representative is new.
   {
     int cb = -1, ce = -1, rep = -1;
@@ -334,9 +363,6 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
     if (tid < 3 * 32) (&sm.digit_count[0][0])[tid] = 0;
   }
 
-  // Q as the A operand, one m-tile of 16 sampled rows (mask_search.cuh).
-  uint32_t qf[1][KS][4];
-  load_q_mtile<T, D>(qf[0], qbase + sr.row_begin * a.qs.t, a.hip.b_sq * a.qs.t, R, 0, lane);
   const uint32_t row_ok = real_rows_mask<1>(R, lane);
   const int pairs = (2 * kb) << kpr_log2;  // sampled keys of all slots (empty ones are not read)
   const int tiles = (pairs + 15) >> 4;
@@ -344,23 +370,24 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
   // Bytes of scores the other CTAs send this one an iteration: every slot < 2 Kb whose first key's
   // tile another CTA scores (score_exchange.h; tile t is CTA (t / kWarps) % ctas's, as below).
   static_assert(kWarps == 16, "score_owner_cta deals tiles out 16 at a time");
-  unsigned expect_bytes = 0;
+  const bool remote = ctas > 1 && tid < 2 * kb && score_owner_cta(tid, kpr_log2, ctas) != rank;
+  const unsigned expect_bytes = 4u * static_cast<unsigned>(__syncthreads_count(remote));  // also: slots written
   if (ctas > 1) {
-    const bool remote = tid < 2 * kb && score_owner_cta(tid, kpr_log2, ctas) != rank;
-    expect_bytes = 4u * static_cast<unsigned>(__syncthreads_count(remote));
     if (tid == 0 && expect_bytes > 0) exchange_init(sm.exchange_bar);
+    cluster_barrier();  // every CTA's exchange barriers are initialized: remote stores may start
+    // Both parities armed for the first two iterations, after the cluster barrier: racecheck
+    // reported arming before it (the same thread's init, then arrival) as a race. A store that
+    // lands before its phase is armed counts all the same; the phase cannot complete without this
+    // arrival.
+    if (tid == 0 && expect_bytes > 0)
+      for (int i = 0; i < 2; ++i) exchange_expect(sm.exchange_bar + i, expect_bytes);
   }
 
   int largest = static_cast<int>((static_cast<uint32_t>(n) + kb - 1) / kb);  // n < 2^31: blocks below tk
   int iter = 0, count_buf = 0;
   int64_t branch_total = 0;
-  search_barrier(ctas);  // slots written; with a cluster, every CTA has started before remote stores
-  // Both parities armed for the first two iterations, after the barrier: racecheck reported arming
-  // before it (the same thread's init, then arrival) as a race. A store landing before its phase is
-  // armed is counted all the same; the phase cannot complete without this arrival.
-  if (tid == 0 && expect_bytes > 0)
-    for (int i = 0; i < 2; ++i) exchange_expect(sm.exchange_bar + i, expect_bytes);
 
+  PHASE_CLOCK(1);
   while (largest > 1) {
     const int cur = iter & 1, nxt = cur ^ 1;
     const int my_begin = sm.slot_begin[cur][tid], my_end = sm.slot_end[cur][tid], my_rep = sm.slot_rep[cur][tid];
@@ -403,6 +430,7 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
       if (pair >= 0 && p < pairs) store_everywhere(&sm.score[cur][p >> kpr_log2], m, ctas, rank, bar);
     }
     cp_async_wait<0>();  // no copy of an unused tile index still lands in the ring
+    PHASE_CLOCK(2 + 4 * iter);
     __syncthreads();  // this CTA's own scores
     if (expect_bytes > 0) {  // ctas > 1: the other CTAs' scores
       exchange_wait(&sm.exchange_bar[cur], static_cast<unsigned>(iter >> 1) & 1u);
@@ -413,7 +441,9 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
     const bool real = my_begin >= 0;
     const float my_score = my_rep >= 0 ? sm.score[cur][tid] : my_inherited;
     const uint32_t key = real ? score_key32(my_score) : 0u;  // real keys >= 0x007fffff (-inf)
+    PHASE_CLOCK(3 + 4 * iter);
     const Cut cut = select_from_top(sm, key, kb, lane, warp, count_buf);
+    PHASE_CLOCK(4 + 4 * iter);
     const int need = cut.need;
     const bool gt = key > cut.thr, eq = key == cut.thr;
     const uint32_t bgt = __ballot_sync(0xffffffffu, gt), beq = __ballot_sync(0xffffffffu, eq);
@@ -445,8 +475,10 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
     __syncthreads();
     largest = __reduce_max_sync(0xffffffffu, lane < kWarps ? sm.warp_big[lane] : 0);
     branch_total += __reduce_add_sync(0xffffffffu, lane < kWarps ? sm.warp_real[lane] : 0);
+    PHASE_CLOCK(5 + 4 * iter);
     ++iter;
   }
+  PHASE_CLOCK(60);
 
   if (tid == 0 && expect_bytes > 0) exchange_inval(sm.exchange_bar);  // every thread passed its last wait
   if (rank == 0) {
@@ -457,6 +489,10 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
       if (a.branches) a.branches[sc.item] = branch_total;
     }
   }
+  PHASE_CLOCK(61);
+#ifdef HIPSTUDIO_MASK_CLUSTER_CLOCKS
+  print_phase_clocks(iter);
+#endif
 }
 
 // A launch of `grid` CTAs of kThreads in clusters of `ctas` (the occupancy query and the launch
