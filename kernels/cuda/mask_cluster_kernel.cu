@@ -10,7 +10,8 @@
 //   B. the warps score 16-key tiles exactly as in mask_warp_kernel.cu (keys as the mma B operand,
 //      each lane copying its own fragments into its own ring slots); with a cluster, the search's
 //      tiles are spread over its CTAs and every score is stored into each CTA's copy of the score
-//      array (distributed shared memory), then one cluster barrier;
+//      array by st.async onto that CTA's mbarrier (distributed shared memory), which the receiver
+//      waits on instead of a cluster barrier;
 //   C. every CTA makes the same selection redundantly (no second exchange): a radix select of the
 //      Kb-th largest score key, 5 bits a pass from the top (each warp's counts of keys with a
 //      digit >= v for all 32 v from 6 ballots, one CTA barrier a pass), stopping once exactly Kb
@@ -21,9 +22,10 @@
 // An iteration is one gather round trip plus ~6 barriers, where v15 ran three phases on one warp.
 // Cluster size (v16): 2 CTAs a search where they fit (50 us at 128k, batch 1, against 57 with 1);
 // 4 ran in two waves, since a 4-CTA cluster must fit in one GPC.
-// The scores reach the other CTAs of a cluster by st.async onto their mbarriers rather than
-// through a cluster barrier (v17: 51 against 54 us at 128k, batch 1; the keys as the mma A operand
-// and a seeded radix selection were measured too and dropped, kernels/BENCHMARKS.md).
+// v17 (kernels/BENCHMARKS.md): the st.async exchange (51 against 54 us at 128k, batch 1, with the
+// cluster barrier), the gather rings on a 128-byte line and a relaxed arrival at the setup's
+// cluster barrier (47-49 us); the keys as the mma A operand and a radix selection seeded by the
+// previous threshold were measured too and dropped (no gain).
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
