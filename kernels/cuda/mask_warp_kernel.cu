@@ -81,8 +81,12 @@ __host__ __device__ inline int search_smem_bytes(int kb) { return 3 * kb * 4 + 2
 // Where the warps' gather rings start, after the searches' lists: on a 128-byte line. The
 // few-search kernel's refresh ran 22 % slower with its rings at 16 mod 32 than at 32 mod 128
 // and 7 % faster aligned (kernels/BENCHMARKS.md, v17).
+#ifndef HIPSTUDIO_MASK_RING_ALIGN  // compile-time knob for kernels/cuda/device_variants.sh
+#define HIPSTUDIO_MASK_RING_ALIGN 128
+#endif
 __host__ __device__ inline int ring_offset(int searches_per_cta, int smem_per_search) {
-  return (searches_per_cta * smem_per_search + 127) / 128 * 128;
+  constexpr int align = HIPSTUDIO_MASK_RING_ALIGN;
+  return (searches_per_cta * smem_per_search + align - 1) / align * align;
 }
 
 __device__ __forceinline__ SearchSmem search_smem(uint8_t* base, int kb) {
