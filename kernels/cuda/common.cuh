@@ -16,6 +16,8 @@ namespace hipstudio::gpu {
 [[noreturn]] void throw_arg(const std::string& what);
 // Thread-block clusters can be launched (sm_90 and newer); asked once.
 bool device_supports_clusters();
+// Compute capability 9.0 (H100, H200: the sm_90a code of the wgmma kernels runs there only); asked once.
+bool device_is_sm90();
 // The rules of hip::validate_hip_params (kept here so that this library does not link back into
 // hipstudio_kernels); throws CudaError naming the broken rule.
 void check_hip_params(const hip::HipParams& p);

@@ -108,7 +108,13 @@ int attention_splits(const AttentionLaunch& l);
 size_t attention_workspace_bytes(const AttentionLaunch& l, int splits);
 size_t attention_counter_bytes(const AttentionLaunch& l);
 // Block-sparse attention over sink + selected blocks + dense tail (prefill and decode).
+// On sm_90 devices, launches of > 32 query rows a CTA without a key split (prefill with b_q >= 64)
+// run the wgmma kernel when the build has it (kernels/cuda/sm90a/); the environment variable
+// HIPSTUDIO_ATTN_WGMMA, read at every launch, overrides: 0 never, 1 required (a CudaError where
+// the device or build has none), unset or "auto" as described.
 void sparse_attention(const AttentionLaunch& l);
+// Launches that took the wgmma kernel so far in this process (tests check which path ran).
+int64_t attention_wgmma_launches();
 
 // Device memory and timing helpers for tests and benchmarks (plain C++, RAII).
 class DeviceBuffer {

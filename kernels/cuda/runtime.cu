@@ -83,6 +83,17 @@ bool device_supports_clusters() {
   return yes;
 }
 
+bool device_is_sm90() {
+  static bool yes = [] {
+    int dev = 0, major = 0, minor = 0;
+    HIP_CUDA_CHECK(cudaGetDevice(&dev));
+    HIP_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    HIP_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+    return major == 9 && minor == 0;
+  }();
+  return yes;
+}
+
 std::string device_name() {
   int dev = 0;
   HIP_CUDA_CHECK(cudaGetDevice(&dev));

@@ -4,9 +4,15 @@
 // Outputs are poisoned with NaN before every launch and must come back finite everywhere.
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string>
 
 #include "kernels/sparse_attention_reference.h"
 #include "tests/gpu/hip_cuda_test_util.h"
+#ifdef HIPSTUDIO_HAVE_CUDA_KERNELS
+#include "kernels/cuda/hip_cuda.h"
+#endif
 
 namespace hipstudio {
 namespace {
@@ -48,7 +54,7 @@ hip::HipParams params_of(const AttnCase& c) {
   return p;
 }
 
-void run_case(const AttnCase& c, at::ScalarType st, double tol, bool gpu_mask) {
+void run_case(const AttnCase& c, at::ScalarType st, double tol, bool gpu_mask, const char* path = "") {
   const uint64_t seed = testing_gpu::fresh_seed();
   SCOPED_TRACE(std::string(c.name) + " " + std::string(c10::toString(st)) + " seed " + std::to_string(seed));
   testing_gpu::HostInputs h = testing_gpu::make_inputs(Kind::kRandom, c.hq, c.hkv, c.tq, c.tk, c.d, seed, c.positions);
@@ -73,8 +79,8 @@ void run_case(const AttnCase& c, at::ScalarType st, double tol, bool gpu_mask) {
   hip_torch::sparse_attention(q, k, v, mt.blocks, mt.counts, p, pos, c.splits, out);
   const bool finite = out.isfinite().all().item<bool>();
   const double err = testing_gpu::rel_l2(out, ref.out);
-  std::printf("[gpu] attention %-30s %-8s %s mask: relative L2 %.3g (limit %.0e), all written: %s\n", c.name,
-              c10::toString(st), gpu_mask ? "gpu" : "cpu", err, tol, finite ? "yes" : "NO");
+  std::printf("[gpu] attention %-30s %-8s %s mask%s: relative L2 %.3g (limit %.0e), all written: %s\n", c.name,
+              c10::toString(st), gpu_mask ? "gpu" : "cpu", path, err, tol, finite ? "yes" : "NO");
   EXPECT_TRUE(finite);
   EXPECT_LE(err, tol);
 }
@@ -130,6 +136,58 @@ TEST(HipCudaAttention, BatchedInputsMatchPerSequence) {
   std::printf("[gpu] batched vs per-sequence decode: max abs difference %.3g\n", worst);
   EXPECT_EQ(worst, 0.0);
 }
+
+#ifdef HIPSTUDIO_HAVE_CUDA_KERNELS
+// Sets an environment variable for a scope, restoring what was there.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value, 1);
+  }
+  ~ScopedEnv() { old_ ? ::setenv(name_, old_->c_str(), 1) : ::unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// Prefill launches of 64-row CTAs without a split run the wgmma kernel on sm_90 devices and the
+// mma.sync kernel elsewhere: both against the float64 reference, in bf16 and f16, on head dims
+// 64, 128 and 48 (padded), partial row tiles, two row tiles a block, sink and window, positions
+// and sharp scores. HIPSTUDIO_ATTN_WGMMA picks the path; the launch counter shows wgmma ran.
+TEST(HipCudaAttention, WgmmaAndMmaSyncPrefillPathsMatchReference) {
+  HIP_CUDA_REQUIRE();
+  std::vector<AttnCase> wide;
+  for (AttnCase c : cases())
+    if (c.bq >= 64 && c.tq > 32) wide.push_back(c);
+  wide.push_back({"prefill_d48_bq64_padded", 4, 1, 300, 300, 48, 32, 64, 2, 2, 0});
+  wide.push_back({"positions_causal_bq64", 4, 2, 80, 2000, 128, 64, 64, 2, 0, 2, true});
+  ASSERT_GE(wide.size(), 5u);
+  for (AttnCase& c : wide) c.splits = 1;  // the wgmma kernel takes unsplit launches
+  {
+    ScopedEnv env("HIPSTUDIO_ATTN_WGMMA", "0");
+    const int64_t before = gpu::attention_wgmma_launches();
+    for (const AttnCase& c : wide)
+      for (at::ScalarType st : {at::kBFloat16, at::kHalf}) run_case(c, st, 1e-2, false, ", mma.sync");
+    EXPECT_EQ(gpu::attention_wgmma_launches(), before) << "HIPSTUDIO_ATTN_WGMMA=0 still ran the wgmma kernel";
+  }
+  ScopedEnv env("HIPSTUDIO_ATTN_WGMMA", "1");
+  const int64_t before = gpu::attention_wgmma_launches();
+  try {
+    run_case(wide[0], at::kBFloat16, 1e-2, false, ", wgmma");
+  } catch (const std::exception& e) {
+    GTEST_SKIP() << "mma.sync path checked; no wgmma path here: " << e.what();
+  }
+  for (const AttnCase& c : wide)
+    for (at::ScalarType st : {at::kBFloat16, at::kHalf}) run_case(c, st, 1e-2, false, ", wgmma");
+  const int64_t ran = gpu::attention_wgmma_launches() - before;
+  std::printf("[gpu] wgmma attention launches: %lld\n", static_cast<long long>(ran));
+  EXPECT_EQ(ran, static_cast<int64_t>(1 + 2 * wide.size()));
+}
+#endif
 
 TEST(HipCudaAttention, DenseBaselineMatchesReference) {
   HIP_CUDA_REQUIRE();

@@ -1,0 +1,235 @@
+#pragma once
+// Pieces shared by the tensor-core attention kernels (kernels/cuda/sparse_attention.cu: mma.sync,
+// sm_80+; kernels/cuda/sm90a/sparse_attention_wgmma.cu: wgmma, sm_90a): the launch arguments, the
+// CTA's coordinates and key list, the tile pipeline's key slots, and the per-chunk mask, online
+// softmax and output steps, so that both kernels compute the same softmax the same way.
+#include <cmath>
+#include <type_traits>
+
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/fast_div.h"
+
+namespace hipstudio::gpu {
+
+// The launch arguments of both tensor-core kernels (and the SIMT one): plain data, passed by value.
+struct AttnArgs {
+  const void* q;
+  const void* k;
+  const void* v;
+  void* out;
+  Strides qs, ks, vs, os;
+  const int64_t* positions;
+  int hq, hkv, tq, tk, d, qbs, kb;
+  hip::HipParams hip;
+  const int32_t* blocks;
+  const int32_t* counts;
+  int splits, row_tiles, rows_cta;
+  float* part_o;   // (splits, batch * hq * tq, d)
+  float* part_ml;  // (splits, batch * hq * tq, 2): running max (log2 units) and sum
+  unsigned* done;  // per row tile (blockIdx.x / splits): splits finished; zero between calls
+  int64_t rows_total;
+  float scale_log2;
+  FastDiv by_splits, by_group, by_row_tiles, by_qbs, by_hkv, by_bk;  // no integer division in the kernels
+};
+
+namespace {
+
+constexpr int kBK = 64;       // keys per tile
+constexpr int kRowsCta = 64;  // query rows per CTA at most (4 warps)
+constexpr float kLog2e = 1.4426950408889634f;
+// Lazy rescaling (v15): a row's running max (log2 units) moves only when a tile's max exceeds it
+// by more than this, so most tiles skip the O rescale; P entries stay <= 2^8, far from overflow in
+// bf16, f16 and float32, and O, l and m stay consistent, so the result is the same softmax.
+constexpr float kRescaleSlack = 8.f;
+
+// The CTA's key list: [0, sink_len) | blk_len / b_k block slots (the first cnt hold selected
+// blocks of b_k keys, the rest are empty) | [dense_from, dense_from + tail_len). Entry j's key, or
+// -1 for an empty entry. I: int64_t for the SIMT path, int for the tensor-core path (tk < 2^30).
+template <class I>
+struct KeyList {
+  I sink_len, blk_len, tail_len, dense_from, total, cnt, b_k;
+  const int32_t* blocks;
+  FastDiv by_bk;
+  __device__ I slot_of(I jb) const {  // jb / b_k; the tensor-core path's entries are below 2^31
+    if constexpr (std::is_same_v<I, int>) return static_cast<I>(by_bk.div(static_cast<uint32_t>(jb)));
+    else return jb / b_k;
+  }
+  // The block id entry j reads (0 outside the block part): a load that can be started early.
+  __device__ I block_of(I j) const {
+    const I jb = j - sink_len;
+    return jb >= 0 && jb < blk_len ? blocks[slot_of(jb)] : I{0};
+  }
+  // Entry j's key given block_of(j).
+  __device__ I key(I j, I blk) const {
+    if (j < sink_len) return j;
+    j -= sink_len;
+    if (j < blk_len) {
+      const I slot = slot_of(j);  // the block load need not wait for cnt: slot < kb
+      return slot < cnt && blk >= 0 ? blk * b_k + (j - slot * b_k) : I{-1};
+    }
+    j -= blk_len;
+    return j < tail_len ? dense_from + j : I{-1};
+  }
+  __device__ I key(I j) const { return key(j, block_of(j)); }
+};
+
+struct CtaCoords {
+  int b, h, qb, r0, r1, item, split;
+};
+
+__device__ CtaCoords cta_coords(const AttnArgs& a) {
+  CtaCoords c;
+  uint32_t idx = blockIdx.x;  // the launch keeps the grid below 2^31
+  // Fastest first: split, head within its KV group, row tile, query block (longest lists first),
+  // KV group, batch: resident CTAs gather from one group's K/V, which L2 can hold.
+  const int group = a.hq / a.hkv;
+  uint32_t q = a.by_splits.div(idx);
+  c.split = static_cast<int>(idx - q * a.splits);
+  idx = q, q = a.by_group.div(idx);
+  const int hg = static_cast<int>(idx - q * group);
+  idx = q, q = a.by_row_tiles.div(idx);
+  const int rt = static_cast<int>(idx - q * a.row_tiles);
+  idx = q, q = a.by_qbs.div(idx);
+  c.qb = a.qbs - 1 - static_cast<int>(idx - q * a.qbs);
+  idx = q, q = a.by_hkv.div(idx);
+  c.h = static_cast<int>(idx - q * a.hkv) * group + hg;
+  c.b = static_cast<int>(q);
+  c.item = (c.b * a.hq + c.h) * a.qbs + c.qb;
+  const int qb_begin = c.qb * static_cast<int>(a.hip.b_q);
+  const int qb_end = min(a.tq, qb_begin + static_cast<int>(a.hip.b_q));
+  c.r0 = qb_begin + rt * kRowsCta;
+  c.r1 = min(qb_end, c.r0 + kRowsCta);
+  return c;
+}
+
+__device__ __forceinline__ int visible_end(const AttnArgs& a, int row) {
+  return static_cast<int>(dev_visible_end(a.positions, a.tq, a.tk, a.hip.causal, row));
+}
+
+// The smallest and largest visible end over the rows [r0, r1): positions ascend unless given.
+__device__ void row_ends(const AttnArgs& a, int r0, int r1, int& e_lo, int& e_hi) {
+  if (!a.positions || !a.hip.causal) {
+    e_lo = visible_end(a, r0), e_hi = visible_end(a, r1 - 1);
+    return;
+  }
+  e_lo = INT32_MAX, e_hi = -1;
+  for (int r = r0; r < r1; ++r) {
+    const int e = visible_end(a, r);
+    e_lo = min(e_lo, e), e_hi = max(e_hi, e);
+  }
+}
+
+// fixed_slots: the block part always spans kb slots, so that a split's tiles do not depend on the
+// item's count (decode: the count, the block ids and Q then load together, v15).
+template <class I>
+__device__ KeyList<I> key_list(const AttnArgs& a, const CtaCoords& c, I e_max, bool fixed_slots) {
+  const DevRange sr = dev_search_range(a.hip, a.positions, a.tq, a.tk, c.qb);
+  KeyList<I> kl;
+  kl.sink_len = static_cast<I>(min(a.hip.sink, static_cast<int64_t>(e_max) + 1));
+  const I cnt = static_cast<I>(min(a.counts[c.item], a.kb));
+  kl.cnt = cnt > 0 ? cnt : 0;
+  kl.b_k = static_cast<I>(a.hip.b_k);
+  kl.blk_len = (fixed_slots ? static_cast<I>(a.kb) : kl.cnt) * kl.b_k;
+  kl.dense_from = static_cast<I>(sr.dense_from);
+  kl.tail_len = max(I{0}, e_max - kl.dense_from + 1);
+  kl.total = kl.sink_len + kl.blk_len + kl.tail_len;
+  kl.blocks = a.blocks + static_cast<int64_t>(c.item) * a.kb;
+  kl.by_bk = a.by_bk;
+  return kl;
+}
+
+constexpr int kThreads = 128;  // 4 warps per CTA
+constexpr int kKeySlots = 3;   // key ids run two tiles ahead of the math, K/V tiles one
+
+// A tile entry's key and its K and V row offsets in 16-byte units (0 where no key).
+struct alignas(16) TileKey {  // one 16-byte shared-memory load
+  unsigned k_off, v_off;
+  int key, pad;
+};
+
+// The per-key mask of one chunk of kSTiles n-tiles (8 keys each) from tile entry kc on, in the
+// accumulator layout (lane (g, c): rows g and g + 8, columns 2c and 2c + 1 of each n-tile): empty
+// entries and keys past a row's visible end (e0, e1: this lane's two rows) score -inf.
+template <int kSTiles>
+__device__ __forceinline__ void mask_chunk(float (*s)[4], const TileKey* skey, int kc, int cq, int e0, int e1) {
+#pragma unroll
+  for (int nt = 0; nt < kSTiles; ++nt) {
+    const int key[2] = {skey[kc + nt * 8 + cq * 2].key, skey[kc + nt * 8 + cq * 2 + 1].key};
+#pragma unroll
+    for (int x = 0; x < 2; ++x) {
+      if (key[x] < 0 || key[x] > e0) s[nt][x] = -INFINITY;
+      if (key[x] < 0 || key[x] > e1) s[nt][2 + x] = -INFINITY;
+    }
+  }
+}
+
+// One online-softmax step over a chunk's raw scores s (same layout), in log2 units: the max on
+// the raw scores (scale > 0), the scale folded into the exponent's fma; a row's running max m
+// moves only by more than kRescaleSlack, and O and l are rescaled only then. s becomes P.
+template <int kSTiles, int NT>
+__device__ __forceinline__ void softmax_chunk(float (*s)[4], float (*o)[4], float& m0, float& m1, float& l0, float& l1,
+                                              float scale_log2) {
+  float mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+  for (int nt = 0; nt < kSTiles; ++nt) {
+    mx0 = fmaxf(mx0, fmaxf(s[nt][0], s[nt][1]));
+    mx1 = fmaxf(mx1, fmaxf(s[nt][2], s[nt][3]));
+  }
+  mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+  mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+  mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+  mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+  const float t0 = mx0 * scale_log2, t1 = mx1 * scale_log2;
+  const bool up0 = t0 > m0 + kRescaleSlack, up1 = t1 > m1 + kRescaleSlack;
+  if (__any_sync(0xffffffffu, up0 || up1)) {
+    const float al0 = up0 ? fast_exp2(m0 - t0) : 1.f, al1 = up1 ? fast_exp2(m1 - t1) : 1.f;
+    m0 = up0 ? t0 : m0, m1 = up1 ? t1 : m1;
+    l0 *= al0, l1 *= al1;
+#pragma unroll
+    for (int t = 0; t < NT; ++t) o[t][0] *= al0, o[t][1] *= al0, o[t][2] *= al1, o[t][3] *= al1;
+  }
+  const float nm0 = m0 == -INFINITY ? 0.f : -m0, nm1 = m1 == -INFINITY ? 0.f : -m1;
+#pragma unroll
+  for (int nt = 0; nt < kSTiles; ++nt) {
+    s[nt][0] = fast_exp2(fmaf(s[nt][0], scale_log2, nm0));
+    s[nt][1] = fast_exp2(fmaf(s[nt][1], scale_log2, nm0));
+    s[nt][2] = fast_exp2(fmaf(s[nt][2], scale_log2, nm1));
+    s[nt][3] = fast_exp2(fmaf(s[nt][3], scale_log2, nm1));
+    l0 += s[nt][0] + s[nt][1];
+    l1 += s[nt][2] + s[nt][3];
+  }
+}
+
+// P re-packed from the accumulator layout into A fragments of 16 keys (the layout of mma.m16n8k16's
+// A and of wgmma's A in registers, a warp's 16 rows).
+template <class T, int kSTiles>
+__device__ __forceinline__ void pack_p(const float (*s)[4], uint32_t (*pf)[4]) {
+#pragma unroll
+  for (int kk = 0; kk < kSTiles / 2; ++kk) {
+    pf[kk][0] = pack2<T>(s[2 * kk][0], s[2 * kk][1]);
+    pf[kk][1] = pack2<T>(s[2 * kk][2], s[2 * kk][3]);
+    pf[kk][2] = pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+    pf[kk][3] = pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+  }
+}
+
+// Writes this lane's parts of its two rows, O / l, where the CTA needs no split merge (l summed
+// over the row's 4 lanes already; l == 0: a row that sees no key, written as zeros).
+template <class T, int NT>
+__device__ __forceinline__ void store_rows(const AttnArgs& a, const CtaCoords& c, const float (*o)[4], float l0,
+                                           float l1, int row0, int row1, int cq) {
+  T* obase = static_cast<T*>(a.out) + c.b * a.os.b + c.h * a.os.h;
+  T* orow0 = obase + static_cast<int64_t>(row0) * a.os.t + cq * 2;
+  T* orow1 = obase + static_cast<int64_t>(row1) * a.os.t + cq * 2;
+  const bool q0ok = row0 < c.r1, q1ok = row1 < c.r1;
+  const float inv0 = l0 > 0.f ? 1.f / l0 : 0.f, inv1 = l1 > 0.f ? 1.f / l1 : 0.f;
+#pragma unroll
+  for (int t = 0; t < NT; ++t) {
+    if (t * 8 + cq * 2 >= a.d) continue;
+    if (q0ok) *reinterpret_cast<uint32_t*>(orow0 + t * 8) = pack2<T>(o[t][0] * inv0, o[t][1] * inv0);
+    if (q1ok) *reinterpret_cast<uint32_t*>(orow1 + t * 8) = pack2<T>(o[t][2] * inv1, o[t][3] * inv1);
+  }
+}
+
+}  // namespace
+}  // namespace hipstudio::gpu
