@@ -16,7 +16,9 @@
 // first), group. Decode (few rows, long KV) splits the key list over CTAs (`num_splits`, chosen to
 // fill the GPU); the last CTA of a row tile to finish merges the partial (max, sum, O) rows.
 // The float32 path (and any shape the tensor-core path does not take) is a SIMT kernel: one warp
-// per query row, float32 dot products and online softmax.
+// per query row, float32 dot products and online softmax. On sm_90 devices the unsplit launches
+// of 64-row CTAs (prefill, b_q >= 64) go to the wgmma kernel (kernels/cuda/sm90a/, v18), which
+// shares this file's key list, mask, softmax and store (kernels/cuda/attention_parts.cuh).
 #include <algorithm>
 #include <atomic>
 #include <cmath>
