@@ -214,18 +214,18 @@ __device__ __forceinline__ void pack_p(const float (*s)[4], uint32_t (*pf)[4]) {
 }
 
 // Writes this lane's parts of its two rows, O / l, where the CTA needs no split merge (l summed
-// over the row's 4 lanes already; l == 0: a row that sees no key, written as zeros).
+// over the row's 4 lanes already; l == 0: a row that sees no key, written as zeros). q0ok / q1ok:
+// the rows are the CTA's; d: the real head dimension (columns past it are padding).
 template <class T, int NT>
-__device__ __forceinline__ void store_rows(const AttnArgs& a, const CtaCoords& c, const float (*o)[4], float l0,
-                                           float l1, int row0, int row1, int cq) {
+__device__ __forceinline__ void store_rows(const AttnArgs& a, const CtaCoords& c, float (*o)[4], float l0, float l1,
+                                           int row0, int row1, bool q0ok, bool q1ok, int d, int cq) {
   T* obase = static_cast<T*>(a.out) + c.b * a.os.b + c.h * a.os.h;
   T* orow0 = obase + static_cast<int64_t>(row0) * a.os.t + cq * 2;
   T* orow1 = obase + static_cast<int64_t>(row1) * a.os.t + cq * 2;
-  const bool q0ok = row0 < c.r1, q1ok = row1 < c.r1;
   const float inv0 = l0 > 0.f ? 1.f / l0 : 0.f, inv1 = l1 > 0.f ? 1.f / l1 : 0.f;
 #pragma unroll
   for (int t = 0; t < NT; ++t) {
-    if (t * 8 + cq * 2 >= a.d) continue;
+    if (t * 8 + cq * 2 >= d) continue;
     if (q0ok) *reinterpret_cast<uint32_t*>(orow0 + t * 8) = pack2<T>(o[t][0] * inv0, o[t][1] * inv0);
     if (q1ok) *reinterpret_cast<uint32_t*>(orow1 + t * 8) = pack2<T>(o[t][2] * inv1, o[t][3] * inv1);
   }

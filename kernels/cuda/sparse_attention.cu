@@ -332,7 +332,7 @@ __global__ void __launch_bounds__(128, (kMinCtasPerSm<D, KG>)) sparse_attention_
     if (kg != 0) {
       if (a.splits == 1) return;
     } else if (a.splits == 1) {
-      store_rows<T, NT>(a, c, o, l0, l1, row0, row1, cq);
+      store_rows<T, NT>(a, c, o, l0, l1, row0, row1, q0ok, q1ok, d, cq);
       return;
     }
 #pragma unroll

@@ -210,7 +210,7 @@ __global__ void __launch_bounds__(kThreads, HIPSTUDIO_WGMMA_MIN_CTAS) sparse_att
   l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
   l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
   l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
-  store_rows<T, NT>(a, c, o, l0, l1, row0, row1, cq);
+  store_rows<T, NT>(a, c, o, l0, l1, row0, row1, q0ok, q1ok, d, cq);
 #else
   (void)a;
   __trap();  // a non-sm_90a copy of this kernel must never run (it would leave the output unwritten)
