@@ -147,6 +147,51 @@ struct alignas(16) TileKey {  // one 16-byte shared-memory load
   int key, pad;
 };
 
+// Writes tile `tile`'s keys into its key slot (thread t < kBK: entry t, from the block id `blk`
+// loaded a tile earlier) with their K and V row offsets in 16-byte units, computed once per key
+// rather than once per copied piece; returns, to every thread of the CTA (a barrier), whether any
+// key of the tile is empty or beyond e_lo, the first row's visible end (only then does the tile
+// need the per-key mask).
+__device__ __forceinline__ bool put_tile_keys(TileKey* slot_keys, const KeyList<int>& kl, int tile, int blk, int tid,
+                                              unsigned k_row16, unsigned v_row16, int e_lo) {
+  bool masked = false;
+  if (tid < kBK) {
+    const int key = kl.key(tile * kBK + tid, blk);
+    TileKey tk;
+    tk.key = key, tk.pad = 0;
+    tk.k_off = key < 0 ? 0u : static_cast<unsigned>(key) * k_row16;
+    tk.v_off = key < 0 ? 0u : static_cast<unsigned>(key) * v_row16;
+    slot_keys[tid] = tk;
+    masked = key < 0 || key > e_lo;
+  }
+  return __syncthreads_or(masked) != 0;
+}
+
+// Q's A fragments for this lane's rows row0 and row1 (mma.m16n8k16's layout, also wgmma's A in
+// registers), zero where the row is not the CTA's (q0ok, q1ok) and for columns past d.
+template <class T, int KS>
+__device__ __forceinline__ void load_q_fragments(uint32_t (*qf)[4], const AttnArgs& a, const CtaCoords& c, int row0,
+                                                 int row1, bool q0ok, bool q1ok, int d, int cq) {
+  const T* qbase = static_cast<const T*>(a.q) + c.b * a.qs.b + c.h * a.qs.h;
+  const T* qrow0 = qbase + static_cast<int64_t>(row0) * a.qs.t;
+  const T* qrow1 = qbase + static_cast<int64_t>(row1) * a.qs.t;
+#pragma unroll
+  for (int ks = 0; ks < KS; ++ks) {
+    const int col = ks * 16 + cq * 2;
+    const bool lo = col < d, hi = col + 8 < d;
+    qf[ks][0] = q0ok && lo ? *reinterpret_cast<const uint32_t*>(qrow0 + col) : 0u;
+    qf[ks][1] = q1ok && lo ? *reinterpret_cast<const uint32_t*>(qrow1 + col) : 0u;
+    qf[ks][2] = q0ok && hi ? *reinterpret_cast<const uint32_t*>(qrow0 + col + 8) : 0u;
+    qf[ks][3] = q1ok && hi ? *reinterpret_cast<const uint32_t*>(qrow1 + col + 8) : 0u;
+  }
+}
+
+// A row's softmax sum from its 4 lanes' partial sums (lanes 4g .. 4g + 3 hold row g's columns).
+__device__ __forceinline__ float row_sum(float l) {
+  l += __shfl_xor_sync(0xffffffffu, l, 1);
+  return l + __shfl_xor_sync(0xffffffffu, l, 2);
+}
+
 // The per-key mask of one chunk of kSTiles n-tiles (8 keys each) from tile entry kc on, in the
 // accumulator layout (lane (g, c): rows g and g + 8, columns 2c and 2c + 1 of each n-tile): empty
 // entries and keys past a row's visible end (e0, e1: this lane's two rows) score -inf.

@@ -23,6 +23,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <type_traits>
 
@@ -183,17 +184,7 @@ __global__ void __launch_bounds__(128, (kMinCtasPerSm<D, KG>)) sparse_attention_
   // thread, whether any key of the tile is empty or beyond the first row's visible end (only then
   // does the tile need the per-key mask).
   auto key_ids = [&](int tile, int slot, int blk) -> bool {
-    bool masked = false;
-    if (tid < kBK) {
-      const int key = kl.key(tile * kBK + tid, blk);
-      TileKey tk;
-      tk.key = key, tk.pad = 0;
-      tk.k_off = key < 0 ? 0u : static_cast<unsigned>(key) * k_row16;
-      tk.v_off = key < 0 ? 0u : static_cast<unsigned>(key) * v_row16;
-      skey_all[slot * kBK + tid] = tk;
-      masked = key < 0 || key > e_lo;
-    }
-    return __syncthreads_or(masked) != 0;
+    return put_tile_keys(skey_all + slot * kBK, kl, tile, blk, tid, k_row16, v_row16, e_lo);
   };
   auto block_of = [&](int tile) -> int { return tid < kBK ? kl.block_of(tile * kBK + tid) : 0; };
   auto issue = [&](int stage, int slot) {  // K and V rows by cp.async, zero-filled where no key
@@ -219,20 +210,9 @@ __global__ void __launch_bounds__(128, (kMinCtasPerSm<D, KG>)) sparse_attention_
   }
   // Q fragments, loaded once (zero for padding rows and columns), after the first tile's gather
   // is on its way: the two latencies overlap (v15; decode CTAs compute a single tile).
-  const T* qbase = static_cast<const T*>(a.q) + c.b * a.qs.b + c.h * a.qs.h;
-  const T* qrow0 = qbase + static_cast<int64_t>(row0) * a.qs.t;
-  const T* qrow1 = qbase + static_cast<int64_t>(row1) * a.qs.t;
   const bool q0ok = row0 < c.r1, q1ok = row1 < c.r1;
   uint32_t qf[KS][4];
-#pragma unroll
-  for (int ks = 0; ks < KS; ++ks) {
-    const int col = ks * 16 + cq * 2;
-    const bool lo = col < d, hi = col + 8 < d;
-    qf[ks][0] = q0ok && lo ? *reinterpret_cast<const uint32_t*>(qrow0 + col) : 0u;
-    qf[ks][1] = q1ok && lo ? *reinterpret_cast<const uint32_t*>(qrow1 + col) : 0u;
-    qf[ks][2] = q0ok && hi ? *reinterpret_cast<const uint32_t*>(qrow0 + col + 8) : 0u;
-    qf[ks][3] = q1ok && hi ? *reinterpret_cast<const uint32_t*>(qrow1 + col + 8) : 0u;
-  }
+  load_q_fragments<T, KS>(qf, a, c, row0, row1, q0ok, q1ok, d, cq);
 
   for (int i = 0; i < n_tiles; ++i) {
     const int stage = i & 1, slot = i % kKeySlots;
@@ -322,10 +302,7 @@ __global__ void __launch_bounds__(128, (kMinCtasPerSm<D, KG>)) sparse_attention_
       fold_partial<NT>(m1, l1, o, 2, r[(NT * 4 + 1) * 32], r[(NT * 4 + 3) * 32], r, 32);
     }
   }
-  l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
-  l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
-  l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
-  l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+  l0 = row_sum(l0), l1 = row_sum(l1);
   const int64_t base = (static_cast<int64_t>(c.b) * a.hq + c.h) * a.tq;
   const int64_t split_off = static_cast<int64_t>(c.split) * a.rows_total;
   if constexpr (KG <= 2) {  // key group 0 holds the rows in fragments
@@ -511,15 +488,16 @@ void check_launch(const AttentionLaunch& l) {
 
 // Whether a launch of 4-warp CTAs with `key_groups` key groups and `splits` splits runs the wgmma
 // kernel: where it applies (key groups 1, no split), the device is sm_90 and the build has it,
-// unless HIPSTUDIO_ATTN_WGMMA says otherwise (read at each launch, so a benchmark or a test can
-// switch within one process).
+// unless HIPSTUDIO_ATTN_WGMMA says otherwise. Read at each such launch, so that a benchmark or a
+// test can switch within one process; decode steps and split launches never read it.
 std::atomic<int64_t> g_wgmma_launches{0};
 bool use_wgmma(int key_groups, int splits) {
+  if (key_groups != 1 || splits != 1) return false;
   const char* env = std::getenv("HIPSTUDIO_ATTN_WGMMA");
-  const std::string mode = env ? env : "auto";
-  if (mode != "auto" && mode != "0" && mode != "1")
-    throw_arg("HIPSTUDIO_ATTN_WGMMA must be 0 (never), 1 (required) or auto, not '" + mode + "'");
-  if (mode == "0" || key_groups != 1 || splits != 1) return false;
+  const bool never = env && std::strcmp(env, "0") == 0, required = env && std::strcmp(env, "1") == 0;
+  if (env && !never && !required && std::strcmp(env, "auto") != 0)
+    throw_arg(std::string("HIPSTUDIO_ATTN_WGMMA must be 0 (never), 1 (required) or auto, not '") + env + "'");
+  if (never) return false;
 #ifdef HIPSTUDIO_HAVE_WGMMA
   const bool available = device_is_sm90();
   const char* why = "the device is not sm_90 (H100 / H200)";
@@ -527,7 +505,7 @@ bool use_wgmma(int key_groups, int splits) {
   const bool available = false;
   const char* why = "this build has no sm_90a code (CMAKE_CUDA_ARCHITECTURES without 90)";
 #endif
-  if (!available && mode == "1") throw_arg(std::string("HIPSTUDIO_ATTN_WGMMA=1 but ") + why + "; unset it or set 0");
+  if (!available && required) throw_arg(std::string("HIPSTUDIO_ATTN_WGMMA=1 but ") + why + "; unset it or set 0");
   return available;
 }
 

@@ -21,11 +21,9 @@
 namespace hipstudio::gpu {
 namespace {
 
-// Keys of one softmax step (64: a whole tile, S in 32 registers; 32: two steps, S in 16) and the
-// CTAs per SM the registers are sized for. Compile-time knobs for kernels/cuda/device_variants.sh.
-#ifndef HIPSTUDIO_WGMMA_CHUNK
-#define HIPSTUDIO_WGMMA_CHUNK 64
-#endif
+// The CTAs per SM the registers are sized for: a compile-time knob for
+// kernels/cuda/device_variants.sh (v18: 3 against 2, 1.03 against 1.24 ms at 32k). One softmax
+// step covers a whole 64-key tile (S in 32 registers); two 32-key steps measured slower (v18).
 #ifndef HIPSTUDIO_WGMMA_MIN_CTAS
 #define HIPSTUDIO_WGMMA_MIN_CTAS 3
 #endif
@@ -57,11 +55,9 @@ __global__ void __launch_bounds__(kThreads, HIPSTUDIO_WGMMA_MIN_CTAS) sparse_att
   constexpr int KS = D / 16;  // k-steps of Q K^T
   constexpr int NT = D / 8;   // n-tiles of O
   constexpr int kVecs = D / 8;
-  constexpr int kChunk = HIPSTUDIO_WGMMA_CHUNK;
-  constexpr int kSTiles = kChunk / 8;
+  constexpr int kSTiles = kBK / 8;  // n-tiles of S: one softmax step a tile
   constexpr uint32_t kTile = tile_bytes<D>();
   constexpr uint32_t kHalf = kBK * 128;  // one 64-column half of a tile
-  static_assert(kChunk == 32 || kChunk == 64, "HIPSTUDIO_WGMMA_CHUNK: 32 or 64");
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   const uint32_t raw_addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
   uint8_t* smem = smem_raw + ((1024 - (raw_addr & 1023)) & 1023);
@@ -104,18 +100,8 @@ __global__ void __launch_bounds__(kThreads, HIPSTUDIO_WGMMA_MIN_CTAS) sparse_att
   const uint4* vcol = reinterpret_cast<const uint4*>(vbase + copy_chunk * 8);
   const bool copy_col_ok = copy_chunk * 8 < d;
   const unsigned k_row16 = static_cast<unsigned>(a.ks.t / 8), v_row16 = static_cast<unsigned>(a.vs.t / 8);
-  auto key_ids = [&](int tile, int slot, int blk) -> bool {  // as in the mma.sync kernel
-    bool masked = false;
-    if (tid < kBK) {
-      const int key = kl.key(tile * kBK + tid, blk);
-      TileKey tk;
-      tk.key = key, tk.pad = 0;
-      tk.k_off = key < 0 ? 0u : static_cast<unsigned>(key) * k_row16;
-      tk.v_off = key < 0 ? 0u : static_cast<unsigned>(key) * v_row16;
-      skey_all[slot * kBK + tid] = tk;
-      masked = key < 0 || key > e_lo;
-    }
-    return __syncthreads_or(masked) != 0;
+  auto key_ids = [&](int tile, int slot, int blk) -> bool {
+    return put_tile_keys(skey_all + slot * kBK, kl, tile, blk, tid, k_row16, v_row16, e_lo);
   };
   auto block_of = [&](int tile) -> int { return tid < kBK ? kl.block_of(tile * kBK + tid) : 0; };
   auto issue = [&](int stage, int slot) {  // K and V rows into the swizzled stage, zero-filled where no key
@@ -139,20 +125,9 @@ __global__ void __launch_bounds__(kThreads, HIPSTUDIO_WGMMA_MIN_CTAS) sparse_att
     if (n_tiles > 1) masked_next = key_ids(1, 1, block_of(1));
   }
   // Q's A fragments (zero for padding rows and columns), loaded while the first tile flies.
-  const T* qbase = static_cast<const T*>(a.q) + c.b * a.qs.b + c.h * a.qs.h;
-  const T* qrow0 = qbase + static_cast<int64_t>(row0) * a.qs.t;
-  const T* qrow1 = qbase + static_cast<int64_t>(row1) * a.qs.t;
   const bool q0ok = row0 < c.r1, q1ok = row1 < c.r1;
   uint32_t qf[KS][4];
-#pragma unroll
-  for (int ks = 0; ks < KS; ++ks) {
-    const int col = ks * 16 + cq * 2;
-    const bool lo = col < d, hi = col + 8 < d;
-    qf[ks][0] = q0ok && lo ? *reinterpret_cast<const uint32_t*>(qrow0 + col) : 0u;
-    qf[ks][1] = q1ok && lo ? *reinterpret_cast<const uint32_t*>(qrow1 + col) : 0u;
-    qf[ks][2] = q0ok && hi ? *reinterpret_cast<const uint32_t*>(qrow0 + col + 8) : 0u;
-    qf[ks][3] = q1ok && hi ? *reinterpret_cast<const uint32_t*>(qrow1 + col + 8) : 0u;
-  }
+  load_q_fragments<T, KS>(qf, a, c, row0, row1, q0ok, q1ok, d, cq);
 
   for (int i = 0; i < n_tiles; ++i) {
     const int stage = i & 1, slot = i % kKeySlots;
@@ -167,38 +142,35 @@ __global__ void __launch_bounds__(kThreads, HIPSTUDIO_WGMMA_MIN_CTAS) sparse_att
     __syncthreads();  // every thread's copies of this tile landed
     const uint32_t kst = sk_addr + stage * kTile, vst = sv_addr + stage * kTile;
     const TileKey* skey = skey_all + slot * kBK;
+    // S = Q K^T: B is the K tile (keys), K-major; k-step ks reads columns
+    // 16 ks .. 16 ks + 15, i.e. 32 bytes into the half ks / 4 (the swizzle is on addresses).
+    float s[kSTiles][4];
 #pragma unroll
-    for (int kc = 0; kc < kBK; kc += kChunk) {
-      // S = Q K^T: B is the K tile's rows kc.. (keys), K-major; k-step ks reads columns
-      // 16 ks .. 16 ks + 15, i.e. 32 bytes into the half ks / 4 (the swizzle is on addresses).
-      float s[kSTiles][4];
+    for (int nt = 0; nt < kSTiles; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
+    wgmma_fence();
 #pragma unroll
-      for (int nt = 0; nt < kSTiles; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
-      wgmma_fence();
-#pragma unroll
-      for (int ks = 0; ks < KS; ++ks) {
-        const uint64_t desc = wgmma_desc_sw128(kst + (ks >> 2) * kHalf + kc * 128 + (ks & 3) * 32, 16, 1024);
-        wgmma_rs<T, kChunk, 0>(s, qf[ks], desc, 1);
-      }
-      wgmma_commit();
-      wgmma_wait<0>();
-      fence_accumulators<kSTiles>(s);
-      if (masked_cur) mask_chunk<kSTiles>(s, skey, kc, cq, e0, e1);
-      softmax_chunk<kSTiles, NT>(s, o, m0, m1, l0, l1, a.scale_log2);
-      uint32_t pf[kChunk / 16][4];
-      pack_p<T, kSTiles>(s, pf);
-      // O += P V: B is V's rows kc + 16 kk .. (keys) x D columns, N-major: 8-row groups 1024
-      // bytes apart (stride byte offset), the 64-column halves kHalf apart (leading byte offset).
-      wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < kChunk / 16; ++kk) {
-        const uint64_t desc = wgmma_desc_sw128(vst + (kc + 16 * kk) * 128, kHalf, 1024);
-        wgmma_rs<T, D, 1>(o, pf[kk], desc, 1);
-      }
-      wgmma_commit();
-      wgmma_wait<0>();
-      fence_accumulators<NT>(o);
+    for (int ks = 0; ks < KS; ++ks) {
+      const uint64_t desc = wgmma_desc_sw128(kst + (ks >> 2) * kHalf + (ks & 3) * 32, 16, 1024);
+      wgmma_rs<T, kBK, 0>(s, qf[ks], desc, 1);
     }
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_accumulators<kSTiles>(s);
+    if (masked_cur) mask_chunk<kSTiles>(s, skey, 0, cq, e0, e1);
+    softmax_chunk<kSTiles, NT>(s, o, m0, m1, l0, l1, a.scale_log2);
+    uint32_t pf[kBK / 16][4];
+    pack_p<T, kSTiles>(s, pf);
+    // O += P V: B is V's rows 16 kk .. (keys) x D columns, N-major: 8-row groups 1024
+    // bytes apart (stride byte offset), the 64-column halves kHalf apart (leading byte offset).
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kBK / 16; ++kk) {
+      const uint64_t desc = wgmma_desc_sw128(vst + 16 * kk * 128, kHalf, 1024);
+      wgmma_rs<T, D, 1>(o, pf[kk], desc, 1);
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_accumulators<NT>(o);
     // The ids of tile i + 2 go to the slot tile i - 1 used; the barrier inside key_ids also tells
     // the next iteration that every warp is done with this K/V stage.
     bool masked_after = false;
@@ -206,10 +178,7 @@ __global__ void __launch_bounds__(kThreads, HIPSTUDIO_WGMMA_MIN_CTAS) sparse_att
     masked_cur = masked_next, masked_next = masked_after;
   }
 
-  l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
-  l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
-  l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
-  l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+  l0 = row_sum(l0), l1 = row_sum(l1);
   store_rows<T, NT>(a, c, o, l0, l1, row0, row1, q0ok, q1ok, d, cq);
 #else
   (void)a;

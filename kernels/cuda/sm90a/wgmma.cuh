@@ -45,17 +45,8 @@ __device__ __forceinline__ void wgmma_wait() {
 __device__ __forceinline__ void fence_proxy_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
 // The accumulators of a warp's 16 rows of m64nNk16: d[n-tile of 8 columns][4], lane (g, c) holding
-// (g, 2c), (g, 2c + 1), (g + 8, 2c), (g + 8, 2c + 1) of each n-tile, as mma.m16n8k16's C.
-#define HIPSTUDIO_WGMMA_M64N32K16(TY)                                                                  \
-  asm volatile(                                                                                          \
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"                                                       \
-      "wgmma.mma_async.sync.aligned.m64n32k16.f32." TY "." TY " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1, %22;\n}\n" \
-      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), \
-        "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), \
-        "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), \
-        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]) \
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d), "n"(TransB))
-
+// (g, 2c), (g, 2c + 1), (g + 8, 2c), (g + 8, 2c + 1) of each n-tile, as mma.m16n8k16's C. One
+// macro per N: inline PTX needs its operand list spelled out, so the two differ only in length.
 #define HIPSTUDIO_WGMMA_M64N64K16(TY)                                                                  \
   asm volatile(                                                                                          \
       "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                                       \
@@ -97,12 +88,9 @@ __device__ __forceinline__ void fence_proxy_async_smem() { asm volatile("fence.p
 // scale_d 0 ignores D's old value.
 template <class T, int N, int TransB>
 __device__ __forceinline__ void wgmma_rs(float (*d)[4], const uint32_t* a, uint64_t desc, int scale_d) {
-  static_assert(N == 32 || N == 64 || N == 128, "wgmma_rs: N of 32, 64 or 128");
+  static_assert(N == 64 || N == 128, "wgmma_rs: N of 64 or 128 (the attention's shapes)");
   constexpr bool bf16 = std::is_same_v<T, __nv_bfloat16>;
-  if constexpr (N == 32) {
-    if constexpr (bf16) HIPSTUDIO_WGMMA_M64N32K16("bf16");
-    else HIPSTUDIO_WGMMA_M64N32K16("f16");
-  } else if constexpr (N == 64) {
+  if constexpr (N == 64) {
     if constexpr (bf16) HIPSTUDIO_WGMMA_M64N64K16("bf16");
     else HIPSTUDIO_WGMMA_M64N64K16("f16");
   } else {
