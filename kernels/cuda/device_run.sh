@@ -3,10 +3,11 @@
 # PyTorch LibTorch (sm_90 only, to keep the build short), run the HipCuda* tests, compute-sanitizer
 # memcheck + racecheck on the raw-API case, and `bench kernels`. Needs carry [".device-carry"]
 # (scripts/device-carry). Logs under $OUT.
-# Usage: kernels/cuda/device_run.sh [tests|bench|all|fast|sanitize|final|build]
+# Usage: kernels/cuda/device_run.sh [tests|bench|all|fast|sanitize|final|build|floors]
 #   all: tests, sanitizers on HipCudaRawApi.*, bench; fast: tests + bench, no sanitizer;
 #   sanitize: memcheck + racecheck over every HipCuda* test (SANITIZE_FILTER narrows it), no bench;
-#   final: tests, bench, then memcheck + racecheck over every HipCuda* test; build: only the build.
+#   final: tests, bench, then memcheck + racecheck over every HipCuda* test; build: only the build;
+#   floors: the gather-floor probe (kernels/cuda/probe/gather_floor.cu) at 128k and 32k tokens.
 set -uo pipefail
 what="${1:-all}"
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -21,6 +22,11 @@ cmake -S . -B build-hipcuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DHIPSTUDIO_GUI=
   -DHIPSTUDIO_GTEST_SOURCE_DIR="$repo/.device-carry/googletest" >"$out/configure.log" 2>&1 ||
   { tail -40 "$out/configure.log"; exit 1; }
 start=$(date +%s)
+if [ "$what" = floors ]; then
+  ninja -C build-hipcuda -j 16 hipstudio_gather_floor >"$out/build.log" 2>&1 || { grep -E -A3 "error" "$out/build.log" | head -40; exit 1; }
+  for t in 131072 32768; do build-hipcuda/hipstudio_gather_floor "$t"; done 2>&1 | tee "$out/gather_floor.log"
+  exit 0
+fi
 ninja -C build-hipcuda -j 16 test_gpu >"$out/build.log" 2>&1 || { grep -E -A3 "error" "$out/build.log" | head -60; exit 1; }
 ninja -C build-hipcuda -j 16 hipstudio >>"$out/build.log" 2>&1 || { echo "hipstudio did not build:"; grep -E -A3 "error" "$out/build.log" | head -20; }
 echo "== build $(( $(date +%s) - start )) s"
