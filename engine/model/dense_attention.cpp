@@ -10,9 +10,28 @@ namespace hipstudio {
 namespace {
 
 #if TORCH_VERSION_MAJOR >= 2
-// On CUDA, LibTorch's fused scaled-dot-product attention (flash / memory-efficient / cuDNN, picked
-// by LibTorch): no T x T score matrix in memory, and the fair dense baseline for HiP's timings.
+// Leaves cuDNN out of LibTorch's SDPA choice for its lifetime (restoring the previous setting).
+// Why: for bf16/f16 LibTorch picks cuDNN's attention first, and cuDNN builds an execution plan for
+// every new key length, ~59 ms each on the lent H100 (PyTorch 2.11, cuDNN 9.19), while a decode
+// step has a new key length every time: stories15M decoded 15-20 tok/s in bf16 against 403 tok/s
+// in float32 (which cuDNN does not take). Flash and memory-efficient attention have no per-shape
+// setup. hipstudio bench kernels still measures cuDNN, on its fixed shapes, as its own column.
+class WithoutCuDNNAttention {
+ public:
+  WithoutCuDNNAttention() : was_(at::globalContext().userEnabledCuDNNSDP()) { at::globalContext().setSDPUseCuDNN(false); }
+  ~WithoutCuDNNAttention() { at::globalContext().setSDPUseCuDNN(was_); }
+  WithoutCuDNNAttention(const WithoutCuDNNAttention&) = delete;
+  WithoutCuDNNAttention& operator=(const WithoutCuDNNAttention&) = delete;
+
+ private:
+  bool was_;
+};
+
+// On CUDA, LibTorch's fused scaled-dot-product attention (flash / memory-efficient, picked by
+// LibTorch; cuDNN left out, above): no T x T score matrix in memory, and the fair dense baseline
+// for HiP's timings.
 at::Tensor fused_attention(const AttentionCall& call) {
+  const WithoutCuDNNAttention no_cudnn;
   const int64_t heads = call.q.size(0), T = call.q.size(1), keys = call.k.size(1);
   const int64_t kv_heads = call.k.size(0), group = heads / kv_heads;
   auto expand = [&](const at::Tensor& kv) {  // query head h reads KV head h / group
