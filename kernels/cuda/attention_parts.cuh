@@ -167,6 +167,36 @@ __device__ __forceinline__ bool put_tile_keys(TileKey* slot_keys, const KeyList<
   return __syncthreads_or(masked) != 0;
 }
 
+// The tile pipeline of both attention kernels, two barriers a tile: key ids run two tiles ahead
+// (kKeySlots slots), K/V copies one tile ahead (two stages). The kernel brings its own
+// key_ids(tile, slot, blk) -> whether the tile needs the per-key mask, block_of(tile) and
+// issue(stage, slot), since their shared-memory layouts differ; tile i is t_begin + i. The start
+// (ids of tiles 0 and 1, tile 0's copies) stays in each kernel: as a helper here it changed the
+// wgmma kernel's machine code (one compare, then a different register allocation), and no GPU was
+// left to measure that; these two leave every attention kernel's code byte for byte as it was.
+
+// Head of iteration i: the next tile's copies fly while this one is computed; this thread's
+// copies of tile i have landed on return (the caller's barrier makes them everyone's).
+template <class Issue>
+__device__ __forceinline__ void await_tile(int i, int n_tiles, Issue& issue) {
+  if (i + 1 < n_tiles) {
+    issue((i & 1) ^ 1, (i + 1) % kKeySlots);
+    cp_async_wait<1>();
+  } else {
+    cp_async_wait<0>();
+  }
+}
+// End of iteration i: the ids of tile i + 2 go to the slot tile i - 1 used (blk2: its block id,
+// loaded during the math); the barrier inside key_ids also tells the next iteration that every
+// warp is done with this K/V stage.
+template <class KeyIds>
+__device__ __forceinline__ void finish_tile(int i, int n_tiles, int t_begin, int blk2, KeyIds& key_ids,
+                                            bool& masked_cur, bool& masked_next) {
+  bool masked_after = false;
+  if (i + 2 < n_tiles) masked_after = key_ids(t_begin + i + 2, (i + 2) % kKeySlots, blk2);
+  masked_cur = masked_next, masked_next = masked_after;
+}
+
 // Q's A fragments for this lane's rows row0 and row1 (mma.m16n8k16's layout, also wgmma's A in
 // registers), zero where the row is not the CTA's (q0ok, q1ok) and for columns past d.
 template <class T, int KS>

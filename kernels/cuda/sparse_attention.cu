@@ -200,7 +200,7 @@ __global__ void __launch_bounds__(128, (kMinCtasPerSm<D, KG>)) sparse_attention_
     }
     cp_async_commit();
   };
-  // Pipeline, two barriers a tile: key ids two tiles ahead, K/V copies one tile ahead.
+  // Pipeline (attention_parts.cuh), two barriers a tile: key ids two tiles ahead, K/V copies one.
   const int n_tiles = t_end - t_begin;
   bool masked_cur = false, masked_next = false;
   if (n_tiles > 0) {
@@ -216,12 +216,7 @@ __global__ void __launch_bounds__(128, (kMinCtasPerSm<D, KG>)) sparse_attention_
 
   for (int i = 0; i < n_tiles; ++i) {
     const int stage = i & 1, slot = i % kKeySlots;
-    if (i + 1 < n_tiles) {  // next tile's copies fly while this one is computed
-      issue(stage ^ 1, (i + 1) % kKeySlots);
-      cp_async_wait<1>();
-    } else {
-      cp_async_wait<0>();
-    }
+    await_tile(i, n_tiles, issue);
     const int blk2 = i + 2 < n_tiles ? block_of(t_begin + i + 2) : 0;  // in flight during the math
     __syncthreads();  // every thread's copies of this tile landed
     const T* sk = sk_all + stage * kBK * LD;
@@ -274,11 +269,7 @@ __global__ void __launch_bounds__(128, (kMinCtasPerSm<D, KG>)) sparse_attention_
       }
       }
     }
-    // The ids of tile i + 2 go to the slot tile i - 1 used; the barrier inside key_ids also
-    // tells the next iteration that every warp is done with this K/V stage.
-    bool masked_after = false;
-    if (i + 2 < n_tiles) masked_after = key_ids(t_begin + i + 2, (i + 2) % kKeySlots, blk2);
-    masked_cur = masked_next, masked_next = masked_after;
+    finish_tile(i, n_tiles, t_begin, blk2, key_ids, masked_cur, masked_next);
   }
 
   if constexpr (KG == 2) {

@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(kThreads, HIPSTUDIO_WGMMA_MIN_CTAS) sparse_att
     }
     cp_async_commit();
   };
-  bool masked_cur = false, masked_next = false;
+  bool masked_cur = false, masked_next = false;  // the mma.sync kernel's pipeline (attention_parts.cuh)
   if (n_tiles > 0) {
     masked_cur = key_ids(0, 0, block_of(0));
     issue(0, 0);
@@ -131,12 +131,7 @@ __global__ void __launch_bounds__(kThreads, HIPSTUDIO_WGMMA_MIN_CTAS) sparse_att
 
   for (int i = 0; i < n_tiles; ++i) {
     const int stage = i & 1, slot = i % kKeySlots;
-    if (i + 1 < n_tiles) {  // next tile's copies fly while this one is computed
-      issue(stage ^ 1, (i + 1) % kKeySlots);
-      cp_async_wait<1>();
-    } else {
-      cp_async_wait<0>();
-    }
+    await_tile(i, n_tiles, issue);
     fence_proxy_async_smem();  // this thread's copies, visible to wgmma's reads
     const int blk2 = i + 2 < n_tiles ? block_of(i + 2) : 0;  // in flight during the math
     __syncthreads();  // every thread's copies of this tile landed
@@ -171,11 +166,7 @@ __global__ void __launch_bounds__(kThreads, HIPSTUDIO_WGMMA_MIN_CTAS) sparse_att
     wgmma_commit();
     wgmma_wait<0>();
     fence_accumulators<NT>(o);
-    // The ids of tile i + 2 go to the slot tile i - 1 used; the barrier inside key_ids also tells
-    // the next iteration that every warp is done with this K/V stage.
-    bool masked_after = false;
-    if (i + 2 < n_tiles) masked_after = key_ids(i + 2, (i + 2) % kKeySlots, blk2);
-    masked_cur = masked_next, masked_next = masked_after;
+    finish_tile(i, n_tiles, 0, blk2, key_ids, masked_cur, masked_next);
   }
 
   l0 = row_sum(l0), l1 = row_sum(l1);
