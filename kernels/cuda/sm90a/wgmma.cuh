@@ -45,43 +45,32 @@ __device__ __forceinline__ void wgmma_wait() {
 __device__ __forceinline__ void fence_proxy_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
 // The accumulators of a warp's 16 rows of m64nNk16: d[n-tile of 8 columns][4], lane (g, c) holding
-// (g, 2c), (g, 2c + 1), (g + 8, 2c), (g + 8, 2c + 1) of each n-tile, as mma.m16n8k16's C. One
-// macro per N: inline PTX needs its operand list spelled out, so the two differ only in length.
+// (g, 2c), (g, 2c + 1), (g + 8, 2c), (g + 8, 2c + 1) of each n-tile, as mma.m16n8k16's C. Inline
+// PTX needs every operand spelled out: the accumulators of 8 n-tiles (64 columns) per
+// HIPSTUDIO_WGMMA_D8, and one instruction per N with its operand numbers.
+#define HIPSTUDIO_WGMMA_D8(o)                                                                       \
+  "+f"(d[o][0]), "+f"(d[o][1]), "+f"(d[o][2]), "+f"(d[o][3]), "+f"(d[o + 1][0]), "+f"(d[o + 1][1]),     \
+      "+f"(d[o + 1][2]), "+f"(d[o + 1][3]), "+f"(d[o + 2][0]), "+f"(d[o + 2][1]), "+f"(d[o + 2][2]),    \
+      "+f"(d[o + 2][3]), "+f"(d[o + 3][0]), "+f"(d[o + 3][1]), "+f"(d[o + 3][2]), "+f"(d[o + 3][3]),    \
+      "+f"(d[o + 4][0]), "+f"(d[o + 4][1]), "+f"(d[o + 4][2]), "+f"(d[o + 4][3]), "+f"(d[o + 5][0]),    \
+      "+f"(d[o + 5][1]), "+f"(d[o + 5][2]), "+f"(d[o + 5][3]), "+f"(d[o + 6][0]), "+f"(d[o + 6][1]),    \
+      "+f"(d[o + 6][2]), "+f"(d[o + 6][3]), "+f"(d[o + 7][0]), "+f"(d[o + 7][1]), "+f"(d[o + 7][2]),    \
+      "+f"(d[o + 7][3])
+#define HIPSTUDIO_WGMMA_IN "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d), "n"(TransB)
+
 #define HIPSTUDIO_WGMMA_M64N64K16(TY)                                                                  \
   asm volatile(                                                                                          \
       "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                                       \
       "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n" \
-      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), \
-        "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), \
-        "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), \
-        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), \
-        "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), \
-        "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), \
-        "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), \
-        "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]) \
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d), "n"(TransB))
+      : HIPSTUDIO_WGMMA_D8(0)                                                                            \
+      : HIPSTUDIO_WGMMA_IN)
 
 #define HIPSTUDIO_WGMMA_M64N128K16(TY)                                                                  \
   asm volatile(                                                                                          \
       "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"                                                       \
       "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n" \
-      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), \
-        "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), \
-        "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), \
-        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), \
-        "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), \
-        "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), \
-        "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), \
-        "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), \
-        "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), \
-        "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), \
-        "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), \
-        "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), \
-        "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), \
-        "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), \
-        "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), \
-        "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3]) \
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d), "n"(TransB))
+      : HIPSTUDIO_WGMMA_D8(0), HIPSTUDIO_WGMMA_D8(8)                                                     \
+      : HIPSTUDIO_WGMMA_IN)
 
 // D (+)= A B for the warpgroup's 64 rows: A from registers (this warp's 16 rows, mma.m16n8k16's A
 // fragment layout), B (16 x N) from the descriptor, K-major (TransB 0) or N-major (TransB 1);
