@@ -13,8 +13,8 @@
 //           CTA barrier. Inputs rotate over sets larger than L2, so rounds read DRAM as the
 //           refresh does. No scoring, selection or exchange between CTAs: a floor for the refresh.
 //
-// Standalone (no HiP Studio library): built as build*/hipstudio_gather_floor, or
-//   nvcc -O3 -arch=sm_90 -o gather_floor kernels/cuda/probe/gather_floor.cu
+// Built with the kernels as build*/hipstudio_gather_floor; it takes the kernels' own copy and
+// error helpers (kernels/cuda/common.cuh) and timer (gpu::EventPair), so it gathers exactly as they do.
 // Usage: hipstudio_gather_floor [tokens=131072]   (kernels/cuda/device_run.sh floors on the GPU machine)
 #include <cuda_runtime.h>
 
@@ -24,16 +24,13 @@
 #include <cstdlib>
 #include <vector>
 
+#include "kernels/cuda/common.cuh"
+
 namespace {
 
-#define CHECK(call)                                                                  \
-  do {                                                                               \
-    cudaError_t e_ = (call);                                                         \
-    if (e_ != cudaSuccess) {                                                         \
-      std::fprintf(stderr, "gather_floor: %s failed: %s\n", #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                  \
-    }                                                                                \
-  } while (0)
+using hipstudio::gpu::cp_async16;
+using hipstudio::gpu::cp_async_commit;
+using hipstudio::gpu::cp_async_wait;
 
 constexpr int kBlockBytes = 512;                 // 2 keys x 128 dims x bf16
 constexpr int kPieces = kBlockBytes / 16;        // 16-byte copies a block: one per lane
@@ -51,14 +48,6 @@ __device__ __forceinline__ uint32_t mix(uint32_t x) {  // a cheap 32-bit hash (l
   return x;
 }
 
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
-
 // Keeps the copies alive: the compiler cannot drop what a later read might print.
 __device__ __forceinline__ void keep(const uint4* ring, unsigned* sink) {
   if (ring[threadIdx.x & 31].x == 0x9e3779b9u) atomicAdd(sink, 1u);
@@ -75,7 +64,7 @@ __global__ void gather_l2(const uint4* keys, uint32_t blocks, int tiles, uint32_
 #pragma unroll
     for (int j = 0; j < kTileBlocks; ++j) {
       const uint32_t blk = mix(seed ^ mix(wid * 0x10001u + t * kTileBlocks + j)) % blocks;
-      cp_async16(stage + j * kPieces + lane, keys + static_cast<size_t>(blk) * kPieces + lane);
+      cp_async16(stage + j * kPieces + lane, keys + static_cast<size_t>(blk) * kPieces + lane, true);
     }
     cp_async_commit();
   };
@@ -112,7 +101,7 @@ __global__ void gather_rounds(const uint4* keys, uint32_t head_blocks, int ctas_
       const bool group = (mix(seed ^ (search * 7919u + r * 65537u + slot)) & 0xffffu) < common * 65536.f;
       const uint32_t who = group ? 1000u + head : static_cast<uint32_t>(search);
       const uint32_t blk = mix(seed ^ mix(who * 0x9E3779B1u + r * 4096u + slot)) % head_blocks;
-      cp_async16(buf + j * kPieces + lane, kh + static_cast<size_t>(blk) * kPieces + lane);
+      cp_async16(buf + j * kPieces + lane, kh + static_cast<size_t>(blk) * kPieces + lane, true);
     }
     cp_async_commit();
     cp_async_wait<0>();
@@ -126,25 +115,18 @@ float median(std::vector<float> v) {
   return v[v.size() / 2];
 }
 
+// Median ms of `repeats` event-timed launches after 3 warm-up ones (launch(i): the i-th).
 template <class Launch>
 float time_ms(Launch launch, int repeats) {
-  cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
-  for (int i = 0; i < 3; ++i) launch(i);  // warm-up
+  for (int i = 0; i < 3; ++i) launch(i);
   std::vector<float> ms;
   for (int i = 0; i < repeats; ++i) {
-    CHECK(cudaEventRecord(a));
+    hipstudio::gpu::EventPair e;
+    e.start();
     launch(i);
-    CHECK(cudaEventRecord(b));
-    CHECK(cudaEventSynchronize(b));
-    float t = 0;
-    CHECK(cudaEventElapsedTime(&t, a, b));
-    ms.push_back(t);
+    ms.push_back(static_cast<float>(e.stop_ms()));
   }
-  CHECK(cudaGetLastError());
-  CHECK(cudaEventDestroy(a));
-  CHECK(cudaEventDestroy(b));
+  HIP_CUDA_CHECK(cudaGetLastError());
   return median(ms);
 }
 
@@ -153,9 +135,9 @@ void l2_row(const uint4* keys, uint32_t blocks, int warps_per_cta, const cudaDev
   const int smem = warps_per_cta * S * kTileBlocks * kBlockBytes;
   if (smem > static_cast<int>(prop.sharedMemPerBlockOptin)) return;
   const int sms = prop.multiProcessorCount;
-  CHECK(cudaFuncSetAttribute(gather_l2<S>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  HIP_CUDA_CHECK(cudaFuncSetAttribute(gather_l2<S>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   int per_sm = 0;
-  CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gather_l2<S>, warps_per_cta * 32, smem));
+  HIP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gather_l2<S>, warps_per_cta * 32, smem));
   if (per_sm == 0) return;
   const int ctas = per_sm * sms, tiles = 2048;
   const double bytes = static_cast<double>(ctas) * warps_per_cta * tiles * kTileBlocks * kBlockBytes;
@@ -165,9 +147,7 @@ void l2_row(const uint4* keys, uint32_t blocks, int warps_per_cta, const cudaDev
               bytes / 1e9, bytes / (ms * 1e-3) / 1e12);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   const long tokens = argc > 1 ? std::atol(argv[1]) : 131072;
   if (tokens < 4096 || tokens % 2 != 0 || tokens > (1L << 24)) {
     std::fprintf(stderr, "gather_floor: tokens must be an even number in [4096, 16777216], not %ld\n", tokens);
@@ -181,7 +161,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   cudaDeviceProp prop{};
-  CHECK(cudaGetDeviceProperties(&prop, 0));
+  HIP_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   const uint32_t head_blocks = static_cast<uint32_t>(tokens / 2);
   const size_t head_bytes = static_cast<size_t>(head_blocks) * kBlockBytes;
   const size_t set_bytes = head_bytes * kKvHeads;
@@ -191,10 +171,10 @@ int main(int argc, char** argv) {
               prop.multiProcessorCount, prop.l2CacheSize / 1e6, tokens, head_bytes / 1e6, sets, set_bytes / 1e6);
   uint4* keys = nullptr;
   unsigned* sink = nullptr;
-  CHECK(cudaMalloc(&keys, set_bytes * sets));
-  CHECK(cudaMalloc(&sink, sizeof(unsigned)));
-  CHECK(cudaMemset(keys, 1, set_bytes * sets));
-  CHECK(cudaMemset(sink, 0, sizeof(unsigned)));
+  HIP_CUDA_CHECK(cudaMalloc(&keys, set_bytes * sets));
+  HIP_CUDA_CHECK(cudaMalloc(&sink, sizeof(unsigned)));
+  HIP_CUDA_CHECK(cudaMemset(keys, 1, set_bytes * sets));
+  HIP_CUDA_CHECK(cudaMemset(sink, 0, sizeof(unsigned)));
 
   std::printf("\nl2: random 512-byte blocks of one KV head (%.1f MB, warm), cp.async.cg into per-warp rings\n\n",
               head_bytes / 1e6);
@@ -216,7 +196,7 @@ int main(int argc, char** argv) {
   for (bool shared : {false, true}) {
     for (int c : {2, 4}) {  // one CTA would need 256 KB of shared memory
       const int smem = kRoundBlocks / c * kBlockBytes;
-      CHECK(cudaFuncSetAttribute(gather_rounds, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+      HIP_CUDA_CHECK(cudaFuncSetAttribute(gather_rounds, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
       const char* what = shared ? "as random searches share" : "round 0 only";
       float one = 0;
       for (int rounds : {1, 4, 8}) {
@@ -236,9 +216,20 @@ int main(int argc, char** argv) {
     }
   }
   unsigned hits = 0;
-  CHECK(cudaMemcpy(&hits, sink, sizeof hits, cudaMemcpyDeviceToHost));
+  HIP_CUDA_CHECK(cudaMemcpy(&hits, sink, sizeof hits, cudaMemcpyDeviceToHost));
   std::printf("\n(sink %u)\n", hits);
-  CHECK(cudaFree(keys));
-  CHECK(cudaFree(sink));
+  HIP_CUDA_CHECK(cudaFree(keys));
+  HIP_CUDA_CHECK(cudaFree(sink));
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const hipstudio::gpu::CudaError& e) {  // a failed CUDA call, named with its message
+    std::fprintf(stderr, "gather_floor: %s\n", e.what());
+    return 1;
+  }
 }
