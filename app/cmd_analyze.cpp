@@ -27,7 +27,8 @@ void register_analyze_command(CLI::App& root) {
   cmd->add_option("--json", args->json_out, "output JSON file")->required();
   cmd->callback([args] {
     const std::string prompt = read_text_argument(args->prompt, "--prompt");
-    const AnalysisOptions options = args->run.analysis(args->model.context);
+    AnalysisOptions options = args->run.analysis(args->model.context);
+    options.keep_all_layers = false;  // the per-head numbers need no Q/K/V or masks on the host
     auto model = args->model.load();
     PairedAnalysis analysis = run_paired_analysis(model, prompt, options, [](double fraction, const std::string& what) {
       std::fprintf(stderr, "\ranalyze: %3.0f%% %-40s", fraction * 100.0, what.c_str());

@@ -54,6 +54,34 @@ captures::TraceSpec parse_trace(const std::string& text) {
   return t;
 }
 
+// The layers whose Q/K/V and masks a capture stores: --inputs-layers, or by default every layer of a
+// model of at most 8 layers (stories15M's 6) and else the first HiP layer, the middle one and the
+// last. Throws InputError for a layer outside the model or a trace on a layer not stored.
+std::vector<int64_t> capture_layers(const std::vector<int64_t>& asked, const ModelConfig& config, const AnalysisOptions& options,
+                                    const std::vector<captures::TraceSpec>& traces) {
+  const int64_t layers = config.n_layers;
+  std::vector<int64_t> kept = asked;
+  if (kept.empty()) {
+    if (layers <= 8) {
+      for (int64_t l = 0; l < layers; ++l) kept.push_back(l);
+    } else {
+      kept = {std::min(options.hip.dense_layers, layers - 1), layers / 2, layers - 1};
+    }
+  }
+  for (int64_t l : kept)
+    if (l < 0 || l >= layers)
+      throw InputError("--inputs-layers names layer " + std::to_string(l) + " but the model has layers 0.." + std::to_string(layers - 1) +
+                       "; name layers in that range");
+  std::sort(kept.begin(), kept.end());
+  kept.erase(std::unique(kept.begin(), kept.end()), kept.end());
+  for (const captures::TraceSpec& t : traces)
+    if (!std::binary_search(kept.begin(), kept.end(), t.layer))
+      throw InputError("--trace " + std::to_string(t.layer) + ":" + std::to_string(t.head) + ":" + std::to_string(t.query_block) +
+                       " is on a layer whose Q/K/V the capture does not store; add " + std::to_string(t.layer) +
+                       " to --inputs-layers (or trace a stored layer)");
+  return kept;
+}
+
 // Refuses before the run when the analysis plus the capture built from it (masks, traces, offloading
 // maps, the archive image) cannot fit in memory; run_paired_analysis checks the run alone.
 void check_capture_fits(const Model& model, const std::string& prompt, const AnalysisOptions& options,
@@ -61,20 +89,21 @@ void check_capture_fits(const Model& model, const std::string& prompt, const Ana
   if (prompt.empty() || !model.tokenizer) return;  // the analysis refuses these with its own message
   auto has = [&](const char* view) { return std::find(request.views.begin(), request.views.end(), view) != request.views.end(); };
   AnalysisMemoryShape extras;
-  extras.hip = options.hip;
+  RunMemoryShape shape = paired_analysis_shape(model, static_cast<int64_t>(model.tokenizer->encode(prompt, true).size()),
+                                               options, extras);
   extras.capture = true;
   extras.capture_masks = has("mask");
   extras.keep_inputs = request.keep_inputs;
   extras.offload_maps = has("cache");
-  const int64_t default_traces = std::max<int64_t>(0, model.config.n_layers - options.hip.dense_layers);
-  extras.traced_blocks = has("iterations") ? (request.traces.empty() ? default_traces : static_cast<int64_t>(request.traces.size())) : 0;
-  RunMemoryShape shape;
-  shape.prompt_tokens = static_cast<int64_t>(model.tokenizer->encode(prompt, true).size());
-  shape.new_tokens = options.decode_steps;
-  shape.prefill_chunk = shape.prompt_tokens;
-  shape.all_logits = true;
-  shape.analysis = &extras;
-  plan_run(model.config, model.run, shape, options.context_limit);
+  extras.traced_blocks = has("iterations") ? (request.traces.empty() ? extras.kept_layers : static_cast<int64_t>(request.traces.size())) : 0;
+  const ContextPlan plan = plan_run(model.config, model.run, shape, options.context_limit);
+  // The archive has no ZIP64: say what to leave out now rather than after the run.
+  const uint64_t image = plan.memory.bytes(memory_line::kCaptureImage);
+  if (image >= (uint64_t{1} << 32) - (uint64_t{64} << 20))
+    throw InputError("this capture would hold about " + mib_text(image) + " (masks, traces and the Q/K/V of " +
+                     std::to_string(extras.kept_layers) + " layers) but a capture file stays below 4 GiB: store fewer layers "
+                     "(--inputs-layers), leave out the Q/K/V (--no-inputs) or the mask view (--views without mask), or "
+                     "capture a shorter prompt");
 }
 
 std::string default_report_path(const std::string& capture) {
@@ -116,6 +145,7 @@ void register_capture_commands(CLI::App& root) {
     std::vector<std::string> traces;
     std::string model_hash;
     bool no_images = false, no_inputs = false;
+    std::vector<int64_t> inputs_layers;
     std::string out;
   };
   auto args = std::make_shared<CaptureArgs>();
@@ -130,6 +160,10 @@ void register_capture_commands(CLI::App& root) {
   cmd->add_flag("--no-images", args->no_images, "do not store rendered images (reports render them from the data anyway)");
   cmd->add_flag("--no-inputs", args->no_inputs,
                 "do not store the prompt's post-RoPE Q/K/V (smaller file; the GUI cannot recompute views from it)");
+  cmd->add_option("--inputs-layers", args->inputs_layers,
+                  "layers whose Q/K/V (and masks, traces, locality) the capture stores, comma-separated (default: every "
+                  "layer of a model of at most 8 layers, else the first HiP layer, the middle one and the last)")
+      ->delimiter(',')->check(CLI::NonNegativeNumber);
   cmd->add_option("--out", args->out, "capture file to write (.hipcap)")->required();
   cmd->callback([args] {
     // Say so before the model runs when the capture could not be written anyway.
@@ -140,8 +174,10 @@ void register_capture_commands(CLI::App& root) {
     request.render_images = !args->no_images;
     request.keep_inputs = !args->no_inputs;
     for (const std::string& t : args->traces) request.traces.push_back(parse_trace(t));
-    const AnalysisOptions options = args->run.analysis(args->model.context);
+    AnalysisOptions options = args->run.analysis(args->model.context);
     auto model = args->model.load();
+    options.keep_all_layers = false;
+    options.keep_layers = capture_layers(args->inputs_layers, model->config, options, request.traces);
     captures::CaptureInfo info;
     info.run = {HIPSTUDIO_VERSION, model->source.display_name, model->config.architecture, device_description(model->run), prompt};
     info.dtype = dtype_name(model->run.dtype);

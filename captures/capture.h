@@ -26,7 +26,9 @@
 namespace hipstudio::captures {
 
 inline constexpr const char* kCaptureFormat = "hipstudio.capture";
-inline constexpr int kCaptureFormatVersion = 1;  // what this build writes and the newest it reads
+// Version 2: the per-layer arrays (inputs, masks, locality) cover the manifest's dims.view_layers
+// (version 1: every layer) and inputs may be stored in the run's half-precision dtype.
+inline constexpr int kCaptureFormatVersion = 2;  // what this build writes and the newest it reads
 inline constexpr int kCaptureOldestReadable = 1;
 
 // The views a capture can hold (the GUI's panels); `capture --views` takes these names.
@@ -43,12 +45,9 @@ struct CaptureInfo {
   std::vector<std::string> views;  // views captured, a subset of capture_view_names()
 };
 
-// HiP's selection on one layer over the prompt, with the oracle's and the random baseline's.
-struct LayerMasks {
-  hip::MaskResult hip, oracle, random;    // same shape; oracle/random: iterations, branches 0
-  std::vector<double> recall;             // (heads, query_blocks) HiP vs oracle
-  std::vector<double> random_recall;      // (heads, query_blocks) random vs oracle
-};
+// HiP's selection on one layer over the prompt, with the oracle's and the random baseline's: the
+// views layer's result type (engine/views/layer_views.h), the same the analysis and the GUI hold.
+using LayerMasks = LayerMaskViews;
 
 struct CapturedTrace {
   int64_t layer = 0;
@@ -69,12 +68,15 @@ struct Capture {
   offload::OffloadConfig offload_config;
   offload::OffloadResult offload;
 
-  std::vector<LayerMasks> masks;               // (n_layers) or empty without the "mask" view
+  // Layers whose per-layer views the capture holds, ascending: the analysis' kept layers (`capture
+  // --inputs-layers`). masks[i] and locality[i] belong to view_layers[i].
+  std::vector<int64_t> view_layers;
+  std::vector<LayerMasks> masks;               // (view layers) or empty without the "mask" view
   std::vector<CapturedTrace> traces;           // the "iterations" view's query blocks
 
   hip::LocalityParams locality_params;         // the "locality" view
   std::vector<int64_t> locality_queries;       // query rows pooled, the same for every head
-  std::vector<std::vector<hip::ScoreLocality>> locality;  // (n_layers, heads) or empty
+  std::vector<std::vector<hip::ScoreLocality>> locality;  // (view layers, heads) or empty
 
   struct Image {
     std::string name;   // file name under images/, ending in .png or .svg
@@ -83,11 +85,13 @@ struct Capture {
   std::vector<Image> images;
 
   bool has_view(const std::string& view) const;
+  // Index of `layer` in view_layers, or -1 when the capture holds no per-layer views of it.
+  int64_t view_index(int64_t layer) const;
 };
 
 struct CaptureRequest {
   std::vector<std::string> views = capture_view_names();
-  std::vector<TraceSpec> traces;               // empty: the last query block of head 0 in every HiP layer
+  std::vector<TraceSpec> traces;               // empty: the last query block of head 0 in every HiP view layer
   std::vector<int64_t> locality_deltas = {1, 2, 4, 8, 16, 32, 64};  // those < tokens are kept
   int64_t locality_bins = 40;
   int64_t locality_queries = 8;                // the last N prompt rows
@@ -97,9 +101,11 @@ struct CaptureRequest {
   int threads = 0;                             // mask computations; results do not depend on it
 };
 
-// Computes the requested views from `analysis.inputs` (the kernels' CPU reference) and, for the
-// "cache" view, the offloading simulation with `offload_config` (required then; its access map is
-// built). Throws InputError for unknown views or a trace outside the prompt.
+// Takes the views of the analysis' kept layers: their masks from analysis.masks (the views layer
+// computed them during the run) or, where the analysis holds inputs but no masks, from the views
+// layer's CPU reference; traces and locality from the kept inputs; for the "cache" view, the
+// offloading simulation with `offload_config` (required then; its access map is built). Throws
+// InputError for unknown views or a trace outside the prompt or the kept layers.
 Capture build_capture(PairedAnalysis analysis, CaptureInfo info, const CaptureRequest& request,
                       const offload::OffloadConfig* offload_config);
 

@@ -1,5 +1,5 @@
-// build_capture: the views of a capture, computed from the analysis' prompt Q/K/V with the kernels'
-// CPU reference (the same calls the GUI's on-demand views make).
+// build_capture: the views of a capture, from the views layer's results in the analysis and, for
+// traces and locality, from the kept layers' prompt Q/K/V (the same calls the GUI's views make).
 #include <algorithm>
 #include <ctime>
 
@@ -7,13 +7,17 @@
 #include "captures/figures.h"
 #include "engine/analysis/layer_view.h"
 #include "engine/formats/errors.h"
-#include "kernels/oracle.h"
-#include "kernels/random_baseline.h"
+#include "engine/views/reference_views.h"
 
 namespace hipstudio::captures {
 
 bool Capture::has_view(const std::string& view) const {
   return std::find(info.views.begin(), info.views.end(), view) != info.views.end();
+}
+
+int64_t Capture::view_index(int64_t layer) const {
+  const auto it = std::find(view_layers.begin(), view_layers.end(), layer);
+  return it == view_layers.end() ? -1 : static_cast<int64_t>(it - view_layers.begin());
 }
 
 std::string utc_now_iso8601() {
@@ -37,36 +41,41 @@ Capture build_capture(PairedAnalysis analysis, CaptureInfo info, const CaptureRe
   if (info.created.empty()) info.created = utc_now_iso8601();
   c.info = std::move(info);
   c.analysis = std::move(analysis);
-  const PairedAnalysis& a = c.analysis;
+  PairedAnalysis& a = c.analysis;
   const hip::HipParams& p = a.options.hip.hip;
-  const int64_t n_layers = static_cast<int64_t>(a.inputs.size());
-  const int64_t tokens = n_layers ? a.inputs[0].tokens : 0;
+  const int64_t n_layers = static_cast<int64_t>(a.layers.size());
+  const int64_t tokens = static_cast<int64_t>(a.prompt_ids.size());
+  // The view layers: those the analysis kept masks or inputs of.
+  for (const LayerMaskViews& m : a.masks) c.view_layers.push_back(m.layer);
+  if (a.masks.empty())
+    for (const LayerInputs& in : a.inputs) c.view_layers.push_back(in.layer);
 
   if (c.has_view("mask")) {
-    for (int64_t l = 0; l < n_layers; ++l) {
-      const hip::AttentionInputs in = layer_view(a.inputs[l]);
-      LayerMasks m;
-      hip::MaskOptions opt;
-      opt.threads = request.threads;
-      m.hip = hip::estimate_masks(in, p, opt).mask;
-      m.oracle = hip::oracle_masks(in, p, request.threads);
-      m.random = hip::random_masks(in, p, a.options.random_seed + static_cast<uint64_t>(l));
-      m.recall = hip::mask_recall(m.hip, m.oracle);
-      m.random_recall = hip::mask_recall(m.random, m.oracle);
-      c.masks.push_back(std::move(m));
+    for (int64_t l : c.view_layers) {
+      if (const LayerMaskViews* m = a.find_masks(l)) {
+        c.masks.push_back(*m);
+      } else {
+        const hip::AttentionInputs in = layer_view(*a.find_inputs(l));
+        c.masks.push_back(reference_layer_masks(in, p, a.options.random_seed, l, request.threads));
+      }
     }
   }
 
-  if (c.has_view("iterations") && n_layers > 0) {
+  if (c.has_view("iterations") && !a.inputs.empty()) {
     std::vector<TraceSpec> specs = request.traces;
     if (specs.empty()) {
       const int64_t last_qb = (tokens + p.b_q - 1) / p.b_q - 1;
-      for (int64_t l = std::min(a.options.hip.dense_layers, n_layers - 1); l < n_layers; ++l) specs.push_back({l, 0, last_qb});
+      for (const LayerInputs& in : a.inputs)
+        if (in.layer >= a.options.hip.dense_layers) specs.push_back({in.layer, 0, last_qb});
+      if (specs.empty()) specs.push_back({a.inputs.back().layer, 0, last_qb});
     }
     for (const TraceSpec& s : specs) {
       if (s.layer < 0 || s.layer >= n_layers)
         throw InputError("trace layer " + std::to_string(s.layer) + " is outside the model's " + std::to_string(n_layers) + " layers");
-      const hip::AttentionInputs in = layer_view(a.inputs[s.layer]);
+      const LayerInputs* kept = a.find_inputs(s.layer);
+      if (!kept)
+        throw InputError("trace layer " + std::to_string(s.layer) + " has no stored Q/K/V: add it to --inputs-layers");
+      const hip::AttentionInputs in = layer_view(*kept);
       const int64_t blocks = (tokens + p.b_q - 1) / p.b_q;
       if (s.head < 0 || s.head >= in.hq || s.query_block < 0 || s.query_block >= blocks)
         throw InputError("trace head " + std::to_string(s.head) + ", query block " + std::to_string(s.query_block) +
@@ -75,14 +84,16 @@ Capture build_capture(PairedAnalysis analysis, CaptureInfo info, const CaptureRe
     }
   }
 
-  if (c.has_view("locality") && tokens > 1) {
+  // Locality needs every view layer's inputs (locality[i] belongs to view_layers[i]).
+  const bool all_inputs = std::all_of(c.view_layers.begin(), c.view_layers.end(), [&](int64_t l) { return a.find_inputs(l); });
+  if (c.has_view("locality") && tokens > 1 && !c.view_layers.empty() && all_inputs) {
     for (int64_t d : request.locality_deltas)
       if (d >= 1 && d < tokens) c.locality_params.deltas.push_back(d);
     c.locality_params.bins = request.locality_bins;
     for (int64_t i = std::max<int64_t>(0, tokens - request.locality_queries); i < tokens; ++i) c.locality_queries.push_back(i);
     if (!c.locality_params.deltas.empty()) {
-      for (int64_t l = 0; l < n_layers; ++l) {
-        const hip::AttentionInputs in = layer_view(a.inputs[l]);
+      for (int64_t l : c.view_layers) {
+        const hip::AttentionInputs in = layer_view(*a.find_inputs(l));
         std::vector<hip::ScoreLocality> heads;
         for (int64_t h = 0; h < in.hq; ++h) heads.push_back(hip::score_locality(in, p, h, c.locality_queries, c.locality_params));
         c.locality.push_back(std::move(heads));
@@ -100,6 +111,7 @@ Capture build_capture(PairedAnalysis analysis, CaptureInfo info, const CaptureRe
 
   if (request.render_images) c.images = render_capture_images(c);
   if (!request.keep_inputs) c.analysis.inputs.clear();
+  c.analysis.masks.clear();  // the capture's own copy (c.masks) is what it writes
   return c;
 }
 

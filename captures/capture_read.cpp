@@ -15,6 +15,7 @@
 #include "captures/npy.h"
 #include "captures/sha256.h"
 #include "captures/zip_store.h"
+#include "engine/formats/dtype.h"
 #include "engine/formats/errors.h"
 
 namespace hipstudio::captures {
@@ -128,6 +129,24 @@ class Arrays {
     if (!ok) fail(name, "has shape " + shape_text(a.shape) + " but the capture's dimensions need " + shape_text(expected));
     const T* p = a.data<T>();
     return std::vector<T>(p, p + a.numel());
+  }
+  // A float array stored as float32, or as 16-bit `half` ("bf16": bfloat16 bits in uint16, "f16").
+  std::vector<float> get_floats(const std::string& name, const std::vector<int64_t>& expected, const std::string& half) const {
+    if (half == "f32") return get<float>(name, expected);
+    const std::vector<uint16_t> bits = half == "bf16" ? get<uint16_t>(name, expected) : get_f16_bits(name, expected);
+    std::vector<float> out(bits.size());
+    for (size_t i = 0; i < bits.size(); ++i) out[i] = half == "bf16" ? bf16_to_float(bits[i]) : f16_to_float(bits[i]);
+    return out;
+  }
+  std::vector<uint16_t> get_f16_bits(const std::string& name, const std::vector<int64_t>& expected) const {
+    auto it = arrays_.find(name);
+    if (it == arrays_.end()) fail(name, "is missing (the manifest's views need it)");
+    const NpyArray& a = it->second;
+    if (a.dtype != NpyDType::F16) fail(name, std::string("holds ") + npy_type_name(a.dtype) + ", expected float16");
+    bool ok = a.shape.size() == expected.size();
+    for (size_t i = 0; ok && i < expected.size(); ++i) ok = expected[i] == a.shape[i];
+    if (!ok) fail(name, "has shape " + shape_text(a.shape) + " but the capture's dimensions need " + shape_text(expected));
+    return std::vector<uint16_t>(a.raw16(), a.raw16() + a.numel());
   }
   std::vector<int64_t> shape(const std::string& name) const {
     auto it = arrays_.find(name);
@@ -386,24 +405,44 @@ Capture decode_capture(const std::string& bytes, const std::string& what) {
     ar.fail("access/*_keys", std::string("breaks a stream rule: ") + e.what());
   }
 
+  // The layers with per-layer arrays: version 1 has every layer, later versions list them.
+  if (c.format_version >= 2) {
+    const json& listed = f.at(dims, "view_layers");
+    if (!listed.is_array()) f.fail("dims.view_layers is not a list");
+    for (const json& l : listed) {
+      if (!l.is_number_integer() || l.get<int64_t>() < 0 || l.get<int64_t>() >= L ||
+          (!c.view_layers.empty() && l.get<int64_t>() <= c.view_layers.back()))
+        f.fail("dims.view_layers must list distinct layers of the model in ascending order");
+      c.view_layers.push_back(l.get<int64_t>());
+    }
+  } else {
+    for (int64_t l = 0; l < L; ++l) c.view_layers.push_back(l);
+  }
+
+  const std::string inputs_dtype = c.format_version >= 2 ? f.text(dims, "inputs_dtype") : "f32";
+  if (inputs_dtype != "f32" && inputs_dtype != "bf16" && inputs_dtype != "f16")
+    f.fail("dims.inputs_dtype is '" + inputs_dtype + "', not f32, bf16 or f16");
   if (f.boolean(dims, "inputs")) {
-    for (int64_t l = 0; l < L; ++l) {
+    for (int64_t l : c.view_layers) {
       LayerInputs in;
+      in.layer = l;
       in.heads = H;
       in.kv_heads = G;
       in.tokens = T;
       in.dim = D;
-      in.q = ar.get<float>(layout::layer_array("inputs", l, "q"), {H, T, D});
-      in.k = ar.get<float>(layout::layer_array("inputs", l, "k"), {G, T, D});
-      in.v = ar.get<float>(layout::layer_array("inputs", l, "v"), {G, T, D});
+      in.q = ar.get_floats(layout::layer_array("inputs", l, "q"), {H, T, D}, inputs_dtype);
+      in.k = ar.get_floats(layout::layer_array("inputs", l, "k"), {G, T, D}, inputs_dtype);
+      in.v = ar.get_floats(layout::layer_array("inputs", l, "v"), {G, T, D}, inputs_dtype);
       a.inputs.push_back(std::move(in));
     }
   }
 
   // Views.
   if (f.boolean(m, "masks")) {
-    for (int64_t l = 0; l < L; ++l) {
+    for (int64_t l : c.view_layers) {
       LayerMasks lm;
+      lm.layer = l;
+      lm.params = o.hip.hip;
       const auto dense_from = ar.get<int64_t>(layout::layer_array("masks", l, "dense_from"), {QB});
       lm.hip = read_mask(ar, l, "hip", H, QB, Kb, key_blocks, dense_from);
       lm.oracle = read_mask(ar, l, "oracle", H, QB, Kb, key_blocks, dense_from);
@@ -467,7 +506,7 @@ Capture decode_capture(const std::string& bytes, const std::string& what) {
     c.locality_params.bins = f.count(locality, "bins");
     const int64_t nd = static_cast<int64_t>(c.locality_params.deltas.size()), bins = c.locality_params.bins;
     c.locality_queries = ar.get<int64_t>("locality/queries", {-1});
-    for (int64_t l = 0; l < L; ++l) {
+    for (int64_t l : c.view_layers) {
       const auto stats = ar.get<double>(layout::layer_array("locality", l, "stats"), {H, nd, 7});
       const auto counts = ar.get<int64_t>(layout::layer_array("locality", l, "counts"), {H, nd, bins});
       std::vector<hip::ScoreLocality> heads;

@@ -10,6 +10,7 @@
 #include "captures/npy.h"
 #include "captures/sha256.h"
 #include "captures/zip_store.h"
+#include "engine/formats/dtype.h"
 
 namespace hipstudio::captures {
 namespace {
@@ -26,6 +27,16 @@ class ArraySink {
     const std::vector<unsigned char> image = encode_npy(NpyTypeOf<T>::value, shape, values.data());
     arrays_[name] = std::string(reinterpret_cast<const char*>(image.data()), image.size());
     manifest_[name + ".npy"] = {{"dtype", npy_type_name(NpyTypeOf<T>::value)}, {"shape", shape}};
+  }
+  // Float values stored as 16-bit elements: bfloat16 bits as uint16 (numpy has no bfloat16) or
+  // IEEE float16. Exact for values the run computed in that dtype.
+  void add_half(const std::string& name, const std::vector<int64_t>& shape, const std::vector<float>& values, bool bf16) {
+    std::vector<uint16_t> bits(values.size());
+    for (size_t i = 0; i < values.size(); ++i) bits[i] = bf16 ? float_to_bf16(values[i]) : float_to_f16(values[i]);
+    const NpyDType type = bf16 ? NpyDType::U16 : NpyDType::F16;
+    const std::vector<unsigned char> image = encode_npy(type, shape, bits.data());
+    arrays_[name] = std::string(reinterpret_cast<const char*>(image.data()), image.size());
+    manifest_[name + ".npy"] = {{"dtype", npy_type_name(type)}, {"shape", shape}};
   }
   const std::map<std::string, std::string>& arrays() const { return arrays_; }
   const json& manifest() const { return manifest_; }
@@ -137,15 +148,32 @@ std::string encode_capture(const Capture& c) {
   add_ragged(s, "access/mask", a.access.mask_keys);
   add_ragged(s, "access/sparse", a.access.sparse_keys);
 
-  for (size_t l = 0; l < a.inputs.size(); ++l) {
-    const LayerInputs& in = a.inputs[l];
-    s.add(layout::layer_array("inputs", l, "q"), {in.heads, in.tokens, in.dim}, in.q);
-    s.add(layout::layer_array("inputs", l, "k"), {in.kv_heads, in.tokens, in.dim}, in.k);
-    s.add(layout::layer_array("inputs", l, "v"), {in.kv_heads, in.tokens, in.dim}, in.v);
+  // Inputs are stored in the run's dtype (bf16 / f16 halve the file; the values came from it).
+  const std::string inputs_dtype = c.info.dtype == "bf16" || c.info.dtype == "f16" ? c.info.dtype : "f32";
+  const bool half_inputs = inputs_dtype != "f32";
+  // Per-layer arrays are named by the model's layer; they cover exactly the view layers.
+  for (const LayerInputs& in : a.inputs) {
+    if (c.view_index(in.layer) < 0) throw std::logic_error("capture: inputs of a layer outside view_layers");
+    const int64_t l = in.layer;
+    const std::vector<int64_t> q_shape{in.heads, in.tokens, in.dim}, kv_shape{in.kv_heads, in.tokens, in.dim};
+    if (half_inputs) {
+      s.add_half(layout::layer_array("inputs", l, "q"), q_shape, in.q, inputs_dtype == "bf16");
+      s.add_half(layout::layer_array("inputs", l, "k"), kv_shape, in.k, inputs_dtype == "bf16");
+      s.add_half(layout::layer_array("inputs", l, "v"), kv_shape, in.v, inputs_dtype == "bf16");
+    } else {
+      s.add(layout::layer_array("inputs", l, "q"), q_shape, in.q);
+      s.add(layout::layer_array("inputs", l, "k"), kv_shape, in.k);
+      s.add(layout::layer_array("inputs", l, "v"), kv_shape, in.v);
+    }
   }
+  if (!a.inputs.empty() && a.inputs.size() != c.view_layers.size())
+    throw std::logic_error("capture: inputs must cover every view layer or none");
+  if (!c.masks.empty() && c.masks.size() != c.view_layers.size())
+    throw std::logic_error("capture: masks must cover every view layer or none");
 
-  for (size_t l = 0; l < c.masks.size(); ++l) {
-    const LayerMasks& m = c.masks[l];
+  for (size_t i = 0; i < c.masks.size(); ++i) {
+    const LayerMasks& m = c.masks[i];
+    const int64_t l = c.view_layers[i];
     const std::vector<int64_t> hq{m.hip.heads, m.hip.query_blocks}, hqk{m.hip.heads, m.hip.query_blocks, m.hip.kb};
     auto name = [&](const char* n) { return layout::layer_array("masks", l, n); };
     s.add(name("hip_blocks"), hqk, m.hip.blocks);
@@ -185,16 +213,18 @@ std::string encode_capture(const Capture& c) {
   if (!c.locality.empty()) {
     s.add("locality/queries", {static_cast<int64_t>(c.locality_queries.size())}, c.locality_queries);
     const int64_t nd = static_cast<int64_t>(c.locality_params.deltas.size()), bins = c.locality_params.bins;
-    for (size_t l = 0; l < c.locality.size(); ++l) {
+    if (c.locality.size() != c.view_layers.size()) throw std::logic_error("capture: locality must cover every view layer");
+    for (size_t i = 0; i < c.locality.size(); ++i) {
+      const int64_t l = c.view_layers[i];
       std::vector<double> stats;
       std::vector<int64_t> counts;
-      for (const hip::ScoreLocality& h : c.locality[l])
+      for (const hip::ScoreLocality& h : c.locality[i])
         for (const hip::DeltaStats& d : h.deltas) {
           stats.insert(stats.end(), {static_cast<double>(d.delta), static_cast<double>(d.pairs), d.mean, d.stddev, d.hist_lo,
                                      d.hist_hi, d.kl_to_normal});
           counts.insert(counts.end(), d.counts.begin(), d.counts.end());
         }
-      const int64_t heads = static_cast<int64_t>(c.locality[l].size());
+      const int64_t heads = static_cast<int64_t>(c.locality[i].size());
       s.add(layout::layer_array("locality", l, "stats"), {heads, nd, 7}, stats);
       s.add(layout::layer_array("locality", l, "counts"), {heads, nd, bins}, counts);
     }
@@ -235,7 +265,9 @@ std::string encode_capture(const Capture& c) {
                {"head_dim", in0 ? in0->dim : 0},
                {"tokens", static_cast<int64_t>(a.prompt_ids.size())},
                {"decode_records", static_cast<int64_t>(a.decode.size())},
-               {"inputs", !a.inputs.empty()}};
+               {"view_layers", c.view_layers},
+               {"inputs", !a.inputs.empty()},
+               {"inputs_dtype", inputs_dtype}};
   m["mask_refreshes"] = a.mask_refreshes;
   m["access"] = {{"steps", a.access.steps}, {"layers", a.access.layers}, {"heads", a.access.heads}, {"first_layer", a.access.first_layer}};
   m["masks"] = !c.masks.empty();

@@ -46,12 +46,18 @@ const char* export_choices() {
 
 std::string export_view(const Capture& c, const ExportRequest& r) {
   const PairedAnalysis& a = c.analysis;
-  const int64_t layers = static_cast<int64_t>(a.layers.size());
-  const int64_t layer = r.layer < 0 ? layers - 1 : r.layer;
+  const int64_t layer = r.layer < 0 ? (c.view_layers.empty() ? 0 : c.view_layers.back()) : r.layer;
+  // The index of --layer among the capture's view layers (the per-layer views it holds).
   auto need_layer = [&](size_t available, const char* view) {
     if (available == 0) throw InputError(std::string("this capture holds no ") + view + " view (capture it with --views ..." + view + ")");
-    if (layer < 0 || layer >= static_cast<int64_t>(available))
-      throw InputError("--layer " + std::to_string(r.layer) + " is outside the capture's " + std::to_string(available) + " layers");
+    const int64_t i = c.view_index(layer);
+    if (i < 0 || i >= static_cast<int64_t>(available)) {
+      std::string listed;
+      for (int64_t l : c.view_layers) listed += (listed.empty() ? "" : ",") + std::to_string(l);
+      throw InputError("--layer " + std::to_string(r.layer) + " is not among the capture's view layers (" + listed +
+                       "); pick one of those, or capture with --inputs-layers naming it");
+    }
+    return static_cast<size_t>(i);
   };
   auto need_head = [&](int64_t heads) {
     if (r.head >= heads) throw InputError("--head " + std::to_string(r.head) + " is outside the capture's " + std::to_string(heads) + " heads");
@@ -59,8 +65,7 @@ std::string export_view(const Capture& c, const ExportRequest& r) {
   const std::string& w = r.what;
   const std::string& f = r.format;
   if (w == "mask" || w == "oracle" || w == "random" || w == "recall") {
-    need_layer(c.masks.size(), "mask");
-    const LayerMasks& m = c.masks[layer];
+    const LayerMasks& m = c.masks[need_layer(c.masks.size(), "mask")];
     need_head(m.hip.heads);
     const std::vector<int64_t> hq{m.hip.heads, m.hip.query_blocks}, hqk{m.hip.heads, m.hip.query_blocks, m.hip.kb};
     if (w == "mask" && f == "png") {
@@ -75,8 +80,7 @@ std::string export_view(const Capture& c, const ExportRequest& r) {
     return head_slice(hqk, mr.blocks, r.head);
   }
   if (w == "locality") {
-    need_layer(c.locality.size(), "locality");
-    const auto& heads = c.locality[layer];
+    const auto& heads = c.locality[need_layer(c.locality.size(), "locality")];
     need_head(static_cast<int64_t>(heads.size()));
     if (f == "svg") {
       if (r.delta > 0) {

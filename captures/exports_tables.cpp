@@ -177,7 +177,7 @@ std::vector<std::string> write_mask_tiles(const Capture& c, const std::string& d
       const int64_t cols = (cells.cols + tile - 1) / tile;
       const auto tiles = render_mask_tiles(cells, tile);
       for (size_t i = 0; i < tiles.size(); ++i) {
-        const std::string name = "mask_L" + std::to_string(l) + "_H" + std::to_string(h) + "_r" + std::to_string(i / cols) + "_c" +
+        const std::string name = "mask_L" + std::to_string(c.view_layers[l]) + "_H" + std::to_string(h) + "_r" + std::to_string(i / cols) + "_c" +
                                  std::to_string(i % cols) + ".png";
         paths.push_back((d / name).string());
         write_file_atomic(paths.back(), encode_png(tiles[i]));

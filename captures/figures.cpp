@@ -12,15 +12,17 @@ std::vector<Figure> capture_figures(const Capture& c, const FigureOptions& o) {
   const PairedAnalysis& a = c.analysis;
   const hip::HipParams& p = a.options.hip.hip;
   const int64_t tokens = static_cast<int64_t>(a.prompt_ids.size());
-  for (size_t l = 0; l < c.masks.size(); ++l) {
-    const MaskCells cells = mask_cells(c.masks[l], p, tokens, 0);
-    const std::string dense = static_cast<int64_t>(l) < a.options.hip.dense_layers ? " (runs dense; what HiP would select)" : "";
+  for (size_t i = 0; i < c.masks.size(); ++i) {
+    const int64_t l = c.view_layers[i];
+    const MaskCells cells = mask_cells(c.masks[i], p, tokens, 0);
+    const std::string dense = l < a.options.hip.dense_layers ? " (runs dense; what HiP would select)" : "";
     out.push_back({"mask_L" + std::to_string(l) + "_H0.png", "mask",
                    "Layer " + std::to_string(l) + ", head 0: HiP's key blocks per query block" + dense,
                    encode_png(render_mask(cells, o.mask_px))});
   }
-  for (size_t l = 0; l < c.locality.size(); ++l) {
-    const auto& heads = c.locality[l];
+  for (size_t i = 0; i < c.locality.size(); ++i) {
+    const int64_t l = c.view_layers[i];
+    const auto& heads = c.locality[i];
     std::vector<hip::ScoreLocality> some(heads.begin(), heads.begin() + std::min<size_t>(heads.size(), o.locality_heads));
     out.push_back({"locality_L" + std::to_string(l) + ".svg", "locality",
                    "Layer " + std::to_string(l) + ": score difference mean and std against key distance Delta",
@@ -28,7 +30,7 @@ std::vector<Figure> capture_figures(const Capture& c, const FigureOptions& o) {
   }
   if (!c.locality.empty() && !c.locality.back().empty()) {
     const hip::ScoreLocality& h0 = c.locality.back()[0];
-    const size_t last_layer = c.locality.size() - 1;
+    const int64_t last_layer = c.view_layers[c.locality.size() - 1];
     std::vector<size_t> picks;
     if (!h0.deltas.empty()) picks.push_back(0);
     if (h0.deltas.size() > 1) picks.push_back(h0.deltas.size() - 1);

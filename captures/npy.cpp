@@ -14,7 +14,7 @@ namespace {
 constexpr unsigned char kMagic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
 constexpr size_t kPrefix = 8;                // magic + major + minor
 constexpr size_t kMaxHeader = 1 << 20;       // numpy itself refuses much smaller headers by default
-constexpr const char* kSupported = "float32 '<f4', float64 '<f8', int32 '<i4' or int64 '<i8'";
+constexpr const char* kSupported = "float32 '<f4', float64 '<f8', int32 '<i4', int64 '<i8', float16 '<f2' or uint16 '<u2'";
 
 [[noreturn]] void fail(const std::string& name, const std::string& what) { throw InputError(name + ": " + what); }
 
@@ -164,6 +164,8 @@ class HeaderParser {
     if (d == "<f8") return NpyDType::F64;
     if (d == "<i4") return NpyDType::I32;
     if (d == "<i8") return NpyDType::I64;
+    if (d == "<f2") return NpyDType::F16;
+    if (d == "<u2") return NpyDType::U16;
     if (!d.empty() && d[0] == '>') {
       fail(name_, "big-endian dtype '" + d + "' is not supported; convert with arr.astype(arr.dtype.newbyteorder('<'))");
     }
@@ -234,6 +236,8 @@ const char* npy_descr(NpyDType t) {
     case NpyDType::F64: return "<f8";
     case NpyDType::I32: return "<i4";
     case NpyDType::I64: return "<i8";
+    case NpyDType::F16: return "<f2";
+    case NpyDType::U16: return "<u2";
   }
   return "?";
 }
@@ -244,11 +248,23 @@ const char* npy_type_name(NpyDType t) {
     case NpyDType::F64: return "float64";
     case NpyDType::I32: return "int32";
     case NpyDType::I64: return "int64";
+    case NpyDType::F16: return "float16";
+    case NpyDType::U16: return "uint16";
   }
   return "?";
 }
 
-int64_t npy_itemsize(NpyDType t) { return t == NpyDType::F32 || t == NpyDType::I32 ? 4 : 8; }
+int64_t npy_itemsize(NpyDType t) {
+  switch (t) {
+    case NpyDType::F16:
+    case NpyDType::U16: return 2;
+    case NpyDType::F32:
+    case NpyDType::I32: return 4;
+    case NpyDType::F64:
+    case NpyDType::I64: return 8;
+  }
+  return 8;
+}
 
 int64_t NpyArray::numel() const {
   int64_t n = 1;

@@ -1,7 +1,8 @@
 #pragma once
 // NumPy .npy files (format versions 1.0, 2.0 and 3.0): the way researchers hand us Q/K/V captured
 // from any framework, and the way masks and outputs go back to them. Only what the tools need:
-// little-endian float32 '<f4', float64 '<f8', int32 '<i4', int64 '<i8', C order. Reading checks
+// little-endian float32 '<f4', float64 '<f8', int32 '<i4', int64 '<i8', float16 '<f2' and uint16
+// '<u2' (captures store bfloat16 bits in it, numpy having no bfloat16), C order. Reading checks
 // everything a damaged or unexpected file can get wrong and throws hipstudio::InputError naming
 // the file, the problem and the fix; writing is atomic (PATH.tmp, then rename).
 #include <cstddef>
@@ -13,9 +14,9 @@
 
 namespace hipstudio::captures {
 
-enum class NpyDType { F32, F64, I32, I64 };
+enum class NpyDType { F32, F64, I32, I64, F16, U16 };
 
-const char* npy_descr(NpyDType t);      // "<f4", "<f8", "<i4", "<i8"
+const char* npy_descr(NpyDType t);      // "<f4", "<f8", "<i4", "<i8", "<f2", "<u2"
 const char* npy_type_name(NpyDType t);  // "float32", ...
 int64_t npy_itemsize(NpyDType t);
 
@@ -24,6 +25,7 @@ template <> struct NpyTypeOf<float> { static constexpr NpyDType value = NpyDType
 template <> struct NpyTypeOf<double> { static constexpr NpyDType value = NpyDType::F64; };
 template <> struct NpyTypeOf<int32_t> { static constexpr NpyDType value = NpyDType::I32; };
 template <> struct NpyTypeOf<int64_t> { static constexpr NpyDType value = NpyDType::I64; };
+template <> struct NpyTypeOf<uint16_t> { static constexpr NpyDType value = NpyDType::U16; };  // or F16 bits: see raw16()
 
 struct NpyArray {
   std::string name;                // the file it came from (for error messages)
@@ -37,6 +39,8 @@ struct NpyArray {
     require_dtype(NpyTypeOf<T>::value);
     return reinterpret_cast<const T*>(bytes.data());
   }
+  // The 16-bit elements of a float16 or uint16 array (the caller knows which format they hold).
+  const uint16_t* raw16() const { return reinterpret_cast<const uint16_t*>(bytes.data()); }
   // Throws InputError "NAME: expected float32 ('<f4') but the file holds ..." with a fix.
   void require_dtype(NpyDType expected) const;
   // Throws InputError unless shape has `rank` dimensions; `what` describes them ("[H, T, D]").

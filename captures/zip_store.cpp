@@ -74,7 +74,9 @@ std::string zip_encode(const std::vector<ZipEntry>& entries) {
     if (!safe_name(e.name)) throw InputError("capture entry name '" + e.name + "' is not a safe relative path");
     if (!names.insert(e.name).second) throw InputError("capture entry '" + e.name + "' is written twice");
     if (e.data.size() >= kLimit || out.size() + e.data.size() + 1024 >= kLimit)
-      throw InputError("the capture would exceed 4 GiB (entry '" + e.name + "'); capture a shorter prompt or fewer views");
+      throw InputError("the capture would exceed 4 GiB (entry '" + e.name + "'), the limit of this zip writer: store fewer "
+                       "layers (--inputs-layers), leave out the Q/K/V (--no-inputs) or the mask view (--views without mask), "
+                       "or capture a shorter prompt");
     const uint32_t offset = static_cast<uint32_t>(out.size());
     const uint32_t crc = crc32(e.data);
     // Pad the extra field so that the data starts on a 64-byte boundary (4 bytes of field header).

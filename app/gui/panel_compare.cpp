@@ -75,9 +75,9 @@ class ComparePanel final : public Panel {
       const float side = size - std::max(fh * 2.8f, fh * 1.3f);
       const ImVec2 o = ImGui::GetCursorScreenPos();
       ImGui::Image(dense_tex_.id(), ImVec2(side, side));
-      if (ImGui::IsItemHovered() && ctx.snap.analysis) {
+      if (ImGui::IsItemHovered() && ctx.snap.analysis && ctx.snap.analysis->has_inputs(d->layer)) {
         const AnalysisView& a = *ctx.snap.analysis;
-        const hip::AttentionInputs in = a.inputs(std::min<int64_t>(d->layer, static_cast<int64_t>(a.analysis->inputs.size()) - 1));
+        const hip::AttentionInputs in = a.inputs(d->layer);
         const ImVec2 mp = ImGui::GetIO().MousePos;
         const auto i = static_cast<int64_t>((mp.y - o.y) / side * static_cast<float>(in.tq));
         const auto j = static_cast<int64_t>((mp.x - o.x) / side * static_cast<float>(in.tk));

@@ -130,7 +130,7 @@ class ParamsPanel final : public Panel {
     AppState& s = ctx.state;
     const ModelInfo* info = ctx.snap.model.get();
     const AnalysisView* a = ctx.snap.analysis.get();
-    const int layers = a ? static_cast<int>(a->analysis->inputs.size()) : (info ? static_cast<int>(info->n_layers) : 1);
+    const int layers = a ? static_cast<int>(a->analysis->layers.size()) : (info ? static_cast<int>(info->n_layers) : 1);
     const int heads = a && !a->analysis->inputs.empty() ? static_cast<int>(a->analysis->inputs[0].heads) : 1;
     const int64_t bq = a ? a->analysis->options.hip.hip.b_q : 1;
     const int qbs = a ? static_cast<int>((a->tokens() + bq - 1) / bq) : 1;

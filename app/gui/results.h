@@ -40,20 +40,17 @@ struct AnalysisView {
   std::vector<std::string> decode_hip_text;   // (decode steps)
   double seconds = 0;                  // wall time of the paired run
   int64_t tokens() const { return static_cast<int64_t>(analysis->prompt_ids.size()); }
-  // The HiP side's attention inputs of one layer, a view into analysis->inputs.
+  // The HiP side's attention inputs of one layer, a view into analysis->inputs; the layer must be
+  // one the analysis kept (has_inputs).
   hip::AttentionInputs inputs(int64_t layer) const;
+  bool has_inputs(int64_t layer) const { return analysis->find_inputs(layer) != nullptr; }
 };
 
-// All heads of one layer: HiP, oracle and random masks over the prompt.
-struct LayerMasks {
+// All heads of one layer: the views layer's masks (HiP, oracle and random over the prompt, with
+// recall; engine/views/layer_views.h) and what the GUI keeps beside them. The CPU oracle costs
+// O(T^2 d) per head: above kOracleMaxTokens it is skipped (has_oracle false) and the views say so.
+struct LayerMasks : LayerMaskViews {
   std::shared_ptr<const AnalysisView> source;  // keeps the inputs alive
-  int64_t layer = 0;
-  hip::HipParams params;
-  hip::MaskResult hip, oracle, random;
-  // The oracle costs O(T^2 d) per head: above kOracleMaxTokens it is skipped (oracle and random
-  // stay empty, recall vectors too) and the views say so.
-  bool has_oracle = true;
-  std::vector<double> recall, random_recall;  // (heads, query_blocks)
   double seconds = 0;
 };
 

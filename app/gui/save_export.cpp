@@ -214,7 +214,7 @@ bool start_export_view(AppState& s, const Snapshot& snap, const ExportOptions& o
         const fs::path tdir = fs::path(o.dir) / ("mask" + lh + "_tiles");
         fs::create_directories(tdir);
         const captures::MaskCells cells =
-            captures::mask_cells(c.masks.at(static_cast<size_t>(layer)), c.analysis.options.hip.hip, a->tokens(), head);
+            captures::mask_cells(c.masks.at(static_cast<size_t>(c.view_index(layer))), c.analysis.options.hip.hip, a->tokens(), head);
         const int64_t cols = (cells.cols + o.tile - 1) / o.tile;
         const auto tiles = captures::render_mask_tiles(cells, o.tile);
         for (size_t i = 0; i < tiles.size(); ++i) {

@@ -7,6 +7,7 @@
 
 #include "app/gui/worker.h"
 #include "engine/analysis/layer_view.h"
+#include "engine/views/reference_views.h"
 #include "kernels/oracle.h"
 #include "kernels/random_baseline.h"
 #include "kernels/search_range.h"
@@ -20,7 +21,9 @@ const char* stage_name(int stage) {
 }
 
 hip::AttentionInputs AnalysisView::inputs(int64_t layer) const {
-  return layer_view(analysis->inputs.at(static_cast<size_t>(layer)));
+  const LayerInputs* in = analysis->find_inputs(layer);
+  if (!in) throw std::logic_error("the analysis kept no inputs of layer " + std::to_string(layer));
+  return layer_view(*in);
 }
 
 std::string stage_key(int stage, const Request& r) {
@@ -47,10 +50,16 @@ std::string stage_key(int stage, const Request& r) {
 
 Request clamp_selection(const AnalysisView& a, Request r) {
   const auto& inputs = a.analysis->inputs;
-  const int64_t layers = static_cast<int64_t>(inputs.size());
-  r.layer = std::clamp<int64_t>(r.layer, 0, std::max<int64_t>(0, layers - 1));
-  if (layers == 0) return r;
-  const LayerInputs& l = inputs[static_cast<size_t>(r.layer)];
+  if (inputs.empty()) {
+    r.layer = std::max<int64_t>(0, r.layer);
+    return r;
+  }
+  // The nearest layer the analysis kept inputs of (a capture may hold a few: --inputs-layers).
+  const LayerInputs* nearest = &inputs.front();
+  for (const LayerInputs& in : inputs)
+    if (std::abs(in.layer - r.layer) < std::abs(nearest->layer - r.layer)) nearest = &in;
+  r.layer = nearest->layer;
+  const LayerInputs& l = *nearest;
   r.head = std::clamp<int64_t>(r.head, 0, std::max<int64_t>(0, l.heads - 1));
   const int64_t bq = a.analysis->options.hip.hip.b_q;
   r.query_block = std::clamp<int64_t>(r.query_block, 0, std::max<int64_t>(0, (l.tokens + bq - 1) / bq - 1));
@@ -61,18 +70,15 @@ Request clamp_selection(const AnalysisView& a, Request r) {
 std::shared_ptr<const LayerMasks> compute_layer_masks(const std::shared_ptr<const AnalysisView>& a, const Request& r) {
   const auto start = std::chrono::steady_clock::now();
   auto m = std::make_shared<LayerMasks>();
-  m->source = a;
-  m->layer = r.layer;
-  m->params = a->analysis->options.hip.hip;
-  const hip::AttentionInputs in = a->inputs(r.layer);
-  m->hip = hip::estimate_masks(in, m->params).mask;
-  m->has_oracle = in.tk <= kOracleMaxTokens;
-  if (m->has_oracle) {
-    m->oracle = hip::oracle_masks(in, m->params);
-    m->random = hip::random_masks(in, m->params, r.seed);
-    m->recall = hip::mask_recall(m->hip, m->oracle);
-    m->random_recall = hip::mask_recall(m->random, m->oracle);
+  const PairedAnalysis& pa = *a->analysis;
+  if (const LayerMaskViews* kept = pa.find_masks(r.layer)) {
+    static_cast<LayerMaskViews&>(*m) = *kept;  // the views layer computed them during the run
+  } else {
+    const hip::AttentionInputs in = a->inputs(r.layer);
+    static_cast<LayerMaskViews&>(*m) = reference_layer_masks(in, pa.options.hip.hip, pa.options.random_seed, r.layer,
+                                                             /*threads=*/0, in.tk <= kOracleMaxTokens);
   }
+  m->source = a;
   m->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return m;
 }
@@ -173,6 +179,7 @@ std::shared_ptr<const AnalysisView> synthetic_analysis(int64_t tokens, const Req
   in.kv_heads = 1;
   in.tokens = tokens;
   in.dim = 64;
+  in.layer = 0;
   std::mt19937_64 rng(r.seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   // Keys drift slowly (a random walk) so scores have locality, as real keys do.

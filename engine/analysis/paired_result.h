@@ -6,6 +6,7 @@
 
 #include "engine/analysis/hip_model_params.h"
 #include "engine/offload/access_streams.h"
+#include "engine/views/layer_views.h"
 
 namespace hipstudio {
 
@@ -14,7 +15,18 @@ struct AnalysisOptions {
   int64_t decode_steps = 0;        // greedy decode steps after the prompt
   bool force_dense_tokens = true;  // the HiP side consumes the dense side's tokens (aligned steps)
   int64_t context_limit = 0;       // 0 = the model's max_seq_len
-  uint64_t random_seed = 1;        // random-baseline masks
+  uint64_t random_seed = 1;        // random-baseline masks (layer_random_seed per layer)
+  // Layers whose prompt Q/K/V (PairedAnalysis::inputs) and masks (PairedAnalysis::masks) the run
+  // keeps on the host: every layer by default (the GUI computes any layer's views from them);
+  // `analyze` keeps none, `capture` those --inputs-layers names.
+  bool keep_all_layers = true;
+  std::vector<int64_t> keep_layers;  // when !keep_all_layers
+  bool keeps(int64_t layer) const {
+    if (keep_all_layers) return true;
+    for (int64_t l : keep_layers)
+      if (l == layer) return true;
+    return false;
+  }
 };
 
 // One query head of one layer, over the prompt.
@@ -65,6 +77,7 @@ struct DecodeStepRecord {
 // One layer's post-RoPE attention inputs on the HiP side over the prompt, float32 C order: what
 // on-demand views (masks, traces, score locality of any head) are computed from.
 struct LayerInputs {
+  int64_t layer = 0;
   int64_t heads = 0, kv_heads = 0, tokens = 0, dim = 0;
   std::vector<float> q;  // (heads, tokens, dim)
   std::vector<float> k;  // (kv_heads, tokens, dim)
@@ -81,7 +94,20 @@ struct PairedAnalysis {
   std::vector<DecodeStepRecord> decode;
   int64_t mask_refreshes = 0;       // decode steps that refreshed the masks
   AccessStreams access;
-  std::vector<LayerInputs> inputs;  // (n_layers) HiP side, prompt only
+  std::vector<LayerInputs> inputs;  // (kept layers, ascending) HiP side, prompt only
+  std::vector<LayerMaskViews> masks;  // (kept layers, ascending) HiP's, the oracle's and the random masks
+
+  // The kept inputs / masks of `layer`, or null when the run did not keep them.
+  const LayerInputs* find_inputs(int64_t layer) const {
+    for (const LayerInputs& in : inputs)
+      if (in.layer == layer) return &in;
+    return nullptr;
+  }
+  const LayerMaskViews* find_masks(int64_t layer) const {
+    for (const LayerMaskViews& m : masks)
+      if (m.layer == layer) return &m;
+    return nullptr;
+  }
 };
 
 }  // namespace hipstudio

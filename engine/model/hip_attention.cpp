@@ -176,6 +176,7 @@ at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& stat
     event.mask_seconds = span_seconds(mask_time);
     start_span(attention_time);
     out = hip_torch::sparse_attention(call.q, call.k, call.v, masks.blocks, masks.counts, p);
+    event.device_blocks = masks.blocks;
     event.attention_seconds = span_seconds(attention_time);
     state.valid = false;
     event.refreshed = true;

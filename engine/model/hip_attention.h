@@ -32,6 +32,9 @@ struct HipLayerEvent {
   // access recording is on (copying masks to the host would stall the GPU).
   const hip::MaskResult* mask = nullptr;
   const AttentionCall* call = nullptr;    // the inputs (post-RoPE q, cache k/v)
+  // CUDA kernels' prefill mask of this call's rows, (hq, ceil(T / b_q), kb) int32 on the device,
+  // undefined elsewhere: the views layer takes HiP's mask from here instead of recomputing it.
+  at::Tensor device_blocks;
   double mask_seconds = 0.0;        // mask estimation
   double attention_seconds = 0.0;   // sparse (or dense) attention
   // With record_access (sparse layers, decode steps only): per query head, the key positions read.

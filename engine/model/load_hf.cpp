@@ -1,4 +1,7 @@
-// Hugging Face directory (config.json + safetensors) -> ModelWeights (CPU, float32).
+// Hugging Face directory (config.json + safetensors) -> ModelWeights on the run device.
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <ATen/ATen.h>
 
 #include "engine/formats/errors.h"
@@ -16,9 +19,20 @@ std::string shape_text(at::IntArrayRef shape) {
   return s + "]";
 }
 
-// Copies one tensor out of the mapping into a CPU tensor of `target` dtype, checking its shape.
+// Drops the mapped pages of [data, data + bytes) from this process's resident memory once they are
+// copied: the file still backs them, so a later read faults them back in. Without it a 16 GB
+// checkpoint loaded onto a GPU would stay 16 GB of host RSS for the whole load.
+void release_pages(const void* data, uint64_t bytes) {
+  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(data) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes + page - 1) / page * page;
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);  // advice only: a failure costs memory, not data
+}
+
+// Copies one tensor out of the mapping into a tensor of `target` dtype on `device`, checking its
+// shape: straight from the mapping to the device, with no second host copy.
 at::Tensor read_tensor(const SafetensorsModel& files, const std::string& name, at::IntArrayRef expected,
-                       at::ScalarType target) {
+                       at::ScalarType target, const c10::Device& device) {
   const TensorInfo& info = files.get(name);
   at::ScalarType type;
   switch (info.dtype) {
@@ -35,42 +49,45 @@ at::Tensor read_tensor(const SafetensorsModel& files, const std::string& name, a
                      " but config.json implies " + shape_text(expected) + "; config.json does not match the weights");
   // from_blob does not own the mapping: clone / .to copies before the mapping can go away.
   at::Tensor view = at::from_blob(const_cast<void*>(info.data), info.shape, at::TensorOptions().dtype(type));
-  return type == target ? view.clone() : view.to(target);
+  if (device.is_cpu()) return type == target ? view.clone() : view.to(target);
+  at::Tensor placed = view.to(device, target);
+  release_pages(info.data, info.nbytes);
+  return placed;
 }
 
 }  // namespace
 
-ModelWeights load_hf_weights(const std::string& dir, at::ScalarType dtype, ModelConfig* config_out) {
+ModelWeights load_hf_weights(const std::string& dir, at::ScalarType dtype, ModelConfig* config_out, const c10::Device& device) {
   const ModelConfig c = read_hf_config(dir + "/config.json");
   const SafetensorsModel files(dir);
   const int64_t dim = c.dim, hidden = c.hidden_dim, qd = c.q_dim(), kvd = c.kv_dim();
 
   ModelWeights weights;
-  weights.embedding = read_tensor(files, "model.embed_tokens.weight", {c.vocab_size, dim}, dtype);
-  weights.final_norm = read_tensor(files, "model.norm.weight", {dim}, dtype);
+  weights.embedding = read_tensor(files, "model.embed_tokens.weight", {c.vocab_size, dim}, dtype, device);
+  weights.final_norm = read_tensor(files, "model.norm.weight", {dim}, dtype, device);
   if (c.tie_word_embeddings || !files.find("lm_head.weight")) {
     if (!c.tie_word_embeddings)
       throw InputError(dir + ": missing tensor 'lm_head.weight' and tie_word_embeddings is false in config.json");
     weights.classifier = weights.embedding;
   } else {
-    weights.classifier = read_tensor(files, "lm_head.weight", {c.vocab_size, dim}, dtype);
+    weights.classifier = read_tensor(files, "lm_head.weight", {c.vocab_size, dim}, dtype, device);
   }
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     LayerWeights layer;
-    layer.attn_norm = read_tensor(files, p + "input_layernorm.weight", {dim}, dtype);
-    layer.wqkv = at::cat({read_tensor(files, p + "self_attn.q_proj.weight", {qd, dim}, dtype),
-                          read_tensor(files, p + "self_attn.k_proj.weight", {kvd, dim}, dtype),
-                          read_tensor(files, p + "self_attn.v_proj.weight", {kvd, dim}, dtype)}, 0);
+    layer.attn_norm = read_tensor(files, p + "input_layernorm.weight", {dim}, dtype, device);
+    layer.wqkv = at::cat({read_tensor(files, p + "self_attn.q_proj.weight", {qd, dim}, dtype, device),
+                          read_tensor(files, p + "self_attn.k_proj.weight", {kvd, dim}, dtype, device),
+                          read_tensor(files, p + "self_attn.v_proj.weight", {kvd, dim}, dtype, device)}, 0);
     if (c.attention_bias)
-      layer.bqkv = at::cat({read_tensor(files, p + "self_attn.q_proj.bias", {qd}, dtype),
-                            read_tensor(files, p + "self_attn.k_proj.bias", {kvd}, dtype),
-                            read_tensor(files, p + "self_attn.v_proj.bias", {kvd}, dtype)}, 0);
-    layer.wo = read_tensor(files, p + "self_attn.o_proj.weight", {dim, qd}, dtype);
-    layer.mlp_norm = read_tensor(files, p + "post_attention_layernorm.weight", {dim}, dtype);
-    layer.w13 = at::cat({read_tensor(files, p + "mlp.gate_proj.weight", {hidden, dim}, dtype),
-                         read_tensor(files, p + "mlp.up_proj.weight", {hidden, dim}, dtype)}, 0);
-    layer.w2 = read_tensor(files, p + "mlp.down_proj.weight", {dim, hidden}, dtype);
+      layer.bqkv = at::cat({read_tensor(files, p + "self_attn.q_proj.bias", {qd}, dtype, device),
+                            read_tensor(files, p + "self_attn.k_proj.bias", {kvd}, dtype, device),
+                            read_tensor(files, p + "self_attn.v_proj.bias", {kvd}, dtype, device)}, 0);
+    layer.wo = read_tensor(files, p + "self_attn.o_proj.weight", {dim, qd}, dtype, device);
+    layer.mlp_norm = read_tensor(files, p + "post_attention_layernorm.weight", {dim}, dtype, device);
+    layer.w13 = at::cat({read_tensor(files, p + "mlp.gate_proj.weight", {hidden, dim}, dtype, device),
+                         read_tensor(files, p + "mlp.up_proj.weight", {hidden, dim}, dtype, device)}, 0);
+    layer.w2 = read_tensor(files, p + "mlp.down_proj.weight", {dim, hidden}, dtype, device);
     weights.layers.push_back(std::move(layer));
   }
   *config_out = c;

@@ -10,6 +10,7 @@
 #include "engine/formats/errors.h"
 #include "engine/model/attention_backend.h"
 #include "engine/model/device_memory.h"
+#include "engine/model/token_metrics.h"
 
 namespace hipstudio {
 
@@ -85,23 +86,36 @@ MemoryEstimate estimate_run_memory(const ModelConfig& c, const RunDevice& run, c
   const uint64_t scores = DenseAttention::fused_on(run.device) ? chunk * total : 2 * H * chunk * total * score_bytes;
   add(memory_line::kScores, scores, MemoryPlace::Device);
   // Logits: the classifier's output for the chunk's last row (or every row), float32 on the host.
-  const uint64_t logit_rows = s.all_logits ? u(s.prompt_tokens) : 1;
-  uint64_t logits = sides * logit_rows * V * 4;
-  // A paired run also takes float64 log-probabilities of both sides and KL's temporaries.
-  if (a) logits += 4 * u(s.prompt_tokens) * V * 8;
-  add(memory_line::kLogits, logits, MemoryPlace::Host);
+  // A paired run instead turns blocks of rows of both sides' residual streams into logits on the
+  // device (token_metrics.h): two float32 logits and float64 log-probabilities per row.
+  if (a) {
+    const uint64_t rows = std::min<uint64_t>(u(s.prompt_tokens), u(token_metric_rows(c.vocab_size)));
+    add(memory_line::kLogits, rows * V * (2 * 4 + 4 * 8), MemoryPlace::Device);
+  } else {
+    const uint64_t logit_rows = s.all_logits ? u(s.prompt_tokens) : 1;
+    add(memory_line::kLogits, logit_rows * V * 4, MemoryPlace::Host);
+  }
 
   if (a) {
     const uint64_t n = u(s.prompt_tokens);
     const uint64_t qkv_elems = (H + 2 * KVH) * n * d;
-    // The HiP side clones every layer's post-RoPE Q/K/V on the device while prefilling...
-    add(memory_line::kRecordedQkv, L * qkv_elems * e, MemoryPlace::Device);
-    // ...and keeps float32 copies of them on the host (PairedAnalysis::inputs).
-    add(memory_line::kHostQkv, L * qkv_elems * 4, MemoryPlace::Host);
-    // layer_quality, one layer at a time: float32 host copies, three float64 attention outputs
-    // (dense, HiP, random), and the kernels' per-thread float64 rows over the keys (O(n) each; 64
-    // rows covers a few per thread on a large machine).
-    add(memory_line::kQualityScratch, qkv_elems * 4 + 3 * H * n * d * 8 + 64 * n * 8, MemoryPlace::Host);
+    const uint64_t kept = std::min<uint64_t>(L, u(a->kept_layers));
+    // Both sides' residual streams over the prompt (the per-token metrics read them at the end).
+    add(memory_line::kHidden, 2 * n * dim * e, MemoryPlace::Device);
+    // float32 host copies of the kept layers' Q/K/V (PairedAnalysis::inputs).
+    add(memory_line::kHostQkv, kept * qkv_elems * 4, MemoryPlace::Host);
+    if (cuda) {
+      // The tensor views (tensor_layer_views.cpp): a KV group's keys and values in the compute
+      // type and about six score tiles of tile_bytes (scores, probabilities, a selection's
+      // probabilities and their temporaries).
+      const uint64_t compute = run.dtype == c10::kFloat ? 8 : 4;
+      add(memory_line::kQualityScratch, 2 * n * d * compute + 6 * (uint64_t{1} << 30), MemoryPlace::Device);
+    } else {
+      // The reference, one layer at a time: float32 host copies, three float64 attention outputs
+      // (dense, HiP, random), and the kernels' per-thread float64 rows over the keys (O(n) each;
+      // 64 rows covers a few per thread on a large machine).
+      add(memory_line::kQualityScratch, qkv_elems * 4 + 3 * H * n * d * 8 + 64 * n * 8, MemoryPlace::Host);
+    }
 
     const hip::HipParams& p = a->hip.hip;
     const int64_t hip_layers = std::max<int64_t>(0, c.n_layers - a->hip.dense_layers);
@@ -116,21 +130,22 @@ MemoryEstimate estimate_run_memory(const ModelConfig& c, const RunDevice& run, c
     const uint64_t streams = u(s.new_tokens) * u(hip_layers) * H;
     add(memory_line::kAccessStreams, streams * ((sparse_keys + mask_keys) * 4 + 2 * 24), MemoryPlace::Host);
 
+    // The kept layers' masks (PairedAnalysis::masks): MaskResult blocks (heads, qbs, kb) int32,
+    // counts and iterations int32, branches int64, dense_from int64 per query block; three of them
+    // (HiP, oracle, random) and two recall tables (heads, qbs) float64.
+    const uint64_t qbs = u(ceil_div(static_cast<int64_t>(n), std::max<int64_t>(1, p.b_q)));
+    const uint64_t one_mask = H * qbs * (u(kb) * 4 + 4 + 4 + 8) + qbs * 8;
+    const uint64_t masks = kept * (3 * one_mask + 2 * H * qbs * 8);
+    add(memory_line::kMasks, masks, MemoryPlace::Host);
     if (a->capture) {
-      const uint64_t qbs = u(ceil_div(static_cast<int64_t>(n), std::max<int64_t>(1, p.b_q)));
-      // MaskResult: blocks (heads, qbs, kb) int32, counts and iterations int32, branches int64,
-      // dense_from int64 per query block; three of them (HiP, oracle, random) and two recall
-      // tables (heads, qbs) float64, for every layer.
-      const uint64_t one_mask = H * qbs * (u(kb) * 4 + 4 + 4 + 8) + qbs * 8;
-      const uint64_t masks = a->capture_masks ? L * (3 * one_mask + 2 * H * qbs * 8) : 0;
-      add(memory_line::kMasks, masks, MemoryPlace::Host);
       // A trace: the initial nodes and per iteration 2*kb branches of (begin, end, score, kept).
       const uint64_t traces = u(a->traced_blocks) * (2 * u(kb) * 4 + u(std::max<int64_t>(1, iterations)) * 2 * u(kb) * 32);
       add(memory_line::kTraces, traces, MemoryPlace::Host);
       // The (steps, T) access map of each of the two contexts (mask estimation, sparse attention).
       add(memory_line::kOffloadMaps, a->offload_maps ? 2 * u(s.new_tokens) * total : 0, MemoryPlace::Host);
       // encode_capture builds the whole archive in memory before writing it: the arrays again.
-      add(memory_line::kCaptureImage, masks + traces + (a->keep_inputs ? L * qkv_elems * 4 : 0), MemoryPlace::Host);
+      // (Inputs are written in the run's dtype.)
+      add(memory_line::kCaptureImage, (a->capture_masks ? masks : 0) + traces + (a->keep_inputs ? kept * qkv_elems * e : 0), MemoryPlace::Host);
     }
   }
   return m;

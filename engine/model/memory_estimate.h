@@ -43,9 +43,9 @@ inline constexpr const char* kRope = "RoPE tables";
 inline constexpr const char* kActivations = "activations per prefill chunk";
 inline constexpr const char* kScores = "attention scores per prefill chunk";
 inline constexpr const char* kLogits = "logits";
-inline constexpr const char* kRecordedQkv = "recorded Q/K/V on the device";
+inline constexpr const char* kHidden = "residual streams of both sides";
 inline constexpr const char* kHostQkv = "Q/K/V copies kept on the host";
-inline constexpr const char* kQualityScratch = "per-layer quality scratch";
+inline constexpr const char* kQualityScratch = "layer views scratch";
 inline constexpr const char* kAccessStreams = "decode access streams";
 inline constexpr const char* kMasks = "masks (layers x heads, HiP/oracle/random)";
 inline constexpr const char* kTraces = "search traces";
@@ -56,8 +56,9 @@ inline constexpr const char* kCaptureImage = "capture file image";
 // The extras of a paired dense-vs-HiP run and of a capture built from it.
 struct AnalysisMemoryShape {
   HipModelParams hip;
+  int64_t kept_layers = 0;        // layers whose Q/K/V and masks the run keeps on the host
   bool capture = false;           // a capture is built and encoded in memory after the run
-  bool capture_masks = false;     // the "mask" view: HiP, oracle and random masks of every layer and head
+  bool capture_masks = false;     // the "mask" view: HiP, oracle and random masks of the kept layers
   bool keep_inputs = true;        // the capture stores the Q/K/V copies
   int64_t traced_blocks = 0;      // query blocks traced (the "iterations" view)
   bool offload_maps = false;      // the "cache" view's access maps, (steps, T) bytes per context

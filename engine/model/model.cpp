@@ -45,7 +45,7 @@ std::shared_ptr<const Model> load_model(const ModelSource& source, const RunDevi
       model->weights = load_llama2c_weights(source.checkpoint, &model->config);
       model->tokenizer = load_llama2c_tokenizer(source.tokenizer, static_cast<int32_t>(model->config.vocab_size));
     } else {
-      model->weights = load_hf_weights(source.checkpoint, run.dtype, &model->config);
+      model->weights = load_hf_weights(source.checkpoint, run.dtype, &model->config, run.device);
       const ModelConfig& c = model->config;
       if (!source.tokenizer.empty())
         model->tokenizer = load_hf_tokenizer(source.tokenizer, c.bos_id >= 0 ? std::optional<int32_t>(c.bos_id) : std::nullopt,

@@ -45,11 +45,12 @@ struct Model {
 // Throws InputError for missing/corrupt files, unsupported architectures or dtypes.
 std::shared_ptr<const Model> load_model(const ModelSource& source, const RunDevice& run);
 
-// The individual loaders, on the CPU (load_model moves the result to the device): llama2.c files
-// are float32; Hugging Face weights are converted to `dtype` tensor by tensor, so a bf16 checkpoint
-// never needs a float32 copy of itself in memory.
+// The individual loaders: llama2.c files are float32 on the CPU (load_model moves them to the
+// device); Hugging Face weights are converted to `dtype` tensor by tensor and copied from the file
+// mapping straight to `device`, so a bf16 checkpoint never needs a float32 or a second host copy.
 ModelWeights load_llama2c_weights(const std::string& path, ModelConfig* config_out);
-ModelWeights load_hf_weights(const std::string& dir, at::ScalarType dtype, ModelConfig* config_out);
+ModelWeights load_hf_weights(const std::string& dir, at::ScalarType dtype, ModelConfig* config_out,
+                             const c10::Device& device = c10::Device(c10::kCPU));
 
 // llama2.c stores each head's wq/wk rows with RoPE pairs interleaved (0,1),(2,3)...; the Hugging
 // Face layout pairs row i with i + head_dim/2. w: [n_heads * head_dim, in].

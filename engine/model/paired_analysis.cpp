@@ -7,29 +7,15 @@
 
 #include "engine/formats/errors.h"
 #include "engine/model/context_plan.h"
-#include "engine/model/host_inputs.h"
 #include "engine/model/kv_cache.h"
+#include "engine/model/layer_views_backend.h"
 #include "engine/model/out_of_memory.h"
+#include "engine/model/token_metrics.h"
 #include "engine/model/transformer.h"
-#include "kernels/attention_metrics.h"
-#include "kernels/oracle.h"
-#include "kernels/random_baseline.h"
-#include "kernels/sparse_attention_reference.h"
 
 namespace hipstudio {
 
 namespace {
-
-// Per-token NLL of the next token from logits [n, vocab] (float32) over ids [n].
-std::vector<double> next_token_nll(const at::Tensor& logits, const std::vector<int32_t>& ids, at::Tensor* logprobs_out) {
-  at::Tensor logprobs = at::log_softmax(logits.to(at::kDouble), -1);
-  std::vector<double> nll;
-  const double* lp = logprobs.data_ptr<double>();
-  const int64_t vocab = logprobs.size(1);
-  for (size_t i = 0; i + 1 < ids.size(); ++i) nll.push_back(-lp[static_cast<int64_t>(i) * vocab + ids[i + 1]]);
-  *logprobs_out = logprobs;
-  return nll;
-}
 
 void finish_side(SideResult& side) {
   double total = 0;
@@ -91,35 +77,28 @@ void report(const AnalysisProgress& progress, double fraction, const std::string
 
 }  // namespace
 
-LayerQuality layer_quality(const at::Tensor& q_any, const at::Tensor& k_any, const at::Tensor& v_any,
-                           const hip::HipParams& params, uint64_t random_seed) {
-  const HostAttentionInputs host(q_any, k_any, v_any);
-  const hip::AttentionInputs& in = host.view;
+RunMemoryShape paired_analysis_shape(const Model& model, int64_t prompt_tokens, const AnalysisOptions& options,
+                                     AnalysisMemoryShape& extras) {
+  extras.hip = options.hip;
+  extras.kept_layers = options.keep_all_layers ? model.config.n_layers : static_cast<int64_t>(options.keep_layers.size());
+  RunMemoryShape shape;
+  shape.prompt_tokens = prompt_tokens;
+  shape.new_tokens = options.decode_steps;
+  // CUDA prefills in chunks (bounded activations at 128k) and the views layer takes them chunk by
+  // chunk; a chunk is a multiple of b_q, so no query block straddles two. The CPU reference views
+  // need the whole layer anyway: one chunk.
+  const int64_t b_q = std::max<int64_t>(1, options.hip.hip.b_q);
+  const int64_t chunk = model.run.device.is_cuda() ? std::max<int64_t>(b_q, kCudaPrefillChunk / b_q * b_q) : prompt_tokens;
+  shape.prefill_chunk = std::max<int64_t>(1, std::min(prompt_tokens, chunk));
+  shape.analysis = &extras;
+  return shape;
+}
 
-  const hip::MaskResult hip_mask = hip::estimate_masks(in, params).mask;
-  const hip::MaskResult oracle = hip::oracle_masks(in, params);
-  const hip::MaskResult random = hip::random_masks(in, params, random_seed);
-  const int64_t qbs = hip_mask.query_blocks;
-  const std::vector<double> recall = hip::mean_per_head(hip::mask_recall(hip_mask, oracle), in.hq, qbs);
-  const std::vector<double> random_recall = hip::mean_per_head(hip::mask_recall(random, oracle), in.hq, qbs);
-  const std::vector<hip::AttentionMass> mass = hip::attention_mass(in, params, {&hip_mask, &random});
-  const hip::AttentionOutput dense = hip::dense_attention_reference(in, params);
-  const std::vector<double> err = hip::output_relative_error(hip::sparse_attention_reference(in, params, hip_mask), dense);
-  const std::vector<double> random_err =
-      hip::output_relative_error(hip::sparse_attention_reference(in, params, random), dense);
-
-  LayerQuality quality;
-  for (int64_t h = 0; h < in.hq; ++h) {
-    HeadQuality head;
-    head.recall = recall[h];
-    head.random_recall = random_recall[h];
-    head.mass = mass[0].per_head[h];
-    head.random_mass = mass[1].per_head[h];
-    head.out_rel_err = err[h];
-    head.random_out_rel_err = random_err[h];
-    quality.heads.push_back(head);
-  }
-  return quality;
+// The prompt's token ids in prefill chunks of `chunk` rows: [begin, end) pairs.
+static std::vector<std::pair<int64_t, int64_t>> prefill_chunks(int64_t n, int64_t chunk) {
+  std::vector<std::pair<int64_t, int64_t>> chunks;
+  for (int64_t a = 0; a < n; a += chunk) chunks.emplace_back(a, std::min(n, a + chunk));
+  return chunks;
 }
 
 // run_paired_analysis() without the out-of-memory boundary: every tensor of the run lives in this frame.
@@ -135,14 +114,15 @@ static PairedAnalysis run_paired_analysis_unguarded(std::shared_ptr<const Model>
   const int64_t n = static_cast<int64_t>(result.prompt_ids.size());
   if (n < 2) throw InputError("the prompt has a single token: the analysis needs at least two");
   AnalysisMemoryShape extras;
-  extras.hip = options.hip;
-  RunMemoryShape shape;
-  shape.prompt_tokens = n;
-  shape.new_tokens = options.decode_steps;
-  shape.prefill_chunk = n;  // one chunk, below
-  shape.all_logits = true;
-  shape.analysis = &extras;
+  const RunMemoryShape shape = paired_analysis_shape(*model, n, options, extras);
   const ContextPlan plan = plan_run(c, model->run, shape, options.context_limit);
+  const int64_t chunk = shape.prefill_chunk;
+  const auto chunks = prefill_chunks(n, chunk);
+  auto chunk_ids = [&](const std::pair<int64_t, int64_t>& r) {
+    return std::vector<int32_t>(result.prompt_ids.begin() + r.first, result.prompt_ids.begin() + r.second);
+  };
+  const double layers = static_cast<double>(c.n_layers);
+  const double passes = static_cast<double>(chunks.size()) * layers;  // layer calls per prefill
 
   // ---- prefill, dense side ----------------------------------------------------------------------
   report(progress, 0.0, "dense prefill");
@@ -154,16 +134,18 @@ static PairedAnalysis run_paired_analysis_unguarded(std::shared_ptr<const Model>
   // The prefills report after every layer, so a cancel is honoured mid-prefill (a long prompt on a
   // big model spends most of the run there); the decode steps report once per step below.
   bool prefilling = true;
-  const double layers = static_cast<double>(c.n_layers);
+  int64_t calls = 0;
   dense_model.set_layer_timer([&](int64_t l, double a, double o) {
     dense_timer->on_layer(l, a, o);
-    if (prefilling) report(progress, 0.15 * static_cast<double>(l + 1) / layers, "dense prefill, layer " + std::to_string(l));
+    if (prefilling) report(progress, 0.2 * static_cast<double>(++calls) / passes, "dense prefill, layer " + std::to_string(l));
   });
-  // One chunk: the analysis needs every layer's Q for the whole prompt at once.
-  const at::Tensor dense_logits = dense_model.forward(result.prompt_ids, dense_cache, dense_attention, LogitsFor::AllTokens);
+  std::vector<at::Tensor> dense_rows;
+  for (const auto& r : chunks) dense_rows.push_back(dense_model.forward_hidden(chunk_ids(r), dense_cache, dense_attention));
+  const at::Tensor dense_hidden = at::cat(dense_rows);
+  dense_rows.clear();
 
-  // ---- prefill, HiP side, capturing each layer's Q/K/V ------------------------------------------
-  report(progress, 0.15, "HiP prefill");
+  // ---- prefill, HiP side; the views layer takes each layer's attention as it runs ---------------
+  report(progress, 0.2, "HiP prefill");
   HipAttention hip_attention(options.hip, c.n_layers);
   hip_attention.set_record_access(true);
   hip_attention.set_sync_timing(true);  // the latency breakdown splits mask estimation from sparse attention
@@ -173,15 +155,42 @@ static PairedAnalysis run_paired_analysis_unguarded(std::shared_ptr<const Model>
   hip_prefill_time.hip_side = hip_decode_time.hip_side = true;
   hip_prefill_time.dense_layers = hip_decode_time.dense_layers = options.hip.dense_layers;
   LatencyRecorder* hip_timer = &hip_prefill_time;
+
+  std::vector<std::unique_ptr<LayerViewsBackend>> views;
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    LayerViewsSetup setup;
+    setup.layer = l;
+    setup.prompt_tokens = n;
+    setup.params = options.hip.hip;
+    setup.seed = options.random_seed;
+    setup.keep_masks = options.keeps(l);
+    views.push_back(make_layer_views(model->run.device, setup));
+  }
+  // Kept layers' inputs: host float32 queries of every chunk, keys/values of the last (all of them).
+  std::vector<std::vector<at::Tensor>> kept_q(static_cast<size_t>(c.n_layers));
+  std::vector<at::Tensor> kept_k(static_cast<size_t>(c.n_layers)), kept_v(static_cast<size_t>(c.n_layers));
+  // The layer call the observer saw, handed to the views layer from the layer timer: that runs after
+  // the layer's timings are taken, so the views' work never counts as HiP's latency.
+  LayerViewsChunk pending;
+  int64_t pending_layer = -1;
+  calls = 0;
   hip_model.set_layer_timer([&](int64_t l, double a, double o) {
     hip_timer->on_layer(l, a, o);
-    if (prefilling) report(progress, 0.15 + 0.15 * static_cast<double>(l + 1) / layers, "HiP prefill, layer " + std::to_string(l));
+    if (!prefilling) return;
+    if (pending_layer == l) {
+      views[static_cast<size_t>(l)]->add_chunk(pending);
+      if (options.keeps(l)) {
+        const size_t i = static_cast<size_t>(l);
+        kept_q[i].push_back(pending.q.to(at::kCPU, at::kFloat));
+        kept_k[i] = pending.k;
+        kept_v[i] = pending.v;
+      }
+      pending = LayerViewsChunk{};
+      pending_layer = -1;
+    }
+    report(progress, 0.2 + 0.6 * static_cast<double>(++calls) / passes, "HiP prefill and layer views, layer " + std::to_string(l));
   });
 
-  struct Capture {
-    at::Tensor q, k, v;
-  };
-  std::vector<Capture> captures(static_cast<size_t>(c.n_layers));
   DecodeStepRecord* current_step = nullptr;
   int64_t hip_layers = std::max<int64_t>(0, c.n_layers - options.hip.dense_layers);
   AccessStreams& access = result.access;
@@ -191,7 +200,12 @@ static PairedAnalysis run_paired_analysis_unguarded(std::shared_ptr<const Model>
   hip_attention.set_observer([&](const HipLayerEvent& e) {
     hip_timer->mask_seconds[static_cast<size_t>(e.layer)] = e.mask_seconds;
     if (!e.call->decoding) {
-      captures[static_cast<size_t>(e.layer)] = {e.call->q.clone(), e.call->k.clone(), e.call->v.clone()};
+      pending.q = e.call->q;
+      pending.k = e.call->k;
+      pending.v = e.call->v;
+      pending.first_row = e.call->first_position;
+      pending.hip_blocks = e.device_blocks;
+      pending_layer = e.layer;
       return;
     }
     if (e.dense || !current_step) return;
@@ -203,51 +217,60 @@ static PairedAnalysis run_paired_analysis_unguarded(std::shared_ptr<const Model>
       access.sparse_keys.push_back(e.sparse_keys[h]);
     }
   });
-  const at::Tensor hip_logits = hip_model.forward(result.prompt_ids, hip_cache, hip_attention, LogitsFor::AllTokens);
+  std::vector<at::Tensor> hip_rows;
+  for (const auto& r : chunks) hip_rows.push_back(hip_model.forward_hidden(chunk_ids(r), hip_cache, hip_attention));
+  const at::Tensor hip_hidden = at::cat(hip_rows);
+  hip_rows.clear();
 
-  // ---- prompt metrics ----------------------------------------------------------------------------
-  at::Tensor dense_lp, hip_lp;
-  result.dense.nll = next_token_nll(dense_logits, result.prompt_ids, &dense_lp);
-  result.hip.nll = next_token_nll(hip_logits, result.prompt_ids, &hip_lp);
-  finish_side(result.dense);
-  finish_side(result.hip);
-  result.kl = (dense_lp.exp() * (dense_lp - hip_lp)).sum(-1).mean().item<double>();
-  result.top1_agreement = dense_logits.argmax(-1).eq(hip_logits.argmax(-1)).to(at::kDouble).mean().item<double>();
-
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    report(progress, 0.8, "layer views, layer " + std::to_string(l));
+    LayerViewsResult r = views[static_cast<size_t>(l)]->finish();
+    views[static_cast<size_t>(l)].reset();
+    r.quality.layer = l;
+    r.quality.dense = l < options.hip.dense_layers;
+    result.layers.push_back(std::move(r.quality));
+    if (r.has_masks) result.masks.push_back(std::move(r.masks));
+  }
   auto to_floats = [](const at::Tensor& t) {
     const at::Tensor f = t.to(at::kCPU, at::kFloat).contiguous();
     return std::vector<float>(f.data_ptr<float>(), f.data_ptr<float>() + f.numel());
   };
   for (int64_t l = 0; l < c.n_layers; ++l) {
-    const Capture& cap = captures[static_cast<size_t>(l)];
+    const size_t i = static_cast<size_t>(l);
+    if (kept_q[i].empty()) continue;
     LayerInputs in;
-    in.heads = cap.q.size(0);
-    in.tokens = cap.q.size(1);
-    in.dim = cap.q.size(2);
-    in.kv_heads = cap.k.size(0);
-    in.q = to_floats(cap.q);
-    in.k = to_floats(cap.k);
-    in.v = to_floats(cap.v);
+    in.layer = l;
+    const at::Tensor q = at::cat(kept_q[i], 1);
+    kept_q[i].clear();
+    in.heads = q.size(0);
+    in.tokens = q.size(1);
+    in.dim = q.size(2);
+    in.kv_heads = kept_k[i].size(0);
+    in.q = to_floats(q);
+    in.k = to_floats(kept_k[i]);
+    in.v = to_floats(kept_v[i]);
+    kept_k[i] = kept_v[i] = at::Tensor();
     result.inputs.push_back(std::move(in));
   }
 
-  for (int64_t l = 0; l < c.n_layers; ++l) {
-    report(progress, 0.3 + 0.4 * static_cast<double>(l) / static_cast<double>(c.n_layers), "layer " + std::to_string(l) + " quality");
-    const Capture& cap = captures[static_cast<size_t>(l)];
-    LayerQuality quality = layer_quality(cap.q, cap.k, cap.v, options.hip.hip, options.random_seed + static_cast<uint64_t>(l));
-    quality.layer = l;
-    quality.dense = l < options.hip.dense_layers;
-    result.layers.push_back(std::move(quality));
-  }
+  // ---- prompt metrics, a block of rows at a time on the device ------------------------------------
+  report(progress, 0.85, "per-token metrics");
+  const PairedTokenMetrics metrics = paired_token_metrics(dense_model, dense_hidden, hip_hidden, result.prompt_ids);
+  result.dense.nll = metrics.dense_nll;
+  result.hip.nll = metrics.hip_nll;
+  finish_side(result.dense);
+  finish_side(result.hip);
+  result.kl = metrics.kl;
+  result.top1_agreement = metrics.top1_agreement;
 
   // ---- greedy decoding on both sides ------------------------------------------------------------
   prefilling = false;
   dense_timer = &dense_decode_time;
   hip_timer = &hip_decode_time;
-  int32_t dense_next = static_cast<int32_t>(dense_logits[n - 1].argmax().item<int64_t>());
-  int32_t hip_next = static_cast<int32_t>(hip_logits[n - 1].argmax().item<int64_t>());
+  int32_t dense_next = metrics.dense_last;
+  int32_t hip_next = metrics.hip_last;
   for (int64_t step = 0; step < options.decode_steps; ++step) {
-    report(progress, 0.7 + 0.3 * static_cast<double>(step) / static_cast<double>(options.decode_steps), "decode step " + std::to_string(step));
+    report(progress, 0.9 + 0.1 * static_cast<double>(step) / static_cast<double>(options.decode_steps), "decode step " + std::to_string(step));
     DecodeStepRecord record;
     record.step = step;
     record.position = n + step;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/model/hip_attention.h"
+#include "engine/model/memory_estimate.h"
 #include "engine/model/model.h"
 #include "engine/model/run_cancelled.h"
 #include "engine/analysis/paired_result.h"
@@ -19,12 +20,13 @@ namespace hipstudio {
 // then throws RunCancelled).
 using AnalysisProgress = std::function<bool(double fraction, const std::string& what)>;
 
+// The memory shape of a paired analysis of `prompt_tokens` (prefill chunks, kept layers): what
+// run_paired_analysis plans with, and what `capture` checks before it starts. Fills `extras`'
+// hip and kept_layers; the shape points at `extras`.
+RunMemoryShape paired_analysis_shape(const Model& model, int64_t prompt_tokens, const AnalysisOptions& options,
+                                     AnalysisMemoryShape& extras);
+
 PairedAnalysis run_paired_analysis(std::shared_ptr<const Model> model, const std::string& prompt,
                                    const AnalysisOptions& options, const AnalysisProgress& progress = {});
-
-// Quality of one layer from its post-RoPE Q [n_heads, T, d] and K, V [n_kv_heads, T, d] (any device
-// and dtype; float32 copies are made): what HiP, the oracle and the random baseline select.
-LayerQuality layer_quality(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const hip::HipParams& params,
-                           uint64_t random_seed);
 
 }  // namespace hipstudio

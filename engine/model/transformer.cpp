@@ -35,6 +35,20 @@ Transformer::Transformer(std::shared_ptr<const Model> model, int64_t max_positio
 at::Tensor Transformer::forward(const std::vector<int32_t>& tokens, KVCache& cache, AttentionBackend& attention,
                                 LogitsFor which, Phase phase) const {
   c10::InferenceMode inference;
+  at::Tensor x = forward_hidden(tokens, cache, attention, phase);
+  if (which == LogitsFor::LastToken) x = x.narrow(0, x.size(0) - 1, 1);
+  return logits_of(x).to(at::kCPU);
+}
+
+at::Tensor Transformer::logits_of(const at::Tensor& hidden) const {
+  c10::InferenceMode inference;
+  const at::Tensor normed = rms_norm(hidden, model_->weights.final_norm, model_->config.rms_norm_eps);
+  return project(normed, model_->weights.classifier).to(at::kFloat);
+}
+
+at::Tensor Transformer::forward_hidden(const std::vector<int32_t>& tokens, KVCache& cache, AttentionBackend& attention,
+                                       Phase phase) const {
+  c10::InferenceMode inference;
   const ModelConfig& c = model_->config;
   const ModelWeights& w = model_->weights;
   const int64_t T = static_cast<int64_t>(tokens.size());
@@ -84,10 +98,7 @@ at::Tensor Transformer::forward(const std::vector<int32_t>& tokens, KVCache& cac
     if (timer_) timer_(l, attention_seconds, layer_time.stop_seconds() - attention_seconds);
   }
   cache.advance(T);
-
-  if (which == LogitsFor::LastToken) x = x.narrow(0, T - 1, 1);
-  x = rms_norm(x, w.final_norm, c.rms_norm_eps);
-  return project(x, w.classifier).to(at::kFloat).to(at::kCPU);
+  return x;
 }
 
 }  // namespace hipstudio

@@ -40,6 +40,15 @@ class Transformer {
   at::Tensor forward(const std::vector<int32_t>& tokens, KVCache& cache, AttentionBackend& attention,
                      LogitsFor which = LogitsFor::LastToken, Phase phase = Phase::Prefill) const;
 
+  // The same pass without the final RMSNorm and classifier: the residual stream [T, dim] in the
+  // run's dtype, on the run's device. Callers that need the logits of many positions (the paired analysis) turn a few rows
+  // at a time into logits with logits_of instead of holding [T, vocab].
+  at::Tensor forward_hidden(const std::vector<int32_t>& tokens, KVCache& cache, AttentionBackend& attention,
+                            Phase phase = Phase::Prefill) const;
+  // Logits [rows, vocab] of residual-stream rows [rows, dim] (final RMSNorm, classifier), float32
+  // on the run's device.
+  at::Tensor logits_of(const at::Tensor& hidden) const;
+
  private:
   std::shared_ptr<const Model> model_;
   int64_t max_positions_;

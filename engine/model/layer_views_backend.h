@@ -1,0 +1,68 @@
+#pragma once
+// The views layer behind one interface, fed one layer's prompt attention chunk by chunk (as the
+// chunked prefill produces it) and finished into per-head quality and, where asked, the masks:
+//  - the float64 CPU reference (engine/views/reference_views.h): exact, the default on the CPU;
+//  - the tensor implementation (tensor_layer_views.cpp): LibTorch ops wherever the tensors live
+//    (CUDA on a CUDA run) with the HiP mask the forward pass's kernels produced. The exact oracle
+//    is computed in query-row tiles with a top-k per query block (no T x T matrix, no length
+//    cut-off); only per-head numbers, and the masks of the layers asked for, reach the host.
+// Both follow the reference's definitions (kernels/oracle.h, attention_metrics.h, key_set.h) and
+// the one seeding rule of layer_views.h; tests run them against each other.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <ATen/core/Tensor.h>
+
+#include "engine/analysis/paired_result.h"
+#include "engine/views/layer_views.h"
+
+namespace hipstudio {
+
+struct LayerViewsSetup {
+  int64_t layer = 0;
+  int64_t prompt_tokens = 0;  // T: the chunks together cover query rows [0, T)
+  hip::HipParams params;      // causal
+  uint64_t seed = 1;          // the analysis' random seed (layer_random_seed applies the layer)
+  bool keep_masks = false;    // finish() also returns the three masks and recall tables (host)
+  // Tensor implementation: bytes of one (heads of a KV group, query rows, keys) score tile; the
+  // query rows of a tile follow from it (a multiple of b_q). Tests shrink it to cover the tiling.
+  int64_t tile_bytes = int64_t{1} << 30;
+};
+
+// One prefill chunk of the layer: post-RoPE queries of rows [first_row, first_row + tq) and the
+// keys/values of positions [0, first_row + tq), any dtype, one device.
+struct LayerViewsChunk {
+  at::Tensor q;            // (hq, tq, d)
+  at::Tensor k, v;         // (hkv, first_row + tq, d)
+  int64_t first_row = 0;   // a multiple of b_q
+  // HiP's mask of these rows as the forward pass's kernels computed it ((hq, ceil(tq / b_q), kb)
+  // and (hq, ceil(tq / b_q)) int32, on q's device), or undefined: the backend estimates it.
+  at::Tensor hip_blocks, hip_counts;
+};
+
+struct LayerViewsResult {
+  LayerQuality quality;
+  bool has_masks = false;
+  LayerMaskViews masks;  // when setup.keep_masks
+};
+
+class LayerViewsBackend {
+ public:
+  virtual ~LayerViewsBackend() = default;
+  virtual std::string name() const = 0;
+  // Chunks come in row order and together cover [0, prompt_tokens).
+  virtual void add_chunk(const LayerViewsChunk& chunk) = 0;
+  virtual LayerViewsResult finish() = 0;
+};
+
+std::unique_ptr<LayerViewsBackend> make_reference_layer_views(const LayerViewsSetup& setup);
+std::unique_ptr<LayerViewsBackend> make_tensor_layer_views(const LayerViewsSetup& setup);
+// The run's implementation: the tensor one for CUDA tensors, the reference elsewhere.
+std::unique_ptr<LayerViewsBackend> make_layer_views(const c10::Device& device, const LayerViewsSetup& setup);
+
+// Per-head numbers of one whole layer at once (one chunk): the analysis' former layer_quality().
+LayerViewsResult compute_layer_views(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                     const LayerViewsSetup& setup, bool use_reference);
+
+}  // namespace hipstudio

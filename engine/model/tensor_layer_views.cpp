@@ -1,0 +1,308 @@
+// The views layer's tensor implementation (layer_views_backend.h): LibTorch ops on the device the
+// tensors live on. Per chunk, per KV group and per tile of query rows it forms the raw scores
+// S = Q K^T of the visible keys once and takes from them
+//  - the oracle: the max of S over each query block's sampled rows and each key block's keys,
+//    the Kb best blocks of the search range with the reference's tie rule (smaller block first);
+//  - dense probabilities P = softmax(S / sqrt(d)) (causal), and for HiP's and the random mask the
+//    attention mass kept (P summed over the attended keys) and the sparse output, which is P
+//    restricted to those keys and renormalised, against the dense output P V.
+// Scores are float64 for float32 (and float64) inputs, so masks and oracle match the reference
+// exactly; float32 for bf16/f16 inputs (their products are exact in float32, sums are not).
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include <ATen/ATen.h>
+
+#include "engine/model/host_inputs.h"
+#include "engine/model/layer_views_backend.h"
+#include "kernels/oracle.h"
+#include "kernels/random_baseline.h"
+#include "kernels/search_range.h"
+#include "kernels/torch/hip_torch.h"
+
+namespace hipstudio {
+
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Inputs of the whole prompt with shapes only: random_masks and make_empty_mask read nothing else.
+hip::AttentionInputs shape_only_inputs(int64_t hq, int64_t hkv, int64_t tokens, int64_t d) {
+  static const float unused = 0.0f;
+  hip::AttentionInputs in;
+  in.q = in.k = in.v = &unused;
+  in.hq = hq;
+  in.hkv = hkv;
+  in.tq = in.tk = tokens;
+  in.d = d;
+  return in;
+}
+
+// (..., key_blocks) bool selection from a -1 padded block list (..., kb) of any integer type.
+at::Tensor selection_of(const at::Tensor& blocks, int64_t key_blocks) {
+  const at::Tensor index = blocks.to(at::kLong).masked_fill(blocks.lt(0), key_blocks);
+  std::vector<int64_t> shape(blocks.sizes().begin(), blocks.sizes().end());
+  shape.back() = key_blocks + 1;  // the last column takes the padding
+  at::Tensor sel = at::zeros(shape, blocks.options().dtype(at::kBool));
+  sel.scatter_(-1, index, true);
+  return sel.narrow(-1, 0, key_blocks);
+}
+
+// Ascending -1 padded block lists (..., kb) int32 of a selection (..., key_blocks) holding at most kb.
+at::Tensor blocks_of(const at::Tensor& sel, int64_t kb) {
+  const int64_t n = sel.size(-1);
+  at::Tensor index = at::arange(n, sel.options().dtype(at::kLong)).expand(sel.sizes()).masked_fill(sel.logical_not(), n);
+  if (n < kb) {
+    std::vector<int64_t> pad{0, kb - n};
+    index = at::constant_pad_nd(index, pad, static_cast<double>(n));
+  }
+  at::Tensor smallest = std::get<0>(index.topk(kb, -1, /*largest=*/false, /*sorted=*/true));
+  return smallest.masked_fill(smallest.eq(n), -1).to(at::kInt);
+}
+
+// The oracle's choice per query block (kernels/oracle.h): every block of the range when it holds
+// at most kb, else the kb best scores, ties to the smaller block. scores (G, nq, KB), in_range (nq, KB).
+at::Tensor oracle_selection(const at::Tensor& scores, const at::Tensor& in_range, int64_t kb) {
+  const at::Tensor range = in_range.unsqueeze(0).expand(scores.sizes());
+  if (scores.size(-1) <= kb) return range;
+  const at::Tensor s = scores.masked_fill(range.logical_not(), kNegInf);
+  const at::Tensor kth = std::get<0>(s.topk(kb, -1, /*largest=*/true, /*sorted=*/true)).narrow(-1, kb - 1, 1);
+  const at::Tensor above = s.gt(kth);
+  const at::Tensor tied = s.eq(kth).logical_and(range);
+  const at::Tensor room = kb - above.sum(-1, /*keepdim=*/true);
+  const at::Tensor chosen = above.logical_or(tied.logical_and(tied.cumsum(-1).le(room)));
+  const at::Tensor small = in_range.sum(-1).le(kb).view({1, -1, 1});
+  return at::where(small, range, chosen);
+}
+
+class TensorLayerViews final : public LayerViewsBackend {
+ public:
+  explicit TensorLayerViews(const LayerViewsSetup& setup) : setup_(setup) {
+    const hip::HipParams& p = setup_.params;
+    hip::validate_hip_params(p);
+    if (!p.causal) throw std::invalid_argument("layer views: the tensor implementation is causal only");
+  }
+  std::string name() const override { return "LibTorch tensor ops"; }
+
+  void add_chunk(const LayerViewsChunk& chunk) override;
+  LayerViewsResult finish() override;
+
+ private:
+  void start(const LayerViewsChunk& chunk);
+  at::Tensor hip_mask_of(const LayerViewsChunk& chunk) const;
+  void tile(const LayerViewsChunk& chunk, const at::Tensor& hip_blocks, const at::Tensor& random_blocks, int64_t group,
+            const at::Tensor& kg, const at::Tensor& vg, int64_t r0, int64_t r1);
+
+  LayerViewsSetup setup_;
+  int64_t rows_ = 0;  // query rows seen
+  int64_t hq_ = 0, hkv_ = 0, d_ = 0, kb_ = 0, query_blocks_ = 0;
+  hip::MaskResult random_;  // whole prompt, host (shapes only: drawn once)
+  at::ScalarType compute_ = at::kDouble;
+  // (hq) float64 sums on the device: recall over query blocks, mass over queries, squared output
+  // error (HiP, random) and squared dense output.
+  at::Tensor recall_, random_recall_, mass_, random_mass_, error_, random_error_, dense_norm_;
+  // keep_masks: per chunk, on the host, HiP's and the oracle's blocks and counts, both recall tables.
+  std::vector<at::Tensor> hip_blocks_, hip_counts_, oracle_blocks_, recall_rows_, random_recall_rows_;
+  at::Tensor chunk_oracle_, chunk_recall_, chunk_random_recall_;  // (hq, chunk query blocks, ...) being filled
+};
+
+void TensorLayerViews::start(const LayerViewsChunk& chunk) {
+  const hip::HipParams& p = setup_.params;
+  hq_ = chunk.q.size(0);
+  d_ = chunk.q.size(2);
+  hkv_ = chunk.k.size(0);
+  kb_ = hip::hip_kb(p);
+  query_blocks_ = ceil_div(setup_.prompt_tokens, p.b_q);
+  const at::ScalarType t = chunk.q.scalar_type();
+  compute_ = t == at::kFloat || t == at::kDouble ? at::kDouble : at::kFloat;
+  random_ = hip::random_masks(shape_only_inputs(hq_, hkv_, setup_.prompt_tokens, d_), p,
+                              layer_random_seed(setup_.seed, setup_.layer));
+  const auto sums = chunk.q.options().dtype(at::kDouble);
+  for (at::Tensor* t : {&recall_, &random_recall_, &mass_, &random_mass_, &error_, &random_error_, &dense_norm_})
+    *t = at::zeros({hq_}, sums);
+}
+
+// HiP's mask of the chunk's rows: the forward pass's, else the CUDA kernels', else the reference's.
+at::Tensor TensorLayerViews::hip_mask_of(const LayerViewsChunk& chunk) const {
+  if (chunk.hip_blocks.defined()) return chunk.hip_blocks;
+  if (chunk.q.is_cuda() && hip_torch::cuda_kernels_status().empty())
+    return hip_torch::estimate_masks(chunk.q, chunk.k, setup_.params).blocks;
+  const HostAttentionInputs host(chunk.q, chunk.k, chunk.k);
+  const hip::MaskResult m = hip::estimate_masks(host.view, setup_.params).mask;
+  // A copy even on the CPU: `m` dies here.
+  return at::from_blob(const_cast<int32_t*>(m.blocks.data()), {m.heads, m.query_blocks, m.kb}, at::kInt)
+      .to(chunk.q.device(), at::kInt, /*non_blocking=*/false, /*copy=*/true);
+}
+
+void TensorLayerViews::add_chunk(const LayerViewsChunk& chunk) {
+  const hip::HipParams& p = setup_.params;
+  if (chunk.first_row != rows_ || chunk.first_row % p.b_q != 0)
+    throw std::logic_error("layer views: chunks must come in row order and start on a query block");
+  if (chunk.q.dim() != 3 || chunk.k.dim() != 3 || chunk.k.size(1) != chunk.first_row + chunk.q.size(1))
+    throw std::logic_error("layer views: a chunk's keys must cover its rows' positions");
+  if (rows_ == 0) start(chunk);
+  c10::InferenceMode inference;
+  const int64_t tq = chunk.q.size(1), group = hq_ / hkv_, qb0 = chunk.first_row / p.b_q, nqb = ceil_div(tq, p.b_q);
+  const at::Tensor hip_blocks = hip_mask_of(chunk);
+  const at::Tensor random_blocks =
+      at::from_blob(random_.blocks.data(), {hq_, query_blocks_, kb_}, at::kInt).narrow(1, qb0, nqb).to(chunk.q.device());
+  if (setup_.keep_masks) {
+    chunk_oracle_ = at::full({hq_, nqb, kb_}, -1, chunk.q.options().dtype(at::kInt));
+    chunk_recall_ = at::zeros({hq_, nqb}, chunk.q.options().dtype(at::kDouble));
+    chunk_random_recall_ = at::zeros_like(chunk_recall_);
+  }
+  // Query rows per tile: the score tile (group heads, rows, visible keys) within tile_bytes.
+  const int64_t keys = chunk.k.size(1), element = static_cast<int64_t>(c10::elementSize(compute_));
+  const int64_t fit = setup_.tile_bytes / std::max<int64_t>(1, group * keys * element);
+  const int64_t rows_per_tile = std::max<int64_t>(1, fit / p.b_q) * p.b_q;
+  for (int64_t g = 0; g < hkv_; ++g) {
+    const at::Tensor kg = chunk.k[g].to(compute_), vg = chunk.v[g].to(compute_);
+    for (int64_t r0 = 0; r0 < tq; r0 += rows_per_tile)
+      tile(chunk, hip_blocks, random_blocks, g, kg, vg, r0, std::min(tq, r0 + rows_per_tile));
+  }
+  if (setup_.keep_masks) {
+    hip_blocks_.push_back(hip_blocks.to(at::kCPU, at::kInt));
+    oracle_blocks_.push_back(chunk_oracle_.to(at::kCPU));
+    recall_rows_.push_back(chunk_recall_.to(at::kCPU));
+    random_recall_rows_.push_back(chunk_random_recall_.to(at::kCPU));
+  }
+  rows_ += tq;
+}
+
+// One KV group's heads over chunk rows [r0, r1): every number of the module comment.
+void TensorLayerViews::tile(const LayerViewsChunk& chunk, const at::Tensor& hip_blocks, const at::Tensor& random_blocks,
+                            int64_t g, const at::Tensor& kg, const at::Tensor& vg, int64_t r0, int64_t r1) {
+  const hip::HipParams& p = setup_.params;
+  const int64_t G = hq_ / hkv_, rows = r1 - r0, nq = ceil_div(rows, p.b_q), padded = nq * p.b_q;
+  const int64_t first = chunk.first_row + r0;  // position of the tile's first row
+  const int64_t keys = chunk.first_row + r1;   // keys the tile's rows can see
+  const int64_t key_blocks = ceil_div(keys, p.b_k);
+  const auto dev = chunk.q.options();
+  const auto long_opts = dev.dtype(at::kLong);
+
+  at::Tensor q = chunk.q.narrow(0, g * G, G).narrow(1, r0, rows).to(compute_);
+  if (padded > rows) q = at::constant_pad_nd(q, {0, 0, 0, padded - rows});
+  at::Tensor s = at::matmul(q, kg.narrow(0, 0, keys).t());  // (G, padded, keys) raw scores
+  if (padded > rows) s.narrow(1, rows, padded - rows).fill_(kNegInf);
+
+  // ---- oracle: block scores over sampled rows and every key of a block, top kb per query block
+  at::Tensor row_max = s.view({G, nq, p.b_q, keys}).slice(2, 0, p.b_q, p.b_sq).amax(2);  // (G, nq, keys)
+  if (key_blocks * p.b_k > keys) row_max = at::constant_pad_nd(row_max, {0, key_blocks * p.b_k - keys}, kNegInf);
+  const at::Tensor block_scores = row_max.view({G, nq, key_blocks, p.b_k}).amax(-1);
+  std::vector<int64_t> hi(static_cast<size_t>(nq));
+  const int64_t lo = p.sink / p.b_k;
+  for (int64_t j = 0; j < nq; ++j) hi[j] = std::max(lo, hip::floor_div(first + j * p.b_q + 1 - p.window, p.b_k));
+  const at::Tensor hi_t = at::tensor(hi, at::kLong).to(dev.device());
+  const at::Tensor block_ids = at::arange(key_blocks, long_opts);
+  const at::Tensor in_range = block_ids.ge(lo).unsqueeze(0).logical_and(block_ids.unsqueeze(0).lt(hi_t.unsqueeze(1)));
+  const at::Tensor oracle = oracle_selection(block_scores, in_range, kb_);  // (G, nq, key_blocks)
+
+  const int64_t qb = r0 / p.b_q;  // first query block of the tile within the chunk
+  const at::Tensor hip_sel = selection_of(hip_blocks.narrow(0, g * G, G).narrow(1, qb, nq), key_blocks);
+  const at::Tensor random_sel = selection_of(random_blocks.narrow(0, g * G, G).narrow(1, qb, nq), key_blocks);
+  const at::Tensor found = oracle.sum(-1).to(at::kDouble);
+  auto recall = [&](const at::Tensor& sel) {
+    const at::Tensor hits = sel.logical_and(oracle).sum(-1).to(at::kDouble);
+    return (hits / found.clamp_min(1)).masked_fill(found.eq(0), 1.0);  // (G, nq)
+  };
+  const at::Tensor hip_recall = recall(hip_sel), random_recall = recall(random_sel);
+  recall_.narrow(0, g * G, G).add_(hip_recall.sum(-1));
+  random_recall_.narrow(0, g * G, G).add_(random_recall.sum(-1));
+  if (setup_.keep_masks) {
+    chunk_oracle_.narrow(0, g * G, G).narrow(1, qb, nq).copy_(blocks_of(oracle, kb_));
+    chunk_recall_.narrow(0, g * G, G).narrow(1, qb, nq).copy_(hip_recall);
+    chunk_random_recall_.narrow(0, g * G, G).narrow(1, qb, nq).copy_(random_recall);
+  }
+
+  // ---- dense probabilities (causal), padded rows made finite and weighted out
+  if (padded > rows) s.narrow(1, rows, padded - rows).fill_(0);
+  s.mul_(1.0 / std::sqrt(static_cast<double>(d_)));
+  if (keys > first + 1) {  // keys after the first row's position: hidden from the rows before them
+    const at::Tensor later = at::arange(first + 1, keys, long_opts).unsqueeze(0);
+    const at::Tensor positions = at::arange(first, first + padded, long_opts).unsqueeze(1);
+    s.narrow(2, first + 1, keys - first - 1).masked_fill_(later.gt(positions), kNegInf);
+  }
+  const at::Tensor probs = at::softmax(s, -1);
+  const at::Tensor weight = at::arange(padded, long_opts).lt(rows).to(at::kDouble);  // (padded)
+  const at::Tensor v = vg.narrow(0, 0, keys);
+  const at::Tensor dense = at::matmul(probs, v);  // (G, padded, d)
+  dense_norm_.narrow(0, g * G, G).add_((dense.to(at::kDouble).pow(2).sum(-1) * weight).sum(-1));
+
+  // ---- what a selection keeps: sink, its blocks' keys and the dense tail (causality is in P)
+  const at::Tensor key_ids = at::arange(keys, long_opts);
+  const at::Tensor always = key_ids.lt(p.sink).unsqueeze(0).logical_or(key_ids.unsqueeze(0).ge(hi_t.unsqueeze(1) * p.b_k));
+  auto score = [&](const at::Tensor& sel, at::Tensor& mass_sum, at::Tensor& error_sum) {
+    const at::Tensor block_keys =
+        sel.unsqueeze(-1).expand({G, nq, key_blocks, p.b_k}).reshape({G, nq, key_blocks * p.b_k}).narrow(-1, 0, keys);
+    const at::Tensor kept = block_keys.logical_or(always.unsqueeze(0));  // (G, nq, keys)
+    const at::Tensor kept_probs =
+        probs.view({G, nq, p.b_q, keys}).masked_fill(kept.logical_not().unsqueeze(2), 0).view({G, padded, keys});
+    const at::Tensor mass = kept_probs.sum(-1);  // (G, padded)
+    mass_sum.narrow(0, g * G, G).add_((mass.to(at::kDouble) * weight).sum(-1));
+    const at::Tensor out = at::matmul(kept_probs, v) / mass.unsqueeze(-1);
+    error_sum.narrow(0, g * G, G).add_(((out - dense).to(at::kDouble).pow(2).sum(-1) * weight).sum(-1));
+  };
+  score(hip_sel, mass_, error_);
+  score(random_sel, random_mass_, random_error_);
+}
+
+LayerViewsResult TensorLayerViews::finish() {
+  if (rows_ != setup_.prompt_tokens) throw std::logic_error("layer views: the chunks do not cover the prompt");
+  auto host = [](const at::Tensor& t) { return t.to(at::kCPU).contiguous(); };
+  const at::Tensor recall = host(recall_), random_recall = host(random_recall_), mass = host(mass_),
+                   random_mass = host(random_mass_), error = host(error_), random_error = host(random_error_),
+                   dense = host(dense_norm_);
+  auto relative = [](double err, double norm) {
+    if (norm == 0.0) return err == 0.0 ? 0.0 : std::numeric_limits<double>::infinity();
+    return std::sqrt(err) / std::sqrt(norm);
+  };
+  LayerViewsResult r;
+  r.quality.layer = setup_.layer;
+  const double blocks = static_cast<double>(query_blocks_), queries = static_cast<double>(setup_.prompt_tokens);
+  for (int64_t h = 0; h < hq_; ++h) {
+    HeadQuality q;
+    q.recall = recall[h].item<double>() / blocks;
+    q.random_recall = random_recall[h].item<double>() / blocks;
+    q.mass = mass[h].item<double>() / queries;
+    q.random_mass = random_mass[h].item<double>() / queries;
+    q.out_rel_err = relative(error[h].item<double>(), dense[h].item<double>());
+    q.random_out_rel_err = relative(random_error[h].item<double>(), dense[h].item<double>());
+    r.quality.heads.push_back(q);
+  }
+  if (!setup_.keep_masks) return r;
+
+  // The masks as the reference holds them: shapes, dense_from and counts from the search ranges.
+  r.has_masks = true;
+  LayerMaskViews& m = r.masks;
+  m.layer = setup_.layer;
+  m.params = setup_.params;
+  const hip::AttentionInputs shape = shape_only_inputs(hq_, hkv_, setup_.prompt_tokens, d_);
+  auto fill = [&](hip::MaskResult& out, const std::vector<at::Tensor>& chunks) {
+    out = hip::make_empty_mask(shape, setup_.params);
+    const at::Tensor all = at::cat(chunks, 1).contiguous();  // (hq, query blocks, kb)
+    std::copy_n(all.data_ptr<int32_t>(), all.numel(), out.blocks.begin());
+    const at::Tensor counts = all.ge(0).sum(-1).to(at::kInt).contiguous();
+    std::copy_n(counts.data_ptr<int32_t>(), counts.numel(), out.counts.begin());
+  };
+  fill(m.hip, hip_blocks_);
+  fill(m.oracle, oracle_blocks_);
+  m.random = random_;
+  auto table = [](const std::vector<at::Tensor>& chunks) {
+    const at::Tensor all = at::cat(chunks, 1).contiguous();
+    return std::vector<double>(all.data_ptr<double>(), all.data_ptr<double>() + all.numel());
+  };
+  m.recall = table(recall_rows_);
+  m.random_recall = table(random_recall_rows_);
+  return r;
+}
+
+}  // namespace
+
+std::unique_ptr<LayerViewsBackend> make_tensor_layer_views(const LayerViewsSetup& setup) {
+  return std::make_unique<TensorLayerViews>(setup);
+}
+
+}  // namespace hipstudio

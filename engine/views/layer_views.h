@@ -1,0 +1,31 @@
+#pragma once
+// The views layer's results: what every view of one layer shows (HiP's, the oracle's and the random
+// baseline's masks, their recall, attention mass and output error), as plain data. The GUI worker,
+// `analyze`, captures and exports all take these numbers from here (reference_views.h on the CPU,
+// engine/model/layer_views_backend.h on any device), so the same layer gives the same numbers in
+// every view.
+#include <cstdint>
+#include <vector>
+
+#include "kernels/hip_params.h"
+#include "kernels/mask_reference.h"
+
+namespace hipstudio {
+
+// The one seeding rule of the random baseline: layer l draws with seed + l, so layers differ and a
+// run's `analyze` numbers, its GUI panels and its capture agree.
+inline uint64_t layer_random_seed(uint64_t seed, int64_t layer) { return seed + static_cast<uint64_t>(layer); }
+
+// HiP's selection on one layer over the prompt, with the oracle's and the random baseline's.
+struct LayerMaskViews {
+  int64_t layer = 0;
+  hip::HipParams params;
+  hip::MaskResult hip, oracle, random;  // same shape; oracle/random: iterations, branches 0
+  // False where the oracle was not computed (the GUI's CPU path above its length limit): oracle,
+  // random and the recall tables are then empty.
+  bool has_oracle = true;
+  std::vector<double> recall;         // (heads, query_blocks) HiP vs oracle
+  std::vector<double> random_recall;  // (heads, query_blocks) random vs oracle
+};
+
+}  // namespace hipstudio

@@ -1,0 +1,56 @@
+#include "engine/views/reference_views.h"
+
+#include "kernels/attention_metrics.h"
+#include "kernels/oracle.h"
+#include "kernels/random_baseline.h"
+#include "kernels/sparse_attention_reference.h"
+
+namespace hipstudio {
+
+LayerMaskViews reference_layer_masks(const hip::AttentionInputs& in, const hip::HipParams& p, uint64_t seed,
+                                     int64_t layer, int threads, bool with_oracle) {
+  LayerMaskViews m;
+  m.layer = layer;
+  m.params = p;
+  hip::MaskOptions options;
+  options.threads = threads;
+  m.hip = hip::estimate_masks(in, p, options).mask;
+  m.has_oracle = with_oracle;
+  if (!with_oracle) return m;
+  m.oracle = hip::oracle_masks(in, p, threads);
+  m.random = hip::random_masks(in, p, layer_random_seed(seed, layer));
+  m.recall = hip::mask_recall(m.hip, m.oracle);
+  m.random_recall = hip::mask_recall(m.random, m.oracle);
+  return m;
+}
+
+std::vector<double> per_head_means(const std::vector<double>& per_block, const hip::MaskResult& shape) {
+  return hip::mean_per_head(per_block, shape.heads, shape.query_blocks);
+}
+
+LayerQuality reference_layer_quality(const hip::AttentionInputs& in, const LayerMaskViews& masks, int threads) {
+  const hip::HipParams& p = masks.params;
+  const std::vector<double> recall = per_head_means(masks.recall, masks.hip);
+  const std::vector<double> random_recall = per_head_means(masks.random_recall, masks.hip);
+  const std::vector<hip::AttentionMass> mass = hip::attention_mass(in, p, {&masks.hip, &masks.random}, threads);
+  const hip::AttentionOutput dense = hip::dense_attention_reference(in, p);
+  const std::vector<double> err = hip::output_relative_error(hip::sparse_attention_reference(in, p, masks.hip), dense);
+  const std::vector<double> random_err =
+      hip::output_relative_error(hip::sparse_attention_reference(in, p, masks.random), dense);
+
+  LayerQuality quality;
+  quality.layer = masks.layer;
+  for (int64_t h = 0; h < in.hq; ++h) {
+    HeadQuality head;
+    head.recall = recall[h];
+    head.random_recall = random_recall[h];
+    head.mass = mass[0].per_head[h];
+    head.random_mass = mass[1].per_head[h];
+    head.out_rel_err = err[h];
+    head.random_out_rel_err = random_err[h];
+    quality.heads.push_back(head);
+  }
+  return quality;
+}
+
+}  // namespace hipstudio

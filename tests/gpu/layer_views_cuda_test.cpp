@@ -1,0 +1,105 @@
+// The views layer on CUDA (label: gpu) against the float64 CPU reference: the shared table of cases
+// with HiP's mask taken from the CUDA kernels, as the forward pass hands it over; and the paired
+// analysis of stories15M on CUDA in fp32 against the same analysis on the CPU, layer by layer.
+#include <cstdio>
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include "engine/formats/model_source.h"
+#include "engine/model/device.h"
+#include "engine/model/paired_analysis.h"
+#include "kernels/torch/hip_torch.h"
+#include "tests/engine/hip_test_setup.h"
+#include "tests/engine/layer_views_cases.h"
+
+namespace hipstudio {
+namespace {
+
+#define REQUIRE_CUDA_KERNELS()                                                                           \
+  if (!cuda_available() || !hip_torch::cuda_kernels_status().empty())                                    \
+  GTEST_SKIP() << "no CUDA GPU or the HiP CUDA kernels were not built (" << hip_torch::cuda_kernels_status() \
+               << "); run the gpu-labelled tests on a GPU machine"
+
+using testing::LayerViewsCase;
+
+double max_quality_diff(const LayerQuality& a, const LayerQuality& b, bool recall_only = false) {
+  double worst = 0;
+  for (size_t h = 0; h < a.heads.size(); ++h) {
+    const HeadQuality &x = a.heads[h], &y = b.heads[h];
+    for (double d : {x.recall - y.recall, x.random_recall - y.random_recall})
+      worst = std::max(worst, std::abs(d));
+    if (recall_only) continue;
+    for (double d : {x.mass - y.mass, x.random_mass - y.random_mass, x.out_rel_err - y.out_rel_err,
+                     x.random_out_rel_err - y.random_out_rel_err})
+      worst = std::max(worst, std::abs(d));
+  }
+  return worst;
+}
+
+// HiP's mask of a chunk as the CUDA forward pass computes it.
+at::Tensor kernel_mask(const LayerViewsCase& c, const at::Tensor& q, const at::Tensor& k) {
+  return hip_torch::estimate_masks(q, k, c.params).blocks;
+}
+
+TEST(LayerViewsCuda, Fp32MasksAndOracleIdenticalMetricsWithin1e6) {
+  REQUIRE_CUDA_KERNELS();
+  for (const LayerViewsCase& c : testing::layer_views_cases()) {
+    const auto in = testing::layer_views_inputs(c, 5);
+    const LayerViewsResult ref = compute_layer_views(in.q, in.k, in.v, testing::layer_views_setup(c), /*use_reference=*/true);
+    const at::Tensor q = in.q.cuda(), k = in.k.cuda(), v = in.v.cuda();
+    const LayerViewsResult got = testing::tensor_views_in_chunks(
+        c, q, k, v, [&](const at::Tensor& qc, const at::Tensor& kc) { return kernel_mask(c, qc, kc); });
+    EXPECT_EQ(got.masks.hip.blocks, ref.masks.hip.blocks) << c.name;
+    EXPECT_EQ(got.masks.oracle.blocks, ref.masks.oracle.blocks) << c.name;
+    EXPECT_EQ(got.masks.oracle.counts, ref.masks.oracle.counts) << c.name;
+    EXPECT_EQ(got.masks.random.blocks, ref.masks.random.blocks) << c.name;
+    const double diff = max_quality_diff(got.quality, ref.quality);
+    std::printf("[gpu] layer views %s fp32, CUDA vs float64 reference: masks %s, max metric diff %.3g\n", c.name.c_str(),
+                got.masks.oracle.blocks == ref.masks.oracle.blocks ? "identical" : "DIFFERENT", diff);
+    EXPECT_LE(diff, 1e-6) << c.name;
+  }
+}
+
+TEST(LayerViewsCuda, Bf16WithinBf16Tolerance) {
+  REQUIRE_CUDA_KERNELS();
+  for (const LayerViewsCase& c : testing::layer_views_cases()) {
+    const auto in = testing::layer_views_inputs(c, 7);
+    const at::Tensor q = in.q.to(at::kBFloat16), k = in.k.to(at::kBFloat16), v = in.v.to(at::kBFloat16);
+    const LayerViewsResult ref = compute_layer_views(q, k, v, testing::layer_views_setup(c), true);
+    const LayerViewsResult got = testing::tensor_views_in_chunks(
+        c, q.cuda(), k.cuda(), v.cuda(), [&](const at::Tensor& qc, const at::Tensor& kc) { return kernel_mask(c, qc, kc); });
+    const double recall = max_quality_diff(got.quality, ref.quality, true), all = max_quality_diff(got.quality, ref.quality);
+    std::printf("[gpu] layer views %s bf16, CUDA vs float64 reference: max recall diff %.3g, max metric diff %.3g\n",
+                c.name.c_str(), recall, all);
+    EXPECT_LE(recall, 0.05) << c.name;  // the kernels' bf16 tensor-core scores may flip near-ties
+    EXPECT_LE(all, 0.05) << c.name;
+  }
+}
+
+TEST(LayerViewsCuda, Stories15MAnalysisOnCudaMatchesTheCpuLayerByLayer) {
+  REQUIRE_CUDA_KERNELS();
+  AnalysisOptions o;
+  o.hip = testing::small_hip_params();
+  o.decode_steps = 4;
+  auto load = [](const char* device) { return load_model(resolve_model_source(""), parse_run_device(device, "f32")); };
+  const PairedAnalysis cpu = run_paired_analysis(load("cpu"), testing::kStory, o);
+  const PairedAnalysis gpu = run_paired_analysis(load("cuda"), testing::kStory, o);
+  ASSERT_EQ(cpu.layers.size(), gpu.layers.size());
+  ASSERT_EQ(cpu.masks.size(), gpu.masks.size());
+  double worst = 0;
+  for (size_t l = 0; l < cpu.layers.size(); ++l) {
+    worst = std::max(worst, max_quality_diff(cpu.layers[l], gpu.layers[l]));
+    EXPECT_EQ(cpu.masks[l].hip.blocks, gpu.masks[l].hip.blocks) << "layer " << l;
+    EXPECT_EQ(cpu.masks[l].oracle.blocks, gpu.masks[l].oracle.blocks) << "layer " << l;
+    EXPECT_EQ(cpu.masks[l].random.blocks, gpu.masks[l].random.blocks) << "layer " << l;
+  }
+  std::printf("[gpu] stories15M analysis fp32, CUDA views vs CPU reference: max per-head metric diff %.3g over %zu layers; "
+              "KL %.6g / %.6g, HiP ppl %.6f / %.6f\n", worst, cpu.layers.size(), cpu.kl, gpu.kl, cpu.hip.ppl, gpu.hip.ppl);
+  EXPECT_LE(worst, 1e-6);
+  EXPECT_NEAR(gpu.hip.ppl, cpu.hip.ppl, 1e-3 * cpu.hip.ppl);
+  EXPECT_EQ(gpu.dense.generated, cpu.dense.generated);
+}
+
+}  // namespace
+}  // namespace hipstudio
