@@ -1,8 +1,10 @@
 // `hipstudio analyze`: the paired dense-vs-HiP run, headless, written as JSON.
 #include <cstdio>
+#include <functional>
 #include <memory>
 
 #include "app/commands.h"
+#include "app/progress_line.h"
 #include "app/analysis_options.h"
 #include "app/model_options.h"
 #include "captures/analysis_json.h"
@@ -29,21 +31,23 @@ void register_analyze_command(CLI::App& root) {
     const std::string prompt = read_text_argument(args->prompt, "--prompt");
     AnalysisOptions options = args->run.analysis(args->model.context);
     options.keep_all_layers = false;  // the per-head numbers need no Q/K/V or masks on the host
+    ProgressLine progress("analyze");
+    progress(0.0, "loading the model");
     auto model = args->model.load();
-    PairedAnalysis analysis = run_paired_analysis(model, prompt, options, [](double fraction, const std::string& what) {
-      std::fprintf(stderr, "\ranalyze: %3.0f%% %-40s", fraction * 100.0, what.c_str());
-      return true;
-    });
-    std::fprintf(stderr, "\n");
+    PairedAnalysis analysis = run_paired_analysis(model, prompt, options, std::ref(progress));
+    progress(1.0, "offloading simulation");
     offload::OffloadConfig offload_config = args->run.offload(analysis, *model);
     offload_config.build_access_map = false;  // the JSON has counts, not the map
     const offload::OffloadResult offloading = offload::simulate_offloading(analysis.access, offload_config);
+    progress(1.0, "writing " + args->json_out);
 
     captures::RunInfo info{HIPSTUDIO_VERSION, model->source.display_name, model->config.architecture,
                            device_description(model->run), prompt};
     // A prompt that is not valid UTF-8 (binary bytes) is written with U+FFFD in "text"; its tokens keep the exact bytes.
     const nlohmann::json json = captures::analysis_to_json(analysis, info, &offloading, &offload_config);
     captures::write_file_atomic(args->json_out, json.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    progress(1.0, "done");
+    progress.finish();
     std::printf("dense ppl %.4f | HiP ppl %.4f | KL %.5f | top-1 agreement %.4f | decode steps %zu, mask refreshes %lld\n",
                 analysis.dense.ppl, analysis.hip.ppl, analysis.kl, analysis.top1_agreement, analysis.decode.size(),
                 static_cast<long long>(analysis.mask_refreshes));

@@ -2,10 +2,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <filesystem>
 #include <memory>
 
 #include "app/commands.h"
+#include "app/progress_line.h"
 #include "app/analysis_options.h"
 #include "app/hip_options.h"
 #include "app/model_options.h"
@@ -175,6 +177,8 @@ void register_capture_commands(CLI::App& root) {
     request.keep_inputs = !args->no_inputs;
     for (const std::string& t : args->traces) request.traces.push_back(parse_trace(t));
     AnalysisOptions options = args->run.analysis(args->model.context);
+    ProgressLine progress("capture");
+    progress(0.0, "loading the model");
     auto model = args->model.load();
     options.keep_all_layers = false;
     options.keep_layers = capture_layers(args->inputs_layers, model->config, options, request.traces);
@@ -183,14 +187,14 @@ void register_capture_commands(CLI::App& root) {
     info.dtype = dtype_name(model->run.dtype);
     info.model_sha256 = args->model_hash == "none" ? "" : !args->model_hash.empty() ? args->model_hash : model_weights_sha256(model->source);
     check_capture_fits(*model, prompt, options, request);
-    PairedAnalysis analysis = run_paired_analysis(model, prompt, options, [](double fraction, const std::string& what) {
-      std::fprintf(stderr, "\rcapture: %3.0f%% %-40s", fraction * 100.0, what.c_str());
-      return true;
-    });
-    std::fprintf(stderr, "\n");
+    PairedAnalysis analysis = run_paired_analysis(model, prompt, options, std::ref(progress));
+    progress(1.0, "building the capture's views");
     const offload::OffloadConfig oc = args->run.offload(analysis, *model);
     const captures::Capture capture = captures::build_capture(std::move(analysis), info, request, &oc);
+    progress(1.0, "writing " + args->out);
     captures::write_capture(args->out, capture);
+    progress(1.0, "done");
+    progress.finish();
     const PairedAnalysis& a = capture.analysis;
     std::printf("dense ppl %.4f | HiP ppl %.4f | KL %.5f | top-1 agreement %.4f | decode steps %zu, mask refreshes %lld\n", a.dense.ppl,
                 a.hip.ppl, a.kl, a.top1_agreement, a.decode.size(), static_cast<long long>(a.mask_refreshes));

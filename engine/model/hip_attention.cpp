@@ -230,12 +230,14 @@ at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& stat
   if (need_host_mask) {
     state.decode_mask = host_mask;
     event.mask = &state.decode_mask;
-    // The GPU traces one head per launch; the keys the search read come from the CPU reference's
-    // traces of the same inputs (the masks agree: see the HipModelCuda tests).
-    HostAttentionInputs host(call.q, call.k, call.v);
+    // The keys the refresh's search read come from the kernels' own traces (one head per traced
+    // launch, each a decode-sized search); the keys attention read from the mask and the shapes.
+    // Nothing copies K/V to the host: at 32k tokens that copy and a CPU search took seconds a step.
     std::vector<hip::MaskTrace> traces;
-    if (event.refreshed) traces = hip::estimate_masks(host.view, p, trace_every_head(host.view.hq)).traces;
-    record_access(host.view, host_mask, traces, event);
+    if (event.refreshed)
+      for (int64_t h = 0; h < heads; ++h) traces.push_back(hip_torch::estimate_masks_traced(call.q, call.k, p, h, 0).second);
+    record_access(hip::shape_only_inputs(heads, call.k.size(0), call.q.size(1), call.k.size(1), call.q.size(2)), host_mask,
+                  traces, event);
   }
   return out;
 }

@@ -188,7 +188,7 @@ static PairedAnalysis run_paired_analysis_unguarded(std::shared_ptr<const Model>
       pending = LayerViewsChunk{};
       pending_layer = -1;
     }
-    report(progress, 0.2 + 0.6 * static_cast<double>(++calls) / passes, "HiP prefill and layer views, layer " + std::to_string(l));
+    report(progress, 0.2 + 0.6 * static_cast<double>(++calls) / passes, "HiP prefill, layer " + std::to_string(l));
   });
 
   DecodeStepRecord* current_step = nullptr;

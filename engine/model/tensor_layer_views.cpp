@@ -4,8 +4,8 @@
 //  - the oracle: the max of S over each query block's sampled rows and each key block's keys,
 //    the Kb best blocks of the search range with the reference's tie rule (smaller block first);
 //  - dense probabilities P = softmax(S / sqrt(d)) (causal), and for HiP's and the random mask the
-//    attention mass kept (P summed over the attended keys) and the sparse output, which is P
-//    restricted to those keys and renormalised, against the dense output P V.
+//    attention mass kept (P summed over the attended keys, gathered) and the sparse output, which
+//    is P restricted to those keys and renormalised, against the dense output P V.
 // Scores are float64 for float32 (and float64) inputs, so masks and oracle match the reference
 // exactly; float32 for bf16/f16 inputs (their products are exact in float32, sums are not).
 #include <cmath>
@@ -28,18 +28,6 @@ namespace {
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// Inputs of the whole prompt with shapes only: random_masks and make_empty_mask read nothing else.
-hip::AttentionInputs shape_only_inputs(int64_t hq, int64_t hkv, int64_t tokens, int64_t d) {
-  static const float unused = 0.0f;
-  hip::AttentionInputs in;
-  in.q = in.k = in.v = &unused;
-  in.hq = hq;
-  in.hkv = hkv;
-  in.tq = in.tk = tokens;
-  in.d = d;
-  return in;
-}
 
 // (..., key_blocks) bool selection from a -1 padded block list (..., kb) of any integer type.
 at::Tensor selection_of(const at::Tensor& blocks, int64_t key_blocks) {
@@ -118,7 +106,7 @@ void TensorLayerViews::start(const LayerViewsChunk& chunk) {
   query_blocks_ = ceil_div(setup_.prompt_tokens, p.b_q);
   const at::ScalarType t = chunk.q.scalar_type();
   compute_ = t == at::kFloat || t == at::kDouble ? at::kDouble : at::kFloat;
-  random_ = hip::random_masks(shape_only_inputs(hq_, hkv_, setup_.prompt_tokens, d_), p,
+  random_ = hip::random_masks(hip::shape_only_inputs(hq_, hkv_, setup_.prompt_tokens, setup_.prompt_tokens, d_), p,
                               layer_random_seed(setup_.seed, setup_.layer));
   const auto sums = chunk.q.options().dtype(at::kDouble);
   for (at::Tensor* t : {&recall_, &random_recall_, &mass_, &random_mass_, &error_, &random_error_, &dense_norm_})
@@ -231,22 +219,33 @@ void TensorLayerViews::tile(const LayerViewsChunk& chunk, const at::Tensor& hip_
   const at::Tensor dense = at::matmul(probs, v);  // (G, padded, d)
   dense_norm_.narrow(0, g * G, G).add_((dense.to(at::kDouble).pow(2).sum(-1) * weight).sum(-1));
 
-  // ---- what a selection keeps: sink, its blocks' keys and the dense tail (causality is in P)
-  const at::Tensor key_ids = at::arange(keys, long_opts);
-  const at::Tensor always = key_ids.lt(p.sink).unsqueeze(0).logical_or(key_ids.unsqueeze(0).ge(hi_t.unsqueeze(1) * p.b_k));
-  auto score = [&](const at::Tensor& sel, at::Tensor& mass_sum, at::Tensor& error_sum) {
-    const at::Tensor block_keys =
-        sel.unsqueeze(-1).expand({G, nq, key_blocks, p.b_k}).reshape({G, nq, key_blocks * p.b_k}).narrow(-1, 0, keys);
-    const at::Tensor kept = block_keys.logical_or(always.unsqueeze(0));  // (G, nq, keys)
-    const at::Tensor kept_probs =
-        probs.view({G, nq, p.b_q, keys}).masked_fill(kept.logical_not().unsqueeze(2), 0).view({G, padded, keys});
-    const at::Tensor mass = kept_probs.sum(-1);  // (G, padded)
-    mass_sum.narrow(0, g * G, G).add_((mass.to(at::kDouble) * weight).sum(-1));
-    const at::Tensor out = at::matmul(kept_probs, v) / mass.unsqueeze(-1);
+  // ---- what a selection keeps, gathered: the sink, its blocks' keys and the dense tail of each
+  // query block are disjoint ranges (key_set.cpp), at most W keys; causality is already in P and
+  // padding entries weigh 0. Reading W columns of P instead of masking all of them keeps this part
+  // small next to the score tile.
+  const int64_t tail = p.window + p.b_k + p.b_q;  // keys from dense_from to the block's last row
+  const int64_t width = p.sink + kb_ * p.b_k + tail;
+  const at::Tensor sink_ids = at::arange(p.sink, long_opts).view({1, 1, p.sink}).expand({G, nq, p.sink});
+  const at::Tensor tail_ids =
+      (hi_t * p.b_k).view({1, nq, 1}) + at::arange(tail, long_opts).view({1, 1, tail});  // (1, nq, tail)
+  auto score = [&](const at::Tensor& blocks, at::Tensor& mass_sum, at::Tensor& error_sum) {
+    const at::Tensor rows = blocks.narrow(0, g * G, G).narrow(1, qb, nq).to(at::kLong);  // (G, nq, kb)
+    const at::Tensor block_ids =
+        (rows.unsqueeze(-1) * p.b_k + at::arange(p.b_k, long_opts)).masked_fill(rows.lt(0).unsqueeze(-1), keys);
+    at::Tensor ids = at::cat({sink_ids, block_ids.view({G, nq, kb_ * p.b_k}), tail_ids.expand({G, nq, tail})}, -1);
+    const at::Tensor valid = ids.lt(keys);
+    ids = ids.masked_fill(valid.logical_not(), 0);  // (G, nq, width), every id a real key
+    const at::Tensor weights = probs.view({G, nq, p.b_q, keys})
+                                   .gather(-1, ids.unsqueeze(2).expand({G, nq, p.b_q, width}))
+                                   .mul(valid.unsqueeze(2).to(compute_));  // (G, nq, b_q, width)
+    const at::Tensor mass = weights.sum(-1);                                 // (G, nq, b_q)
+    mass_sum.narrow(0, g * G, G).add_((mass.reshape({G, padded}).to(at::kDouble) * weight).sum(-1));
+    const at::Tensor values = v.index_select(0, ids.reshape({-1})).view({G, nq, width, d_});
+    const at::Tensor out = (at::matmul(weights, values) / mass.unsqueeze(-1)).reshape({G, padded, d_});
     error_sum.narrow(0, g * G, G).add_(((out - dense).to(at::kDouble).pow(2).sum(-1) * weight).sum(-1));
   };
-  score(hip_sel, mass_, error_);
-  score(random_sel, random_mass_, random_error_);
+  score(hip_blocks, mass_, error_);
+  score(random_blocks, random_mass_, random_error_);
 }
 
 LayerViewsResult TensorLayerViews::finish() {
@@ -279,7 +278,7 @@ LayerViewsResult TensorLayerViews::finish() {
   LayerMaskViews& m = r.masks;
   m.layer = setup_.layer;
   m.params = setup_.params;
-  const hip::AttentionInputs shape = shape_only_inputs(hq_, hkv_, setup_.prompt_tokens, d_);
+  const hip::AttentionInputs shape = hip::shape_only_inputs(hq_, hkv_, setup_.prompt_tokens, setup_.prompt_tokens, d_);
   auto fill = [&](hip::MaskResult& out, const std::vector<at::Tensor>& chunks) {
     out = hip::make_empty_mask(shape, setup_.params);
     const at::Tensor all = at::cat(chunks, 1).contiguous();  // (hq, query blocks, kb)

@@ -72,6 +72,7 @@ inline PairedAnalysis synthetic_analysis(int64_t tokens = 40) {
     }
   for (int64_t l = 0; l < L; ++l) {
     LayerInputs in;
+    in.layer = l;
     in.heads = H;
     in.kv_heads = G;
     in.tokens = tokens;
