@@ -13,7 +13,7 @@ namespace hipstudio::hip {
 // min(Kb, N) distinct blocks of [lo, hi) per (head, query block), ascending. The generator is
 // splitmix64 seeded from (seed, item index) and subsets come from Floyd's algorithm with
 // rejection-sampled bounded integers, so a seed gives the same masks on every platform and for
-// every thread count. Only shapes and positions of `in` are read.
-MaskResult random_masks(const AttentionInputs& in, const HipParams& p, uint64_t seed);
+// every thread count (threads 0: all hardware threads). Only shapes and positions of `in` are read.
+MaskResult random_masks(const AttentionInputs& in, const HipParams& p, uint64_t seed, int threads = 0);
 
 }  // namespace hipstudio::hip
