@@ -35,7 +35,7 @@ const char* export_choices() {
   return "  mask: png (--layer, --head, --px; 0 = full detail), npy (HiP's key blocks; --head for one)\n"
          "  oracle, random: npy (their key blocks)\n"
          "  recall: npy (per head and query block, vs the oracle)\n"
-         "  locality: svg (mean/std against Delta; --delta D for the histogram), npy (stats: delta, pairs, mean, std, lo, hi, kl)\n"
+         "  locality: svg (histogram and mean/std against Delta; --delta D for that histogram alone), npy (stats: delta, pairs, mean, std, lo, hi, kl)\n"
          "  hit-ratio: svg, csv\n"
          "  latency: svg, csv\n"
          "  nll: csv, npy (dense and HiP, 2 x tokens-1)\n"
@@ -69,10 +69,9 @@ std::string export_view(const Capture& c, const ExportRequest& r) {
     need_head(m.hip.heads);
     const std::vector<int64_t> hq{m.hip.heads, m.hip.query_blocks}, hqk{m.hip.heads, m.hip.query_blocks, m.hip.kb};
     if (w == "mask" && f == "png") {
-      const MaskCells cells = mask_cells(m, a.options.hip.hip, static_cast<int64_t>(a.prompt_ids.size()), std::max<int64_t>(r.head, 0));
-      if (r.px > 0) return encode_png(render_mask(cells, r.px));
-      auto tiles = render_mask_tiles(cells, std::max(cells.image_rows(), cells.cols));
-      return encode_png(tiles.at(0));
+      const MaskExport mask = mask_export(m, a.options.hip.hip, static_cast<int64_t>(a.prompt_ids.size()), std::max<int64_t>(r.head, 0));
+      if (r.px > 0) return encode_png(render_mask(mask, r.px));
+      return encode_png(render_mask_tiles(mask, std::max(mask.full_height(), mask.full_width())).at(0));
     }
     if (f != "npy") bad(r);
     if (w == "recall") return head_slice(hq, m.recall, r.head);
@@ -92,7 +91,7 @@ std::string export_view(const Capture& c, const ExportRequest& r) {
         throw InputError("--delta " + std::to_string(r.delta) + " was not captured (see the manifest's locality.deltas)");
       }
       std::vector<hip::ScoreLocality> some = r.head >= 0 ? std::vector<hip::ScoreLocality>{heads[r.head]} : heads;
-      return svg_locality_vs_delta(some, "Score locality, layer " + std::to_string(layer));
+      return svg_locality(some, -1, "Score locality, layer " + std::to_string(layer));
     }
     if (f != "npy") bad(r);
     std::vector<double> stats;

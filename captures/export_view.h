@@ -14,7 +14,7 @@ struct ExportRequest {
   int64_t layer = -1;        // -1: the last layer
   int64_t head = -1;         // -1: every head where an array allows it, else head 0
   int64_t delta = -1;        // locality: a histogram of this Delta instead of the curves against Delta
-  int64_t px = 512;          // mask PNG: longest side (max-pooled above it); 0: one pixel per block pair
+  int64_t px = 512;          // mask PNG: longest side, exactly; 0: full detail (one pixel per b_k x b_k tokens)
   std::string name;          // what=array: the capture's array name, e.g. "masks/L3/hip_blocks"
 };
 

@@ -173,9 +173,9 @@ std::vector<std::string> write_mask_tiles(const Capture& c, const std::string& d
   const int64_t tokens = static_cast<int64_t>(c.analysis.prompt_ids.size());
   for (size_t l = 0; l < c.masks.size(); ++l)
     for (int64_t h = 0; h < c.masks[l].hip.heads; ++h) {
-      const MaskCells cells = mask_cells(c.masks[l], c.analysis.options.hip.hip, tokens, h);
-      const int64_t cols = (cells.cols + tile - 1) / tile;
-      const auto tiles = render_mask_tiles(cells, tile);
+      const MaskExport mask = mask_export(c.masks[l], c.analysis.options.hip.hip, tokens, h);
+      const int64_t cols = (mask.full_width() + tile - 1) / tile;
+      const auto tiles = render_mask_tiles(mask, tile);
       for (size_t i = 0; i < tiles.size(); ++i) {
         const std::string name = "mask_L" + std::to_string(c.view_layers[l]) + "_H" + std::to_string(h) + "_r" + std::to_string(i / cols) + "_c" +
                                  std::to_string(i % cols) + ".png";

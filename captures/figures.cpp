@@ -14,19 +14,20 @@ std::vector<Figure> capture_figures(const Capture& c, const FigureOptions& o) {
   const int64_t tokens = static_cast<int64_t>(a.prompt_ids.size());
   for (size_t i = 0; i < c.masks.size(); ++i) {
     const int64_t l = c.view_layers[i];
-    const MaskCells cells = mask_cells(c.masks[i], p, tokens, 0);
+    const MaskExport mask = mask_export(c.masks[i], p, tokens, 0);
     const std::string dense = l < a.options.hip.dense_layers ? " (runs dense; what HiP would select)" : "";
     out.push_back({"mask_L" + std::to_string(l) + "_H0.png", "mask",
                    "Layer " + std::to_string(l) + ", head 0: HiP's key blocks per query block" + dense,
-                   encode_png(render_mask(cells, o.mask_px))});
+                   encode_png(render_mask(mask, o.mask_px))});
   }
   for (size_t i = 0; i < c.locality.size(); ++i) {
     const int64_t l = c.view_layers[i];
     const auto& heads = c.locality[i];
     std::vector<hip::ScoreLocality> some(heads.begin(), heads.begin() + std::min<size_t>(heads.size(), o.locality_heads));
     out.push_back({"locality_L" + std::to_string(l) + ".svg", "locality",
-                   "Layer " + std::to_string(l) + ": score difference mean and std against key distance Delta",
-                   svg_locality_vs_delta(some, "Score locality, layer " + std::to_string(l))});
+                   "Layer " + std::to_string(l) + ": histogram of score differences (first head, first Delta) and their mean "
+                   "and std against key distance Delta",
+                   svg_locality(some, -1, "Score locality, layer " + std::to_string(l))});
   }
   if (!c.locality.empty() && !c.locality.back().empty()) {
     const hip::ScoreLocality& h0 = c.locality.back()[0];

@@ -18,7 +18,7 @@ struct Figure {
 };
 
 struct FigureOptions {
-  int64_t mask_px = 512;      // longest side of mask PNGs (max-pooled above it)
+  int64_t mask_px = 512;      // longest side of mask PNGs, exactly (max-pooled below one pixel per token)
   int64_t locality_heads = 3; // heads drawn per layer in the mean/std vs Delta plots
 };
 

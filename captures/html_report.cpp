@@ -5,6 +5,7 @@
 
 #include "captures/exports.h"
 #include "captures/figures.h"
+#include "captures/mask_png.h"
 #include "captures/svg_plots.h"
 
 namespace hipstudio::captures {
@@ -118,10 +119,15 @@ std::string html_report(const Capture& c, const FigureOptions& figures) {
 
   // Figures.
   s << "<h2 id=\"figures\">Figures</h2>\n";
-  if (!c.masks.empty())
-    s << "<p class=\"legend\">Masks:<span style=\"background:#1f4e79\"></span>HiP and oracle<span style=\"background:#e15759\"></span>HiP "
-         "only<span style=\"background:#f28e2b\"></span>oracle only (missed)<span style=\"background:#969696\"></span>sink / window"
-         "<span style=\"background:#e8ecf3\"></span>visible, not selected</p>\n";
+  if (!c.masks.empty()) {
+    s << "<p class=\"legend\">Masks:";
+    for (const auto& [name, color] : mask_legend(export_mask_palette(true))) {
+      char css[8];
+      std::snprintf(css, sizeof css, "#%02x%02x%02x", color & 0xff, (color >> 8) & 0xff, (color >> 16) & 0xff);
+      s << "<span style=\"background:" << css << "\"></span>" << name;
+    }
+    s << "</p>\n";
+  }
   int index = 0;
   for (const Figure& f : capture_figures(c, figures)) {
     s << "<figure id=\"fig-" << xml_escape(f.name) << "\" data-view=\"" << f.view << "\">\n";

@@ -1,7 +1,6 @@
 #include "captures/mask_png.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "engine/formats/errors.h"
 
@@ -28,83 +27,72 @@
 namespace hipstudio::captures {
 namespace {
 
-// Colours by MaskCell (the report's legend repeats them).
-constexpr uint8_t kPalette[6][3] = {
-    {255, 255, 255},  // hidden (causally masked)
-    {232, 236, 243},  // visible, not selected
-    {242, 142, 43},   // oracle only: a block HiP missed
-    {225, 87, 89},    // HiP only
-    {31, 78, 121},    // HiP and the oracle
-    {150, 150, 150},  // sink or sliding window (always attended)
-};
-
-}  // namespace
-
-MaskCells mask_cells(const LayerMasks& m, const hip::HipParams& p, int64_t tokens, int64_t head) {
-  MaskCells c;
-  c.rows = m.hip.query_blocks;
-  c.cols = (tokens + p.b_k - 1) / p.b_k;
-  c.row_repeat = std::max<int64_t>(1, p.b_q / p.b_k);
-  c.cells.assign(static_cast<size_t>(c.rows * c.cols), kCellHidden);
-  for (int64_t qb = 0; qb < c.rows; ++qb) {
-    uint8_t* row = c.cells.data() + qb * c.cols;
-    const int64_t last = std::min(tokens, (qb + 1) * p.b_q) - 1;  // the block's last query sees keys <= last
-    for (int64_t kb = 0; kb <= last / p.b_k && kb < c.cols; ++kb) {
-      const bool sink = kb * p.b_k < p.sink;
-      const bool window = (kb + 1) * p.b_k - 1 >= m.hip.dense_from[qb];
-      row[kb] = (sink || window) ? kCellDense : kCellVisible;
-    }
-    for (int pass = 0; pass < 2; ++pass) {
-      const hip::MaskResult& r = pass == 0 ? m.oracle : m.hip;
-      const int32_t* blocks = r.row(head, qb);
-      for (int32_t i = 0; i < r.count(head, qb); ++i) {
-        const int32_t kb = blocks[i];
-        if (kb < 0 || kb >= c.cols || row[kb] == kCellDense) continue;
-        uint8_t& cell = row[kb];
-        cell = pass == 0 ? kCellOracleOnly : (cell == kCellOracleOnly ? kCellBoth : kCellHipOnly);
-      }
+// The rect's cells pooled into (height, width) pixels: viz pools to at most one texel per cell, and
+// a larger image repeats texels (nearest neighbour), so any size comes out exact.
+RgbImage render_rect(const MaskExport& m, const viz::PoolRect& cells, int64_t width, int64_t height) {
+  viz::PoolRect pool = cells;
+  pool.width = static_cast<int>(std::min(width, cells.col1 - cells.col0));
+  pool.height = static_cast<int>(std::min(height, cells.row1 - cells.row0));
+  std::vector<uint32_t> rgba;
+  viz::colorize_mask(viz::pool_mask_flags(m.picture, pool), m.palette, rgba);
+  RgbImage im;
+  im.width = width, im.height = height;
+  im.rgb.resize(static_cast<size_t>(width * height * 3));
+  for (int64_t y = 0; y < height; ++y) {
+    const uint32_t* line = rgba.data() + (y * pool.height / height) * pool.width;
+    for (int64_t x = 0; x < width; ++x) {
+      const uint32_t c = line[x * pool.width / width];  // packed as viz::pack_rgba8: R in the low byte
+      uint8_t* out = &im.rgb[static_cast<size_t>((y * width + x) * 3)];
+      out[0] = c & 0xff, out[1] = (c >> 8) & 0xff, out[2] = (c >> 16) & 0xff;
     }
   }
-  return c;
-}
-
-RgbImage render_mask(const MaskCells& c, int64_t max_side, int64_t scale) {
-  RgbImage im;
-  const int64_t image_rows = c.image_rows();
-  if (image_rows == 0 || c.cols == 0) return im;
-  max_side = std::max<int64_t>(max_side, 1);
-  // Pooling factor: cells per pixel along each axis (the same on both so shapes stay square).
-  const int64_t pool = std::max<int64_t>(1, (std::max(image_rows, c.cols) + max_side - 1) / max_side);
-  const int64_t rows = (image_rows + pool - 1) / pool, cols = (c.cols + pool - 1) / pool;
-  if (scale <= 0) scale = std::max<int64_t>(1, max_side / std::max(rows, cols));
-  scale = std::min<int64_t>(scale, std::max<int64_t>(1, max_side / std::max(rows, cols)));
-  im.width = cols * scale;
-  im.height = rows * scale;
-  im.rgb.assign(static_cast<size_t>(im.width * im.height * 3), 255);
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t col = 0; col < cols; ++col) {
-      uint8_t v = 0;
-      for (int64_t i = r * pool; i < std::min(image_rows, (r + 1) * pool); ++i)
-        for (int64_t j = col * pool; j < std::min(c.cols, (col + 1) * pool); ++j) v = std::max(v, c.at_image(i, j));
-      for (int64_t y = r * scale; y < (r + 1) * scale; ++y)
-        for (int64_t x = col * scale; x < (col + 1) * scale; ++x) std::memcpy(&im.rgb[(y * im.width + x) * 3], kPalette[v], 3);
-    }
   return im;
 }
 
-std::vector<RgbImage> render_mask_tiles(const MaskCells& c, int64_t tile) {
+}  // namespace
+
+MaskExport mask_export(const LayerMasks& m, const hip::HipParams& p, int64_t tokens, int64_t head) {
+  MaskExport e;
+  e.picture = viz::make_mask_picture(m.hip, &m.oracle, &m.random, head, tokens, tokens, p);
+  e.palette = export_mask_palette(!m.oracle.blocks.empty());
+  return e;
+}
+
+viz::MaskPalette export_mask_palette(bool has_oracle) {
+  viz::MaskPalette p = viz::light_mask_palette();
+  p.show_oracle = has_oracle;
+  p.show_random = false;
+  p.show_sink_dense = true;
+  return p;
+}
+
+std::vector<std::pair<std::string, uint32_t>> mask_legend(const viz::MaskPalette& p) {
+  return {{"hit (HiP and oracle)", p.hit}, {"false pick (HiP only)", p.false_pick}, {"miss (oracle only)", p.miss},
+          {"sink", p.sink},                {"window", p.dense},                     {"not attended", p.empty},
+          {"future", p.future}};
+}
+
+RgbImage render_mask(const MaskExport& m, int64_t longest_side) {
+  const int64_t tq = m.picture.tq, tk = m.picture.tk;
+  if (tq <= 0 || tk <= 0) return {};
+  const int64_t side = std::max<int64_t>(longest_side, 1), longest = std::max(tq, tk);
+  if (side > (1 << 16))  // encode_png's limit, checked before the pixels are allocated
+    throw InputError("a mask image's longest side must be 1..65536 px, not " + std::to_string(side) + " (export in tiles)");
+  // The shorter side keeps the picture's aspect (square for a prompt: tq == tk).
+  const int64_t width = std::max<int64_t>(1, (tk * side + longest / 2) / longest);
+  const int64_t height = std::max<int64_t>(1, (tq * side + longest / 2) / longest);
+  return render_rect(m, viz::PoolRect{0, tq, 0, tk, 0, 0}, width, height);
+}
+
+std::vector<RgbImage> render_mask_tiles(const MaskExport& m, int64_t tile) {
   std::vector<RgbImage> tiles;
   tile = std::max<int64_t>(tile, 1);
-  for (int64_t y0 = 0; y0 < c.image_rows(); y0 += tile)
-    for (int64_t x0 = 0; x0 < c.cols; x0 += tile) {
-      RgbImage im;
-      im.height = std::min(tile, c.image_rows() - y0);
-      im.width = std::min(tile, c.cols - x0);
-      im.rgb.resize(static_cast<size_t>(im.width * im.height * 3));
-      for (int64_t y = 0; y < im.height; ++y)
-        for (int64_t x = 0; x < im.width; ++x)
-          std::memcpy(&im.rgb[(y * im.width + x) * 3], kPalette[c.at_image(y0 + y, x0 + x)], 3);
-      tiles.push_back(std::move(im));
+  const int64_t b = m.picture.b_k;
+  for (int64_t y0 = 0; y0 < m.full_height(); y0 += tile)
+    for (int64_t x0 = 0; x0 < m.full_width(); x0 += tile) {
+      const int64_t h = std::min(tile, m.full_height() - y0), w = std::min(tile, m.full_width() - x0);
+      const viz::PoolRect cells{y0 * b, std::min(m.picture.tq, (y0 + h) * b), x0 * b, std::min(m.picture.tk, (x0 + w) * b), 0, 0};
+      tiles.push_back(render_rect(m, cells, w, h));
     }
   return tiles;
 }

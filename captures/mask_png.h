@@ -1,14 +1,15 @@
 #pragma once
-// PNG images of one head's block mask, rendered offscreen (no window, no GPU): rows are query
-// blocks, columns key blocks. A cell is coloured by what attends it (sink/window, HiP and the
-// oracle agreeing, HiP only, oracle only) and pale when causally visible but unselected. Large
-// masks are max-pooled (the strongest colour of a pooled cell wins) to the requested size, or cut
-// into full-detail tiles. The GUI may later use viz's renderer instead; the colours match the legend.
+// PNG images of one head's mask, rendered offscreen (no window, no GPU) by viz as the mask panel
+// draws it: the (query token x key token) picture, max-pooled by viz::pool_mask_flags and coloured
+// by viz's palette with the panel's default overlays (oracle hit / false pick / miss, sink and
+// window; random baseline off). Exports use the light theme's palette: they land on white pages.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "captures/capture.h"
+#include "viz/mask_image.h"
 
 namespace hipstudio::captures {
 
@@ -17,22 +18,28 @@ struct RgbImage {
   std::vector<uint8_t> rgb;  // (height, width, 3)
 };
 
-// Full-resolution cell classes of one head: (query_blocks, key_blocks) values of MaskCell.
-enum MaskCell : uint8_t { kCellHidden = 0, kCellVisible = 1, kCellOracleOnly = 2, kCellHipOnly = 3, kCellBoth = 4, kCellDense = 5 };
-struct MaskCells {
-  int64_t rows = 0, cols = 0;
-  int64_t row_repeat = 1;       // b_q / b_k: image rows per query block, so the image is square in tokens
-  std::vector<uint8_t> cells;   // (rows, cols)
-  int64_t image_rows() const { return rows * row_repeat; }
-  uint8_t at_image(int64_t image_row, int64_t col) const { return cells[(image_row / row_repeat) * cols + col]; }
+// One head's picture and the colours an export draws it in.
+struct MaskExport {
+  viz::MaskPicture picture;   // (tokens x tokens) query x key
+  viz::MaskPalette palette;   // viz::light_mask_palette() with the mask panel's default overlays
+  // Full detail: one pixel per key block (b_k tokens) along both axes, so the image stays square
+  // in tokens: (full_height(), full_width()) pixels.
+  int64_t full_width() const { return (picture.tk + picture.b_k - 1) / picture.b_k; }
+  int64_t full_height() const { return (picture.tq + picture.b_k - 1) / picture.b_k; }
 };
-MaskCells mask_cells(const LayerMasks& masks, const hip::HipParams& p, int64_t tokens, int64_t head);
+MaskExport mask_export(const LayerMasks& masks, const hip::HipParams& p, int64_t tokens, int64_t head);
+// viz::light_mask_palette() with the mask panel's default overlays (oracle when there is one).
+viz::MaskPalette export_mask_palette(bool has_oracle);
+// The colours of an exported mask and their meaning, in the mask panel's legend order (the
+// report's legend). Colours are packed as viz packs them (R in the low byte).
+std::vector<std::pair<std::string, uint32_t>> mask_legend(const viz::MaskPalette& palette);
 
-// Images have image_rows() x cols cells. Max-pooled to fit max_side x max_side (cells are never enlarged beyond `scale` pixels each, so
-// small masks stay crisp: scale 0 picks the largest integer that fits).
-RgbImage render_mask(const MaskCells& cells, int64_t max_side, int64_t scale = 0);
-// Full detail (one pixel per cell) cut into tiles of at most tile x tile pixels, row-major.
-std::vector<RgbImage> render_mask_tiles(const MaskCells& cells, int64_t tile);
+// The whole picture with its longest side exactly `longest_side` px (>= 1): max-pooled below one
+// pixel per token, enlarged (nearest neighbour) above it.
+RgbImage render_mask(const MaskExport& mask, int64_t longest_side);
+// Full detail cut into tiles of at most tile x tile pixels, row-major (full_width() / tile
+// rounded up per row).
+std::vector<RgbImage> render_mask_tiles(const MaskExport& mask, int64_t tile);
 
 // PNG file bytes (stb_image_write); throws InputError when encoding fails.
 std::string encode_png(const RgbImage& image);

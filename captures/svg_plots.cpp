@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "viz/plot_data.h"
+
 namespace hipstudio::captures {
 namespace {
 
@@ -22,20 +24,17 @@ std::string px(double v) {
   return b;
 }
 
-// "Nice" tick values covering [lo, hi].
-std::vector<double> ticks(double lo, double hi, int target = 6) {
-  std::vector<double> t;
-  if (!(hi > lo)) return {lo};
-  const double raw = (hi - lo) / target, mag = std::pow(10.0, std::floor(std::log10(raw)));
-  const double step = raw / mag < 1.5 ? mag : raw / mag < 3 ? 2 * mag : raw / mag < 7 ? 5 * mag : 10 * mag;
-  for (double v = std::ceil(lo / step - 1e-9) * step; v <= hi + step * 1e-9; v += step) t.push_back(std::abs(v) < step * 1e-9 ? 0 : v);
-  return t;
-}
+// A plot area in px; a figure holds one (kPlot) or several side by side.
+struct Box {
+  double left, top, right, bottom;
+};
+constexpr Box kPlot{kLeft, kTop, kW - kRight, kH - kBottom};
 
 struct Frame {
-  double x0, x1, y0, y1;  // data range
-  double sx(double x) const { return kLeft + (x - x0) / (x1 - x0) * (kW - kLeft - kRight); }
-  double sy(double y) const { return kH - kBottom - (y - y0) / (y1 - y0) * (kH - kTop - kBottom); }
+  double x0, x1, y0, y1;  // data range (log2 of x on a log axis)
+  Box box = kPlot;
+  double sx(double x) const { return box.left + (x - x0) / (x1 - x0) * (box.right - box.left); }
+  double sy(double y) const { return box.bottom - (y - y0) / (y1 - y0) * (box.bottom - box.top); }
 };
 
 void widen(double& lo, double& hi) {
@@ -47,52 +46,170 @@ void widen(double& lo, double& hi) {
   }
 }
 
-void open_svg(std::ostringstream& s, const std::string& title) {
-  s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kW << "\" height=\"" << kH << "\" viewBox=\"0 0 " << kW << " " << kH
+void open_svg(std::ostringstream& s, const std::string& title, double width = kW) {
+  s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << kH << "\" viewBox=\"0 0 " << width << " " << kH
     << "\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"12\">\n"
     << "<title>" << xml_escape(title) << "</title>\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-    << "<text x=\"" << kW / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">" << xml_escape(title)
+    << "<text x=\"" << width / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">" << xml_escape(title)
     << "</text>\n";
 }
 
 // Axes, ticks, grid and labels. x_names: category labels at integer x instead of numeric ticks.
+// Tick values and labels follow the screen's plots (viz::nice_ticks / log_ticks / tick_label, one
+// tick per five font heights along x), so an exported figure reads like the panel it comes from.
 void axes(std::ostringstream& s, const Frame& f, const std::string& xl, const std::string& yl, bool log2_x,
           const std::vector<std::string>& x_names = {}) {
-  s << "<g class=\"axes\" stroke=\"#333\" fill=\"none\">\n<line x1=\"" << px(kLeft) << "\" y1=\"" << px(kH - kBottom) << "\" x2=\""
-    << px(kW - kRight) << "\" y2=\"" << px(kH - kBottom) << "\"/>\n<line x1=\"" << px(kLeft) << "\" y1=\"" << px(kTop) << "\" x2=\""
-    << px(kLeft) << "\" y2=\"" << px(kH - kBottom) << "\"/>\n</g>\n<g class=\"ticks\" font-size=\"11\">\n";
-  for (double v : ticks(f.y0, f.y1)) {
+  const Box& b = f.box;
+  s << "<g class=\"axes\" stroke=\"#333\" fill=\"none\">\n<line x1=\"" << px(b.left) << "\" y1=\"" << px(b.bottom) << "\" x2=\""
+    << px(b.right) << "\" y2=\"" << px(b.bottom) << "\"/>\n<line x1=\"" << px(b.left) << "\" y1=\"" << px(b.top) << "\" x2=\""
+    << px(b.left) << "\" y2=\"" << px(b.bottom) << "\"/>\n</g>\n<g class=\"ticks\" font-size=\"11\">\n";
+  for (double v : viz::nice_ticks(f.y0, f.y1, 4)) {
     const double y = f.sy(v);
-    s << "<line x1=\"" << px(kLeft - 4) << "\" y1=\"" << px(y) << "\" x2=\"" << px(kW - kRight) << "\" y2=\"" << px(y)
-      << "\" stroke=\"#ddd\"/><text x=\"" << px(kLeft - 7) << "\" y=\"" << px(y + 4) << "\" text-anchor=\"end\">" << num(v) << "</text>\n";
+    s << "<line x1=\"" << px(b.left - 4) << "\" y1=\"" << px(y) << "\" x2=\"" << px(b.right) << "\" y2=\"" << px(y)
+      << "\" stroke=\"#ddd\"/><text class=\"y-tick\" x=\"" << px(b.left - 7) << "\" y=\"" << px(y + 4) << "\" text-anchor=\"end\">"
+      << viz::tick_label(v) << "</text>\n";
   }
   std::vector<std::pair<double, std::string>> xt;
   if (!x_names.empty()) {
     for (size_t i = 0; i < x_names.size(); ++i) xt.emplace_back(static_cast<double>(i), x_names[i]);
   } else if (log2_x) {
-    for (double e = std::ceil(f.x0); e <= f.x1 + 1e-9; e += 1) xt.emplace_back(e, num(std::pow(2.0, e)));
+    for (double v : viz::log_ticks(std::exp2(f.x0), std::exp2(f.x1))) xt.emplace_back(std::log2(v), viz::tick_label(v));
   } else {
-    for (double v : ticks(f.x0, f.x1)) xt.emplace_back(v, num(v));
+    const int target = std::max(2, static_cast<int>((b.right - b.left) / (12 * 5)));
+    for (double v : viz::nice_ticks(f.x0, f.x1, target)) xt.emplace_back(v, viz::tick_label(v));
   }
   for (const auto& [v, label] : xt) {
     const double x = f.sx(v);
-    s << "<line x1=\"" << px(x) << "\" y1=\"" << px(kH - kBottom) << "\" x2=\"" << px(x) << "\" y2=\"" << px(kH - kBottom + 4)
-      << "\" stroke=\"#333\"/><text x=\"" << px(x) << "\" y=\"" << px(kH - kBottom + 17) << "\" text-anchor=\"middle\">"
+    s << "<line x1=\"" << px(x) << "\" y1=\"" << px(b.bottom) << "\" x2=\"" << px(x) << "\" y2=\"" << px(b.bottom + 4)
+      << "\" stroke=\"#333\"/><text class=\"x-tick\" x=\"" << px(x) << "\" y=\"" << px(b.bottom + 17) << "\" text-anchor=\"middle\">"
       << xml_escape(label) << "</text>\n";
   }
-  s << "</g>\n<text class=\"x-label\" x=\"" << px((kLeft + kW - kRight) / 2) << "\" y=\"" << px(kH - 14) << "\" text-anchor=\"middle\">"
-    << xml_escape(xl) << "</text>\n<text class=\"y-label\" x=\"16\" y=\"" << px((kTop + kH - kBottom) / 2)
-    << "\" text-anchor=\"middle\" transform=\"rotate(-90 16 " << px((kTop + kH - kBottom) / 2) << ")\">" << xml_escape(yl) << "</text>\n";
+  const double ly = (b.top + b.bottom) / 2, lx = b.left - 56;
+  s << "</g>\n<text class=\"x-label\" x=\"" << px((b.left + b.right) / 2) << "\" y=\"" << px(b.bottom + 42) << "\" text-anchor=\"middle\">"
+    << xml_escape(xl) << "</text>\n<text class=\"y-label\" x=\"" << px(lx) << "\" y=\"" << px(ly)
+    << "\" text-anchor=\"middle\" transform=\"rotate(-90 " << px(lx) << " " << px(ly) << ")\">" << xml_escape(yl) << "</text>\n";
 }
 
-void legend(std::ostringstream& s, const std::vector<std::pair<std::string, std::string>>& items) {
+struct LegendItem {
+  std::string name, color;
+  std::string dash = "";  // a line series' stroke-dasharray ("" and line: a solid line sample)
+  bool line = false;      // false: a filled swatch
+};
+
+// Items listed top to bottom right of the plot area ending at `right`.
+void legend(std::ostringstream& s, const std::vector<LegendItem>& items, double right = kW - kRight) {
   s << "<g class=\"legend\">\n";
   for (size_t i = 0; i < items.size(); ++i) {
     const double y = kTop + 8 + 18 * static_cast<double>(i);
-    s << "<rect x=\"" << px(kW - kRight + 12) << "\" y=\"" << px(y - 9) << "\" width=\"12\" height=\"10\" fill=\"" << items[i].second
-      << "\"/><text x=\"" << px(kW - kRight + 30) << "\" y=\"" << px(y) << "\">" << xml_escape(items[i].first) << "</text>\n";
+    if (items[i].line) {
+      s << "<line x1=\"" << px(right + 10) << "\" y1=\"" << px(y - 4) << "\" x2=\"" << px(right + 26) << "\" y2=\"" << px(y - 4)
+        << "\" stroke=\"" << items[i].color << "\" stroke-width=\"2\"" << (items[i].dash.empty() ? "" : " stroke-dasharray=\"" + items[i].dash + "\"")
+        << "/>";
+    } else {
+      s << "<rect x=\"" << px(right + 12) << "\" y=\"" << px(y - 9) << "\" width=\"12\" height=\"10\" fill=\"" << items[i].color << "\"/>";
+    }
+    s << "<text x=\"" << px(right + 30) << "\" y=\"" << px(y) << "\">" << xml_escape(items[i].name) << "</text>\n";
   }
   s << "</g>\n";
+}
+
+// The frame a line chart of `series` needs (y padded by 5% where not fixed).
+Frame series_frame(const std::vector<PlotSeries>& series, bool log2_x, double y_lo, double y_hi, Box box) {
+  double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
+  auto tx = [&](double x) { return log2_x ? std::log2(x) : x; };
+  for (const PlotSeries& p : series)
+    for (size_t i = 0; i < p.x.size() && i < p.y.size(); ++i)
+      if (std::isfinite(tx(p.x[i])) && std::isfinite(p.y[i])) {
+        x0 = std::min(x0, tx(p.x[i])), x1 = std::max(x1, tx(p.x[i]));
+        y0 = std::min(y0, p.y[i]), y1 = std::max(y1, p.y[i]);
+      }
+  if (std::isfinite(y_lo)) y0 = y_lo;
+  if (std::isfinite(y_hi)) y1 = y_hi;
+  widen(x0, x1);
+  widen(y0, y1);
+  const double pad = (y1 - y0) * 0.05;
+  return Frame{x0, x1, std::isfinite(y_lo) ? y0 : y0 - pad, std::isfinite(y_hi) ? y1 : y1 + pad, box};
+}
+
+// Draws the series in order (later over earlier) and appends their legend items.
+void draw_series(std::ostringstream& s, const Frame& f, const std::vector<PlotSeries>& series, bool log2_x,
+                 std::vector<LegendItem>& items) {
+  auto tx = [&](double x) { return log2_x ? std::log2(x) : x; };
+  for (size_t k = 0; k < series.size(); ++k) {
+    const PlotSeries& p = series[k];
+    const std::string color = p.color.empty() ? kColors[k % 8] : p.color;
+    items.push_back({p.name, color, p.dash, true});
+    // A non-finite point breaks the line (a step without accesses has no hit ratio).
+    std::vector<std::string> lines(1);
+    std::string marks;
+    // A dashed series' markers are rings, so that a solid series' dots under them still show.
+    const std::string mark_paint = p.dash.empty() ? "fill=\"" + color + "\"" : "fill=\"white\" stroke=\"" + color + "\" stroke-width=\"1.4\"";
+    for (size_t i = 0; i < p.x.size() && i < p.y.size(); ++i) {
+      if (!std::isfinite(tx(p.x[i])) || !std::isfinite(p.y[i])) {
+        if (!lines.back().empty()) lines.emplace_back();
+        continue;
+      }
+      lines.back() += px(f.sx(tx(p.x[i]))) + "," + px(f.sy(p.y[i])) + " ";
+      if (p.markers)
+        marks += "<circle cx=\"" + px(f.sx(tx(p.x[i]))) + "\" cy=\"" + px(f.sy(p.y[i])) + "\" r=\"" + (p.dash.empty() ? "3" : "2.2") +
+                 "\" " + mark_paint + "/>";
+    }
+    s << "<g class=\"series\">";
+    for (const std::string& l : lines)
+      if (!l.empty())
+        s << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"1.6\""
+          << (p.dash.empty() ? "" : " stroke-dasharray=\"" + p.dash + "\"") << " points=\"" << l << "\"/>";
+    s << marks << "</g>\n";
+  }
+}
+
+// The histogram of one Delta as the locality panel draws it: bars of the counts and the fitted
+// normal's expected count per bin (viz::fitted_normal_counts) through the bin centres.
+void draw_histogram(std::ostringstream& s, const hip::DeltaStats& d, Box box, std::vector<LegendItem>& items) {
+  const size_t bins = d.counts.size();
+  const double width = bins ? (d.hist_hi - d.hist_lo) / static_cast<double>(bins) : 1;
+  const std::vector<double> fitted = viz::fitted_normal_counts(d);
+  double top = 1;
+  for (int64_t c : d.counts) top = std::max(top, static_cast<double>(c));
+  for (double c : fitted) top = std::max(top, c);
+  double lo = d.hist_lo, hi = d.hist_hi;
+  widen(lo, hi);
+  const Frame f{lo, hi, 0, top * 1.05, box};
+  axes(s, f, "delta = s(j + " + std::to_string(d.delta) + ") - s(j)", "key pairs", false);
+  s << "<g class=\"bars\" fill=\"#1f4e79\" fill-opacity=\"0.75\">\n";
+  for (size_t b = 0; b < bins; ++b) {
+    const double xa = f.sx(d.hist_lo + width * static_cast<double>(b)), xb = f.sx(d.hist_lo + width * static_cast<double>(b + 1));
+    const double y = f.sy(static_cast<double>(d.counts[b]));
+    s << "<rect class=\"bar\" x=\"" << px(xa) << "\" y=\"" << px(y) << "\" width=\"" << px(std::max(0.5, xb - xa - 0.5)) << "\" height=\""
+      << px(f.sy(0) - y) << "\"/>\n";
+  }
+  s << "</g>\n";
+  if (d.stddev > 0 && d.pairs > 0) {
+    s << "<polyline class=\"normal-fit\" fill=\"none\" stroke=\"#e15759\" stroke-width=\"2\" points=\"";
+    for (size_t b = 0; b < bins; ++b) s << px(f.sx(d.hist_lo + width * (static_cast<double>(b) + 0.5))) << "," << px(f.sy(fitted[b])) << " ";
+    s << "\"/>\n";
+  }
+  items.push_back({"observed (Delta = " + std::to_string(d.delta) + ")", "#1f4e79"});
+  items.push_back({"N(" + num(d.mean) + ", " + num(d.stddev) + "^2)", "#e15759", "", true});
+  items.push_back({"KL " + num(d.kl_to_normal), "white"});
+}
+
+// Mean and std of delta against Delta, a pair of curves per head.
+std::vector<PlotSeries> locality_series(const std::vector<hip::ScoreLocality>& heads) {
+  std::vector<PlotSeries> series;
+  for (size_t h = 0; h < heads.size(); ++h) {
+    PlotSeries mean{"head " + std::to_string(heads[h].head) + " mean", {}, {}, kColors[(2 * h) % 8], true, ""};
+    PlotSeries sd{"head " + std::to_string(heads[h].head) + " std", {}, {}, kColors[(2 * h + 1) % 8], true, ""};
+    for (const hip::DeltaStats& d : heads[h].deltas) {
+      mean.x.push_back(static_cast<double>(d.delta));
+      mean.y.push_back(d.mean);
+      sd.x.push_back(static_cast<double>(d.delta));
+      sd.y.push_back(d.stddev);
+    }
+    series.push_back(mean);
+    series.push_back(sd);
+  }
+  return series;
 }
 
 }  // namespace
@@ -117,111 +234,57 @@ std::string xml_escape(const std::string& t) {
 
 std::string svg_line_chart(const std::string& title, const std::string& xl, const std::string& yl,
                            const std::vector<PlotSeries>& series, bool log2_x, double y_lo, double y_hi) {
-  double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
-  auto tx = [&](double x) { return log2_x ? std::log2(x) : x; };
-  for (const PlotSeries& p : series)
-    for (size_t i = 0; i < p.x.size() && i < p.y.size(); ++i)
-      if (std::isfinite(tx(p.x[i])) && std::isfinite(p.y[i])) {
-        x0 = std::min(x0, tx(p.x[i])), x1 = std::max(x1, tx(p.x[i]));
-        y0 = std::min(y0, p.y[i]), y1 = std::max(y1, p.y[i]);
-      }
-  if (std::isfinite(y_lo)) y0 = y_lo;
-  if (std::isfinite(y_hi)) y1 = y_hi;
-  widen(x0, x1);
-  widen(y0, y1);
-  const double pad = (y1 - y0) * 0.05;
-  Frame f{x0, x1, std::isfinite(y_lo) ? y0 : y0 - pad, std::isfinite(y_hi) ? y1 : y1 + pad};
+  const Frame f = series_frame(series, log2_x, y_lo, y_hi, kPlot);
   std::ostringstream s;
   open_svg(s, title);
   axes(s, f, xl, yl, log2_x);
-  std::vector<std::pair<std::string, std::string>> items;
-  for (size_t k = 0; k < series.size(); ++k) {
-    const PlotSeries& p = series[k];
-    const std::string color = p.color.empty() ? kColors[k % 8] : p.color;
-    items.emplace_back(p.name, color);
-    // A non-finite point breaks the line (a step without accesses has no hit ratio).
-    std::vector<std::string> lines(1);
-    std::string marks;
-    for (size_t i = 0; i < p.x.size() && i < p.y.size(); ++i) {
-      if (!std::isfinite(tx(p.x[i])) || !std::isfinite(p.y[i])) {
-        if (!lines.back().empty()) lines.emplace_back();
-        continue;
-      }
-      lines.back() += px(f.sx(tx(p.x[i]))) + "," + px(f.sy(p.y[i])) + " ";
-      if (p.markers)
-        marks += "<circle cx=\"" + px(f.sx(tx(p.x[i]))) + "\" cy=\"" + px(f.sy(p.y[i])) + "\" r=\"2.5\" fill=\"" + color + "\"/>";
-    }
-    s << "<g class=\"series\">";
-    for (const std::string& l : lines)
-      if (!l.empty()) s << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"1.6\" points=\"" << l << "\"/>";
-    s << marks << "</g>\n";
-  }
+  std::vector<LegendItem> items;
+  draw_series(s, f, series, log2_x, items);
   legend(s, items);
   s << "</svg>\n";
   return s.str();
 }
 
 std::string svg_locality_histogram(const hip::DeltaStats& d, const std::string& title) {
-  const int64_t bins = static_cast<int64_t>(d.counts.size());
-  const double width = bins ? (d.hist_hi - d.hist_lo) / static_cast<double>(bins) : 1;
-  int64_t peak = 1;
-  for (int64_t c : d.counts) peak = std::max(peak, c);
-  // The fitted normal scaled to counts: pairs * bin width * pdf.
-  std::vector<double> nx, ny;
-  double top = static_cast<double>(peak);
-  if (d.stddev > 0)
-    for (int i = 0; i <= 120; ++i) {
-      const double x = d.hist_lo + (d.hist_hi - d.hist_lo) * i / 120.0, z = (x - d.mean) / d.stddev;
-      nx.push_back(x);
-      ny.push_back(static_cast<double>(d.pairs) * width * std::exp(-0.5 * z * z) / (d.stddev * std::sqrt(2 * M_PI)));
-      top = std::max(top, ny.back());
-    }
-  double lo = d.hist_lo, hi = d.hist_hi;
-  widen(lo, hi);
-  Frame f{lo, hi, 0, top * 1.05};
   std::ostringstream s;
   open_svg(s, title);
-  axes(s, f, "delta = s(j + " + std::to_string(d.delta) + ") - s(j)", "key pairs", false);
-  s << "<g class=\"bars\" fill=\"#1f4e79\" fill-opacity=\"0.75\">\n";
-  for (int64_t b = 0; b < bins; ++b) {
-    const double xa = f.sx(d.hist_lo + width * b), xb = f.sx(d.hist_lo + width * (b + 1)), y = f.sy(static_cast<double>(d.counts[b]));
-    s << "<rect x=\"" << px(xa) << "\" y=\"" << px(y) << "\" width=\"" << px(std::max(0.5, xb - xa - 0.5)) << "\" height=\""
-      << px(f.sy(0) - y) << "\"/>\n";
-  }
-  s << "</g>\n";
-  if (!nx.empty()) {
-    s << "<polyline class=\"normal-fit\" fill=\"none\" stroke=\"#e15759\" stroke-width=\"2\" points=\"";
-    for (size_t i = 0; i < nx.size(); ++i) s << px(f.sx(nx[i])) << "," << px(f.sy(ny[i])) << " ";
-    s << "\"/>\n";
-  }
-  legend(s, {{"observed", "#1f4e79"}, {"N(" + num(d.mean) + ", " + num(d.stddev) + "^2)", "#e15759"}, {"KL " + num(d.kl_to_normal), "white"}});
+  std::vector<LegendItem> items;
+  draw_histogram(s, d, kPlot, items);
+  legend(s, items);
   s << "</svg>\n";
   return s.str();
 }
 
-std::string svg_locality_vs_delta(const std::vector<hip::ScoreLocality>& heads, const std::string& title) {
-  std::vector<PlotSeries> series;
-  for (size_t h = 0; h < heads.size(); ++h) {
-    PlotSeries mean{"head " + std::to_string(heads[h].head) + " mean", {}, {}, kColors[(2 * h) % 8], true};
-    PlotSeries sd{"head " + std::to_string(heads[h].head) + " std", {}, {}, kColors[(2 * h + 1) % 8], true};
-    for (const hip::DeltaStats& d : heads[h].deltas) {
-      mean.x.push_back(static_cast<double>(d.delta));
-      mean.y.push_back(d.mean);
-      sd.x.push_back(static_cast<double>(d.delta));
-      sd.y.push_back(d.stddev);
-    }
-    series.push_back(mean);
-    series.push_back(sd);
-  }
-  return svg_line_chart(title, "Delta (key distance)", "delta score: mean, std", series, true);
+std::string svg_locality(const std::vector<hip::ScoreLocality>& heads, int64_t histogram_delta, const std::string& title) {
+  // Two plots side by side, as the locality panel shows them: the histogram, then the curves.
+  constexpr double kWide = 2 * kW - kRight;
+  const Box hist_box{kLeft, kTop, kW - kRight, kH - kBottom};
+  const Box curve_box{kW - kRight + kLeft + 24, kTop, kWide - kRight, kH - kBottom};
+  std::ostringstream s;
+  open_svg(s, title, kWide);
+  std::vector<LegendItem> items;
+  const hip::DeltaStats* hist = nullptr;
+  if (!heads.empty())
+    for (const hip::DeltaStats& d : heads[0].deltas)
+      if (!hist || d.delta == histogram_delta) hist = &d;  // the asked-for Delta, else the first
+  if (hist) draw_histogram(s, *hist, hist_box, items);
+  const std::vector<PlotSeries> series = locality_series(heads);
+  const Frame f = series_frame(series, true, NAN, NAN, curve_box);
+  axes(s, f, "Delta (key distance)", "delta score: mean, std", true);
+  draw_series(s, f, series, true, items);
+  legend(s, items, kWide - kRight);
+  s << "</svg>\n";
+  return s.str();
 }
 
 std::string svg_hit_ratio_per_step(const offload::OffloadResult& r) {
   std::vector<PlotSeries> series;
-  const char* names[] = {"mask estimation", "sparse attention"};  // legend: name (bank slots)
-  for (int c = 0; c < 2; ++c) {
+  // Both contexts often read the same keys, so their curves coincide: sparse attention is drawn
+  // first and solid, mask estimation over it dashed with ring markers, so neither hides the other.
+  for (int c : {1, 0}) {
     const offload::ContextStats& ctx = c == 0 ? r.mask : r.sparse;
-    PlotSeries p{std::string(names[c]) + " (" + std::to_string(ctx.bank_tokens) + ")", {}, {}, kColors[c], true};
+    const char* name = c == 0 ? "mask estimation" : "sparse attention";  // legend: name (bank slots)
+    PlotSeries p{std::string(name) + " (" + std::to_string(ctx.bank_tokens) + ")", {}, {}, kColors[c], true, c == 0 ? "6 4" : ""};
     for (size_t s = 0; s < ctx.per_step_total.size(); ++s) {
       const offload::BankCounts& b = ctx.per_step_total[s];
       p.x.push_back(static_cast<double>(s));

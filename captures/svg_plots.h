@@ -3,6 +3,7 @@
 // title, labelled axes with ticks and a legend, valid XML (text is escaped). Used by the report
 // (inline) and written as .svg files by exports.
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@ struct PlotSeries {
   std::vector<double> x, y;  // same length; non-finite points are skipped
   std::string color;         // CSS colour
   bool markers = true;
+  std::string dash = "";     // SVG stroke-dasharray such as "6 4"; "" solid. Dashed markers are rings.
 };
 
 // A generic line chart (the specific figures below are built on it).
@@ -25,11 +27,13 @@ std::string svg_line_chart(const std::string& title, const std::string& x_label,
                            double y_hi = NAN);  // a fixed y range where given (NaN: from the data)
 
 // Histogram of delta = s_{j+Delta} - s_j for one Delta with the fitted normal N(mean, std^2) drawn
-// over it (scaled to counts).
+// over it as the locality panel does (viz::fitted_normal_counts: expected pairs per bin).
 std::string svg_locality_histogram(const hip::DeltaStats& stats, const std::string& title);
-// Mean and standard deviation of delta against Delta (log2 axis), one pair of curves per head given.
-std::string svg_locality_vs_delta(const std::vector<hip::ScoreLocality>& heads, const std::string& title);
-// Hit ratio per decode step of both offloading contexts.
+// The locality panel as one figure: the histogram of heads[0] at `histogram_delta` (the first
+// captured Delta when it was not captured) beside the mean and standard deviation of delta against
+// Delta (log axis), one pair of curves per head given.
+std::string svg_locality(const std::vector<hip::ScoreLocality>& heads, int64_t histogram_delta, const std::string& title);
+// Hit ratio per decode step of both offloading contexts (mask estimation dashed over sparse attention).
 std::string svg_hit_ratio_per_step(const offload::OffloadResult& offload);
 // Stacked latency bars (mask estimation, sparse attention, dense attention, other): dense vs HiP,
 // prefill and mean decode step.

@@ -22,6 +22,24 @@ std::vector<double> nice_ticks(double lo, double hi, int target) {
   return ticks;
 }
 
+std::vector<double> log_ticks(double lo, double hi) {
+  std::vector<double> ticks;
+  if (!(lo > 0) || !(hi >= lo) || !std::isfinite(hi)) return ticks;
+  for (double d = std::pow(10.0, std::floor(std::log10(lo))); d <= hi; d *= 10)
+    if (d >= lo) ticks.push_back(d);
+  return ticks;
+}
+
+std::string tick_label(double v) {
+  const double a = std::fabs(v);
+  char buf[32];
+  if (a >= 10000) std::snprintf(buf, sizeof buf, "%.0fk", v / 1000);
+  else if (a >= 100 || a == std::floor(a)) std::snprintf(buf, sizeof buf, "%.0f", v);
+  else if (a >= 1) std::snprintf(buf, sizeof buf, "%.1f", v);
+  else std::snprintf(buf, sizeof buf, "%.2g", v);
+  return buf;
+}
+
 std::vector<double> fitted_normal_counts(const hip::DeltaStats& s) {
   const size_t bins = s.counts.size();
   std::vector<double> out(bins, 0.0);

@@ -13,6 +13,10 @@ namespace hipstudio::viz {
 
 // About `target` round tick values (1, 2, 5 x 10^n steps) covering [lo, hi].
 std::vector<double> nice_ticks(double lo, double hi, int target);
+// Ticks of a logarithmic axis over [lo, hi] (lo > 0): the powers of ten inside it.
+std::vector<double> log_ticks(double lo, double hi);
+// A tick's label: "12k" from 10,000, whole numbers bare, one decimal from 1, else 2 significant digits.
+std::string tick_label(double v);
 
 // Expected count per histogram bin under the fitted normal N(mean, stddev^2), renormalised to the
 // histogram range (what DeltaStats::kl_to_normal compares against), scaled to `pairs`.

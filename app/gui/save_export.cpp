@@ -213,10 +213,10 @@ bool start_export_view(AppState& s, const Snapshot& snap, const ExportOptions& o
       if (o.tiles) {
         const fs::path tdir = fs::path(o.dir) / ("mask" + lh + "_tiles");
         fs::create_directories(tdir);
-        const captures::MaskCells cells =
-            captures::mask_cells(c.masks.at(static_cast<size_t>(c.view_index(layer))), c.analysis.options.hip.hip, a->tokens(), head);
-        const int64_t cols = (cells.cols + o.tile - 1) / o.tile;
-        const auto tiles = captures::render_mask_tiles(cells, o.tile);
+        const captures::MaskExport mask =
+            captures::mask_export(c.masks.at(static_cast<size_t>(c.view_index(layer))), c.analysis.options.hip.hip, a->tokens(), head);
+        const int64_t cols = (mask.full_width() + o.tile - 1) / o.tile;
+        const auto tiles = captures::render_mask_tiles(mask, o.tile);
         for (size_t i = 0; i < tiles.size(); ++i) {
           out.paths.push_back((tdir / ("mask_r" + std::to_string(i / cols) + "_c" + std::to_string(i % cols) + ".png")).string());
           captures::write_file_atomic(out.paths.back(), captures::encode_png(tiles[i]));

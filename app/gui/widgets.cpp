@@ -29,14 +29,6 @@ double PlotArea::x_of(float px) const {
   return log_x ? std::exp(std::log(x0) + t * (std::log(x1) - std::log(x0))) : x0 + t * (x1 - x0);
 }
 
-static std::string tick_label(double v) {
-  const double a = std::fabs(v);
-  if (a >= 10000) return fmt("%.0fk", v / 1000);
-  if (a >= 100 || a == std::floor(a)) return fmt("%.0f", v);
-  if (a >= 1) return fmt("%.1f", v);
-  return fmt("%.2g", v);
-}
-
 PlotArea begin_plot(const char* id, ImVec2 size, double x0, double x1, double y0, double y1, const char* x_label,
                     const char* y_label, const Theme& theme, bool log_x) {
   ImDrawList* dl = ImGui::GetWindowDrawList();
@@ -56,26 +48,25 @@ PlotArea begin_plot(const char* id, ImVec2 size, double x0, double x1, double y0
   p.x0 = x0, p.x1 = x1, p.y0 = y0, p.y1 = y1, p.log_x = log_x;
   dl->AddRectFilled(p.min, p.max, theme.plot_bg);
   const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
-  // y ticks
+  // y ticks (viz's rule and labels: the SVG exports draw the same ones)
   for (double t : viz::nice_ticks(y0, y1, 4)) {
     const ImVec2 a = p.at(x0, t);
     dl->AddLine(ImVec2(p.min.x, a.y), ImVec2(p.max.x, a.y), theme.grid);
-    const std::string s = tick_label(t);
+    const std::string s = viz::tick_label(t);
     const ImVec2 ts = ImGui::CalcTextSize(s.c_str());
     dl->AddText(ImVec2(p.min.x - ts.x - 4, a.y - ts.y / 2), text, s.c_str());
   }
   // x ticks
   std::vector<double> xt;
   if (log_x) {
-    for (double d = std::pow(10.0, std::floor(std::log10(x0))); d <= x1; d *= 10)
-      if (d >= x0) xt.push_back(d);
+    xt = viz::log_ticks(x0, x1);
   } else {
     xt = viz::nice_ticks(x0, x1, std::max(2, static_cast<int>((p.max.x - p.min.x) / (fh * 5))));
   }
   for (double t : xt) {
     const ImVec2 a = p.at(t, y0);
     dl->AddLine(ImVec2(a.x, p.min.y), ImVec2(a.x, p.max.y), theme.grid);
-    const std::string s = tick_label(t);
+    const std::string s = viz::tick_label(t);
     const ImVec2 ts = ImGui::CalcTextSize(s.c_str());
     dl->AddText(ImVec2(a.x - ts.x / 2, p.max.y + 2), text, s.c_str());
   }

@@ -18,8 +18,8 @@ namespace hipstudio::gpu {
 bool device_supports_clusters();
 // Compute capability 9.0 (H100, H200: the sm_90a code of the wgmma kernels runs there only); asked once.
 bool device_is_sm90();
-// The rules of hip::validate_hip_params (kept here so that this library does not link back into
-// hipstudio_kernels); throws CudaError naming the broken rule.
+// The rules of hip::validate_hip_params (kernels/hip_param_rules.h, header-only so that this library
+// does not link back into hipstudio_kernels); throws CudaError naming the broken rule.
 void check_hip_params(const hip::HipParams& p);
 
 #define HIP_CUDA_CHECK(call)                                                      \

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/hip_param_rules.h"
 
 namespace hipstudio::gpu {
 
@@ -18,14 +19,8 @@ void throw_cuda(cudaError_t e, const char* what, const char* file, int line) {
 void throw_arg(const std::string& what) { throw CudaError("HiP CUDA kernels: " + what); }
 
 void check_hip_params(const hip::HipParams& p) {
-  auto s = [](int64_t v) { return std::to_string(v); };
-  if (p.k < 1 || p.b_q < 1 || p.b_k < 1 || p.b_sq < 1 || p.b_sk < 1) throw_arg("k, b_q, b_k, b_sq and b_sk must be >= 1");
-  if (p.sink < 0 || p.window < 0) throw_arg("sink and window must be >= 0");
-  if (p.k < p.b_k || p.k % p.b_k) throw_arg("k (" + s(p.k) + ") must be a positive multiple of b_k (" + s(p.b_k) + ")");
-  if (p.b_k % p.b_sk) throw_arg("b_k (" + s(p.b_k) + ") must be a multiple of b_sk (" + s(p.b_sk) + ")");
-  if (p.b_q % p.b_sq) throw_arg("b_q (" + s(p.b_q) + ") must be a multiple of b_sq (" + s(p.b_sq) + ")");
-  if (p.sink % p.b_k || p.window % p.b_k) throw_arg("sink and window must be multiples of b_k");
-  if (!(p.rho >= 0.0 && p.rho <= 1.0)) throw_arg("rho must be in [0, 1]");
+  const std::string problem = hip::hip_params_problem(p);
+  if (!problem.empty()) throw_arg(problem);
 }
 
 const char* dtype_name(DType t) {

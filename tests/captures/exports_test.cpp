@@ -1,5 +1,6 @@
 // Exports: CSV, Chrome trace nesting, SVG validity, PNG decoding, the HTML report, SHA-256.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <sstream>
 
@@ -36,6 +37,8 @@
 #include "captures/svg_plots.h"
 #include "tests/captures/capture_fixture.h"
 #include "tests/captures/xml_check.h"
+#include "viz/colormap.h"
+#include "viz/mask_image.h"
 
 namespace hipstudio::captures {
 namespace {
@@ -114,43 +117,54 @@ TEST(Exports, SvgFiguresAreValidXmlWithAxesAndLabels) {
   EXPECT_GE(svgs, 5);  // locality per layer, two histograms, hit ratio, latency
   const std::string hist = svg_locality_histogram(c.locality[1][0].deltas[0], "h");
   EXPECT_NE(hist.find("class=\"normal-fit\""), std::string::npos);
-  EXPECT_NE(hist.find("<rect x="), std::string::npos);
+  EXPECT_NE(hist.find("<rect class=\"bar\" x="), std::string::npos);
   EXPECT_EQ(hipstudio::testing::xml_problem(svg_line_chart("a <b> & \"c\"", "x & y", "<y>", {{"s<1>", {1, 2}, {3, 4}, "", true}})), "");
   EXPECT_NE(hipstudio::testing::xml_problem("<svg><g></svg>"), "");  // the checker itself
 }
 
 TEST(Exports, MaskPngDecodesAndShowsTheMask) {
   const Capture& c = fixture();
-  const MaskCells cells = mask_cells(c.masks[1], c.analysis.options.hip.hip, 40, 0);
-  EXPECT_EQ(cells.rows, 10);
-  EXPECT_EQ(cells.cols, 20);
-  EXPECT_EQ(cells.image_rows(), 20);  // b_q / b_k = 2 image rows per query block: square in tokens
-  EXPECT_GT(std::count(cells.cells.begin(), cells.cells.end(), kCellBoth), 0);
-  EXPECT_GT(std::count(cells.cells.begin(), cells.cells.end(), kCellDense), 0);
-  const std::string png = encode_png(render_mask(cells, 200));
+  const MaskExport mask = mask_export(c.masks[1], c.analysis.options.hip.hip, 40, 0);
+  EXPECT_EQ(mask.picture.tq, 40);
+  EXPECT_EQ(mask.picture.tk, 40);
+  EXPECT_EQ(mask.full_width(), 20);   // one pixel per key block of b_k = 2 tokens
+  EXPECT_EQ(mask.full_height(), 20);  // rows too: square in tokens
+  int hits = 0, dense = 0;
+  for (int64_t i = 0; i < 40; ++i)
+    for (int64_t j = 0; j < 40; ++j) {
+      const uint8_t f = viz::mask_cell_flags(mask.picture, i, j);
+      hits += (f & viz::kMaskHit) != 0;
+      dense += (f & viz::kMaskDense) != 0;
+    }
+  EXPECT_GT(hits, 0);
+  EXPECT_GT(dense, 0);
+  const std::string png = encode_png(render_mask(mask, 200));
   ASSERT_GT(png.size(), 24u);
   EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
   auto be32 = [&](size_t at) {
     return static_cast<int>(static_cast<uint8_t>(png[at]) << 24 | static_cast<uint8_t>(png[at + 1]) << 16 |
                             static_cast<uint8_t>(png[at + 2]) << 8 | static_cast<uint8_t>(png[at + 3]));
   };
-  EXPECT_EQ(be32(16), 200);  // IHDR width: 20 columns, 10 px each
-  EXPECT_EQ(be32(20), 200);  // height: 20 image rows
+  EXPECT_EQ(be32(16), 200);  // IHDR width: 40 tokens, 5 px each
+  EXPECT_EQ(be32(20), 200);  // height
 #if HIPSTUDIO_HAVE_STB_READ
   int w = 0, h = 0, n = 0;
   unsigned char* px = stbi_load_from_memory(reinterpret_cast<const unsigned char*>(png.data()), static_cast<int>(png.size()), &w, &h, &n, 3);
   ASSERT_NE(px, nullptr);
   EXPECT_EQ(w, 200);
   EXPECT_EQ(h, 200);
+  const viz::Rgb hit = viz::unpack_rgb(viz::light_mask_palette().hit);  // the screen's yellow
   int selected = 0;
-  for (int i = 0; i < w * h; ++i) selected += px[3 * i] == 31 && px[3 * i + 1] == 78 && px[3 * i + 2] == 121;  // HiP and oracle
+  for (int i = 0; i < w * h; ++i)
+    selected += px[3 * i] == std::lround(hit.r * 255) && px[3 * i + 1] == std::lround(hit.g * 255) && px[3 * i + 2] == std::lround(hit.b * 255);
   stbi_image_free(px);
   EXPECT_GT(selected, 0);
 #endif
-  // Max-pooled below the cell count, and tiles at full detail.
-  const RgbImage pooled = render_mask(cells, 7);
-  EXPECT_LE(std::max(pooled.width, pooled.height), 7);
-  const auto tiles = render_mask_tiles(cells, 8);
+  // Max-pooled below the token count, and tiles at full detail.
+  const RgbImage pooled = render_mask(mask, 7);
+  EXPECT_EQ(pooled.width, 7);
+  EXPECT_EQ(pooled.height, 7);
+  const auto tiles = render_mask_tiles(mask, 8);
   EXPECT_EQ(tiles.size(), 3u * 3u);
   EXPECT_EQ(tiles.back().width, 4);
   EXPECT_EQ(tiles.back().height, 4);

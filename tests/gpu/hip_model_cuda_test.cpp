@@ -12,14 +12,10 @@
 #include "engine/model/transformer.h"
 #include "kernels/torch/hip_torch.h"
 #include "tests/engine/hip_test_setup.h"
+#include "tests/gpu/require_cuda_kernels.h"
 
 namespace hipstudio {
 namespace {
-
-#define REQUIRE_CUDA_KERNELS()                                                                           \
-  if (!cuda_available() || !hip_torch::cuda_kernels_status().empty())                                    \
-  GTEST_SKIP() << "no CUDA GPU or the HiP CUDA kernels were not built (" << hip_torch::cuda_kernels_status() \
-               << "); run the gpu-labelled tests on a GPU machine"
 
 // The shorter prompt keeps the per-step GPU/CPU comparison quick.
 const std::string& kStory = testing::kStoryOpening;

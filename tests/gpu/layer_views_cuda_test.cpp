@@ -11,15 +11,11 @@
 #include "engine/model/paired_analysis.h"
 #include "kernels/torch/hip_torch.h"
 #include "tests/engine/hip_test_setup.h"
+#include "tests/gpu/require_cuda_kernels.h"
 #include "tests/engine/layer_views_cases.h"
 
 namespace hipstudio {
 namespace {
-
-#define REQUIRE_CUDA_KERNELS()                                                                           \
-  if (!cuda_available() || !hip_torch::cuda_kernels_status().empty())                                    \
-  GTEST_SKIP() << "no CUDA GPU or the HiP CUDA kernels were not built (" << hip_torch::cuda_kernels_status() \
-               << "); run the gpu-labelled tests on a GPU machine"
 
 using testing::LayerViewsCase;
 

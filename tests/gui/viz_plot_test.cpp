@@ -80,6 +80,17 @@ TEST(PlotData, TicksAndBytes) {
   EXPECT_EQ(format_bytes(1536), "1.5 KiB");
 }
 
+TEST(PlotData, LogTicksAndLabels) {
+  EXPECT_EQ(log_ticks(1, 512), (std::vector<double>{1, 10, 100}));
+  EXPECT_EQ(log_ticks(2, 9), (std::vector<double>{}));
+  EXPECT_TRUE(log_ticks(0, 10).empty());
+  EXPECT_EQ(tick_label(25000), "25k");
+  EXPECT_EQ(tick_label(150), "150");
+  EXPECT_EQ(tick_label(3), "3");
+  EXPECT_EQ(tick_label(2.5), "2.5");
+  EXPECT_EQ(tick_label(0.25), "0.25");
+}
+
 TEST(PlotData, FittedNormalSumsToPairs) {
   hip::DeltaStats s;
   s.pairs = 1000;

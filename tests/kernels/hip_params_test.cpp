@@ -4,8 +4,14 @@
 #include <cmath>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "kernels/hip_param_rules.h"
 #include "kernels/hip_params.h"
+#ifdef HIPSTUDIO_HAVE_CUDA_KERNELS
+#include "kernels/cuda/hip_cuda.h"
+#endif
 
 namespace hipstudio::hip {
 namespace {
@@ -68,6 +74,82 @@ TEST(HipParams, RhoMustBeAFraction) {
   expect_rejected([](HipParams& p) { p.rho = -0.1; }, "rho");
   expect_rejected([](HipParams& p) { p.rho = std::nan(""); }, "rho");
 }
+
+// One of each broken rule, including each size past INT32_MAX (the rule the kernels' copy had lost).
+std::vector<HipParams> broken_params() {
+  std::vector<HipParams> out;
+  auto add = [&](const std::function<void(HipParams&)>& change) {
+    HipParams p;
+    change(p);
+    out.push_back(p);
+  };
+  add([](HipParams& p) { p.k = 0; });
+  add([](HipParams& p) { p.window = -2; });
+  add([](HipParams& p) { p.k = 2, p.b_k = 4; });
+  add([](HipParams& p) { p.k = 500, p.b_k = 3; });
+  add([](HipParams& p) { p.b_q = 32, p.b_sq = 5; });
+  add([](HipParams& p) { p.rho = std::nan(""); });
+  const int64_t big = int64_t{INT32_MAX} + 1;
+  add([&](HipParams& p) { p.k = big * 2, p.b_k = 4; });  // k / b_k fits, k does not
+  add([&](HipParams& p) { p.b_q = big; p.b_sq = 1; });
+  add([&](HipParams& p) { p.k = big, p.b_k = big, p.b_sk = 1; });
+  add([&](HipParams& p) { p.b_k = 1, p.b_sk = 1, p.sink = big; });
+  add([&](HipParams& p) { p.b_k = 1, p.b_sk = 1, p.window = big; });
+  add([](HipParams& p) { p.b_q = INT64_MAX, p.b_sq = 1; });  // the fuzzer's --bq 9223372036854775807
+  return out;
+}
+
+TEST(HipParams, SharedRulesGiveTheReferenceMessage) {
+  for (const HipParams& p : broken_params()) {
+    const std::string problem = hip_params_problem(p);
+    ASSERT_FALSE(problem.empty());
+    EXPECT_NE(first_broken_hip_rule(p).rule, HipRule::kNone) << problem;
+    try {
+      validate_hip_params(p);
+      ADD_FAILURE() << "accepted: " << problem;
+    } catch (const HipParamError& e) {
+      EXPECT_EQ(e.what(), problem);
+    }
+  }
+  EXPECT_EQ(hip_params_problem(HipParams{}), "");
+  HipParams at_limit;  // INT32_MAX itself is allowed
+  at_limit.k = INT32_MAX, at_limit.b_k = 1, at_limit.b_sk = 1, at_limit.b_q = INT32_MAX, at_limit.b_sq = 1;
+  EXPECT_EQ(hip_params_problem(at_limit), "");
+}
+
+TEST(HipParams, SizesPastInt32AreRejected) {
+  int past_int32 = 0;
+  for (const HipParams& p : broken_params()) {
+    if (first_broken_hip_rule(p).rule != HipRule::kFitsInt32) continue;
+    ++past_int32;
+    EXPECT_NE(hip_params_problem(p).find("must be at most 2147483647"), std::string::npos) << hip_params_problem(p);
+  }
+  EXPECT_EQ(past_int32, 6);
+}
+
+#ifdef HIPSTUDIO_HAVE_CUDA_KERNELS
+// The kernels' entry points check their parameters before touching the device, so this runs
+// without a GPU: each rejects what the reference rejects, with the reference's message.
+TEST(HipParams, CudaKernelsRejectWhatTheReferenceRejects) {
+  for (const HipParams& p : broken_params()) {
+    const std::string expected = "HiP CUDA kernels: " + hip_params_problem(p);
+    gpu::MaskLaunch mask;
+    mask.hip = p;
+    gpu::AttentionLaunch attention;
+    attention.hip = p;
+    const std::pair<const char*, std::function<void()>> launches[] = {
+        {"mask estimation", [&] { gpu::estimate_masks(mask); }}, {"sparse attention", [&] { gpu::sparse_attention(attention); }}};
+    for (const auto& [name, launch] : launches) {
+      try {
+        launch();
+        ADD_FAILURE() << name << " accepted: " << expected;
+      } catch (const gpu::CudaError& e) {
+        EXPECT_EQ(e.what(), expected) << name;
+      }
+    }
+  }
+}
+#endif
 
 TEST(HipParams, ParseRepr) {
   EXPECT_EQ(parse_repr("center"), 0.5);
