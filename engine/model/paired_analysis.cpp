@@ -137,7 +137,7 @@ static PairedAnalysis run_paired_analysis_unguarded(std::shared_ptr<const Model>
   int64_t calls = 0;
   dense_model.set_layer_timer([&](int64_t l, double a, double o) {
     dense_timer->on_layer(l, a, o);
-    if (prefilling) report(progress, 0.2 * static_cast<double>(++calls) / passes, "dense prefill, layer " + std::to_string(l));
+    if (prefilling) report(progress, 0.2 * (static_cast<double>(++calls) / passes), "dense prefill, layer " + std::to_string(l));
   });
   std::vector<at::Tensor> dense_rows;
   for (const auto& r : chunks) dense_rows.push_back(dense_model.forward_hidden(chunk_ids(r), dense_cache, dense_attention));
@@ -188,7 +188,7 @@ static PairedAnalysis run_paired_analysis_unguarded(std::shared_ptr<const Model>
       pending = LayerViewsChunk{};
       pending_layer = -1;
     }
-    report(progress, 0.2 + 0.6 * static_cast<double>(++calls) / passes, "HiP prefill, layer " + std::to_string(l));
+    report(progress, 0.2 + 0.6 * (static_cast<double>(++calls) / passes), "HiP prefill, layer " + std::to_string(l));
   });
 
   DecodeStepRecord* current_step = nullptr;

@@ -181,3 +181,39 @@ TEST(CaptureCliViews, FewerViewsMakeASmallerCapture) {
 }
 
 }  // namespace
+
+namespace {
+
+// --inputs-layers: the capture keeps the per-layer views of those layers only (every layer's
+// per-head numbers stay); export names the kept layers when asked for another; a layer outside the
+// model or a trace on a layer not kept is an input error before the run.
+TEST(CaptureCliLayers, InputsLayersKeepsThoseLayersAndSaysSoElsewhere) {
+  hipstudio::testing::TempDir dir;
+  const std::string path = dir.file("few.hipcap");
+  const CommandResult made = run(std::string("capture ") + kSmall + " --inputs-layers 4,1 --out " + path);
+  ASSERT_EQ(made.status, 0) << made.out;
+  const hipstudio::captures::Capture c = hipstudio::captures::read_capture(path);
+  EXPECT_EQ(c.view_layers, (std::vector<int64_t>{1, 4}));
+  EXPECT_EQ(c.masks.size(), 2u);
+  EXPECT_EQ(c.analysis.inputs.size(), 2u);
+  EXPECT_EQ(c.analysis.layers.size(), 6u);
+  EXPECT_EQ(c.locality.size(), 2u);
+  ASSERT_FALSE(c.traces.empty());
+  EXPECT_EQ(c.traces[0].layer, 1);  // the default traces: the HiP layers among the kept ones
+  EXPECT_EQ(run("open --print " + path).status, 0);
+  EXPECT_EQ(run("report " + path + " --out " + dir.file("few.html")).status, 0);
+  EXPECT_EQ(run("export " + path + " --what mask --format png --layer 4 --out " + dir.file("m4.png")).status, 0);
+  const CommandResult other = run("export " + path + " --what mask --format png --layer 2 --out " + dir.file("m2.png"));
+  EXPECT_EQ(other.status, 2) << other.out;
+  EXPECT_NE(other.out.find("view layers (1,4)"), std::string::npos) << other.out;
+
+  const CommandResult outside = run(std::string("capture ") + kSmall + " --inputs-layers 9 --out " + dir.file("x.hipcap"));
+  EXPECT_EQ(outside.status, 2) << outside.out;
+  EXPECT_NE(outside.out.find("error: --inputs-layers names layer 9"), std::string::npos) << outside.out;
+  const CommandResult trace = run(std::string("capture ") + kSmall + " --inputs-layers 1 --trace 3:0:0 --out " + dir.file("y.hipcap"));
+  EXPECT_EQ(trace.status, 2) << trace.out;
+  EXPECT_NE(trace.out.find("add 3 to --inputs-layers"), std::string::npos) << trace.out;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("x.hipcap")));
+}
+
+}  // namespace

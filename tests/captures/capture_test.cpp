@@ -12,6 +12,7 @@
 
 #include "captures/npy.h"
 #include "captures/zip_store.h"
+#include "engine/formats/dtype.h"
 #include "engine/formats/errors.h"
 #include "tests/captures/capture_fixture.h"
 
@@ -79,7 +80,9 @@ TEST(CaptureFile, IsAZipOfNpyArraysWithAManifest) {
   EXPECT_EQ(entries[0].name, "manifest.json");
   const json m = json::parse(entries[0].data);
   EXPECT_EQ(m["format"], "hipstudio.capture");
-  EXPECT_EQ(m["format_version"], 1);
+  EXPECT_EQ(m["format_version"], kCaptureFormatVersion);
+  EXPECT_EQ(m["dims"]["view_layers"], json::array({0, 1}));  // the fixture keeps both layers
+  EXPECT_EQ(m["dims"]["inputs_dtype"], "f32");
   EXPECT_EQ(m["analysis"]["schema"], "hipstudio.analysis/1");  // the analyze schema, embedded
   EXPECT_EQ(m["params"]["b_q"], 4);
   EXPECT_EQ(m["model"]["sha256"], std::string(64, 'a'));
@@ -145,15 +148,59 @@ TEST(CaptureFile, ShapesThatDisagreeWithTheManifestAreRejected) {
 
 TEST(CaptureFile, VersionsSayWhatTheyNeed) {
   const std::string bytes = encode_capture(fixture());
-  expect_rejected(with_manifest(bytes, [](json& m) { m["format_version"] = 2; m["min_reader_version"] = 2; }),
-                  {"format version 2", "needs a reader of version 2", "update hipstudio"});
-  // A newer writer that stays readable by version 1 readers loads.
-  const Capture newer = decode_capture(with_manifest(bytes, [](json& m) { m["format_version"] = 3; m["min_reader_version"] = 1; }), "m");
-  EXPECT_EQ(newer.format_version, 3);
+  expect_rejected(with_manifest(bytes, [](json& m) { m["format_version"] = 3; m["min_reader_version"] = 3; }),
+                  {"format version 3", "needs a reader of version 3", "update hipstudio"});
+  // A newer writer that stays readable by version 2 readers loads.
+  const Capture newer = decode_capture(with_manifest(bytes, [](json& m) { m["format_version"] = 4; m["min_reader_version"] = 2; }), "m");
+  EXPECT_EQ(newer.format_version, 4);
   expect_rejected(with_manifest(bytes, [](json& m) { m["format_version"] = 0; m["min_reader_version"] = 0; }), {"older"});
   expect_rejected(with_manifest(bytes, [](json& m) { m["format"] = "something.else"; }), {"not a HiP Studio capture"});
   expect_rejected(zip_encode({{"hello.txt", "hi"}}), {"no manifest.json"});
   expect_rejected("this is not a zip file at all, just some text that is long enough", {"damaged capture"});
+}
+
+// A capture of a few layers from a bf16 run: the per-layer arrays are named by the model's layers and
+// the Q/K/V go to bfloat16 bits, and come back as the same floats (they were bf16 values).
+TEST(CaptureFile, ViewLayersAndBf16InputsRoundTrip) {
+  PairedAnalysis a = hipstudio::testing::synthetic_analysis();
+  for (LayerInputs& in : a.inputs)
+    for (std::vector<float>* v : {&in.q, &in.k, &in.v})
+      for (float& x : *v) x = hipstudio::bf16_to_float(hipstudio::float_to_bf16(x));
+  a.inputs.erase(a.inputs.begin());  // keep layer 1 only
+  const std::vector<float> q1 = a.inputs[0].q;
+  CaptureInfo info;
+  info.run = {"0.1.0", "m", "llama", "cuda:0", "p"};
+  info.dtype = "bf16";
+  CaptureRequest request;
+  request.traces = {{1, 0, 2}};
+  const offload::OffloadConfig oc = hipstudio::testing::synthetic_offload_config(a);
+  const Capture c = build_capture(std::move(a), info, request, &oc);
+  ASSERT_EQ(c.view_layers, std::vector<int64_t>{1});
+  const std::string bytes = encode_capture(c);
+  const Capture back = decode_capture(bytes, "m");
+  EXPECT_EQ(back.view_layers, std::vector<int64_t>{1});
+  ASSERT_EQ(back.analysis.inputs.size(), 1u);
+  EXPECT_EQ(back.analysis.inputs[0].layer, 1);
+  EXPECT_EQ(back.analysis.inputs[0].q, q1);
+  ASSERT_EQ(back.masks.size(), 1u);
+  EXPECT_EQ(back.masks[0].hip.blocks, c.masks[0].hip.blocks);
+  EXPECT_EQ(back.locality.size(), 1u);
+  bool half = false;
+  for (const ZipEntry& e : zip_decode(bytes, "m")) {
+    EXPECT_NE(e.name, "inputs/L0/q.npy") << "layer 0 was not kept";
+    if (e.name == "inputs/L1/q.npy") half = e.data.find("'<u2'") != std::string::npos;
+  }
+  EXPECT_TRUE(half) << "bf16 inputs are stored as uint16 bits";
+  // A trace on a layer without inputs is refused, naming the option that keeps it.
+  PairedAnalysis b = hipstudio::testing::synthetic_analysis();
+  b.inputs.erase(b.inputs.begin());
+  request.traces = {{0, 0, 2}};
+  try {
+    build_capture(std::move(b), info, request, &oc);
+    ADD_FAILURE() << "a trace on a layer without inputs was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--inputs-layers"), std::string::npos) << e.what();
+  }
 }
 
 TEST(CaptureFile, WritesAtomicallyAndAFailedWriteKeepsTheEarlierCapture) {
@@ -162,7 +209,7 @@ TEST(CaptureFile, WritesAtomicallyAndAFailedWriteKeepsTheEarlierCapture) {
   write_capture(path, fixture());
   const std::string before = hipstudio::testing::read_bytes(path);
   EXPECT_EQ(read_capture(path).analysis.prompt_ids, fixture().analysis.prompt_ids);
-  EXPECT_EQ(read_capture_manifest(path)["format_version"], 1);
+  EXPECT_EQ(read_capture_manifest(path)["format_version"], kCaptureFormatVersion);
 
   // A write that fails midway (file size limit: write() returns EFBIG, as on a full disk).
   Capture other = hipstudio::testing::synthetic_capture(48);
