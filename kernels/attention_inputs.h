@@ -32,20 +32,6 @@ class AttentionInputError : public std::invalid_argument {
 // tk must stay below 2^31. Throws AttentionInputError.
 void validate_attention_inputs(const AttentionInputs& in, bool need_v);
 
-// Inputs with shapes only (data pointers at a dummy): for what reads nothing else, such as the
-// random baseline, empty masks of the right shape and the key sets of a selection.
-inline AttentionInputs shape_only_inputs(int64_t hq, int64_t hkv, int64_t tq, int64_t tk, int64_t d) {
-  static const float unused = 0.0f;
-  AttentionInputs in;
-  in.q = in.k = in.v = &unused;
-  in.hq = hq;
-  in.hkv = hkv;
-  in.tq = tq;
-  in.tk = tk;
-  in.d = d;
-  return in;
-}
-
 // The KV head that query head h reads.
 inline int64_t kv_head(const AttentionInputs& in, int64_t h) { return h / (in.hq / in.hkv); }
 

@@ -26,10 +26,9 @@ class HipParamError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-// Checks every rule of the issue (kernels/hip_param_rules.h lists them; the CUDA kernels check the
-// same ones): all sizes >= 1, k >= b_k, k % b_k == 0, b_k % b_sk == 0, b_q % b_sq == 0, sink and
-// window >= 0 and multiples of b_k, rho in [0, 1], and every size at most INT32_MAX (token positions
-// are int32). Throws HipParamError.
+// Checks every rule (kernels/hip_param_rules.h, which the CUDA kernels check too): sizes >= 1, k a
+// multiple of b_k >= b_k, b_k % b_sk == 0, b_q % b_sq == 0, sink and window >= 0 and multiples of b_k,
+// rho in [0, 1], every size at most INT32_MAX (token positions are int32). Throws HipParamError.
 void validate_hip_params(const HipParams& p);
 
 // Number of key blocks kept per (head, query block): Kb = k / b_k.

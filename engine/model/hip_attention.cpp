@@ -9,6 +9,7 @@
 #include "engine/model/host_inputs.h"
 #include "kernels/attention_inputs.h"
 #include "kernels/search_range.h"
+#include "kernels/shape_only_inputs.h"
 #include "kernels/torch/hip_torch.h"
 #include "kernels/key_set.h"
 #include "kernels/oracle.h"

@@ -16,6 +16,7 @@
 
 #include "engine/model/host_inputs.h"
 #include "engine/model/layer_views_backend.h"
+#include "kernels/shape_only_inputs.h"
 #include "kernels/oracle.h"
 #include "kernels/random_baseline.h"
 #include "kernels/search_range.h"
