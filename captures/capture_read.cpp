@@ -119,34 +119,18 @@ class Arrays {
 
   template <class T>
   std::vector<T> get(const std::string& name, const std::vector<int64_t>& expected) const {
-    auto it = arrays_.find(name);
-    if (it == arrays_.end()) fail(name, "is missing (the manifest's views need it)");
-    const NpyArray& a = it->second;
-    if (a.dtype != NpyTypeOf<T>::value)
-      fail(name, std::string("holds ") + npy_type_name(a.dtype) + ", expected " + npy_type_name(NpyTypeOf<T>::value));
-    bool ok = a.shape.size() == expected.size();
-    for (size_t i = 0; ok && i < expected.size(); ++i) ok = expected[i] < 0 || expected[i] == a.shape[i];
-    if (!ok) fail(name, "has shape " + shape_text(a.shape) + " but the capture's dimensions need " + shape_text(expected));
+    const NpyArray& a = checked(name, expected, NpyTypeOf<T>::value);
     const T* p = a.data<T>();
     return std::vector<T>(p, p + a.numel());
   }
   // A float array stored as float32, or as 16-bit `half` ("bf16": bfloat16 bits in uint16, "f16").
   std::vector<float> get_floats(const std::string& name, const std::vector<int64_t>& expected, const std::string& half) const {
     if (half == "f32") return get<float>(name, expected);
-    const std::vector<uint16_t> bits = half == "bf16" ? get<uint16_t>(name, expected) : get_f16_bits(name, expected);
-    std::vector<float> out(bits.size());
-    for (size_t i = 0; i < bits.size(); ++i) out[i] = half == "bf16" ? bf16_to_float(bits[i]) : f16_to_float(bits[i]);
+    const bool bf16 = half == "bf16";
+    const NpyArray& a = checked(name, expected, bf16 ? NpyDType::U16 : NpyDType::F16);
+    std::vector<float> out(static_cast<size_t>(a.numel()));
+    for (size_t i = 0; i < out.size(); ++i) out[i] = bf16 ? bf16_to_float(a.raw16()[i]) : f16_to_float(a.raw16()[i]);
     return out;
-  }
-  std::vector<uint16_t> get_f16_bits(const std::string& name, const std::vector<int64_t>& expected) const {
-    auto it = arrays_.find(name);
-    if (it == arrays_.end()) fail(name, "is missing (the manifest's views need it)");
-    const NpyArray& a = it->second;
-    if (a.dtype != NpyDType::F16) fail(name, std::string("holds ") + npy_type_name(a.dtype) + ", expected float16");
-    bool ok = a.shape.size() == expected.size();
-    for (size_t i = 0; ok && i < expected.size(); ++i) ok = expected[i] == a.shape[i];
-    if (!ok) fail(name, "has shape " + shape_text(a.shape) + " but the capture's dimensions need " + shape_text(expected));
-    return std::vector<uint16_t>(a.raw16(), a.raw16() + a.numel());
   }
   std::vector<int64_t> shape(const std::string& name) const {
     auto it = arrays_.find(name);
@@ -158,6 +142,17 @@ class Arrays {
   }
 
  private:
+  // The array `name`, checked to hold `type` in the shape `expected` (-1: any size there).
+  const NpyArray& checked(const std::string& name, const std::vector<int64_t>& expected, NpyDType type) const {
+    auto it = arrays_.find(name);
+    if (it == arrays_.end()) fail(name, "is missing (the manifest's views need it)");
+    const NpyArray& a = it->second;
+    if (a.dtype != type) fail(name, std::string("holds ") + npy_type_name(a.dtype) + ", expected " + npy_type_name(type));
+    bool ok = a.shape.size() == expected.size();
+    for (size_t i = 0; ok && i < expected.size(); ++i) ok = expected[i] < 0 || expected[i] == a.shape[i];
+    if (!ok) fail(name, "has shape " + shape_text(a.shape) + " but the capture's dimensions need " + shape_text(expected));
+    return a;
+  }
   std::string what_;
   std::map<std::string, NpyArray> arrays_;
   std::string content_sha256_;

@@ -20,28 +20,28 @@ class ArraySink {
  public:
   template <class T>
   void add(const std::string& name, const std::vector<int64_t>& shape, const std::vector<T>& values) {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    if (n != static_cast<int64_t>(values.size()))
-      throw std::logic_error("capture array " + name + ": " + std::to_string(values.size()) + " values for its shape");
-    const std::vector<unsigned char> image = encode_npy(NpyTypeOf<T>::value, shape, values.data());
-    arrays_[name] = std::string(reinterpret_cast<const char*>(image.data()), image.size());
-    manifest_[name + ".npy"] = {{"dtype", npy_type_name(NpyTypeOf<T>::value)}, {"shape", shape}};
+    store(name, NpyTypeOf<T>::value, shape, values.data(), values.size());
   }
   // Float values stored as 16-bit elements: bfloat16 bits as uint16 (numpy has no bfloat16) or
   // IEEE float16. Exact for values the run computed in that dtype.
   void add_half(const std::string& name, const std::vector<int64_t>& shape, const std::vector<float>& values, bool bf16) {
     std::vector<uint16_t> bits(values.size());
     for (size_t i = 0; i < values.size(); ++i) bits[i] = bf16 ? float_to_bf16(values[i]) : float_to_f16(values[i]);
-    const NpyDType type = bf16 ? NpyDType::U16 : NpyDType::F16;
-    const std::vector<unsigned char> image = encode_npy(type, shape, bits.data());
-    arrays_[name] = std::string(reinterpret_cast<const char*>(image.data()), image.size());
-    manifest_[name + ".npy"] = {{"dtype", npy_type_name(type)}, {"shape", shape}};
+    store(name, bf16 ? NpyDType::U16 : NpyDType::F16, shape, bits.data(), bits.size());
   }
   const std::map<std::string, std::string>& arrays() const { return arrays_; }
   const json& manifest() const { return manifest_; }
 
  private:
+  void store(const std::string& name, NpyDType type, const std::vector<int64_t>& shape, const void* data, size_t count) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    if (n != static_cast<int64_t>(count))
+      throw std::logic_error("capture array " + name + ": " + std::to_string(count) + " values for its shape");
+    const std::vector<unsigned char> image = encode_npy(type, shape, data);
+    arrays_[name] = std::string(reinterpret_cast<const char*>(image.data()), image.size());
+    manifest_[name + ".npy"] = {{"dtype", npy_type_name(type)}, {"shape", shape}};
+  }
   std::map<std::string, std::string> arrays_;  // name (no .npy) -> .npy image
   json manifest_ = json::object();
 };

@@ -36,6 +36,9 @@ struct HipLayerEvent {
   // undefined elsewhere: the views layer takes HiP's mask from here instead of recomputing it.
   at::Tensor device_blocks;
   double mask_seconds = 0.0;        // mask estimation
+  // Recording mask_keys / sparse_keys (tracing the refresh's search again): part of the call's
+  // time that is neither mask estimation nor attention; latency breakdowns leave it out.
+  double record_seconds = 0.0;
   double attention_seconds = 0.0;   // sparse (or dense) attention
   // With record_access (sparse layers, decode steps only): per query head, the key positions read.
   // mask_keys: the sampled keys of every representative block scored by the search (empty when

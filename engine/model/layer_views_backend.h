@@ -19,6 +19,10 @@
 
 namespace hipstudio {
 
+// Bytes of one score tile of the tensor implementation (see LayerViewsSetup::tile_bytes); the
+// memory estimate counts a few of them.
+inline constexpr int64_t kLayerViewsTileBytes = int64_t{1} << 30;
+
 struct LayerViewsSetup {
   int64_t layer = 0;
   int64_t prompt_tokens = 0;  // T: the chunks together cover query rows [0, T)
@@ -27,7 +31,7 @@ struct LayerViewsSetup {
   bool keep_masks = false;    // finish() also returns the three masks and recall tables (host)
   // Tensor implementation: bytes of one (heads of a KV group, query rows, keys) score tile; the
   // query rows of a tile follow from it (a multiple of b_q). Tests shrink it to cover the tiling.
-  int64_t tile_bytes = int64_t{1} << 30;
+  int64_t tile_bytes = kLayerViewsTileBytes;
 };
 
 // One prefill chunk of the layer: post-RoPE queries of rows [first_row, first_row + tq) and the

@@ -10,6 +10,7 @@
 #include "engine/formats/errors.h"
 #include "engine/model/attention_backend.h"
 #include "engine/model/device_memory.h"
+#include "engine/model/layer_views_backend.h"
 #include "engine/model/token_metrics.h"
 
 namespace hipstudio {
@@ -109,7 +110,7 @@ MemoryEstimate estimate_run_memory(const ModelConfig& c, const RunDevice& run, c
       // type and about six score tiles of tile_bytes (scores, probabilities, a selection's
       // probabilities and their temporaries).
       const uint64_t compute = run.dtype == c10::kFloat ? 8 : 4;
-      add(memory_line::kQualityScratch, 2 * n * d * compute + 6 * (uint64_t{1} << 30), MemoryPlace::Device);
+      add(memory_line::kQualityScratch, 2 * n * d * compute + 6 * static_cast<uint64_t>(kLayerViewsTileBytes), MemoryPlace::Device);
     } else {
       // The reference, one layer at a time: float32 host copies, three float64 attention outputs
       // (dense, HiP, random), and the kernels' per-thread float64 rows over the keys (O(n) each;

@@ -64,6 +64,23 @@ inline std::vector<LayerViewsCase> layer_views_cases() {
   return cases;
 }
 
+// A Llama-shaped layer at 8k tokens (GQA 4:1, d 128, the paper's k 512, b_q 64, b_sq 2) in two
+// prefill chunks: the GPU suite's long case (the float64 reference takes minutes of it on 2 cores).
+inline LayerViewsCase llama_shaped_layer_views_case() {
+  LayerViewsCase c;
+  c.name = "llama_shaped_8k";
+  c.hq = 8;
+  c.hkv = 2;
+  c.tokens = 8192;
+  c.dim = 128;
+  c.params.k = 512;
+  c.params.b_q = 64;
+  c.params.b_sq = 2;
+  c.params.b_k = 2;
+  c.chunk = 4096;
+  return c;
+}
+
 // Q (hq, T, d), K and V (hkv, T, d) in float32: keys drift (a random walk) so scores have
 // locality, as real keys do; tied_blocks blocks are copies of their left neighbour.
 struct LayerViewsInputs {

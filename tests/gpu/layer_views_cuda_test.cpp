@@ -42,18 +42,7 @@ at::Tensor kernel_mask(const LayerViewsCase& c, const at::Tensor& q, const at::T
 // b_sq 2), fed in two prefill chunks.
 std::vector<LayerViewsCase> cuda_cases() {
   std::vector<LayerViewsCase> cases = testing::layer_views_cases();
-  LayerViewsCase c;
-  c.name = "llama_shaped_8k";
-  c.hq = 8;
-  c.hkv = 2;
-  c.tokens = 8192;
-  c.dim = 128;
-  c.params.k = 512;
-  c.params.b_q = 64;
-  c.params.b_sq = 2;
-  c.params.b_k = 2;
-  c.chunk = 4096;
-  cases.push_back(c);
+  cases.push_back(testing::llama_shaped_layer_views_case());
   return cases;
 }
 
