@@ -114,8 +114,10 @@ class Runner {
         breakdown->mask_seconds = 0;
       });
     }
+    // As generation prefills: the whole prompt in one call on CUDA, chunks of kDefaultPrefillChunk
+    // (rounded up to the backend's multiple) on the CPU.
     const int64_t multiple = backend.chunk_multiple();
-    const int64_t base = cuda_ ? kCudaPrefillChunk : kDefaultPrefillChunk;
+    const int64_t base = cuda_ ? static_cast<int64_t>(prompt_.size()) : kDefaultPrefillChunk;
     const int64_t chunk = (base + multiple - 1) / multiple * multiple;
     double start = now();
     at::Tensor logits;

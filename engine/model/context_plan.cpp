@@ -24,9 +24,9 @@ ContextPlan plan_run(const ModelConfig& c, const RunDevice& run, RunMemoryShape 
 
   ContextPlan plan;
   plan.capacity = total;
-  // CUDA attention (fused dense, HiP kernels) never holds a score matrix: larger chunks, fewer launches.
+  // CUDA attention (fused dense, HiP kernels) never holds a score matrix: the whole prompt in one call.
   if (shape.prefill_chunk <= 0)
-    shape.prefill_chunk = std::min<int64_t>(run.device.is_cuda() ? kCudaPrefillChunk : kDefaultPrefillChunk, prompt_tokens);
+    shape.prefill_chunk = run.device.is_cuda() ? prompt_tokens : std::min<int64_t>(kDefaultPrefillChunk, prompt_tokens);
   plan.prefill_chunk = shape.prefill_chunk;
   plan.memory = estimate_run_memory(c, run, shape);
   plan.bytes_needed = plan.memory.needed(MemoryPlace::Device) + plan.memory.needed(MemoryPlace::Host);

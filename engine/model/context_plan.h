@@ -16,10 +16,12 @@ struct ContextPlan {
   MemoryEstimate memory;         // line by line
 };
 
-// Positions the forward pass runs per prefill call: larger chunks are faster, smaller ones bound
-// the dense attention scores [n_heads, chunk, positions] in memory.
+// Positions the forward pass runs per prefill call on the CPU, where dense attention holds the
+// scores [n_heads, chunk, positions]. CUDA attention (fused dense, HiP kernels) holds no scores, so
+// a CUDA prefill is one call over the whole prompt (one causal attention per layer: the fused
+// kernels' fast path, no explicit mask) whose row-wise work runs in blocks of kCudaPrefillRows.
 inline constexpr int64_t kDefaultPrefillChunk = 512;
-inline constexpr int64_t kCudaPrefillChunk = 16384;
+inline constexpr int64_t kCudaPrefillRows = 16384;
 
 // context_limit <= 0 means the model's max_seq_len. available_bytes = 0 means "ask the system"; a
 // figure given replaces the free memory of the run device (tests inject one).

@@ -13,7 +13,7 @@ namespace {
 // Leaves cuDNN out of LibTorch's SDPA choice for its lifetime (restoring the previous setting).
 // Why: for bf16/f16 LibTorch picks cuDNN's attention first, and cuDNN builds an execution plan for
 // every new key length, ~59 ms each on the lent H100 (PyTorch 2.11, cuDNN 9.19), while a decode
-// step has a new key length every time: stories15M decoded 15-20 tok/s in bf16 against 403 tok/s
+// step (or a later prefill chunk) has a new key length every time: stories15M decoded 15-20 tok/s in bf16 against 403 tok/s
 // in float32 (which cuDNN does not take). Flash and memory-efficient attention have no per-shape
 // setup. hipstudio bench kernels still measures cuDNN, on its fixed shapes, as its own column.
 class WithoutCuDNNAttention {
@@ -27,11 +27,11 @@ class WithoutCuDNNAttention {
   bool was_;
 };
 
-// On CUDA, LibTorch's fused scaled-dot-product attention (flash / memory-efficient, picked by
-// LibTorch; cuDNN left out, above): no T x T score matrix in memory, and the fair dense baseline
-// for HiP's timings.
+// On CUDA, LibTorch's fused scaled-dot-product attention: no T x T score matrix in memory, and the
+// fair dense baseline for HiP's timings. A whole prompt (one causal call per layer, one shape per
+// run) may use cuDNN, LibTorch's first choice and the fastest at length (plan built once per
+// shape); decode steps and later chunks, whose key length changes every call, leave cuDNN out.
 at::Tensor fused_attention(const AttentionCall& call) {
-  const WithoutCuDNNAttention no_cudnn;
   const int64_t heads = call.q.size(0), T = call.q.size(1), keys = call.k.size(1);
   const int64_t kv_heads = call.k.size(0), group = heads / kv_heads;
   auto expand = [&](const at::Tensor& kv) {  // query head h reads KV head h / group
@@ -40,6 +40,7 @@ at::Tensor fused_attention(const AttentionCall& call) {
   if (T == 1) {
     // A decode step sees every key. The group's query heads become rows of one KV head, so K/V are
     // read once per group and never copied: q [Hq, 1, d] -> [1, Hkv, group, d].
+    const WithoutCuDNNAttention no_cudnn;
     const at::Tensor q = call.q.reshape({1, kv_heads, group, call.q.size(2)});
     return at::scaled_dot_product_attention(q, call.k.unsqueeze(0), call.v.unsqueeze(0))
         .reshape({heads, 1, call.q.size(2)});
@@ -48,6 +49,7 @@ at::Tensor fused_attention(const AttentionCall& call) {
   if (call.first_position == 0 && T == keys)
     return at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true)[0];
   // A later prefill chunk: LibTorch's is_causal aligns top-left, so pass the causal mask itself.
+  const WithoutCuDNNAttention no_cudnn;
   const at::Tensor rows = at::arange(call.first_position, call.first_position + T, call.q.options().dtype(at::kLong));
   const at::Tensor mask = at::arange(keys, rows.options()).unsqueeze(0) <= rows.unsqueeze(1);  // [T, keys]
   return at::scaled_dot_product_attention(q, k, v, mask)[0];

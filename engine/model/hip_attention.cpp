@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <stdexcept>
 
 #include <ATen/ATen.h>
 
@@ -187,46 +188,51 @@ at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& stat
     event.refreshed = true;
   } else {
     const int64_t position = call.first_position;
+    // Tail blocks a cached mask can need: the tail start moves one block every b_k positions, and a
+    // mask serves at most r_m steps.
+    const int64_t tail_room = params_.refresh_every / p.b_k + 2;
+    const auto ints = at::TensorOptions().dtype(at::kInt).device(call.q.device());
     if (!state.valid || state.steps_since_refresh >= params_.refresh_every) {
       const hip_torch::MaskTensors masks = hip_torch::estimate_masks(call.q, call.k, p);
-      const at::Tensor blocks = masks.blocks.to(at::kCPU).contiguous(), counts = masks.counts.to(at::kCPU).contiguous();
-      state.gpu_blocks.assign(blocks.data_ptr<int32_t>(), blocks.data_ptr<int32_t>() + heads * kb);
-      state.gpu_counts.assign(counts.data_ptr<int32_t>(), counts.data_ptr<int32_t>() + heads);
       state.refresh_hi = tail_block(position);
+      // Row h: its selected blocks (ascending), then refresh_hi, refresh_hi + 1, ... from column
+      // count_h on; all tail blocks lie above the selection, so rows stay ascending.
+      state.gpu_rows = at::full({heads, 1, kb + tail_room}, -1, ints);
+      state.gpu_rows.narrow(2, 0, kb).copy_(masks.blocks);
+      const at::Tensor offsets = at::arange(tail_room, ints.dtype(at::kLong));
+      state.gpu_rows.scatter_(2, masks.counts.to(at::kLong).unsqueeze(-1) + offsets,
+                              (offsets.to(at::kInt) + static_cast<int32_t>(state.refresh_hi)).expand({heads, 1, tail_room}));
+      state.gpu_counts = masks.counts;
+      if (need_host_mask) {  // the access recorder reads the mask on the host (analysis runs only)
+        const at::Tensor b = masks.blocks.to(at::kCPU).contiguous(), c = masks.counts.to(at::kCPU).contiguous();
+        state.host_blocks.assign(b.data_ptr<int32_t>(), b.data_ptr<int32_t>() + heads * kb);
+        state.host_counts.assign(c.data_ptr<int32_t>(), c.data_ptr<int32_t>() + heads);
+      }
       state.valid = true;
       state.steps_since_refresh = 0;
       event.refreshed = true;
     }
     ++state.steps_since_refresh;
     // A cached mask keeps its dense tail start: the kernel derives the tail from the query's own
-    // position, so the key blocks the tail has moved past since the refresh are appended to every
-    // head's selection (they lie above all selected blocks, so rows stay ascending). Together they
-    // attend exactly sink + blocks + [refresh dense_from, position], as the reference does.
+    // position, so the key blocks the tail has moved past since the refresh are attended from the
+    // row's tail columns. Together they attend exactly sink + blocks + [refresh dense_from,
+    // position], as the reference does.
     const int64_t extra = tail_block(position) - state.refresh_hi;
-    const int64_t width = kb + extra;
-    std::vector<int32_t> rows(static_cast<size_t>(heads * width), -1), counts(static_cast<size_t>(heads));
-    for (int64_t h = 0; h < heads; ++h) {
-      const int32_t n = state.gpu_counts[h];
-      std::copy_n(state.gpu_blocks.begin() + h * kb, n, rows.begin() + h * width);
-      for (int64_t e = 0; e < extra; ++e) rows[h * width + n + e] = static_cast<int32_t>(state.refresh_hi + e);
-      counts[h] = static_cast<int32_t>(n + extra);
-    }
+    if (extra > tail_room) throw std::logic_error("HiP decode: the cached mask's dense tail outgrew its room");
     hip::HipParams widened = p;
-    widened.k = width * p.b_k;
-    const auto device = at::TensorOptions().dtype(at::kInt).device(call.q.device());
-    const at::Tensor blocks = at::from_blob(rows.data(), {heads, 1, width}, at::kInt).to(device);
-    const at::Tensor block_counts = at::from_blob(counts.data(), {heads, 1}, at::kInt).to(device);
-    event.mask_seconds = span_seconds(mask_time);  // refresh, or the cached mask's row rebuild
+    widened.k = (kb + tail_room) * p.b_k;
+    const at::Tensor block_counts = extra == 0 ? state.gpu_counts : state.gpu_counts + static_cast<int32_t>(extra);
+    event.mask_seconds = span_seconds(mask_time);  // refresh, or the cached mask's count update
     start_span(attention_time);
-    out = hip_torch::sparse_attention(call.q, call.k, call.v, blocks, block_counts, widened);
+    out = hip_torch::sparse_attention(call.q, call.k, call.v, state.gpu_rows, block_counts, widened);
     event.attention_seconds = span_seconds(attention_time);
     if (need_host_mask) {
       // The refresh's mask as the reference keeps it: the original blocks and the refresh dense_from.
       host_mask.heads = heads;
       host_mask.query_blocks = 1;
       host_mask.kb = kb;
-      host_mask.blocks.assign(state.gpu_blocks.begin(), state.gpu_blocks.end());
-      host_mask.counts.assign(state.gpu_counts.begin(), state.gpu_counts.end());
+      host_mask.blocks = state.host_blocks;
+      host_mask.counts = state.host_counts;
       host_mask.dense_from = {state.refresh_hi * p.b_k};
       host_mask.iterations.assign(static_cast<size_t>(heads), 0);
       host_mask.branches.assign(static_cast<size_t>(heads), 0);

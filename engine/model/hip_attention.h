@@ -72,10 +72,14 @@ class HipAttention final : public AttentionBackend {
     hip::MaskResult decode_mask;   // mask of the last refresh (one query block)
     bool valid = false;
     int64_t steps_since_refresh = 0;
-    // CUDA path: the refresh's mask on the host ((hq, kb) blocks and (hq) counts) and the first key
-    // block of its dense tail; cached steps extend it with the blocks the tail has moved past.
-    std::vector<int32_t> gpu_blocks, gpu_counts;
+    // CUDA path, all on the device so that a decode step never waits on the host: the refresh's
+    // rows (hq, 1, kb + tail_room) holding each head's selected blocks followed by the next
+    // tail_room key blocks of the dense tail from refresh_hi on, and the refresh's counts (hq, 1).
+    // A cached step attends count + extra entries of each row (extra: tail blocks passed since).
+    at::Tensor gpu_rows, gpu_counts;
     int64_t refresh_hi = 0;
+    // The refresh's mask on the host, kept only while access recording is on.
+    std::vector<int32_t> host_blocks, host_counts;
   };
   at::Tensor attend_reference(const AttentionCall& call, LayerState& state, HipLayerEvent& event);
   at::Tensor attend_cuda(const AttentionCall& call, LayerState& state, HipLayerEvent& event);

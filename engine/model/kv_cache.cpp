@@ -14,12 +14,12 @@ KVCache::KVCache(const ModelConfig& c, const RunDevice& run, int64_t capacity) :
   }
 }
 
-void KVCache::append(int64_t layer, const at::Tensor& k, const at::Tensor& v) {
-  const int64_t T = k.size(1);
-  if (length_ + T > capacity_)
+void KVCache::append(int64_t layer, const at::Tensor& k, const at::Tensor& v, int64_t offset) {
+  const int64_t T = k.size(1), at = length_ + offset;
+  if (offset < 0 || at + T > capacity_)
     throw std::logic_error("KV cache overflow: the caller sized the cache for " + std::to_string(capacity_) + " tokens");
-  k_[layer].narrow(1, length_, T).copy_(k);
-  v_[layer].narrow(1, length_, T).copy_(v);
+  k_[layer].narrow(1, at, T).copy_(k);
+  v_[layer].narrow(1, at, T).copy_(v);
 }
 
 at::Tensor KVCache::keys(int64_t layer, int64_t tokens) const { return k_[layer].narrow(1, 0, tokens); }

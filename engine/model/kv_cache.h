@@ -16,8 +16,9 @@ class KVCache {
   int64_t length() const { return length_; }      // tokens stored
   int64_t capacity() const { return capacity_; }
 
-  // Stores k, v ([n_kv_heads, T, head_dim]) of `layer` at positions [length, length + T).
-  void append(int64_t layer, const at::Tensor& k, const at::Tensor& v);
+  // Stores k, v ([n_kv_heads, T, head_dim]) of `layer` at positions [length + offset, length +
+  // offset + T) (offset: a block of rows within the tokens being added before advance()).
+  void append(int64_t layer, const at::Tensor& k, const at::Tensor& v, int64_t offset = 0);
   // Views of the first `tokens` positions of a layer: [n_kv_heads, tokens, head_dim].
   at::Tensor keys(int64_t layer, int64_t tokens) const;
   at::Tensor values(int64_t layer, int64_t tokens) const;

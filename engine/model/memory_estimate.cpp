@@ -9,6 +9,7 @@
 
 #include "engine/formats/errors.h"
 #include "engine/model/attention_backend.h"
+#include "engine/model/context_plan.h"
 #include "engine/model/device_memory.h"
 #include "engine/model/layer_views_backend.h"
 #include "engine/model/token_metrics.h"
@@ -74,17 +75,23 @@ MemoryEstimate estimate_run_memory(const ModelConfig& c, const RunDevice& run, c
   add(memory_line::kKvCache, sides * 2 * L * KVH * total * d * e, MemoryPlace::Device);
   // make_rope_tables: cos and sin [positions, head_dim] per Transformer.
   add(memory_line::kRope, sides * 2 * total * d * e, MemoryPlace::Device);
-  // Transformer::forward on one chunk: residual x, normed h, qkv, contiguous q and the rotated q/k,
-  // the attention output and its reshape, gate/up, the SwiGLU product and its temporary, and
-  // RMSNorm's float32 temporaries.
+  // Transformer::forward on one chunk, its row-wise work in blocks of `rows`: residual x over the
+  // chunk, and per block normed h, qkv, the rotated q/k, the attention output's reshape, gate/up,
+  // the SwiGLU product and its temporary, and RMSNorm's float32 temporaries; plus the chunk's
+  // whole q and attention output (the layer's one attention call).
+  const uint64_t rows = std::min<uint64_t>(chunk, cuda ? u(kCudaPrefillRows) : chunk);
   add(memory_line::kActivations,
-      chunk * (e * (3 * dim + (qd + 2 * kvd) + 2 * qd + 2 * kvd + 2 * qd + 2 * hidden + 2 * hidden) + 4 * 3 * dim),
+      chunk * e * dim +
+          rows * (e * (2 * dim + (qd + 2 * kvd) + 2 * qd + 2 * kvd + 2 * hidden + 2 * hidden) + 4 * 3 * dim) +
+          chunk * e * 2 * qd,
       MemoryPlace::Device);
   // Dense attention scores over every key for one chunk: two at a time (scores and their masked
   // copy, then those and the softmax) in the type DenseAttention computes them in; its fused path
-  // only builds a boolean causal mask for a later chunk.
+  // only builds a boolean causal mask for a chunk after the first (a CUDA prefill has one chunk).
   const uint64_t score_bytes = c10::elementSize(DenseAttention::score_type(run.device, run.dtype));
-  const uint64_t scores = DenseAttention::fused_on(run.device) ? chunk * total : 2 * H * chunk * total * score_bytes;
+  const bool later_chunks = chunk < u(s.prompt_tokens);
+  const uint64_t scores = DenseAttention::fused_on(run.device) ? (later_chunks ? chunk * total : 0)
+                                                               : 2 * H * chunk * total * score_bytes;
   add(memory_line::kScores, scores, MemoryPlace::Device);
   // Logits: the classifier's output for the chunk's last row (or every row), float32 on the host.
   // A paired run instead turns blocks of rows of both sides' residual streams into logits on the

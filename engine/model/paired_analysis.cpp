@@ -86,12 +86,10 @@ RunMemoryShape paired_analysis_shape(const Model& model, int64_t prompt_tokens, 
   RunMemoryShape shape;
   shape.prompt_tokens = prompt_tokens;
   shape.new_tokens = options.decode_steps;
-  // CUDA prefills in chunks (bounded activations at 128k) and the views layer takes them chunk by
-  // chunk; a chunk is a multiple of b_q, so no query block straddles two. The CPU reference views
-  // need the whole layer anyway: one chunk.
-  const int64_t b_q = std::max<int64_t>(1, options.hip.hip.b_q);
-  const int64_t chunk = model.run.device.is_cuda() ? std::max<int64_t>(b_q, kCudaPrefillChunk / b_q * b_q) : prompt_tokens;
-  shape.prefill_chunk = std::max<int64_t>(1, std::min(prompt_tokens, chunk));
+  // One prefill call over the whole prompt on either device: on CUDA the forward pass bounds its
+  // activations by blocks of rows (kCudaPrefillRows) and each layer's attention is one causal call;
+  // the CPU reference views need the whole layer anyway.
+  shape.prefill_chunk = std::max<int64_t>(1, prompt_tokens);
   shape.analysis = &extras;
   return shape;
 }

@@ -1,9 +1,12 @@
 #include "engine/model/transformer.h"
 
+#include <algorithm>
+#include <limits>
 #include <stdexcept>
 
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
+#include "engine/model/context_plan.h"
 #include "engine/model/device_timer.h"
 
 namespace hipstudio {
@@ -27,7 +30,8 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
 }  // namespace
 
 Transformer::Transformer(std::shared_ptr<const Model> model, int64_t max_positions)
-    : model_(std::move(model)), max_positions_(max_positions) {
+    : model_(std::move(model)), max_positions_(max_positions),
+      rows_per_block_(model_->run.device.is_cuda() ? kCudaPrefillRows : std::numeric_limits<int64_t>::max()) {
   const auto options = at::TensorOptions().device(model_->run.device).dtype(model_->run.dtype);
   rope_ = make_rope_tables(model_->config, max_positions, options);
 }
@@ -61,6 +65,10 @@ at::Tensor Transformer::forward_hidden(const std::vector<int32_t>& tokens, KVCac
                        .to(model_->run.device);
   at::Tensor x = w.embedding.index_select(0, ids);  // [T, dim]
   const int64_t qd = c.q_dim(), kvd = c.kv_dim(), hd = c.head_dim;
+  // Row-wise work (norms, projections, RoPE, MLP) runs in blocks of `rows` to bound activations;
+  // attention sees the call's rows at once, so a whole prompt is one causal attention call per layer.
+  const int64_t rows = std::min(T, rows_per_block_);
+  const auto options = x.options();
 
   const bool cuda = model_->run.device.is_cuda();
   DeviceTimer layer_time(cuda), attention_time(cuda);
@@ -68,19 +76,24 @@ at::Tensor Transformer::forward_hidden(const std::vector<int32_t>& tokens, KVCac
     if (timer_) layer_time.start();
     double attention_seconds = 0.0;
     const LayerWeights& layer = w.layers[l];
-    // Attention: fused q/k/v projection, rotary embeddings, cache, backend, output projection.
-    at::Tensor h = rms_norm(x, layer.attn_norm, c.rms_norm_eps);
-    at::Tensor qkv = project(h, layer.wqkv);  // [T, qd + 2 kvd]
-    if (layer.bqkv.defined()) qkv = qkv + layer.bqkv;
-    at::Tensor q = qkv.narrow(1, 0, qd).view({T, c.n_heads, hd}).transpose(0, 1);
-    at::Tensor k = qkv.narrow(1, qd, kvd).view({T, c.n_kv_heads, hd}).transpose(0, 1);
-    at::Tensor v = qkv.narrow(1, qd + kvd, kvd).view({T, c.n_kv_heads, hd}).transpose(0, 1);
-    q = apply_rope(q, rope_, start);
-    k = apply_rope(k, rope_, start);
-    cache.append(l, k, v);
+    // Attention inputs: fused q/k/v projection, rotary embeddings, keys/values into the cache.
+    at::Tensor q = rows == T ? at::Tensor() : at::empty({c.n_heads, T, hd}, options);
+    for (int64_t r = 0; r < T; r += rows) {
+      const int64_t n = std::min(rows, T - r);
+      at::Tensor h = rms_norm(x.narrow(0, r, n), layer.attn_norm, c.rms_norm_eps);
+      at::Tensor qkv = project(h, layer.wqkv);  // [n, qd + 2 kvd]
+      if (layer.bqkv.defined()) qkv = qkv + layer.bqkv;
+      at::Tensor qr = qkv.narrow(1, 0, qd).view({n, c.n_heads, hd}).transpose(0, 1);
+      at::Tensor kr = qkv.narrow(1, qd, kvd).view({n, c.n_kv_heads, hd}).transpose(0, 1);
+      at::Tensor vr = qkv.narrow(1, qd + kvd, kvd).view({n, c.n_kv_heads, hd}).transpose(0, 1);
+      qr = apply_rope(qr, rope_, start + r);
+      cache.append(l, apply_rope(kr, rope_, start + r), vr, /*offset=*/r);
+      if (rows == T) q = qr.contiguous();
+      else q.narrow(1, r, n).copy_(qr);
+    }
     AttentionCall call;
     call.layer = l;
-    call.q = q.contiguous();
+    call.q = q;
     call.k = cache.keys(l, start + T);
     call.v = cache.values(l, start + T);
     call.first_position = start;
@@ -88,13 +101,19 @@ at::Tensor Transformer::forward_hidden(const std::vector<int32_t>& tokens, KVCac
     if (timer_) attention_time.start();
     at::Tensor attended = attention.attend(call);  // [n_heads, T, hd]
     if (timer_) attention_seconds = attention_time.stop_seconds();
-    x = x + project(attended.transpose(0, 1).reshape({T, qd}), layer.wo);
-
-    // SwiGLU MLP: down(silu(gate(h)) * up(h)).
-    h = rms_norm(x, layer.mlp_norm, c.rms_norm_eps);
-    at::Tensor gate_up = project(h, layer.w13);  // [T, 2 hidden]
-    at::Tensor act = at::silu(gate_up.narrow(1, 0, c.hidden_dim)) * gate_up.narrow(1, c.hidden_dim, c.hidden_dim);
-    x = x + project(act, layer.w2);
+    at::Tensor by_row = attended.transpose(0, 1);  // [T, n_heads, hd]
+    for (int64_t r = 0; r < T; r += rows) {
+      const int64_t n = std::min(rows, T - r);
+      at::Tensor xr = x.narrow(0, r, n);
+      xr = xr + project(by_row.narrow(0, r, n).reshape({n, qd}), layer.wo);
+      // SwiGLU MLP: down(silu(gate(h)) * up(h)).
+      at::Tensor h = rms_norm(xr, layer.mlp_norm, c.rms_norm_eps);
+      at::Tensor gate_up = project(h, layer.w13);  // [n, 2 hidden]
+      at::Tensor act = at::silu(gate_up.narrow(1, 0, c.hidden_dim)) * gate_up.narrow(1, c.hidden_dim, c.hidden_dim);
+      xr = xr + project(act, layer.w2);
+      if (rows == T) x = xr;
+      else x.narrow(0, r, n).copy_(xr);
+    }
     if (timer_) timer_(l, attention_seconds, layer_time.stop_seconds() - attention_seconds);
   }
   cache.advance(T);

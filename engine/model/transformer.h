@@ -2,6 +2,7 @@
 // The Llama forward pass over a KV cache: prefill a chunk of tokens or decode one, step by step as
 // in the paper's model (embeddings, per layer RMSNorm -> attention -> residual -> RMSNorm -> SwiGLU
 // MLP -> residual, final RMSNorm, classifier).
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -33,9 +34,14 @@ class Transformer {
   using LayerTimer = std::function<void(int64_t layer, double attention_seconds, double other_seconds)>;
   void set_layer_timer(LayerTimer timer) { timer_ = std::move(timer); }
   int64_t max_positions() const { return max_positions_; }
+  // Rows per block of the row-wise work (tests set a small one to exercise the blocked path on
+  // the CPU, where it is otherwise unbounded).
+  void set_rows_per_block(int64_t rows) { rows_per_block_ = std::max<int64_t>(1, rows); }
 
   // Runs `tokens` at positions [cache.length(), cache.length() + T), appends their keys/values to
-  // the cache and returns float32 logits on the CPU: [1, vocab] or [T, vocab].
+  // the cache and returns float32 logits on the CPU: [1, vocab] or [T, vocab]. Each layer's
+  // attention gets all T rows in one call (on CUDA a whole prompt: one causal attention per layer,
+  // the fused kernels' fast path); norms, projections and the MLP run in blocks of rows.
   // Phase tells the attention backend whether this is a decode step (HiP caches masks there).
   at::Tensor forward(const std::vector<int32_t>& tokens, KVCache& cache, AttentionBackend& attention,
                      LogitsFor which = LogitsFor::LastToken, Phase phase = Phase::Prefill) const;
@@ -52,6 +58,9 @@ class Transformer {
  private:
   std::shared_ptr<const Model> model_;
   int64_t max_positions_;
+  // Rows of the row-wise work per block (kCudaPrefillRows on CUDA; unbounded on the CPU, whose
+  // callers chunk prompts themselves because its dense attention holds a score matrix).
+  int64_t rows_per_block_;
   RopeTables rope_;
   LayerTimer timer_;
 };

@@ -82,6 +82,23 @@ TEST(Generation, ChunkedPrefillMatchesSingleChunk) {
   EXPECT_LT((at::cat({a, b}, 0) - reference).abs().max().item<double>(), 1e-4);
 }
 
+// The row-blocked forward pass (CUDA's prefill: norms, projections and MLP in blocks of rows, one
+// attention call over all rows) gives the unblocked logits, including after a chunk in the cache.
+TEST(Generation, RowBlockedForwardMatchesUnblocked) {
+  auto model = default_model();
+  DenseAttention dense;
+  const std::vector<int32_t> ids = model->tokenizer->encode("The sun was shining and the birds were singing in the tall trees.", true);
+  const at::Tensor reference = all_logits(model, ids, dense);
+  Transformer transformer(model, static_cast<int64_t>(ids.size()));
+  transformer.set_rows_per_block(3);  // blocks that do not divide either chunk
+  KVCache cache(model->config, model->run, static_cast<int64_t>(ids.size()));
+  const size_t split = 5;
+  at::Tensor a = transformer.forward({ids.begin(), ids.begin() + split}, cache, dense, LogitsFor::AllTokens);
+  at::Tensor b = transformer.forward({ids.begin() + split, ids.end()}, cache, dense, LogitsFor::AllTokens);
+  EXPECT_LT((at::cat({a, b}, 0) - reference).abs().max().item<double>(), 1e-4);
+  EXPECT_EQ(cache.length(), static_cast<int64_t>(ids.size()));
+}
+
 TEST(Generation, SeededSamplingIsReproducibleAndDiffersAcrossSeeds) {
   DenseAttention dense;
   GenerationOptions options;
