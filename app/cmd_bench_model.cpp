@@ -19,6 +19,7 @@
 #include "engine/model/device_memory.h"
 #include "engine/model/hip_attention.h"
 #include "engine/model/kv_cache.h"
+#include "engine/model/memory_estimate.h"
 #include "engine/model/out_of_memory.h"
 #include "engine/model/transformer.h"
 
@@ -31,12 +32,24 @@ double median(std::vector<double> v) {
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
+struct SideSamples {
+  std::vector<double> prefill, steps;  // ms, every timed run's prefill and decode steps
+  double peak_gib = -1;
+};
+
 struct SideResult {
-  double prefill_ms = 0, decode_step_ms = 0;
+  double prefill_ms = 0, prefill_spread = 0, decode_step_ms = 0, decode_spread = 0;  // medians, half IQR
   ComponentMs prefill_parts, decode_parts;  // from one extra run with per-layer timing
   double peak_gib = -1;
   std::string backend;
 };
+
+// Half the interquartile range: the spread printed next to a median.
+double half_iqr(std::vector<double> v) {
+  if (v.size() < 2) return 0.0;
+  std::sort(v.begin(), v.end());
+  return 0.5 * (v[v.size() * 3 / 4] - v[v.size() / 4]);
+}
 
 class Runner {
  public:
@@ -44,23 +57,21 @@ class Runner {
       : model_(std::move(model)), prompt_(std::move(prompt)), decode_(decode),
         cuda_(model_->run.device.is_cuda()) {}
 
-  SideResult measure(AttentionBackend& backend, HipAttention* hip, int warmup, int repeats) {
-    SideResult r;
+  // One timed run of a side: its prefill ms and per-step decode ms are added to `r`'s samples,
+  // and its peak device memory to r.peak_gib.
+  void timed_run(AttentionBackend& backend, HipAttention* hip, SideSamples& r) {
+    if (hip) hip->reset();
     reset_peak_device_memory();
-    std::vector<double> prefill, steps;
-    for (int i = 0; i < warmup + repeats; ++i) {
-      if (hip) hip->reset();
-      const auto [p, s] = run(backend, nullptr);
-      if (i < warmup) continue;
-      prefill.push_back(p);
-      steps.insert(steps.end(), s.begin(), s.end());
-    }
-    r.prefill_ms = median(prefill);
-    r.decode_step_ms = median(steps);
+    const auto [p, s] = run(backend, nullptr);
+    r.prefill.push_back(p);
+    r.steps.insert(r.steps.end(), s.begin(), s.end());
     const DeviceMemoryStats memory = device_memory_stats();
-    if (memory.available) r.peak_gib = static_cast<double>(memory.peak_allocated_bytes) / (1ull << 30);
+    if (memory.available) r.peak_gib = std::max(r.peak_gib, static_cast<double>(memory.peak_allocated_bytes) / (1ull << 30));
+  }
 
-    // One more run, synchronized per layer, for the breakdown.
+  // One more run, synchronized per layer (eager decode steps: the layer timer needs each layer's
+  // launches), for the breakdown columns.
+  void breakdown_run(AttentionBackend& backend, HipAttention* hip, SideResult& r) {
     if (hip) {
       hip->reset();
       hip->set_sync_timing(true);
@@ -77,8 +88,9 @@ class Runner {
     r.decode_parts.dense /= steps_run;
     r.decode_parts.other /= steps_run;
     if (hip) r.backend = hip->backend_note();
-    return r;
   }
+
+  bool decode_graphed() const { return decode_graphed_; }
 
  private:
   struct Breakdown {
@@ -134,6 +146,7 @@ class Runner {
       start = now();
       logits = transformer.forward({next}, cache, backend, LogitsFor::LastToken, Phase::Decode);
       steps.push_back(now() - start);
+      if (!breakdown) decode_graphed_ = transformer.last_step_graphed();
     }
     if (breakdown && breakdown->hip) breakdown->hip->set_observer({});
     return {prefill_ms, steps};
@@ -143,15 +156,44 @@ class Runner {
   std::vector<int32_t> prompt_;
   int64_t decode_;
   bool cuda_;
+  bool decode_graphed_ = false;
 };
 
 void print_row(const char* side, const SideResult& r) {
   const ComponentMs& p = r.prefill_parts;
   const double attention = p.mask + p.sparse + p.dense;
-  std::printf("%-6s %11.2f %8.1f%% %9.2f %9.2f %9.2f %9.2f %12.3f %10.1f %8s\n", side, r.prefill_ms,
-              p.total() > 0 ? 100.0 * attention / p.total() : 0.0, p.mask, p.sparse, p.dense, p.other, r.decode_step_ms,
-              r.decode_step_ms > 0 ? 1e3 / r.decode_step_ms : 0.0,
+  std::printf("%-6s %11.2f %7.2f %8.1f%% %9.2f %9.2f %9.2f %9.2f %12.3f %7.3f %10.1f %8s\n", side, r.prefill_ms,
+              r.prefill_spread, p.total() > 0 ? 100.0 * attention / p.total() : 0.0, p.mask, p.sparse, p.dense, p.other,
+              r.decode_step_ms, r.decode_spread, r.decode_step_ms > 0 ? 1e3 / r.decode_step_ms : 0.0,
               r.peak_gib >= 0 ? (std::to_string(r.peak_gib).substr(0, 5)).c_str() : "n/a");
+}
+
+SideResult summarize(const SideSamples& samples) {
+  SideResult r;
+  r.prefill_ms = median(samples.prefill);
+  r.prefill_spread = half_iqr(samples.prefill);
+  r.decode_step_ms = median(samples.steps);
+  r.decode_spread = half_iqr(samples.steps);
+  r.peak_gib = samples.peak_gib;
+  return r;
+}
+
+// The device's copy bandwidth (bytes/s): a 1 GiB device-to-device copy (read + write), median of 5
+// after a warm-up. 0 on the CPU.
+double device_copy_bandwidth(const RunDevice& run) {
+  if (!run.device.is_cuda()) return 0.0;
+  const int64_t bytes = int64_t{1} << 30;
+  const auto options = at::TensorOptions().device(run.device).dtype(at::kByte);
+  at::Tensor a = at::zeros({bytes}, options), b = at::empty({bytes}, options);
+  std::vector<double> seconds;
+  for (int i = 0; i < 6; ++i) {
+    torch::cuda::synchronize();
+    const auto start = std::chrono::steady_clock::now();
+    b.copy_(a);
+    torch::cuda::synchronize();
+    if (i > 0) seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return 2.0 * static_cast<double>(bytes) / median(seconds);
 }
 
 }  // namespace
@@ -188,11 +230,30 @@ void register_bench_model(CLI::App& bench) {
 
     DenseAttention dense;
     HipAttention hip(hip_params, c.n_layers);
-    // Each measurement's caches live inside Runner::run: an allocation failure unwinds them first.
-    const SideResult d = guard_out_of_memory(model->run, "bench model (dense side)",
-                                             [&] { return runner.measure(dense, nullptr, args->warmup, args->repeats); });
-    const SideResult h = guard_out_of_memory(model->run, "bench model (HiP side)",
-                                             [&] { return runner.measure(hip, &hip, args->warmup, args->repeats); });
+    // The sides alternate which runs first in each repeat (dense, HiP; then HiP, dense; ...), so
+    // neither always meets a cold device or a warm one. Each run's caches live inside
+    // Runner::run: an allocation failure unwinds them first.
+    SideSamples dense_samples, hip_samples;
+    auto run_side = [&](bool hip_side, bool timed) {
+      SideSamples scratch;
+      SideSamples& into = timed ? (hip_side ? hip_samples : dense_samples) : scratch;
+      guard_out_of_memory(model->run, hip_side ? "bench model (HiP side)" : "bench model (dense side)", [&] {
+        runner.timed_run(hip_side ? static_cast<AttentionBackend&>(hip) : dense, hip_side ? &hip : nullptr, into);
+        return 0;
+      });
+    };
+    for (int i = 0; i < args->warmup + args->repeats; ++i) {
+      const bool hip_first = i % 2 == 1;
+      run_side(hip_first, i >= args->warmup);
+      run_side(!hip_first, i >= args->warmup);
+    }
+    SideResult d = summarize(dense_samples), h = summarize(hip_samples);
+    guard_out_of_memory(model->run, "bench model (breakdown runs)", [&] {
+      runner.breakdown_run(dense, nullptr, d);
+      runner.breakdown_run(hip, &hip, h);
+      return 0;
+    });
+    const double bandwidth = device_copy_bandwidth(model->run);
     const hip::HipParams& p = hip_params.hip;
     std::printf("bench model: %s on %s; T = %lld prompt tokens + %lld decode steps; HiP k=%lld b_q=%lld b_k=%lld "
                 "b_sq=%lld b_sk=%lld sink=%lld window=%lld l_d=%lld r_m=%lld; median of %d after %d warm-up\n",
@@ -202,14 +263,26 @@ void register_bench_model(CLI::App& bench) {
                 static_cast<long long>(p.b_sk), static_cast<long long>(p.sink), static_cast<long long>(p.window),
                 static_cast<long long>(hip_params.dense_layers), static_cast<long long>(hip_params.refresh_every),
                 args->repeats, args->warmup);
-    std::printf("HiP backend: %s\n", h.backend.c_str());
-    std::printf("%-6s %11s %9s %9s %9s %9s %9s %12s %10s %8s\n", "side", "prefill ms", "attn", "mask ms", "sparse ms",
-                "dense ms", "other ms", "decode ms/tok", "decode t/s", "peak GiB");
+    std::printf("HiP backend: %s; decode steps: %s\n", h.backend.c_str(),
+                runner.decode_graphed() ? "CUDA graphs around attention" : "eager launches");
+    std::printf("%-6s %11s %7s %9s %9s %9s %9s %9s %12s %7s %10s %8s\n", "side", "prefill ms", "+-", "attn", "mask ms",
+                "sparse ms", "dense ms", "other ms", "decode ms/tok", "+-", "decode t/s", "peak GiB");
     print_row("dense", d);
     print_row("hip", h);
-    std::printf("speedup (dense / HiP): prefill %.2fx, decode step %.2fx  (breakdown columns: one extra run "
-                "synchronized per layer; attn = attention share of that run)\n",
+    std::printf("speedup (dense / HiP): prefill %.2fx, decode step %.2fx  (+-: half the interquartile range of the "
+                "timed runs' prefills and decode steps; breakdown columns: one extra run synchronized per layer; attn = "
+                "attention share of that run)\n",
                 d.prefill_ms / std::max(h.prefill_ms, 1e-9), d.decode_step_ms / std::max(h.decode_step_ms, 1e-9));
+    if (bandwidth > 0) {
+      // A decode step reads every weight once: that read at the device's copy bandwidth is the
+      // floor no attention can beat (dense also reads the whole KV cache on top).
+      const double weights = static_cast<double>(weight_bytes(c, model->run.dtype));
+      const double floor_ms = weights / bandwidth * 1e3;
+      std::printf("decode floor: %.2f GB of weights at %.0f GB/s (measured device copy bandwidth) = %.2f ms/token; "
+                  "dense at %.0f%% of it, HiP at %.0f%% (floor / step time)\n",
+                  weights / 1e9, bandwidth / 1e9, floor_ms, 100.0 * floor_ms / std::max(d.decode_step_ms, 1e-9),
+                  100.0 * floor_ms / std::max(h.decode_step_ms, 1e-9));
+    }
   });
 }
 

@@ -45,9 +45,12 @@ RopeTables make_rope_tables(const ModelConfig& c, int64_t positions, const at::T
 }
 
 at::Tensor apply_rope(const at::Tensor& x, const RopeTables& t, int64_t start) {
-  const int64_t T = x.size(1), half = x.size(2) / 2;
-  at::Tensor cos = t.cos.narrow(0, start, T);  // broadcasts over heads
-  at::Tensor sin = t.sin.narrow(0, start, T);
+  const int64_t T = x.size(1);
+  return rotate_rows(x, t.cos.narrow(0, start, T), t.sin.narrow(0, start, T));
+}
+
+at::Tensor rotate_rows(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  const int64_t half = x.size(2) / 2;  // cos/sin broadcast over heads
   at::Tensor rotated = at::cat({-x.narrow(2, half, half), x.narrow(2, 0, half)}, 2);
   return x * cos + rotated * sin;
 }

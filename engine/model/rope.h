@@ -20,5 +20,8 @@ RopeTables make_rope_tables(const ModelConfig& config, int64_t positions, const 
 
 // x: [heads, T, head_dim] at positions [start, start + T); returns the rotated tensor.
 at::Tensor apply_rope(const at::Tensor& x, const RopeTables& tables, int64_t start);
+// The same with the rows' tables given: cos, sin [T, head_dim] (rows of RopeTables, picked by a
+// slice or, in a CUDA graph, by a device-side position).
+at::Tensor rotate_rows(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
 
 }  // namespace hipstudio

@@ -8,26 +8,9 @@
 #include <c10/core/InferenceMode.h>
 #include "engine/model/context_plan.h"
 #include "engine/model/device_timer.h"
+#include "engine/model/layer_math.h"
 
 namespace hipstudio {
-
-namespace {
-
-// x: [T, in], w: [out, in] -> [T, out]. One row goes through a matrix-vector product: on the CPU,
-// gemv streams the weights once and is ~2.7x faster than a one-row gemm in LibTorch 1.13.
-at::Tensor project(const at::Tensor& x, const at::Tensor& w) {
-  if (x.size(0) == 1) return at::mv(w, x[0]).unsqueeze(0);
-  return at::matmul(x, w.t());
-}
-
-// RMSNorm in float32 (weight is float32), result in x's dtype.
-at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
-  at::Tensor xf = x.to(at::kFloat);
-  at::Tensor normed = xf * at::rsqrt(xf.pow(2).mean(-1, true) + eps) * weight;
-  return normed.to(x.scalar_type());
-}
-
-}  // namespace
 
 Transformer::Transformer(std::shared_ptr<const Model> model, int64_t max_positions)
     : model_(std::move(model)), max_positions_(max_positions),
@@ -61,10 +44,23 @@ at::Tensor Transformer::forward_hidden(const std::vector<int32_t>& tokens, KVCac
   if (start + T > max_positions_ || start + T > cache.capacity())
     throw std::logic_error("forward past the prepared context: " + std::to_string(start + T) + " positions");
 
+  last_step_graphed_ = false;
+  if (T == 1 && phase == Phase::Decode && decode_graphs_ && !timer_ && model_->run.device.is_cuda() &&
+      DecodeGraph::supported()) {
+    if (!graph_ || !graph_->serves(cache)) {
+      graph_.reset();  // releases the previous cache before capturing for this one
+      graph_ = std::make_unique<DecodeGraph>(*model_, rope_, cache);
+    }
+    at::Tensor x = graph_->step(tokens.front(), cache, attention);
+    cache.advance(1);
+    last_step_graphed_ = true;
+    return x;
+  }
+
   at::Tensor ids = at::tensor(at::IntArrayRef(std::vector<int64_t>(tokens.begin(), tokens.end())), at::kLong)
                        .to(model_->run.device);
   at::Tensor x = w.embedding.index_select(0, ids);  // [T, dim]
-  const int64_t qd = c.q_dim(), kvd = c.kv_dim(), hd = c.head_dim;
+  const int64_t qd = c.q_dim(), hd = c.head_dim;
   // Row-wise work (norms, projections, RoPE, MLP) runs in blocks of `rows` to bound activations;
   // attention sees the call's rows at once, so a whole prompt is one causal attention call per layer.
   const int64_t rows = std::min(T, rows_per_block_);
@@ -80,16 +76,11 @@ at::Tensor Transformer::forward_hidden(const std::vector<int32_t>& tokens, KVCac
     at::Tensor q = rows == T ? at::Tensor() : at::empty({c.n_heads, T, hd}, options);
     for (int64_t r = 0; r < T; r += rows) {
       const int64_t n = std::min(rows, T - r);
-      at::Tensor h = rms_norm(x.narrow(0, r, n), layer.attn_norm, c.rms_norm_eps);
-      at::Tensor qkv = project(h, layer.wqkv);  // [n, qd + 2 kvd]
-      if (layer.bqkv.defined()) qkv = qkv + layer.bqkv;
-      at::Tensor qr = qkv.narrow(1, 0, qd).view({n, c.n_heads, hd}).transpose(0, 1);
-      at::Tensor kr = qkv.narrow(1, qd, kvd).view({n, c.n_kv_heads, hd}).transpose(0, 1);
-      at::Tensor vr = qkv.narrow(1, qd + kvd, kvd).view({n, c.n_kv_heads, hd}).transpose(0, 1);
-      qr = apply_rope(qr, rope_, start + r);
-      cache.append(l, apply_rope(kr, rope_, start + r), vr, /*offset=*/r);
-      if (rows == T) q = qr.contiguous();
-      else q.narrow(1, r, n).copy_(qr);
+      const AttentionInputs in = attention_inputs(c, layer, x.narrow(0, r, n), rope_.cos.narrow(0, start + r, n),
+                                                  rope_.sin.narrow(0, start + r, n));
+      cache.append(l, in.k, in.v, /*offset=*/r);
+      if (rows == T) q = in.q.contiguous();
+      else q.narrow(1, r, n).copy_(in.q);
     }
     AttentionCall call;
     call.layer = l;
@@ -104,15 +95,9 @@ at::Tensor Transformer::forward_hidden(const std::vector<int32_t>& tokens, KVCac
     at::Tensor by_row = attended.transpose(0, 1);  // [T, n_heads, hd]
     for (int64_t r = 0; r < T; r += rows) {
       const int64_t n = std::min(rows, T - r);
-      at::Tensor xr = x.narrow(0, r, n);
-      xr = xr + project(by_row.narrow(0, r, n).reshape({n, qd}), layer.wo);
-      // SwiGLU MLP: down(silu(gate(h)) * up(h)).
-      at::Tensor h = rms_norm(xr, layer.mlp_norm, c.rms_norm_eps);
-      at::Tensor gate_up = project(h, layer.w13);  // [n, 2 hidden]
-      at::Tensor act = at::silu(gate_up.narrow(1, 0, c.hidden_dim)) * gate_up.narrow(1, c.hidden_dim, c.hidden_dim);
-      xr = xr + project(act, layer.w2);
-      if (rows == T) x = xr;
-      else x.narrow(0, r, n).copy_(xr);
+      at::Tensor y = attention_output_and_mlp(c, layer, x.narrow(0, r, n), by_row.narrow(0, r, n).reshape({n, qd}));
+      if (rows == T) x = y;
+      else x.narrow(0, r, n).copy_(y);
     }
     if (timer_) timer_(l, attention_seconds, layer_time.stop_seconds() - attention_seconds);
   }

@@ -11,6 +11,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "engine/model/attention_backend.h"
+#include "engine/model/decode_graph.h"
 #include "engine/model/kv_cache.h"
 #include "engine/model/model.h"
 #include "engine/model/rope.h"
@@ -37,6 +38,12 @@ class Transformer {
   // Rows per block of the row-wise work (tests set a small one to exercise the blocked path on
   // the CPU, where it is otherwise unbounded).
   void set_rows_per_block(int64_t rows) { rows_per_block_ = std::max<int64_t>(1, rows); }
+  // Decode steps on CUDA replay CUDA graphs (decode_graph.h) unless turned off here or a layer
+  // timer is set (timed runs stay eager: the timer needs each layer's own launches). The graphs
+  // hold the cache they were captured for until a step on another cache or this object's end.
+  void set_decode_graphs(bool on) { decode_graphs_ = on; }
+  // Whether the last decode step replayed graphs.
+  bool last_step_graphed() const { return last_step_graphed_; }
 
   // Runs `tokens` at positions [cache.length(), cache.length() + T), appends their keys/values to
   // the cache and returns float32 logits on the CPU: [1, vocab] or [T, vocab]. Each layer's
@@ -63,6 +70,9 @@ class Transformer {
   int64_t rows_per_block_;
   RopeTables rope_;
   LayerTimer timer_;
+  bool decode_graphs_ = true;
+  mutable std::unique_ptr<DecodeGraph> graph_;
+  mutable bool last_step_graphed_ = false;
 };
 
 }  // namespace hipstudio

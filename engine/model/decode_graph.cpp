@@ -1,0 +1,140 @@
+#include "engine/model/decode_graph.h"
+
+#include <stdexcept>
+
+#include <ATen/ATen.h>
+
+#include "engine/model/layer_math.h"
+
+// CUDA graphs need a CUDA LibTorch's headers and library (the GPU machine's); elsewhere the class
+// exists and says it is unsupported, and the forward pass stays eager.
+#if defined(HIPSTUDIO_TORCH_CUDA) && __has_include(<ATen/cuda/CUDAGraph.h>)
+#define HIPSTUDIO_DECODE_GRAPHS 1
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+namespace hipstudio {
+
+#ifdef HIPSTUDIO_DECODE_GRAPHS
+
+struct DecodeGraph::Impl {
+  const Model& model;
+  const RopeTables& rope;
+  const void* cache_keys = nullptr;  // identity of the cache the graphs write into
+  // Static buffers: what the host sets before a replay (token, position), what flows between
+  // the graphs and the eager attention (x, q, attended).
+  at::Tensor token, position, x, q, attended;
+  std::vector<at::Tensor> keys, values;  // the cache's whole per-layer tensors
+  std::unique_ptr<at::cuda::CUDAGraph> embed;
+  std::vector<std::unique_ptr<at::cuda::CUDAGraph>> before, after;  // per layer, around attention
+
+  Impl(const Model& m, const RopeTables& r) : model(m), rope(r) {}
+
+  void run_embed() { x.copy_(model.weights.embedding.index_select(0, token)); }
+  void run_before(int64_t l) {
+    const ModelConfig& c = model.config;
+    const AttentionInputs in = attention_inputs(c, model.weights.layers[static_cast<size_t>(l)], x,
+                                                rope.cos.index_select(0, position), rope.sin.index_select(0, position));
+    q.copy_(in.q);
+    keys[static_cast<size_t>(l)].index_copy_(1, position, in.k);
+    values[static_cast<size_t>(l)].index_copy_(1, position, in.v);
+  }
+  void run_after(int64_t l) {
+    const ModelConfig& c = model.config;
+    x.copy_(attention_output_and_mlp(c, model.weights.layers[static_cast<size_t>(l)], x,
+                                     attended.transpose(0, 1).reshape({1, c.q_dim()})));
+  }
+};
+
+bool DecodeGraph::supported() { return true; }
+
+DecodeGraph::DecodeGraph(const Model& model, const RopeTables& rope, KVCache& cache)
+    : impl_(std::make_unique<Impl>(model, rope)) {
+  Impl& g = *impl_;
+  const ModelConfig& c = model.config;
+  const auto options = at::TensorOptions().device(model.run.device).dtype(model.run.dtype);
+  g.token = at::zeros({1}, options.dtype(at::kLong));
+  g.position = at::full({1}, cache.length(), options.dtype(at::kLong));
+  g.x = at::zeros({1, c.dim}, options);
+  g.q = at::zeros({c.n_heads, 1, c.head_dim}, options);
+  g.attended = at::zeros({c.n_heads, 1, c.head_dim}, options);
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    g.keys.push_back(cache.keys(l, cache.capacity()));
+    g.values.push_back(cache.values(l, cache.capacity()));
+  }
+  g.cache_keys = g.keys.front().data_ptr();
+
+  // Capture on a side stream, after one eager warm-up there (library handles and workspaces are
+  // created outside the capture). The warm-up writes keys/values at the current position, which
+  // the real step then overwrites. All graphs share one memory pool: they replay in capture order.
+  c10::cuda::device_synchronize();
+  {
+    const c10::cuda::CUDAStreamGuard side(c10::cuda::getStreamFromPool());
+    g.run_embed();
+    for (int64_t l = 0; l < c.n_layers; ++l) {
+      g.run_before(l);
+      g.run_after(l);
+    }
+    c10::cuda::device_synchronize();
+    const auto pool = at::cuda::graph_pool_handle();
+    auto capture = [&](auto&& work) {
+      auto graph = std::make_unique<at::cuda::CUDAGraph>();
+      graph->capture_begin(pool);
+      work();
+      graph->capture_end();
+      return graph;
+    };
+    g.embed = capture([&] { g.run_embed(); });
+    for (int64_t l = 0; l < c.n_layers; ++l) {
+      g.before.push_back(capture([&] { g.run_before(l); }));
+      g.after.push_back(capture([&] { g.run_after(l); }));
+    }
+  }
+  c10::cuda::device_synchronize();
+}
+
+bool DecodeGraph::serves(const KVCache& cache) const {
+  return cache.capacity() > 0 && cache.keys(0, 1).data_ptr() == impl_->cache_keys;
+}
+
+at::Tensor DecodeGraph::step(int32_t token, KVCache& cache, AttentionBackend& attention) {
+  Impl& g = *impl_;
+  const int64_t position = cache.length();
+  g.token.fill_(static_cast<int64_t>(token));
+  g.position.fill_(position);
+  g.embed->replay();
+  for (int64_t l = 0; l < g.model.config.n_layers; ++l) {
+    g.before[static_cast<size_t>(l)]->replay();
+    AttentionCall call;
+    call.layer = l;
+    call.q = g.q;
+    call.k = cache.keys(l, position + 1);
+    call.v = cache.values(l, position + 1);
+    call.first_position = position;
+    call.decoding = true;
+    g.attended.copy_(attention.attend(call));
+    g.after[static_cast<size_t>(l)]->replay();
+  }
+  return g.x.clone();
+}
+
+#else  // no CUDA LibTorch: the eager forward pass serves every step
+
+struct DecodeGraph::Impl {};
+bool DecodeGraph::supported() { return false; }
+DecodeGraph::DecodeGraph(const Model&, const RopeTables&, KVCache&) {
+  throw std::logic_error("CUDA graphs need an engine built against a CUDA LibTorch");
+}
+bool DecodeGraph::serves(const KVCache&) const { return false; }
+at::Tensor DecodeGraph::step(int32_t, KVCache&, AttentionBackend&) {
+  throw std::logic_error("CUDA graphs need an engine built against a CUDA LibTorch");
+}
+
+#endif
+
+DecodeGraph::~DecodeGraph() = default;
+
+}  // namespace hipstudio

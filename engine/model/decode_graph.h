@@ -1,0 +1,48 @@
+#pragma once
+// A decode step (one new token) of the forward pass on CUDA with its row-wise work replayed from
+// CUDA graphs: per layer one graph before attention (RMSNorm, q/k/v projection, RoPE at a
+// device-side position, the cache write) and one after it (output projection, MLP), plus one for
+// the embedding. Attention itself (dense SDPA over a key length that grows every step, or HiP's
+// kernels with their cached masks) runs eagerly between them, unchanged. Why: eagerly a step is
+// ~35 LibTorch launches a layer, ~1,100 for an 8B model, and the host's launch time, not the
+// weights' bandwidth, set the step time; replayed, a layer is two graph launches and attention.
+//
+// The graphs bake in the addresses of the weights, the RoPE tables, one KVCache's tensors and
+// their own static buffers, so an instance serves one (Transformer, KVCache) pair; graphs() says
+// whether the build can capture them at all (a CUDA LibTorch).
+#include <memory>
+
+#include <ATen/core/Tensor.h>
+
+#include "engine/model/attention_backend.h"
+#include "engine/model/kv_cache.h"
+#include "engine/model/model.h"
+#include "engine/model/rope.h"
+
+namespace hipstudio {
+
+class DecodeGraph {
+ public:
+  // True when this build can capture CUDA graphs (the engine was built against a CUDA LibTorch).
+  static bool supported();
+
+  // Captures the graphs for `cache` (one warm-up pass and the capture, on a side stream). The
+  // first decode step of a cache pays this once.
+  DecodeGraph(const Model& model, const RopeTables& rope, KVCache& cache);
+  ~DecodeGraph();
+  DecodeGraph(const DecodeGraph&) = delete;
+  DecodeGraph& operator=(const DecodeGraph&) = delete;
+
+  // Whether the graphs were captured for this cache (its tensors are where the graphs write).
+  bool serves(const KVCache& cache) const;
+
+  // Runs `token` at position cache.length(): appends its keys/values to the cache (the caller
+  // advances it) and returns the residual stream [1, dim] (a copy: the static buffer is reused).
+  at::Tensor step(int32_t token, KVCache& cache, AttentionBackend& attention);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hipstudio
