@@ -24,28 +24,30 @@ struct DecodeGraph::Impl {
   const Model& model;
   const RopeTables& rope;
   const void* cache_keys = nullptr;  // identity of the cache the graphs write into
-  // Static buffers: what the host sets before a replay (token, position), what flows between
-  // the graphs and the eager attention (x, q, attended).
-  at::Tensor token, position, x, q, attended;
+  // What the host sets before a replay (token, position) and the eager attention's output copied
+  // for the graph after it (attended). The graphs' own outputs (each layer's input rows x and its
+  // queries q) stay where the capture allocated them, in the graphs' pool: a replay rewrites them
+  // in place, and the next graph (or attention) reads them there.
+  at::Tensor token, position, attended;
+  std::vector<at::Tensor> x;  // (layers + 1): x[l] is layer l's input, x[layers] the step's output
+  std::vector<at::Tensor> q;  // (layers)
   std::vector<at::Tensor> keys, values;  // the cache's whole per-layer tensors
   std::unique_ptr<at::cuda::CUDAGraph> embed;
   std::vector<std::unique_ptr<at::cuda::CUDAGraph>> before, after;  // per layer, around attention
 
   Impl(const Model& m, const RopeTables& r) : model(m), rope(r) {}
 
-  void run_embed() { x.copy_(model.weights.embedding.index_select(0, token)); }
-  void run_before(int64_t l) {
-    const ModelConfig& c = model.config;
-    const AttentionInputs in = attention_inputs(c, model.weights.layers[static_cast<size_t>(l)], x,
-                                                rope.cos.index_select(0, position), rope.sin.index_select(0, position));
-    q.copy_(in.q);
+  at::Tensor run_embed() { return model.weights.embedding.index_select(0, token); }
+  at::Tensor run_before(int64_t l, const at::Tensor& input) {
+    const AttentionInputs in = attention_inputs(model.config, model.weights.layers[static_cast<size_t>(l)], input,
+                                                rope.table.index_select(0, position));
     keys[static_cast<size_t>(l)].index_copy_(1, position, in.k);
     values[static_cast<size_t>(l)].index_copy_(1, position, in.v);
+    return in.q;
   }
-  void run_after(int64_t l) {
-    const ModelConfig& c = model.config;
-    x.copy_(attention_output_and_mlp(c, model.weights.layers[static_cast<size_t>(l)], x,
-                                     attended.transpose(0, 1).reshape({1, c.q_dim()})));
+  at::Tensor run_after(int64_t l, const at::Tensor& input) {
+    return attention_output_and_mlp(model.config, model.weights.layers[static_cast<size_t>(l)], input,
+                                    attended.transpose(0, 1).reshape({1, model.config.q_dim()}));
   }
 };
 
@@ -58,8 +60,6 @@ DecodeGraph::DecodeGraph(const Model& model, const RopeTables& rope, KVCache& ca
   const auto options = at::TensorOptions().device(model.run.device).dtype(model.run.dtype);
   g.token = at::zeros({1}, options.dtype(at::kLong));
   g.position = at::full({1}, cache.length(), options.dtype(at::kLong));
-  g.x = at::zeros({1, c.dim}, options);
-  g.q = at::zeros({c.n_heads, 1, c.head_dim}, options);
   g.attended = at::zeros({c.n_heads, 1, c.head_dim}, options);
   for (int64_t l = 0; l < c.n_layers; ++l) {
     g.keys.push_back(cache.keys(l, cache.capacity()));
@@ -69,14 +69,15 @@ DecodeGraph::DecodeGraph(const Model& model, const RopeTables& rope, KVCache& ca
 
   // Capture on a side stream, after one eager warm-up there (library handles and workspaces are
   // created outside the capture). The warm-up writes keys/values at the current position, which
-  // the real step then overwrites. All graphs share one memory pool: they replay in capture order.
+  // the real step then overwrites. All graphs share one memory pool: they replay in capture order,
+  // and the outputs kept here stay allocated, so no later capture reuses their memory.
   c10::cuda::device_synchronize();
   {
     const c10::cuda::CUDAStreamGuard side(c10::cuda::getStreamFromPool());
-    g.run_embed();
+    at::Tensor x = g.run_embed();
     for (int64_t l = 0; l < c.n_layers; ++l) {
-      g.run_before(l);
-      g.run_after(l);
+      g.run_before(l, x);
+      x = g.run_after(l, x);
     }
     c10::cuda::device_synchronize();
     const auto pool = at::cuda::graph_pool_handle();
@@ -87,10 +88,10 @@ DecodeGraph::DecodeGraph(const Model& model, const RopeTables& rope, KVCache& ca
       graph->capture_end();
       return graph;
     };
-    g.embed = capture([&] { g.run_embed(); });
+    g.embed = capture([&] { g.x.push_back(g.run_embed()); });
     for (int64_t l = 0; l < c.n_layers; ++l) {
-      g.before.push_back(capture([&] { g.run_before(l); }));
-      g.after.push_back(capture([&] { g.run_after(l); }));
+      g.before.push_back(capture([&] { g.q.push_back(g.run_before(l, g.x.back())); }));
+      g.after.push_back(capture([&] { g.x.push_back(g.run_after(l, g.x.back())); }));
     }
   }
   c10::cuda::device_synchronize();
@@ -110,7 +111,7 @@ at::Tensor DecodeGraph::step(int32_t token, KVCache& cache, AttentionBackend& at
     g.before[static_cast<size_t>(l)]->replay();
     AttentionCall call;
     call.layer = l;
-    call.q = g.q;
+    call.q = g.q[static_cast<size_t>(l)];
     call.k = cache.keys(l, position + 1);
     call.v = cache.values(l, position + 1);
     call.first_position = position;
@@ -118,7 +119,7 @@ at::Tensor DecodeGraph::step(int32_t token, KVCache& cache, AttentionBackend& at
     g.attended.copy_(attention.attend(call));
     g.after[static_cast<size_t>(l)]->replay();
   }
-  return g.x.clone();
+  return g.x.back().clone();
 }
 
 #else  // no CUDA LibTorch: the eager forward pass serves every step

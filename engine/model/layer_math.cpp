@@ -4,7 +4,66 @@
 
 #include "engine/model/rope.h"
 
+// The fused RMSNorm kernel runs on LibTorch's current stream (so CUDA graphs capture it), which
+// needs a CUDA LibTorch's headers; with CPU LibTorch the LibTorch form serves every device.
+#if defined(HIPSTUDIO_TORCH_CUDA) && defined(HIPSTUDIO_HAVE_CUDA_KERNELS) && __has_include(<ATen/cuda/CUDAContext.h>)
+#define HIPSTUDIO_FUSED_ROW_NORM 1
+#include <ATen/cuda/CUDAContext.h>
+
+#include "kernels/cuda/row_norm.h"
+#endif
+
 namespace hipstudio {
+
+namespace {
+
+#ifdef HIPSTUDIO_FUSED_ROW_NORM
+bool fused_norm_applies(const at::Tensor& x, const at::Tensor& weight) {
+  return x.is_cuda() && x.dim() == 2 && x.stride(1) == 1 && weight.scalar_type() == at::kFloat && weight.is_contiguous() &&
+         (x.scalar_type() == at::kFloat || x.scalar_type() == at::kBFloat16 || x.scalar_type() == at::kHalf);
+}
+
+gpu::DType kernel_dtype(at::ScalarType t) {
+  return t == at::kBFloat16 ? gpu::DType::kBF16 : t == at::kHalf ? gpu::DType::kF16 : gpu::DType::kF32;
+}
+
+// out = rms_norm(x (+ residual)); with a residual, sum receives x + residual.
+void fused_norm(const at::Tensor& x, const at::Tensor* residual, at::Tensor* sum, const at::Tensor& weight, double eps,
+                at::Tensor& out) {
+  gpu::RowNormLaunch l;
+  l.x = x.data_ptr();
+  l.row_stride = x.stride(0);
+  if (residual) {
+    l.residual = residual->data_ptr();
+    l.residual_stride = residual->stride(0);
+    l.sum = sum->data_ptr();
+  }
+  l.weight = weight.data_ptr<float>();
+  l.out = out.data_ptr();
+  l.dtype = kernel_dtype(x.scalar_type());
+  l.rows = x.size(0);
+  l.dim = x.size(1);
+  l.eps = eps;
+  l.stream = at::cuda::getCurrentCUDAStream().stream();
+  gpu::rms_norm_rows(l);
+}
+#endif
+
+at::Tensor aten_rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
+  at::Tensor xf = x.to(at::kFloat);
+  at::Tensor normed = xf * at::rsqrt(xf.pow(2).mean(-1, true) + eps) * weight;
+  return normed.to(x.scalar_type());
+}
+
+}  // namespace
+
+bool fused_rms_norm_built() {
+#ifdef HIPSTUDIO_FUSED_ROW_NORM
+  return true;
+#else
+  return false;
+#endif
+}
 
 at::Tensor project(const at::Tensor& x, const at::Tensor& w) {
   if (x.size(0) == 1) return at::mv(w, x[0]).unsqueeze(0);
@@ -12,31 +71,51 @@ at::Tensor project(const at::Tensor& x, const at::Tensor& w) {
 }
 
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
-  at::Tensor xf = x.to(at::kFloat);
-  at::Tensor normed = xf * at::rsqrt(xf.pow(2).mean(-1, true) + eps) * weight;
-  return normed.to(x.scalar_type());
+#ifdef HIPSTUDIO_FUSED_ROW_NORM
+  if (fused_norm_applies(x, weight)) {
+    at::Tensor out = at::empty(x.sizes(), x.options());
+    fused_norm(x, nullptr, nullptr, weight, eps, out);
+    return out;
+  }
+#endif
+  return aten_rms_norm(x, weight, eps);
+}
+
+SumAndNorm add_rms_norm(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight, double eps) {
+#ifdef HIPSTUDIO_FUSED_ROW_NORM
+  if (fused_norm_applies(x, weight) && residual.sizes() == x.sizes() && residual.scalar_type() == x.scalar_type() &&
+      residual.stride(1) == 1) {
+    SumAndNorm r{at::empty(x.sizes(), x.options()), at::empty(x.sizes(), x.options())};
+    fused_norm(x, &residual, &r.sum, weight, eps, r.normed);
+    return r;
+  }
+#endif
+  at::Tensor sum = x + residual;
+  return {sum, aten_rms_norm(sum, weight, eps)};
 }
 
 AttentionInputs attention_inputs(const ModelConfig& c, const LayerWeights& layer, const at::Tensor& x,
-                                 const at::Tensor& cos, const at::Tensor& sin) {
+                                 const at::Tensor& rope_rows) {
   const int64_t n = x.size(0), qd = c.q_dim(), kvd = c.kv_dim(), hd = c.head_dim;
   at::Tensor h = rms_norm(x, layer.attn_norm, c.rms_norm_eps);
   at::Tensor qkv = project(h, layer.wqkv);  // [n, qd + 2 kvd]
   if (layer.bqkv.defined()) qkv = qkv + layer.bqkv;
+  // q and k rotate as one tensor of n_heads + n_kv_heads heads.
+  const at::Tensor qk = rotate_rows(qkv.narrow(1, 0, qd + kvd).view({n, c.n_heads + c.n_kv_heads, hd}).transpose(0, 1),
+                                    rope_rows);
   AttentionInputs r;
-  r.q = rotate_rows(qkv.narrow(1, 0, qd).view({n, c.n_heads, hd}).transpose(0, 1), cos, sin);
-  r.k = rotate_rows(qkv.narrow(1, qd, kvd).view({n, c.n_kv_heads, hd}).transpose(0, 1), cos, sin);
+  r.q = qk.narrow(0, 0, c.n_heads);
+  r.k = qk.narrow(0, c.n_heads, c.n_kv_heads);
   r.v = qkv.narrow(1, qd + kvd, kvd).view({n, c.n_kv_heads, hd}).transpose(0, 1);
   return r;
 }
 
 at::Tensor attention_output_and_mlp(const ModelConfig& c, const LayerWeights& layer, const at::Tensor& x,
                                     const at::Tensor& attended) {
-  at::Tensor y = x + project(attended, layer.wo);
-  at::Tensor h = rms_norm(y, layer.mlp_norm, c.rms_norm_eps);
-  at::Tensor gate_up = project(h, layer.w13);  // [n, 2 hidden]
+  const SumAndNorm y = add_rms_norm(x, project(attended, layer.wo), layer.mlp_norm, c.rms_norm_eps);
+  at::Tensor gate_up = project(y.normed, layer.w13);  // [n, 2 hidden]
   at::Tensor act = at::silu(gate_up.narrow(1, 0, c.hidden_dim)) * gate_up.narrow(1, c.hidden_dim, c.hidden_dim);
-  return y + project(act, layer.w2);
+  return y.sum + project(act, layer.w2);
 }
 
 }  // namespace hipstudio

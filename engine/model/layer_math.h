@@ -13,8 +13,19 @@ namespace hipstudio {
 // gemv streams the weights once and is ~2.7x faster than a one-row gemm in LibTorch 1.13.
 at::Tensor project(const at::Tensor& x, const at::Tensor& w);
 
-// RMSNorm in float32 (weight is float32), result in x's dtype.
+// RMSNorm in float32 (weight is float32), result in x's dtype. On CUDA one fused kernel
+// (kernels/cuda/row_norm.h), elsewhere LibTorch ops; the same arithmetic.
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
+
+// Whether this build has the fused CUDA RMSNorm (a CUDA LibTorch and the project's CUDA kernels).
+bool fused_rms_norm_built();
+
+struct SumAndNorm {
+  at::Tensor sum;     // x + residual, in x's dtype
+  at::Tensor normed;  // rms_norm(sum)
+};
+// The residual add and the RMSNorm after it (one kernel on CUDA).
+SumAndNorm add_rms_norm(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight, double eps);
 
 struct AttentionInputs {
   at::Tensor q;  // [n_heads, n, head_dim], rotated
@@ -22,10 +33,10 @@ struct AttentionInputs {
   at::Tensor v;  // [n_kv_heads, n, head_dim]
 };
 
-// Residual rows x [n, dim] -> RMSNorm, the fused q/k/v projection (+ bias), RoPE with the rows'
-// cos/sin tables [n, head_dim].
+// Residual rows x [n, dim] -> RMSNorm, the fused q/k/v projection (+ bias), RoPE (q and k rotated
+// together) with the rows' RoPE table rows [n, 2, head_dim] (rope.h).
 AttentionInputs attention_inputs(const ModelConfig& c, const LayerWeights& layer, const at::Tensor& x,
-                                 const at::Tensor& cos, const at::Tensor& sin);
+                                 const at::Tensor& rope_rows);
 
 // The layer's rest: x + wo(attended), then + the SwiGLU MLP, down(silu(gate(h)) * up(h)).
 // attended: [n, n_heads * head_dim]. Returns the new residual rows [n, dim].

@@ -39,20 +39,21 @@ at::Tensor rope_inverse_frequencies(const ModelConfig& c) {
 RopeTables make_rope_tables(const ModelConfig& c, int64_t positions, const at::TensorOptions& options) {
   at::Tensor inv = rope_inverse_frequencies(c);
   at::Tensor pos = at::arange(positions, at::kFloat);
-  at::Tensor angles = at::outer(pos, inv);             // [positions, head_dim/2]
-  at::Tensor both = at::cat({angles, angles}, 1);       // [positions, head_dim]
-  return RopeTables{both.cos().to(options), both.sin().to(options)};
+  at::Tensor angles = at::outer(pos, inv);                                // [positions, head_dim/2]
+  at::Tensor cos = at::cat({angles, angles}, 1).cos();                    // [positions, head_dim]
+  at::Tensor sin = at::cat({angles.sin().neg(), angles.sin()}, 1);        // first half negated
+  return RopeTables{at::stack({cos, sin}, 1).to(options)};
 }
 
 at::Tensor apply_rope(const at::Tensor& x, const RopeTables& t, int64_t start) {
-  const int64_t T = x.size(1);
-  return rotate_rows(x, t.cos.narrow(0, start, T), t.sin.narrow(0, start, T));
+  return rotate_rows(x, t.table.narrow(0, start, x.size(1)));
 }
 
-at::Tensor rotate_rows(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
-  const int64_t half = x.size(2) / 2;  // cos/sin broadcast over heads
-  at::Tensor rotated = at::cat({-x.narrow(2, half, half), x.narrow(2, 0, half)}, 2);
-  return x * cos + rotated * sin;
+// x * cos + rotate_half(x) * sin, with rotate_half(x) = [-x2, x1] = roll(x) * [-1, 1] and the sign
+// already in the table's sin row.
+at::Tensor rotate_rows(const at::Tensor& x, const at::Tensor& rows) {
+  const int64_t half = x.size(2) / 2;  // the rows broadcast over heads
+  return at::addcmul(x * rows.select(1, 0), x.roll(half, 2), rows.select(1, 1));
 }
 
 }  // namespace hipstudio

@@ -8,8 +8,10 @@
 namespace hipstudio {
 
 struct RopeTables {
-  at::Tensor cos;  // [positions, head_dim], run dtype, on the run device
-  at::Tensor sin;  // [positions, head_dim]
+  // [positions, 2, head_dim], run dtype, on the run device: per position its cos row, then its sin
+  // row with the first half negated (rotate-half's sign folded in, so rotating is a roll, a multiply
+  // and a fused multiply-add). One table, so a CUDA graph picks a position's rows with one gather.
+  at::Tensor table;
 };
 
 // inv_freq[p] = theta^(-2p/head_dim), adjusted by llama3 rope_scaling when the config has it.
@@ -20,8 +22,8 @@ RopeTables make_rope_tables(const ModelConfig& config, int64_t positions, const 
 
 // x: [heads, T, head_dim] at positions [start, start + T); returns the rotated tensor.
 at::Tensor apply_rope(const at::Tensor& x, const RopeTables& tables, int64_t start);
-// The same with the rows' tables given: cos, sin [T, head_dim] (rows of RopeTables, picked by a
-// slice or, in a CUDA graph, by a device-side position).
-at::Tensor rotate_rows(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
+// The same with the rows' table given: rows [T, 2, head_dim] of RopeTables::table, picked by a slice
+// or, in a CUDA graph, by a device-side position.
+at::Tensor rotate_rows(const at::Tensor& x, const at::Tensor& rows);
 
 }  // namespace hipstudio

@@ -76,8 +76,7 @@ at::Tensor Transformer::forward_hidden(const std::vector<int32_t>& tokens, KVCac
     at::Tensor q = rows == T ? at::Tensor() : at::empty({c.n_heads, T, hd}, options);
     for (int64_t r = 0; r < T; r += rows) {
       const int64_t n = std::min(rows, T - r);
-      const AttentionInputs in = attention_inputs(c, layer, x.narrow(0, r, n), rope_.cos.narrow(0, start + r, n),
-                                                  rope_.sin.narrow(0, start + r, n));
+      const AttentionInputs in = attention_inputs(c, layer, x.narrow(0, r, n), rope_.table.narrow(0, start + r, n));
       cache.append(l, in.k, in.v, /*offset=*/r);
       if (rows == T) q = in.q.contiguous();
       else q.narrow(1, r, n).copy_(in.q);
