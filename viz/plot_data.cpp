@@ -111,6 +111,22 @@ std::vector<TraceStep> trace_steps(const hip::MaskTrace& t, const std::vector<in
   return steps;
 }
 
+std::vector<int> pruned_at_step(const std::vector<TraceStep>& steps, int64_t lo, int64_t hi) {
+  const int64_t n = std::max<int64_t>(0, hi - lo);
+  std::vector<int> out(static_cast<size_t>(n), 0);
+  std::vector<char> alive(static_cast<size_t>(n));
+  for (size_t st = 0; st < steps.size(); ++st) {
+    std::fill(alive.begin(), alive.end(), 0);
+    for (const auto& [b0, b1] : steps[st].nodes)
+      for (int64_t b = std::max<int64_t>(b0, lo); b < std::min<int64_t>(b1, hi); ++b) alive[static_cast<size_t>(b - lo)] = 1;
+    // A block alive at every step so far moves its "left at" mark one step on.
+    for (int64_t i = 0; i < n; ++i)
+      if (alive[static_cast<size_t>(i)] && out[static_cast<size_t>(i)] == static_cast<int>(st)) out[static_cast<size_t>(i)] = static_cast<int>(st) + 1;
+  }
+  // out[i] = number of leading steps the block was alive in: left at step out[i] (0: never alive).
+  return out;
+}
+
 }  // namespace hipstudio::viz
 
 namespace hipstudio::viz {

@@ -39,6 +39,11 @@ struct TraceStep {
 // step whose nodes are the selected blocks.
 std::vector<TraceStep> trace_steps(const hip::MaskTrace& trace, const std::vector<int32_t>& oracle_blocks);
 
+// For each key block of the search range [lo, hi) (index b - lo): the step at which it left the
+// alive nodes (1 = pruned by iteration 1, ...), 0 when no initial node held it, steps.size() when
+// it survived every step. Both the iteration view and its export fade pruned blocks by this.
+std::vector<int> pruned_at_step(const std::vector<TraceStep>& steps, int64_t lo, int64_t hi);
+
 }  // namespace hipstudio::viz
 
 namespace hipstudio::viz {
