@@ -17,8 +17,16 @@ std::vector<double> nice_ticks(double lo, double hi, int target) {
       step = m * mag;
       break;
     }
-  for (double t = std::ceil(lo / step) * step; t <= hi + step * 1e-9; t += step)
-    ticks.push_back(std::fabs(t) < step * 1e-9 ? 0.0 : t);
+  // A range that straddles a coarse step would get a single tick (only "0" on [-5, 6] with two
+  // wanted): take the next finer 1-2-5 step until at least two ticks fall inside.
+  for (int tries = 0; tries < 4; ++tries) {
+    ticks.clear();
+    for (double t = std::ceil(lo / step) * step; t <= hi + step * 1e-9; t += step)
+      ticks.push_back(std::fabs(t) < step * 1e-9 ? 0.0 : t);
+    if (ticks.size() >= 2) break;
+    const double m = step / std::pow(10.0, std::floor(std::log10(step) + 1e-9));
+    step *= m < 1.5 ? 0.5 : m < 3 ? 0.5 : 0.4;  // 1 -> 0.5, 2 -> 1, 5 -> 2
+  }
   return ticks;
 }
 

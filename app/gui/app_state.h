@@ -33,6 +33,24 @@ struct MaskViewState {
   double x0 = 0, y0 = 0;      // first visible key / query
   double span = 0;            // visible cells along each axis; 0: fit the whole prompt
   bool show_oracle = true, show_random = false, show_sink_dense = true;
+  bool show_hip_on_dense = false;  // a dense layer (l < l_d): draw what HiP would pick instead
+};
+
+// File > Export view...'s choices.
+struct ExportOptions {
+  std::string dir;        // created if missing
+  int64_t px = 1024;      // figure PNG: longest side, exactly
+  bool tiles = false;     // mask at full detail, in PNG tiles of `tile` pixels, into dir/mask_L<l>_H<h>_tiles/
+  int64_t tile = 4096;
+  bool dark_style = false;  // figures' colours: paper (light, whatever the UI theme) or dark
+};
+
+// What the File menu's modal dialogs hold while open (transient: never saved).
+struct DialogState {
+  std::string open_path, open_error;
+  std::string save_path, save_error;
+  ExportOptions export_options;
+  std::string export_error;
 };
 
 struct LatencySample {
@@ -61,11 +79,13 @@ struct AppState {
   std::shared_ptr<FileTask> file_task;  // the save / export running now, or null
   std::string last_saved;               // path of the last capture saved (the self-test reads it back)
   std::vector<std::string> last_exported;  // files of the last export
+  DialogState dialogs;
 
   // Selection
   int layer = 1, head = 0;
   int query_block = 1 << 20;  // clamped to the last block (the one that sees the most keys)
   int delta = 8, bins = 40;
+  int query_token = -1;    // token view: the query whose attention is shown; -1: the last prompt token
   MaskViewState mask_view;
   int step = 0;            // iteration stepper: 0 = initial nodes
   std::vector<SteppedBlock> stepped_blocks;  // in the order first stepped (at most kMaxSteppedBlocks)

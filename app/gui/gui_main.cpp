@@ -253,7 +253,7 @@ int run_gui(const GuiOptions& opt) {
       const std::string model = state.model_path;
       const auto capture = state.capture;  // a reset of the layout keeps the capture on screen
       const auto file_task = state.file_task;  // and a save in progress
-      state = AppState{};
+      state = *std::make_unique<AppState>();  // (a temporary AppState{} trips GCC 12's maybe-uninitialized)
       state.file_task = file_task;
       state.prompt = kDefaultPrompt;
       state.model_path = model;

@@ -116,7 +116,8 @@ void error_text(const PanelContext& ctx, const std::string& error) {
 // window does the same). A damaged file keeps the modal open with the reader's error.
 void draw_open_capture_modal(PanelContext& ctx) {
   AppState& s = ctx.state;
-  static std::string path, error;
+  std::string& path = s.dialogs.open_path;
+  std::string& error = s.dialogs.open_error;
   if (s.show_open_capture) {
     ImGui::OpenPopup("Open capture");
     s.show_open_capture = false;
@@ -127,7 +128,8 @@ void draw_open_capture_modal(PanelContext& ctx) {
   ImGui::TextUnformatted("Capture file (.hipcap), written by `hipstudio capture`:");
   if (ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere();
   ImGui::SetNextItemWidth(-1);
-  const bool enter = ImGui::InputTextWithHint("##capture_path", "path/to/run.hipcap", &path, ImGuiInputTextFlags_EnterReturnsTrue);
+  const bool enter = ImGui::InputTextWithHint("##capture_path", "path/to/run.hipcap", &path,
+                                              ImGuiInputTextFlags_EnterReturnsTrue | ImGuiInputTextFlags_AutoSelectAll);
   error_text(ctx, error);
   if (ImGui::Button("Open") || enter) {
     if (open_capture_file(s, path)) {
@@ -142,10 +144,12 @@ void draw_open_capture_modal(PanelContext& ctx) {
 }
 
 // File > Save capture...: a path field; the capture is built and written in the background (the
-// status line shows progress and the result), so the modal closes at once.
+// status line shows progress and the result), so the modal closes at once. The field opens with
+// its text selected, so typing replaces the default path instead of splicing into it.
 void draw_save_capture_modal(PanelContext& ctx, const std::vector<std::unique_ptr<Panel>>& panels) {
   AppState& s = ctx.state;
-  static std::string path, error;
+  std::string& path = s.dialogs.save_path;
+  std::string& error = s.dialogs.save_error;
   if (s.show_save_capture) {
     ImGui::OpenPopup("Save capture");
     s.show_save_capture = false;
@@ -157,11 +161,20 @@ void draw_save_capture_modal(PanelContext& ctx, const std::vector<std::unique_pt
   const std::vector<std::string> views = open_capture_views(panels, s);
   std::string list;
   for (const auto& v : views) list += (list.empty() ? "" : ", ") + v;
-  ImGui::TextWrapped("Capture of the live run (reopens without the model): views %s; %zu stepped query blocks traced.", list.c_str(),
-                     s.stepped_blocks.size());
+  // The blocks counted here are the ones the save writes (traceable_blocks), listed by name.
+  const std::vector<SteppedBlock> blocks = traceable_blocks(s, ctx.snap);
+  std::string traced;
+  for (size_t i = 0; i < blocks.size() && i < 6; ++i)
+    traced += fmt("%sL%lld H%lld QB%lld", i ? ", " : "", static_cast<long long>(blocks[i].layer), static_cast<long long>(blocks[i].head),
+                  static_cast<long long>(blocks[i].query_block));
+  if (blocks.size() > 6) traced += ", ...";
+  ImGui::TextWrapped("Capture of the live run (reopens without the model): views %s; %zu stepped query block%s traced%s%s%s.", list.c_str(),
+                     blocks.size(), blocks.size() == 1 ? "" : "s", blocks.empty() ? "" : " (", traced.c_str(), blocks.empty() ? "" : ")");
+  ImGui::TextDisabled("Folders on the path are created.");
   if (ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere();
   ImGui::SetNextItemWidth(-1);
-  const bool enter = ImGui::InputTextWithHint("##save_path", "~/run.hipcap", &path, ImGuiInputTextFlags_EnterReturnsTrue);
+  const bool enter = ImGui::InputTextWithHint("##save_path", "~/run.hipcap", &path,
+                                              ImGuiInputTextFlags_EnterReturnsTrue | ImGuiInputTextFlags_AutoSelectAll);
   error_text(ctx, error);
   if (ImGui::Button("Save") || enter) {
     if (start_save_capture(s, ctx.snap, views, path)) {
@@ -175,13 +188,14 @@ void draw_save_capture_modal(PanelContext& ctx, const std::vector<std::unique_pt
   ImGui::EndPopup();
 }
 
-// File > Export view...: the current layer/head's mask as PNG (a chosen size, or full-detail
-// tiles), the locality / hit-ratio / latency plots as SVG and the per-head metrics as CSV.
+// File > Export view...: what is on screen (the viewed layer / head / query block / Delta) as
+// figures: the mask (PNG at a chosen size or full-detail tiles, and SVG), the iteration figure, the
+// locality figure, hit-ratio and latency plots, and the per-head metrics as CSV.
 void draw_export_modal(PanelContext& ctx) {
   AppState& s = ctx.state;
-  static ExportOptions o;
+  ExportOptions& o = s.dialogs.export_options;
+  std::string& error = s.dialogs.export_error;
   static int px = 1024, tile = 4096;
-  static std::string error;
   if (s.show_export_view) {
     ImGui::OpenPopup("Export view");
     s.show_export_view = false;
@@ -190,20 +204,28 @@ void draw_export_modal(PanelContext& ctx) {
   }
   ImGui::SetNextWindowSize(ImVec2(ImGui::GetFontSize() * 36, 0), ImGuiCond_Appearing);
   if (!ImGui::BeginPopupModal("Export view", nullptr, ImGuiWindowFlags_NoSavedSettings)) return;
-  ImGui::TextWrapped("Layer %d, head %d: mask PNG, locality / hit-ratio / latency SVG, metrics CSV into the folder:", s.layer, s.head);
+  ImGui::TextWrapped("Layer %d, head %d, query block %d, Delta %d: mask figure (PNG and SVG), iteration figure, locality, hit-ratio and "
+                     "latency SVG, metrics CSV, into the folder (created if missing):",
+                     s.layer, s.head, s.query_block, s.delta);
   ImGui::SetNextItemWidth(-1);
-  ImGui::InputTextWithHint("##export_dir", "~/export", &o.dir);
+  ImGui::InputTextWithHint("##export_dir", "~/export", &o.dir, ImGuiInputTextFlags_AutoSelectAll);
   ImGui::Checkbox("Mask at full detail, in PNG tiles", &o.tiles);
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
   if (o.tiles) {
     ImGui::InputInt("tile side (px)", &tile, 256, 1024);
     tile = std::clamp(tile, 16, 65536);
   } else {
-    ImGui::InputInt("mask longest side (px)", &px, 256, 1024);
+    ImGui::InputInt("figure longest side (px)", &px, 256, 1024);
     px = std::clamp(px, 16, 16384);
   }
   o.px = px;
   o.tile = tile;
+  ImGui::TextUnformatted("Colours:");
+  ImGui::SameLine();
+  if (ImGui::RadioButton("paper (light)", !o.dark_style)) o.dark_style = false;
+  ImGui::SameLine();
+  if (ImGui::RadioButton("dark", o.dark_style)) o.dark_style = true;
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("The figures' colours do not follow the UI theme: paper is for print.");
   error_text(ctx, error);
   if (ImGui::Button("Export")) {
     if (start_export_view(s, ctx.snap, o)) {

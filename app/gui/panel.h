@@ -2,6 +2,7 @@
 // A panel is one file drawing one view. The layout owns the window (tab, pane, focus); a panel
 // draws only its content from the UI state and the frame's snapshot (ImHex's view base class).
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "app/gui/app_state.h"
@@ -20,6 +21,12 @@ struct PanelContext {
   double now = 0;        // seconds since start
   float dt = 0;          // seconds since the last frame
 };
+
+// Whether a view's result no longer matches the sliders: the worker is recomputing it, or the
+// sidebar's settings are refused and the result is of the last valid ones. Views grey it.
+bool view_stale(const PanelContext& ctx, int stage);
+// What to say beside a stale view: "(updating)" or "not the sidebar's settings: <rule>".
+std::string stale_reason(const PanelContext& ctx, int stage);
 
 enum class PaneSlot { Sidebar, Left, Right };
 
@@ -50,5 +57,7 @@ std::unique_ptr<Panel> make_locality_panel();
 std::unique_ptr<Panel> make_kvcache_panel();
 std::unique_ptr<Panel> make_latency_panel();
 std::unique_ptr<Panel> make_generate_panel();
+std::unique_ptr<Panel> make_token_panel();
+std::unique_ptr<Panel> make_heads_panel();
 
 }  // namespace hipstudio::gui

@@ -10,6 +10,8 @@ std::vector<std::unique_ptr<Panel>> make_panels() {
   p.push_back(make_params_panel());
   p.push_back(make_mask_panel());
   p.push_back(make_compare_panel());
+  p.push_back(make_heads_panel());
+  p.push_back(make_token_panel());
   p.push_back(make_locality_panel());
   p.push_back(make_stepper_panel());
   p.push_back(make_kvcache_panel());
@@ -17,6 +19,16 @@ std::vector<std::unique_ptr<Panel>> make_panels() {
   p.push_back(make_generate_panel());
   for (auto& panel : p) panel->slot = panel->default_slot();
   return p;
+}
+
+bool view_stale(const PanelContext& ctx, int stage) {
+  return ctx.snap.stale[stage] || (!ctx.state.capture && !ctx.state.invalid.empty());
+}
+
+std::string stale_reason(const PanelContext& ctx, int stage) {
+  if (!ctx.state.capture && !ctx.state.invalid.empty())
+    return "Not the sidebar's settings (refused: " + ctx.state.invalid + "); showing the last valid ones.";
+  return ctx.snap.stale[stage] ? "(updating)" : "";
 }
 
 }  // namespace hipstudio::gui
