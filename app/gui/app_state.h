@@ -80,6 +80,7 @@ struct AppState {
   std::string last_saved;               // path of the last capture saved (the self-test reads it back)
   std::vector<std::string> last_exported;  // files of the last export
   DialogState dialogs;
+  std::string preview_path;  // an exported mask figure shown in the "Exported figure" window
 
   // Selection
   int layer = 1, head = 0;

@@ -6,6 +6,7 @@
 #include <imgui_stdlib.h>
 
 #include "app/gui/capture_view.h"
+#include "app/gui/export_preview.h"
 #include "app/gui/files.h"
 #include "app/gui/save_export.h"
 #include "app/gui/widgets.h"
@@ -343,6 +344,7 @@ LayoutActions draw_layout(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>
   draw_export_modal(ctx);
   ImGui::End();
 
+  draw_export_preview(ctx);
   handle_shortcuts(ctx, act);
   if (s.show_help) draw_help(ctx, panels);
   return act;

@@ -25,6 +25,7 @@ struct PanelContext {
 // Whether a view's result no longer matches the sliders: the worker is recomputing it, or the
 // sidebar's settings are refused and the result is of the last valid ones. Views grey it.
 bool view_stale(const PanelContext& ctx, int stage);
+bool view_stale(const AppState& state, const Snapshot& snap, int stage);
 // What to say beside a stale view: "(updating)" or "not the sidebar's settings: <rule>".
 std::string stale_reason(const PanelContext& ctx, int stage);
 

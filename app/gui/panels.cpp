@@ -21,9 +21,11 @@ std::vector<std::unique_ptr<Panel>> make_panels() {
   return p;
 }
 
-bool view_stale(const PanelContext& ctx, int stage) {
-  return ctx.snap.stale[stage] || (!ctx.state.capture && !ctx.state.invalid.empty());
+bool view_stale(const AppState& state, const Snapshot& snap, int stage) {
+  return snap.stale[stage] || (!state.capture && !state.invalid.empty());
 }
+
+bool view_stale(const PanelContext& ctx, int stage) { return view_stale(ctx.state, ctx.snap, stage); }
 
 std::string stale_reason(const PanelContext& ctx, int stage) {
   if (!ctx.state.capture && !ctx.state.invalid.empty())

@@ -284,7 +284,11 @@ bool poll_file_task(AppState& s) {
   s.file_task.reset();
   s.status_message = out.message;
   if (out.ok && out.save) s.last_saved = out.paths.front();
-  if (out.ok && !out.save) s.last_exported = out.paths;
+  if (out.ok && !out.save) {
+    s.last_exported = out.paths;
+    for (const std::string& p : out.paths)  // the figure opens read back from its file
+      if (p.find("/mask_L") != std::string::npos && p.size() > 4 && p.compare(p.size() - 4, 4, ".png") == 0) s.preview_path = p;
+  }
   if (!out.ok) std::fprintf(stderr, "hipstudio gui: %s\n", out.message.c_str());
   return false;
 }

@@ -34,11 +34,6 @@ std::string fail(const char* format, long long a = 0, long long b = 0) {
   return buf;
 }
 
-// "shot.png" + "mask" -> "shot-mask.png"
-std::string with_suffix(const std::string& path, const std::string& suffix) {
-  const size_t dot = path.rfind(".png");
-  return (dot == std::string::npos ? path : path.substr(0, dot)) + "-" + suffix + ".png";
-}
 
 // Between frames (no current window): whether any popup or modal is open.
 bool any_popup_open() { return ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId | ImGuiPopupFlags_AnyPopupLevel); }
@@ -51,6 +46,11 @@ double percentile(std::vector<double> v, double p) {
 }
 
 }  // namespace
+
+std::string with_suffix(const std::string& path, const std::string& suffix) {
+  const size_t dot = path.rfind(".png");
+  return (dot == std::string::npos ? path : path.substr(0, dot)) + "-" + suffix + ".png";
+}
 
 std::string read_file_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -106,6 +106,7 @@ SelfTest::SelfTest(std::vector<std::unique_ptr<Panel>>& panels, const std::strin
   const char* only_frames = std::getenv("HIPSTUDIO_SELF_TEST_FRAMES_ONLY");
   if (!(only_frames && *only_frames == '1' && frames_ > 0)) {
     build_steps();
+    build_view_steps();
     build_capture_steps();
   }
   if (frames_ > 0) build_frame_steps();
@@ -603,10 +604,11 @@ void SelfTest::build_save_export_steps() {
                         else if (ext == ".csv" && bytes.rfind("layer,head", 0) == 0) ++csv;
                         else return "not a valid export: " + p;
                       }
-                      if (png != 1 || svg < 2 || csv != 1) return fail("expected a mask PNG, plot SVGs and a CSV; got %lld PNG, %lld SVG", png, svg);
+                      if (png != 1 || svg < 5 || csv != 1) return fail("expected a mask PNG, figure SVGs and a CSV; got %lld PNG, %lld SVG", png, svg);
                       return "";
                     },
                     240, 2});
+  build_export_shot_steps();
   steps_.push_back({"File > Export view at full detail: the mask in PNG tiles",
                     [](AppState&) {},
                     idle,

@@ -23,6 +23,9 @@ class Worker;
 // A step's check returns this to be called again on the next frame.
 inline constexpr const char* kSelfTestMore = "\x01more";
 
+// "shot.png" + "mask" -> "shot-mask.png": where the script's screenshots go.
+std::string with_suffix(const std::string& path, const std::string& suffix);
+
 // Checks of written files, shared with the soak script.
 std::string read_file_bytes(const std::string& path);
 bool is_png_bytes(const std::string& bytes);
@@ -76,6 +79,8 @@ class SelfTest {
 
  private:
   void build_steps();
+  void build_view_steps();    // self_test_views.cpp: stale / dense layer / token / heads / linked
+  void build_export_shot_steps();
   void build_capture_steps();
   void build_save_export_steps();
   void build_frame_steps();

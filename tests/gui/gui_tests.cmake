@@ -22,10 +22,11 @@ if(HIPSTUDIO_SANITIZE MATCHES "address")
     set(HIPSTUDIO_GUI_TEST_ENV env "LD_PRELOAD=${HIPSTUDIO_LIBASAN} ${HIPSTUDIO_MESA_SWRAST}")
   endif()
 endif()
+file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/tests/gui)  # the self-test's screenshots: shot.png, shot-token.png, ...
 if(XVFB_RUN)
   add_test(NAME gui_self_test
            COMMAND ${XVFB_RUN} -a -s "-screen 0 1600x1000x24" ${HIPSTUDIO_GUI_TEST_ENV} $<TARGET_FILE:hipstudio> --self-test
-                   --screenshot ${CMAKE_BINARY_DIR}/tests/gui_self_test.png)
+                   --screenshot ${CMAKE_BINARY_DIR}/tests/gui/shot.png)
   set_tests_properties(gui_self_test PROPERTIES LABELS gui TIMEOUT 900)
   # A short soak (app/gui/soak.cpp): three loops of reload, parameter changes, random cancels,
   # generation, export, capture save / reopen / close; fails on a wrong result or RSS / thread growth.
