@@ -240,9 +240,35 @@ void draw_export_modal(PanelContext& ctx) {
   ImGui::EndPopup();
 }
 
-void draw_status(PanelContext& ctx, float frame_ms) {
+// Text on the status line, cut with "..." to `width` pixels; the whole of it, wrapped, on hover
+// (a long error must not run off the window with its fix at the end).
+void clipped_text(const std::string& text, uint32_t color, float width) {
+  std::string shown = text;
+  if (ImGui::CalcTextSize(shown.c_str()).x > width) {
+    const std::string more = "... (hover: all of it)";
+    const float room = width - ImGui::CalcTextSize(more.c_str()).x;
+    size_t n = shown.size();
+    while (n > 0 && ImGui::CalcTextSize(shown.c_str(), shown.c_str() + n).x > room) --n;
+    shown = shown.substr(0, n) + more;
+  }
+  ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(color), "%s", shown.c_str());
+  if (shown != text && ImGui::IsItemHovered()) {
+    ImGui::BeginTooltip();
+    ImGui::PushTextWrapPos(ImGui::GetFontSize() * 40);
+    ImGui::TextUnformatted(text.c_str());
+    ImGui::PopTextWrapPos();
+    ImGui::EndTooltip();
+  }
+}
+
+void draw_status(PanelContext& ctx, float frame_ms, bool idle) {
   const Snapshot& sn = ctx.snap;
   const Theme& t = ctx.theme;
+  const std::string fps = idle ? fmt("idle, redrawn on input (last active frame %.1f ms)  F1 help", frame_ms)
+                               : fmt("%.1f ms/frame  F1 help", frame_ms);
+  const float fps_w = ImGui::CalcTextSize(fps.c_str()).x + ImGui::GetFontSize();
+  const float fps_x = ImGui::GetWindowWidth() - fps_w;
+  auto room = [&] { return std::max(ImGui::GetFontSize() * 4, fps_x - ImGui::GetCursorPosX() - ImGui::GetFontSize()); };
   if (sn.busy) {
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 16);
     const std::string label = fmt("%s %.0f%%", stage_name(sn.running_stage), sn.fraction * 100);
@@ -250,15 +276,15 @@ void draw_status(PanelContext& ctx, float frame_ms) {
     ImGui::SameLine();
     if (ImGui::Button("Cancel (Esc)")) ctx.worker.cancel();
     ImGui::SameLine();
-    ImGui::TextDisabled("%s", sn.what.c_str());
+    clipped_text(sn.what, t.text_dim, room());
   } else {
     std::string errors;
     for (int st = 0; st < kStageCount; ++st)
       if (!sn.error[st].empty()) errors += std::string(stage_name(st)) + ": " + sn.error[st] + "  ";
     if (!errors.empty()) {
-      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.bad), "%s", errors.c_str());
+      clipped_text(errors, t.bad, room());
     } else if (!ctx.state.invalid.empty()) {
-      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.warn), "Parameters not run: %s", ctx.state.invalid.c_str());
+      clipped_text("Parameters not run: " + ctx.state.invalid, t.warn, room());
     } else if (sn.analysis) {
       ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.good), "Up to date");
       ImGui::SameLine();
@@ -274,23 +300,16 @@ void draw_status(PanelContext& ctx, float frame_ms) {
   if (!ctx.state.status_message.empty()) {
     ImGui::SameLine();
     const std::string& m = ctx.state.status_message;
-    if (m.rfind("cannot", 0) == 0) {  // a failed open (capture, prompt file): the reader's error
-      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.bad), "| %s", m.c_str());
-    } else {
-      ImGui::TextDisabled("| %s", m.c_str());
-    }
+    // A failed open or save ("cannot ..."): the reader's or writer's error, in red.
+    clipped_text("| " + m, m.rfind("cannot", 0) == 0 ? t.bad : t.text_dim, room());
   }
-  const std::string fps = fmt("%.1f ms/frame  F1 help", frame_ms);
-  const float fps_x = ImGui::GetWindowWidth() - ImGui::CalcTextSize(fps.c_str()).x - ImGui::GetFontSize();
-  if (ImGui::GetItemRectMax().x - ImGui::GetWindowPos().x < fps_x) {  // a long message wins the space
-    ImGui::SameLine(fps_x);
-    ImGui::TextDisabled("%s", fps.c_str());
-  }
+  ImGui::SameLine(std::max(fps_x, ImGui::GetCursorPosX()));
+  ImGui::TextDisabled("%s", fps.c_str());
 }
 
 }  // namespace
 
-LayoutActions draw_layout(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>& panels, float frame_ms) {
+LayoutActions draw_layout(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>& panels, float frame_ms, bool idle) {
   LayoutActions act;
   AppState& s = ctx.state;
   poll_file_task(s);  // a background save / export: progress, then its result, in the status line
@@ -338,7 +357,7 @@ LayoutActions draw_layout(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>
   ImGui::BeginChild("##pane_right", ImVec2(0, body_h), true);
   draw_pane(ctx, panels, PaneSlot::Right, "##tabs_right");
   ImGui::EndChild();
-  draw_status(ctx, frame_ms);
+  draw_status(ctx, frame_ms, idle);
   draw_open_capture_modal(ctx);
   draw_save_capture_modal(ctx, panels);
   draw_export_modal(ctx);

@@ -16,7 +16,9 @@ struct LayoutActions {
   bool reset_settings = false;
 };
 
-LayoutActions draw_layout(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>& panels, float frame_ms);
+// frame_ms: the last frame drawn without waiting for input; idle: this frame waited for input (the
+// status line then says the app is idle instead of showing the wait as a frame time).
+LayoutActions draw_layout(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>& panels, float frame_ms, bool idle);
 
 // Keyboard shortcuts (shortcuts.cpp); also listed by draw_help.
 void handle_shortcuts(PanelContext& ctx, LayoutActions& actions);

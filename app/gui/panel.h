@@ -49,6 +49,7 @@ class Panel {
 std::vector<std::unique_ptr<Panel>> make_panels();
 
 // Constructors of the panels (one file each).
+std::unique_ptr<Panel> make_view_panel();
 std::unique_ptr<Panel> make_load_panel();
 std::unique_ptr<Panel> make_params_panel();
 std::unique_ptr<Panel> make_mask_panel();

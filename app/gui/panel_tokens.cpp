@@ -69,7 +69,7 @@ class TokenPanel final : public Panel {
       ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.warn), "%s", stale_reason(ctx, kStageMasks).c_str());
     }
     const float fh = ImGui::GetFontSize();
-    const float bar_w = fh * 4.5f;
+    const float bar_w = fh * 6.0f;  // the colorbar and the legend ("false pick") under it
     const float col_w = (ImGui::GetContentRegionAvail().x - bar_w - ImGui::GetStyle().ItemSpacing.x * 2) / 2;
     const float h = ImGui::GetContentRegionAvail().y;
     int64_t picked = -1;

@@ -6,6 +6,7 @@ namespace hipstudio::gui {
 
 std::vector<std::unique_ptr<Panel>> make_panels() {
   std::vector<std::unique_ptr<Panel>> p;
+  p.push_back(make_view_panel());
   p.push_back(make_load_panel());
   p.push_back(make_params_panel());
   p.push_back(make_mask_panel());

@@ -68,6 +68,7 @@ class SelfTest {
   bool mouse_down = false;
   float wheel = 0;
   int key_down = -1;  // a key held this frame (GLFW code), -1 none
+  int window_width = 0, window_height = 0;  // > 0: the main loop resizes the window to this, once
   void inject_input(bool& down, float& wheel_io, bool* keys_down, int key_count) {
     down = mouse_down;
     wheel_io += wheel;

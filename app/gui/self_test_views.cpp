@@ -8,6 +8,9 @@
 #include <filesystem>
 #include <memory>
 
+#include <imgui.h>
+#include <imgui_internal.h>  // the sidebar's scroll range (the harness reads ImGui's window list)
+
 #include "app/gui/export_preview.h"
 #include "app/gui/self_test.h"
 #include "viz/attention_probe.h"
@@ -18,6 +21,18 @@ namespace hipstudio::gui {
 namespace {
 
 const char* const kMore = kSelfTestMore;
+
+// The vertical scroll range of the child window `id` (ImGui names a child "Parent/##id_XXXXXXXX";
+// its own children add "/..." after that); -1 when there is none.
+float child_scroll_max(const std::string& id) {
+  float m = -1;
+  for (ImGuiWindow* w : GImGui->Windows) {
+    const std::string name = w->Name;
+    const size_t slash = name.rfind('/');
+    if (w->Active && slash != std::string::npos && name.compare(slash + 1, id.size(), id) == 0) m = std::max(m, w->ScrollMax.y);
+  }
+  return m;
+}
 
 int64_t count_color(const DecodedPng& png, uint32_t color) {
   return std::count(png.rgba.begin(), png.rgba.end(), color | 0xff000000u);
@@ -141,6 +156,31 @@ void SelfTest::build_view_steps() {
                       return "";
                     },
                     60, 2});
+  // The trial's small screen: the sidebar shows every control (the view sliders included) without
+  // scrolling, and the mask view's header fits.
+  steps_.push_back({"at 1280x720 the sidebar needs no scrolling",
+                    [this](AppState& s) {
+                      window_width = 1280, window_height = 720;
+                      s.focus_panel = "mask";
+                      s.mask_view = MaskViewState{};
+                    },
+                    [](const AppState&, const Snapshot&) { return true; },
+                    [this, shot, n = std::make_shared<int>(0)](AppState&, const Snapshot&) -> std::string {
+                      if (++*n < 5) return kMore;  // the resize arrives and the layout settles
+                      const ImVec2 size = ImGui::GetMainViewport()->Size;
+                      if (static_cast<int>(size.x) != 1280 || static_cast<int>(size.y) != 720)
+                        return fmt_fail("the window is %lld x %lld, not 1280 x 720", static_cast<long long>(size.x), static_cast<long long>(size.y));
+                      if (*n == 5) {  // the screenshot first, so a failure can be looked at
+                        shot("1280x720");
+                        return kMore;
+                      }
+                      const float scroll = child_scroll_max("##sidebar");
+                      window_width = 1600, window_height = 1000;
+                      if (scroll < 0) return "no sidebar window";
+                      if (scroll > 0.5f) return fmt_fail("the sidebar scrolls by %lld px at 1280x720", static_cast<long long>(scroll));
+                      return "";
+                    },
+                    30, 2});
   steps_.push_back({"look at the screenshots: each shows its view",
                     [this](AppState& s) {
                       mouse_x = 0.01f, mouse_y = 0.99f;

@@ -164,6 +164,18 @@ bool vertical_splitter(const char* id, float* position, float min_pos, float max
   return active;
 }
 
+void side_tooltip(const char* format, ...) {
+  char buf[1024];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(buf, sizeof buf, format, args);
+  va_end(args);
+  ImGui::SetNextWindowPos(ImVec2(ImGui::GetWindowPos().x + ImGui::GetWindowWidth() + 6, ImGui::GetItemRectMin().y));
+  ImGui::BeginTooltip();
+  ImGui::TextUnformatted(buf);
+  ImGui::EndTooltip();
+}
+
 std::string token_text(const std::string& piece) {
   if (piece == "\n" || piece == "<0x0A>") return "\\n";
   std::string t;

@@ -41,6 +41,10 @@ float checkbox_width(const char* label);
 // A legend entry: coloured square then text, on the current line (wraps when full).
 void legend_item(uint32_t color, const char* label);
 
+// A tooltip for the item just drawn, placed right of the current window (the sidebar) at the
+// item's height, so it never covers the controls below it. printf-style.
+void side_tooltip(const char* format, ...);
+
 // Greys everything drawn in its scope when `stale` (the result belongs to older inputs).
 class StaleScope {
  public:
