@@ -147,7 +147,8 @@ MaskCanvasEvents MaskCanvas::draw(const char* id, const std::shared_ptr<const La
   // No background fill: the texture covers the whole square (one full-area layer less to rasterise).
   dl->PushClipRect(p0, p1, true);
   dl->AddImage(tex_.id(), ImVec2(sx(static_cast<double>(key.c0)), sy(static_cast<double>(key.r0))),
-               ImVec2(sx(static_cast<double>(key.c1)), sy(static_cast<double>(key.r1))));
+               ImVec2(sx(static_cast<double>(key.c1)), sy(static_cast<double>(key.r1))), ImVec2(0, 0), ImVec2(1, 1),
+               ImGui::GetColorU32(IM_COL32_WHITE));  // the style's alpha: a stale result greys as its text does
   if (selected_qb >= 0) {
     const double a0 = static_cast<double>(selected_qb * masks.params.b_q);
     const double a1 = std::min<double>(static_cast<double>(in.tq), a0 + static_cast<double>(masks.params.b_q));

@@ -94,7 +94,8 @@ class ComparePanel final : public Panel {
       const float T = static_cast<float>(in.tk);
       ImDrawList* dl = ImGui::GetWindowDrawList();
       dl->AddImage(dense_tex_.id(), p0, p1, ImVec2(static_cast<float>(v.x0) / T, static_cast<float>(v.y0) / T),
-                   ImVec2(static_cast<float>(v.x0 + v.span) / T, static_cast<float>(v.y0 + v.span) / T));
+                   ImVec2(static_cast<float>(v.x0 + v.span) / T, static_cast<float>(v.y0 + v.span) / T),
+                   ImGui::GetColorU32(IM_COL32_WHITE));  // style alpha: greyed when stale
       dl->AddRect(p0, p1, t.grid);
       draw_cell_axes(v, origin, p0, side, t);
       const double px_per_cell = side / v.span;

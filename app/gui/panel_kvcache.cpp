@@ -50,7 +50,7 @@ class KvCachePanel final : public Panel {
     }
     const OffloadView& v = *ov;
     const offload::OffloadResult& r = v.result;
-    StaleScope grey(ctx.snap.stale[kStageOffload] || ctx.snap.stale[kStageAnalysis]);
+    StaleScope grey(view_stale(ctx, kStageOffload) || ctx.snap.stale[kStageAnalysis]);
     s.kv_step = std::clamp(s.kv_step, 0, static_cast<int>(r.steps) - 1);
 
     // Summary table.

@@ -35,7 +35,7 @@ class LocalityPanel final : public Panel {
       return;
     }
     const LocalityView& v = *lv;
-    StaleScope grey(ctx.snap.stale[kStageLocality]);
+    StaleScope grey(view_stale(ctx, kStageLocality));
     const hip::DeltaStats& h = v.histogram;
     ImGui::TextWrapped("layer %lld, head %lld, %lld queries from the second half of the prompt, raw scores s = q.k",
                 static_cast<long long>(v.layer), static_cast<long long>(v.head), static_cast<long long>(v.queries));

@@ -65,9 +65,9 @@ class StepperPanel final : public Panel {
       }
     }
 
-    const bool stale = ctx.snap.stale[kStageTrace];
+    const bool stale = view_stale(ctx, kStageTrace);
     // Stepping past the initial nodes marks the block for File > Save capture (its trace is stored).
-    if (s.step > 0 && !stale && !ctx.state.capture) s.record_stepped_block({v.layer, v.head, v.query_block});
+    if (s.step > 0 && !ctx.snap.stale[kStageTrace] && !ctx.state.capture) s.record_stepped_block({v.layer, v.head, v.query_block});
     StaleScope grey(stale);
     const hip::MaskTrace& tr = v.trace;
     const viz::TraceStep& st = v.steps[static_cast<size_t>(s.step)];
@@ -156,7 +156,8 @@ class StepperPanel final : public Panel {
       bars_tex_.upload(img.data(), w, ph);
       bars_src_ = &v, bars_step_ = st.iteration, bars_w_ = w, bars_h_ = ph, bars_dark_ = t.dark;
     }
-    ImGui::GetWindowDrawList()->AddImage(bars_tex_.id(), p.min, ImVec2(p.min.x + w, p.min.y + ph));
+    ImGui::GetWindowDrawList()->AddImage(bars_tex_.id(), p.min, ImVec2(p.min.x + w, p.min.y + ph), ImVec2(0, 0), ImVec2(1, 1),
+                                         ImGui::GetColorU32(IM_COL32_WHITE));  // style alpha: greyed when stale
     // Oracle scores as a line, folded to one point per pixel column.
     std::vector<double> xs, ys;
     const size_t n = v.oracle_scores.size();
@@ -232,7 +233,8 @@ class StepperPanel final : public Panel {
       pm_tex_.upload(img.data(), cols, rows);
       pm_src_ = &v, pm_upto_ = upto, pm_cols_ = cols, pm_dark_ = t.dark;
     }
-    dl->AddImage(pm_tex_.id(), ImVec2(o.x + label_w, o.y), ImVec2(o.x + label_w + w, o.y + row_h * rows));
+    dl->AddImage(pm_tex_.id(), ImVec2(o.x + label_w, o.y), ImVec2(o.x + label_w + w, o.y + row_h * rows), ImVec2(0, 0), ImVec2(1, 1),
+                 ImGui::GetColorU32(IM_COL32_WHITE));
     for (int r = 0; r < rows; ++r) {
       const float y = o.y + r * row_h;
       const bool current = r == upto;

@@ -77,13 +77,13 @@ void SelfTest::build_view_steps() {
                       if (!snap.masks || snap.masks->params.b_k != 2) return "the last valid result is not on screen";
                       if (!view_stale(s, snap, kStageMasks)) return "a result that no longer matches the sliders is not stale";
                       std::printf("self-test:   refused: %s\n", s.invalid.c_str());
-                      shot("stale");
-                      s.knobs.b_k = 2;  // back: the next step's frames are valid again
+                      shot("stale");  // drawn after this check: b_k goes back in the next step
                       return "";
                     },
                     30, 3});
   steps_.push_back({"a dense layer (l < l_d) is drawn dense",
                     [](AppState& s) {
+                      s.knobs.b_k = 2;
                       s.layer = 0;
                       s.focus_panel = "mask";
                       s.mask_view = MaskViewState{};
@@ -195,10 +195,15 @@ void SelfTest::build_view_steps() {
                         png = decode_png_file(with_suffix(screenshot_, suffix));
                         return png.error;
                       };
-                      DecodedPng main, dense, token, heads, linked;
-                      for (auto [suffix, png] : {std::pair{"stale", &main}, {"dense-layer", &dense}, {"token", &token}, {"heads", &heads},
-                                                 {"linked", &linked}})
+                      DecodedPng main, stale, dense, token, heads, linked;
+                      for (auto [suffix, png] : {std::pair{"mask", &main}, {"stale", &stale}, {"dense-layer", &dense}, {"token", &token},
+                                                 {"heads", &heads}, {"linked", &linked}})
                         if (const std::string e = load(suffix, *png); !e.empty()) return e;
+                      // A result of refused settings is greyed: its mask colours are blended away.
+                      const int64_t fresh_hits = count_color(main, p.hit), stale_hits = count_color(stale, p.hit);
+                      std::printf("self-test:   hit-colour pixels: fresh mask %lld, stale mask %lld\n", static_cast<long long>(fresh_hits),
+                                  static_cast<long long>(stale_hits));
+                      if (fresh_hits < 1000 || stale_hits * 4 > fresh_hits) return "the stale mask is not greyed";
                       // A dense layer fills its causal triangle with the window colour; a sparse one
                       // shows a thin band.
                       const int64_t dense_px = count_color(dense, p.dense), sparse_px = count_color(main, p.dense);
