@@ -9,6 +9,7 @@
 #include "app/gui/export_preview.h"
 #include "app/gui/files.h"
 #include "app/gui/save_export.h"
+#include "app/gui/shortcuts.h"
 #include "app/gui/widgets.h"
 #include "app/gui/worker.h"
 
@@ -38,7 +39,7 @@ void draw_menu(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>& panels, L
   if (ImGui::BeginMenu("View")) {
     for (auto& p : panels) {
       if (p->slot == PaneSlot::Sidebar) continue;
-      if (ImGui::MenuItem(p->title(), p->shortcut(), p->open)) {
+      if (ImGui::MenuItem(p->title(), panel_shortcut(p->id()), p->open)) {
         p->open = !p->open;
         if (p->open) s.focus_panel = p->id();
       }

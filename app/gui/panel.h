@@ -37,7 +37,6 @@ class Panel {
   virtual const char* id() const = 0;     // stable: settings and the self-test use it
   virtual const char* title() const = 0;  // tab / header label
   virtual PaneSlot default_slot() const = 0;
-  virtual const char* shortcut() const { return ""; }  // shown in the help window
   virtual void draw(PanelContext& ctx) = 0;
 
   bool open = true;

@@ -23,7 +23,6 @@ class ComparePanel final : public Panel {
   const char* id() const override { return "compare"; }
   const char* title() const override { return "Side by side"; }
   PaneSlot default_slot() const override { return PaneSlot::Left; }
-  const char* shortcut() const override { return "Ctrl+3"; }
 
   void draw(PanelContext& ctx) override {
     const Theme& t = ctx.theme;

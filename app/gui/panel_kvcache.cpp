@@ -21,7 +21,6 @@ class KvCachePanel final : public Panel {
   const char* id() const override { return "kvcache"; }
   const char* title() const override { return "KV cache"; }
   PaneSlot default_slot() const override { return PaneSlot::Right; }
-  const char* shortcut() const override { return "Ctrl+5"; }
 
   void draw(PanelContext& ctx) override {
     AppState& s = ctx.state;
@@ -87,13 +86,14 @@ class KvCachePanel final : public Panel {
 
     // A bank that holds the whole context makes every read after the first a hit: the simulation
     // then says nothing about offloading (stories15M's 256 tokens; the paper's case is 64k+).
-    const int64_t bank = std::max(r.mask.bank_tokens, r.sparse.bank_tokens);
-    if (bank >= r.context_tokens) {
+    for (int c = 0; c < 2; ++c) {
+      const offload::ContextStats& b = c == 0 ? r.mask : r.sparse;
+      if (b.bank_tokens < r.context_tokens) continue;
       ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(t.warn));
-      ImGui::TextWrapped("The banks (mask %lld, sparse %lld tokens per head) hold the whole %lld-token context: nothing is ever "
-                         "evicted, so misses are only first reads. Offloading means something only for contexts much longer than "
-                         "the bank (the paper measures 64k and up).",
-                         static_cast<long long>(r.mask.bank_tokens), static_cast<long long>(r.sparse.bank_tokens),
+      ImGui::TextWrapped("The %s bank (%lld tokens per head) holds the whole %lld-token context: nothing is ever evicted, so its "
+                         "misses are only first reads. Offloading means something only for contexts much longer than the bank "
+                         "(the paper measures 64k tokens and up).",
+                         c == 0 ? "mask-estimation" : "sparse-attention", static_cast<long long>(b.bank_tokens),
                          static_cast<long long>(r.context_tokens));
       ImGui::PopStyleColor();
     }

@@ -17,7 +17,6 @@ class LatencyPanel final : public Panel {
   const char* id() const override { return "latency"; }
   const char* title() const override { return "Latency"; }
   PaneSlot default_slot() const override { return PaneSlot::Right; }
-  const char* shortcut() const override { return "Ctrl+6"; }
 
   void draw(PanelContext& ctx) override {
     AppState& s = ctx.state;

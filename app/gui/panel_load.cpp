@@ -8,6 +8,7 @@
 #include "app/gui/capture_view.h"
 #include "app/gui/files.h"
 #include "app/gui/panel.h"
+#include "app/gui/shortcuts.h"
 #include "app/gui/widgets.h"
 
 namespace hipstudio::gui {
@@ -19,7 +20,6 @@ class LoadPanel final : public Panel {
   const char* id() const override { return "load"; }
   const char* title() const override { return "Model & prompt"; }
   PaneSlot default_slot() const override { return PaneSlot::Sidebar; }
-  const char* shortcut() const override { return "Ctrl+Enter"; }
 
   void draw(PanelContext& ctx) override {
     AppState& s = ctx.state;
@@ -102,7 +102,7 @@ class LoadPanel final : public Panel {
     const float lines = std::clamp(ImGui::GetMainViewport()->WorkSize.y / ImGui::GetTextLineHeightWithSpacing() * 0.12f, 3.0f, 7.0f);
     const float h = ImGui::GetTextLineHeightWithSpacing() * lines + ImGui::GetStyle().WindowPadding.y * 2;
     const bool dirty = prompt_edit_ != s.prompt && !s.capture;
-    const bool apply_key = ImGui::GetIO().KeyCtrl && ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Enter));
+    const bool apply_key = shortcut_pressed(Action::RunPrompt);
     if (editing_ && !s.capture) {
       // ImGui 1.86's multiline input does not wrap: while editing the box scrolls sideways; the
       // wrapped, tokenised view comes back after Run.

@@ -18,7 +18,6 @@ class LocalityPanel final : public Panel {
   const char* id() const override { return "locality"; }
   const char* title() const override { return "Score locality"; }
   PaneSlot default_slot() const override { return PaneSlot::Left; }
-  const char* shortcut() const override { return "Ctrl+4"; }
 
   void draw(PanelContext& ctx) override {
     AppState& s = ctx.state;

@@ -8,6 +8,7 @@
 
 #include "app/gui/mask_canvas.h"
 #include "app/gui/panel.h"
+#include "app/gui/shortcuts.h"
 #include "app/gui/widgets.h"
 
 namespace hipstudio::gui {
@@ -19,7 +20,6 @@ class MaskPanel final : public Panel {
   const char* id() const override { return "mask"; }
   const char* title() const override { return "Mask view"; }
   PaneSlot default_slot() const override { return PaneSlot::Left; }
-  const char* shortcut() const override { return "Ctrl+1"; }
 
   void draw(PanelContext& ctx) override {
     AppState& s = ctx.state;
@@ -103,9 +103,9 @@ class MaskPanel final : public Panel {
       s.focus_panel = "stepper";
     }
     if (ImGui::IsWindowHovered(ImGuiHoveredFlags_ChildWindows) && !ImGui::GetIO().WantTextInput) {
-      if (ImGui::IsKeyPressed('F')) v.span = 0;
-      if (ImGui::IsKeyPressed('=')) v.span *= 0.7;
-      if (ImGui::IsKeyPressed('-')) v.span /= 0.7;
+      if (shortcut_pressed(Action::MaskFit)) v.span = 0;
+      if (shortcut_pressed(Action::MaskZoomIn)) v.span *= 0.7;
+      if (shortcut_pressed(Action::MaskZoomOut)) v.span /= 0.7;
     }
   }
 

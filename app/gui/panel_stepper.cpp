@@ -22,7 +22,6 @@ class StepperPanel final : public Panel {
   const char* id() const override { return "stepper"; }
   const char* title() const override { return "Iterations"; }
   PaneSlot default_slot() const override { return PaneSlot::Right; }
-  const char* shortcut() const override { return "Ctrl+2, Left/Right, Space"; }
 
   void draw(PanelContext& ctx) override {
     AppState& s = ctx.state;

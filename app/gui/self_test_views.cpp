@@ -13,6 +13,7 @@
 
 #include "app/gui/export_preview.h"
 #include "app/gui/self_test.h"
+#include "app/gui/shortcuts.h"
 #include "viz/attention_probe.h"
 #include "viz/colormap.h"
 
@@ -65,6 +66,26 @@ void SelfTest::build_view_steps() {
       return s.masks && s.masks->layer == layer && s.fresh(kStageMasks) && s.dense && s.fresh(kStageDense) && !s.busy;
     };
   };
+  // One registration per shortcut: no key bound twice, every tab panel reachable by one, and no
+  // binding names a panel that does not exist (the View menu and the help read the same table).
+  steps_.push_back({"shortcuts: one table, each key once, every panel",
+                    [](AppState&) {},
+                    [](const AppState&, const Snapshot&) { return true; },
+                    [this](AppState&, const Snapshot&) -> std::string {
+                      const auto& table = shortcuts();
+                      for (size_t i = 0; i < table.size(); ++i)
+                        for (size_t j = i + 1; j < table.size(); ++j)
+                          if (table[i].key == table[j].key && table[i].ctrl == table[j].ctrl)
+                            return std::string("two shortcuts on ") + table[i].keys + " / " + table[j].keys;
+                      for (const auto& p : panels_)
+                        if (p->slot != PaneSlot::Sidebar && !panel_shortcut(p->id())) return std::string("no shortcut shows ") + p->title();
+                      for (const Shortcut& k : table)
+                        if (k.action == Action::FocusPanel &&
+                            std::none_of(panels_.begin(), panels_.end(), [&](const auto& p) { return std::string(p->id()) == k.panel; }))
+                          return std::string(k.keys) + " names no panel";
+                      return "";
+                    },
+                    10, 1});
   // The trial's case: b_k = 4 refuses sink = 2; the b_k = 2 result stays, greyed, and says why.
   steps_.push_back({"refused settings: the shown result is marked stale",
                     [](AppState& s) {
