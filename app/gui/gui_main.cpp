@@ -279,7 +279,9 @@ int run_gui(const GuiOptions& opt) {
   if (persist) {
     glfwGetWindowSize(window, &geom.width, &geom.height);
     glfwGetWindowPos(window, &geom.x, &geom.y);
-    save_settings(settings_path, state, panels, geom);
+    PersistedSettings saved = state;
+    saved.knobs = state.applied;  // the last valid knobs: a refused combination is not saved
+    save_settings(settings_path, saved, panels, geom);
     ImGui::SaveIniSettingsToDisk(ini_storage.c_str());
   }
   worker.set_notify(nullptr);  // the worker may still publish while it winds down; GLFW is going away
