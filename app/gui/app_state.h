@@ -117,7 +117,6 @@ struct TransientUi {
   bool show_export_view = false;   // File > Export view... (folder and resolution modal)
   DialogState dialogs;
   std::shared_ptr<FileTask> file_task;  // the save / export running now, or null
-  std::string last_saved;               // path of the last capture saved
   std::vector<std::string> last_exported;  // files of the last export
   std::string preview_path;  // an exported mask figure shown in the "Exported figure" window
   bool show_help = false;

@@ -22,7 +22,7 @@
 #include "app/gui/files.h"
 #include "app/gui/layout.h"
 #include "app/gui/screenshot.h"
-#include "app/gui/self_test.h"
+#include "app/gui/harness/self_test.h"
 #include "app/gui/settings.h"
 #include "app/gui/worker.h"
 #include "engine/formats/errors.h"
@@ -213,6 +213,7 @@ int run_gui(const GuiOptions& opt) {
     ImGui::NewFrame();
     PanelContext ctx{state, *frame_snap, worker, theme, now, io.DeltaTime};
     const LayoutActions act = draw_layout(ctx, panels, shown_ms, !animating);
+    if (self_test) self_test->record_drawn(act.drawn);
     ImGui::Render();
     const double render_start = seconds();
     int w = 0, h = 0;

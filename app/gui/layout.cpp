@@ -78,7 +78,7 @@ void draw_menu(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>& panels, L
   ImGui::EndMenuBar();
 }
 
-void draw_pane(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>& panels, PaneSlot slot, const char* id) {
+void draw_pane(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>& panels, PaneSlot slot, const char* id, LayoutActions& act) {
   AppState& s = ctx.state;
   if (!ImGui::BeginTabBar(id, ImGuiTabBarFlags_Reorderable | ImGuiTabBarFlags_FittingPolicyScroll)) return;
   for (auto& p : panels) {
@@ -87,7 +87,7 @@ void draw_pane(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>& panels, P
     if (ImGui::BeginTabItem(p->title(), &p->open, focus ? ImGuiTabItemFlags_SetSelected : 0)) {
       ImGui::BeginChild("##content", ImVec2(0, 0), false);
       p->draw(ctx);
-      ++p->frames_drawn;
+      act.drawn.push_back(p->id());
       ImGui::EndChild();
       ImGui::EndTabItem();
     }
@@ -338,7 +338,7 @@ LayoutActions draw_layout(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>
     if (ImGui::CollapsingHeader(p->title(), ImGuiTreeNodeFlags_DefaultOpen)) {
       ImGui::PushID(p->id());
       p->draw(ctx);
-      ++p->frames_drawn;
+      act.drawn.push_back(p->id());
       ImGui::PopID();
     }
   }
@@ -349,14 +349,14 @@ LayoutActions draw_layout(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>
   const float right_w = ImGui::GetContentRegionAvail().x;
   float left_px = s.pane_split * right_w;
   ImGui::BeginChild("##pane_left", ImVec2(left_px, body_h), true);
-  draw_pane(ctx, panels, PaneSlot::Left, "##tabs_left");
+  draw_pane(ctx, panels, PaneSlot::Left, "##tabs_left", act);
   ImGui::EndChild();
   ImGui::SameLine(0, 0);
   if (vertical_splitter("##split_panes", &left_px, right_w * 0.2f, right_w * 0.8f, body_h))
     s.pane_split = left_px / std::max(1.0f, right_w);
   ImGui::SameLine(0, 0);
   ImGui::BeginChild("##pane_right", ImVec2(0, body_h), true);
-  draw_pane(ctx, panels, PaneSlot::Right, "##tabs_right");
+  draw_pane(ctx, panels, PaneSlot::Right, "##tabs_right", act);
   ImGui::EndChild();
   draw_status(ctx, frame_ms, idle);
   draw_open_capture_modal(ctx);

@@ -3,6 +3,7 @@
 // prompt, parameters), two resizable panes of tabbed panels, and a status bar with the worker's
 // progress and a cancel button.
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "app/gui/panel.h"
@@ -14,6 +15,7 @@ struct LayoutActions {
   bool theme_changed = false;
   bool scale_changed = false;
   bool reset_settings = false;
+  std::vector<std::string> drawn;  // ids of the panels drawn this frame
 };
 
 // frame_ms: the last frame drawn without waiting for input; idle: this frame waited for input (the

@@ -41,7 +41,6 @@ class Panel {
 
   bool open = true;
   PaneSlot slot = PaneSlot::Left;
-  long frames_drawn = 0;  // the self-test checks that every panel drew
 };
 
 // The registry: every panel, in menu order. Defined in panels.cpp, the one place panels are listed.

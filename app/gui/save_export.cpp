@@ -283,7 +283,6 @@ bool poll_file_task(AppState& s) {
   const TaskOutcome out = t.outcome.get();
   s.file_task.reset();
   s.status_message = out.message;
-  if (out.ok && out.save) s.last_saved = out.paths.front();
   if (out.ok && !out.save) {
     s.last_exported = out.paths;
     for (const std::string& p : out.paths)  // the figure opens read back from its file

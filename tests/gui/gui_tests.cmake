@@ -3,10 +3,9 @@
 if(NOT HIPSTUDIO_GUI)
   return()
 endif()
-hipstudio_add_suite(test_gui gui LIBS hipstudio_viz hipstudio_kernels hipstudio_engine_io hipstudio_captures LABEL gui)
-# The GUI's torch-free logic (knob validation, stage keys, worker views) is tested directly.
-target_sources(test_gui PRIVATE ${PROJECT_SOURCE_DIR}/app/gui/app_state.cpp ${PROJECT_SOURCE_DIR}/app/gui/worker_views.cpp
-  ${PROJECT_SOURCE_DIR}/app/gui/files.cpp ${PROJECT_SOURCE_DIR}/app/gui/capture_view.cpp)
+# The GUI's torch-free logic (knob validation, stage keys, worker views) through the library the app
+# links (app/gui/CMakeLists.txt).
+hipstudio_add_suite(test_gui gui LIBS hipstudio_gui_logic hipstudio_viz hipstudio_kernels hipstudio_engine_io hipstudio_captures LABEL gui)
 find_program(XVFB_RUN xvfb-run)
 # Under AddressSanitizer, Mesa's software GL driver (swrast_dri.so, dlopen'ed by libGLX_mesa) is
 # unloaded at exit while its global state still points at a few heap blocks (240 bytes); LeakSanitizer
@@ -36,9 +35,8 @@ if(XVFB_RUN)
 endif()
 # The real worker (app/gui/worker.cpp) with fake engine jobs instead of LibTorch: cancels at
 # random moments (tests/gui/worker/); and the --soak flag's input errors (runs the hipstudio binary).
-hipstudio_add_suite(test_gui_worker gui/worker LIBS hipstudio_viz hipstudio_kernels hipstudio_engine_io hipstudio_captures LABEL gui)
-target_sources(test_gui_worker PRIVATE ${PROJECT_SOURCE_DIR}/app/gui/worker.cpp ${PROJECT_SOURCE_DIR}/app/gui/worker_views.cpp
-  ${PROJECT_SOURCE_DIR}/app/gui/process_stats.cpp)
+hipstudio_add_suite(test_gui_worker gui/worker LIBS hipstudio_gui_logic hipstudio_viz hipstudio_kernels hipstudio_engine_io hipstudio_captures
+  LABEL gui)
 add_dependencies(test_gui_worker hipstudio)
 # The GUI's Cancel inside the engine: the paired analysis honours it mid-prefill (LibTorch, the
 # default model).

@@ -10,11 +10,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "app/gui/panel.h"
-#include "app/gui/soak.h"
+#include "app/gui/harness/soak.h"
 
 namespace hipstudio::gui {
 
@@ -25,6 +26,9 @@ inline constexpr const char* kSelfTestMore = "\x01more";
 
 // "shot.png" + "mask" -> "shot-mask.png": where the script's screenshots go.
 std::string with_suffix(const std::string& path, const std::string& suffix);
+
+// After a save: whether the status line reports `path` written (what File > Save capture shows).
+bool saved_ok(const AppState& s, const std::string& path);
 
 // Checks of written files, shared with the soak script.
 std::string read_file_bytes(const std::string& path);
@@ -52,6 +56,8 @@ class SelfTest {
 
   // Once per frame, before the UI is drawn: advances the script.
   void tick(AppState& s, const Snapshot& snap, double now);
+  // After the frame: the panels the layout drew in it (the "every panel draws" step reads them).
+  void record_drawn(const std::vector<std::string>& panel_ids) { drawn_.insert(panel_ids.begin(), panel_ids.end()); }
   // After the frame: the frame time of the previous frame (measured between frame starts).
   void record_frame(double frame_ms, double cpu_ms);
   // Parts of the frame just drawn: building the UI, GL rendering, buffer swap (milliseconds).
@@ -97,7 +103,8 @@ class SelfTest {
   int failures_ = 0;
   bool finished_ = false;
   std::string pending_screenshot_;
-  long mark_ = 0;  // panel frames_drawn when a step began
+  long mark_ = 0;  // the screenshot step's phase
+  std::set<std::string> drawn_;  // panels drawn since the current "open panel" step began
 
   // Frame stats
   bool measuring_ = false, animate_ = false;

@@ -12,7 +12,7 @@
 #include <imgui_internal.h>  // the sidebar's scroll range (the harness reads ImGui's window list)
 
 #include "app/gui/export_preview.h"
-#include "app/gui/self_test.h"
+#include "app/gui/harness/self_test.h"
 #include "app/gui/shortcuts.h"
 #include "viz/attention_probe.h"
 #include "viz/colormap.h"

@@ -1,4 +1,4 @@
-#include "app/gui/self_test.h"
+#include "app/gui/harness/self_test.h"
 
 #include <algorithm>
 #include <cmath>
@@ -50,6 +50,10 @@ double percentile(std::vector<double> v, double p) {
 std::string with_suffix(const std::string& path, const std::string& suffix) {
   const size_t dot = path.rfind(".png");
   return (dot == std::string::npos ? path : path.substr(0, dot)) + "-" + suffix + ".png";
+}
+
+bool saved_ok(const AppState& s, const std::string& path) {
+  return !s.file_task && s.status_message.rfind("saved capture " + path + " (", 0) == 0;
 }
 
 std::string read_file_bytes(const std::string& path) {
@@ -250,11 +254,11 @@ void SelfTest::build_steps() {
                       [this, panel](AppState& s) {
                         panel->open = true;
                         s.focus_panel = panel->id();
-                        mark_ = panel->frames_drawn;
+                        drawn_.clear();
                       },
                       [](const AppState&, const Snapshot&) { return true; },
                       [this, panel](AppState&, const Snapshot&) -> std::string {
-                        if (panel->frames_drawn <= mark_) return "the panel did not draw";
+                        if (!drawn_.count(panel->id())) return "the panel did not draw";
                         if (!screenshot_.empty()) pending_screenshot_ = with_suffix(screenshot_, panel->id());
                         return "";
                       },
@@ -554,7 +558,7 @@ void SelfTest::build_save_export_steps() {
                     [](AppState&) {},
                     [](const AppState& s, const Snapshot&) { return !s.file_task; },
                     [this, saved](AppState& s, const Snapshot&) -> std::string {
-                      if (s.last_saved != saved->path) return "the save failed: " + s.status_message;
+                      if (!saved_ok(s, saved->path)) return "the save failed: " + s.status_message;
                       std::printf("self-test:   %s\n", s.status_message.c_str());
                       captures::Capture c;
                       try {
