@@ -525,25 +525,32 @@ void SelfTest::build_save_export_steps() {
   auto idle = [](const AppState& s, const Snapshot& snap) {
     return !s.file_task && !s.capture && snap.analysis && snap.fresh(kStageAnalysis) && !snap.busy;
   };
-  steps_.push_back({"File > Save capture... opens the path modal; Escape closes it",
+  // The trial typed a path into the field and got the default path with the typed one spliced into
+  // it: the field opens with its text selected, so typing replaces it. Then Escape closes it.
+  steps_.push_back({"File > Save capture... opens the path modal, typing replaces the path; Escape closes it",
                     [](AppState& s) { s.show_save_capture = true; },
                     idle,
-                    [this, n = std::make_shared<int>(0)](AppState&, const Snapshot&) -> std::string {
+                    [this, n = std::make_shared<int>(0)](AppState& s, const Snapshot&) -> std::string {
                       switch ((*n)++) {
                         case 0: if (!screenshot_.empty()) pending_screenshot_ = with_suffix(screenshot_, "save-modal"); return kMore;
                         case 1:
                           if (!any_popup_open()) return "File > Save capture... opened no modal";
+                          if (s.dialogs.save_path.rfind("~/hipstudio-", 0) != 0) return "the save modal has no default path: " + s.dialogs.save_path;
+                          type_text = "typed.hipcap";
+                          return kMore;
+                        case 2: return kMore;
+                        case 3:
+                          if (s.dialogs.save_path != "typed.hipcap") return "typing did not replace the path: '" + s.dialogs.save_path + "'";
                           key_down = GLFW_KEY_ESCAPE;
                           return kMore;
-                        case 2: key_down = -1; return kMore;
+                        case 4: key_down = -1; return kMore;
                         default: return any_popup_open() ? "Escape did not close the save modal" : "";
                       }
                     },
                     60, 3});
   steps_.push_back({"File > Save capture: the live run with the stepped query blocks",
-                    [stem](AppState& s) {
-                      std::filesystem::create_directories(stem);
-                      s.focus_panel = "mask";
+                    [](AppState& s) {
+                      s.focus_panel = "mask";  // the save creates the missing folder `stem` itself
                     },
                     idle,
                     [this, saved](AppState& s, const Snapshot& snap) -> std::string {
@@ -589,6 +596,9 @@ void SelfTest::build_save_export_steps() {
                       ExportOptions o;
                       o.dir = saved->dir;
                       o.px = 256;
+                      // What is on screen is what gets exported: head 1 and Delta 5 (not a default Delta).
+                      s.head = 1;
+                      s.delta = 5;
                       if (!start_export_view(s, snap, o)) return "export refused: " + s.status_message;
                       return "";
                     },
@@ -609,6 +619,16 @@ void SelfTest::build_save_export_steps() {
                         else return "not a valid export: " + p;
                       }
                       if (png != 1 || svg < 5 || csv != 1) return fail("expected a mask PNG, figure SVGs and a CSV; got %lld PNG, %lld SVG", png, svg);
+                      for (const std::string name : {"mask_L1_H1.png", "mask_L1_H1.svg", "locality_L1_H1_D5.svg"}) {
+                        const bool found = std::any_of(s.last_exported.begin(), s.last_exported.end(),
+                                                       [&](const std::string& p) { return std::filesystem::path(p).filename() == name; });
+                        if (!found) return "the export lacks " + name + " (the viewed layer, head and Delta)";
+                      }
+                      if (std::none_of(s.last_exported.begin(), s.last_exported.end(),
+                                       [](const std::string& p) { return p.find("/iterations_L1_H1_Q") != std::string::npos; }))
+                        return "the export lacks the viewed query block's iteration figure";
+                      const std::string loc = read_file_bytes(saved->dir + "/locality_L1_H1_D5.svg");
+                      if (loc.find("observed (Delta = 5)") == std::string::npos) return "the locality figure's histogram is not at the viewed Delta 5";
                       return "";
                     },
                     240, 2});

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <imgui.h>
+
 #include "app/gui/panel.h"
 #include "app/gui/harness/soak.h"
 
@@ -74,6 +76,7 @@ class SelfTest {
   bool mouse_down = false;
   float wheel = 0;
   int key_down = -1;  // a key held this frame (GLFW code), -1 none
+  std::string type_text;  // characters typed on the next frame (then cleared)
   int window_width = 0, window_height = 0;  // > 0: the main loop resizes the window to this, once
   void inject_input(bool& down, float& wheel_io, bool* keys_down, int key_count) {
     down = mouse_down;
@@ -82,6 +85,8 @@ class SelfTest {
     if (last_key_ >= 0 && last_key_ < key_count) keys_down[last_key_] = false;
     if (key_down >= 0 && key_down < key_count) keys_down[key_down] = true;
     last_key_ = key_down;
+    if (!type_text.empty()) ImGui::GetIO().AddInputCharactersUTF8(type_text.c_str());
+    type_text.clear();
   }
 
  private:

@@ -158,8 +158,8 @@ void SelfTest::build_view_steps() {
   steps_.push_back({"side by side, linked and zoomed",
                     [this](AppState& s) {
                       s.focus_panel = "generate";
-                      mouse_x = 0.33f;
-                      mouse_y = 0.40f;
+                      mouse_x = 0.34f;  // over the dense image: the shared cursor shows on both
+                      mouse_y = 0.28f;
                     },
                     fresh_masks(1),
                     [shot, n = std::make_shared<int>(0)](AppState& s, const Snapshot& snap) -> std::string {
@@ -276,6 +276,8 @@ void SelfTest::build_export_shot_steps() {
                         if (on_screen < hits) return "the screen does not show the exported figure 1:1";
                       }
                       s.preview_path.clear();
+                      s.head = 0;  // the export step viewed head 1, Delta 5
+                      s.delta = 8;
                       return "";
                     },
                     60, 2});
