@@ -4,6 +4,7 @@
 // XML with what the screen shows. HIPSTUDIO_FIGURE_DIR=DIR also writes them there, to look at.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -15,7 +16,10 @@
 #include "engine/formats/errors.h"
 #include "tests/captures/capture_fixture.h"
 #include "tests/captures/xml_check.h"
+#include "engine/analysis/layer_view.h"
+#include "viz/attention_probe.h"
 #include "viz/figure.h"
+#include "viz/heat_image.h"
 #include "viz/plot_data.h"
 #include "viz/raster.h"
 
@@ -170,6 +174,74 @@ TEST(ExportFigure, PrunedAtStepMatchesTheSteps) {
   ExportRequest r;
   r.what = "iterations", r.format = "svg", r.layer = c.traces[0].layer, r.head = c.traces[0].trace.head;
   EXPECT_EQ(hipstudio::testing::xml_problem(export_view(c, r)), "");
+}
+
+}  // namespace
+
+namespace {
+
+using namespace hipstudio;
+
+TEST(ExportFigure, SavedImagesAreOfTheViewedHeadAndDelta) {
+  const captures::Capture c = hipstudio::testing::synthetic_capture();
+  captures::FigureOptions o;
+  o.head = 1;
+  o.delta = c.locality_params.deltas.at(1);
+  std::set<std::string> names;
+  for (const captures::Figure& f : captures::capture_figures(c, o)) names.insert(f.name);
+  for (int64_t l : c.view_layers) EXPECT_TRUE(names.count("mask_L" + std::to_string(l) + "_H1.png")) << l;
+  const int64_t last = c.view_layers.back();
+  EXPECT_TRUE(names.count("locality_hist_L" + std::to_string(last) + "_H1_D" + std::to_string(o.delta) + ".svg"));
+  for (const std::string& n : names)  // nothing of head 0 (iteration figures are of the traced blocks' heads)
+    if (n.rfind("iterations_", 0) != 0) {
+      EXPECT_EQ(n.find("_H0"), std::string::npos) << n;
+    }
+}
+
+TEST(VizViews, DensePictureAttendsEveryVisibleKey) {
+  hip::HipParams p;
+  p.b_q = 4, p.b_k = 2;
+  const viz::MaskPicture m = viz::make_dense_picture(10, 10, p);
+  for (int64_t i = 0; i < 10; ++i)
+    for (int64_t j = 0; j < 10; ++j) {
+      const uint8_t f = viz::mask_cell_flags(m, i, j);
+      if (j <= i) {
+        EXPECT_EQ(f, viz::kMaskVisible | viz::kMaskDense) << i << "," << j;
+      } else {
+        EXPECT_EQ(f, 0) << i << "," << j;
+      }
+    }
+}
+
+TEST(VizViews, LogScaleSpreadsSmallProbabilities) {
+  // Decades map to equal steps: 1e-4 -> 0, 1e-2 -> 0.5, 1 -> 1; below the floor stays 0.
+  EXPECT_DOUBLE_EQ(viz::log_scale_position(1e-4, 1e-4, 1), 0.0);
+  EXPECT_NEAR(viz::log_scale_position(1e-2, 1e-4, 1), 0.5, 1e-12);
+  EXPECT_DOUBLE_EQ(viz::log_scale_position(1, 1e-4, 1), 1.0);
+  EXPECT_DOUBLE_EQ(viz::log_scale_position(1e-6, 1e-4, 1), 0.0);
+  viz::HeatGrid g;
+  g.rows = 1, g.cols = 3;
+  g.values = {1e-3f, 0.1f, std::nanf("")};
+  std::vector<uint32_t> rgba;
+  viz::colorize_heat_log(g, viz::ColorMapKind::Magma, 1e-4f, 1.0f, 7u, rgba);
+  EXPECT_EQ(rgba[0], viz::pack_rgba(viz::colormap(viz::ColorMapKind::Magma, viz::log_scale_position(1e-3f, 1e-4f, 1.0f))));
+  EXPECT_EQ(rgba[2], 7u);
+  // A linear scale would put 1e-3 and 0.1 within 10% of black; the log one spreads them.
+  EXPECT_GT(viz::log_scale_position(0.1, 1e-4, 1) - viz::log_scale_position(1e-3, 1e-4, 1), 0.4);
+}
+
+TEST(VizViews, DenseRowIsTheProbesSoftmax) {
+  const PairedAnalysis a = hipstudio::testing::synthetic_analysis();
+  const hip::AttentionInputs in = layer_view(a.inputs.at(0));
+  viz::AttentionProbe probe;
+  const std::vector<double> row = viz::dense_probability_row(in, 1, 17);
+  ASSERT_EQ(row.size(), 18u);
+  double sum = 0;
+  for (size_t j = 0; j < row.size(); ++j) {
+    sum += row[j];
+    EXPECT_DOUBLE_EQ(row[j], probe.at(in, 1, 17, static_cast<int64_t>(j)).probability);
+  }
+  EXPECT_NEAR(sum, 1.0, 1e-12);
 }
 
 }  // namespace
