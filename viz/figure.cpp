@@ -91,8 +91,11 @@ MaskFigureLayout layout_mask_figure(const MaskFigureText& text, int64_t tq, int6
   y += lh;  // axis names
   const double tick_label_y = y;
   y += lh + tick;  // key tick labels, then the ticks
-  // Left column: the widest query tick label; right column: the legend.
-  double label_w = tw(tick_label(static_cast<double>(tq)));
+  // Left column: the widest query tick label (ticks at about one per three lines of the tallest
+  // picture the canvas could hold); right column: the legend.
+  const std::vector<double> y_ticks = cell_ticks(0, static_cast<double>(tq - 1), std::max(2, static_cast<int>((side - y) / (lh * 3))));
+  double label_w = tw(tick_label(static_cast<double>(tq - 1)));
+  for (double t : y_ticks) label_w = std::max(label_w, tw(tick_label(t)));
   double legend_w = 0;
   for (const auto& [name, color] : text.legend) legend_w = std::max(legend_w, tw(name));
   const double left = pad + label_w + tick + lh * 0.3;
@@ -107,12 +110,12 @@ MaskFigureLayout layout_mask_figure(const MaskFigureText& text, int64_t tq, int6
   f.labels.push_back({"query", pad, axis_name_y, -1, false, true});
   // Ticks at cell centres (as the mask view draws them), about one per five line heights.
   const int tx = std::max(2, static_cast<int>(f.img_w / (lh * 5))), ty = std::max(2, static_cast<int>(f.img_h / (lh * 3)));
-  for (double t : nice_ticks(0, static_cast<double>(tk - 1), tx)) {
+  for (double t : cell_ticks(0, static_cast<double>(tk - 1), tx)) {
     const double x = f.img_x + (t + 0.5) * f.img_w / static_cast<double>(tk);
     f.ticks.push_back({x, f.img_y - tick, x, f.img_y});
     f.labels.push_back({tick_label(t), x, tick_label_y, 0, false, false});
   }
-  for (double t : nice_ticks(0, static_cast<double>(tq - 1), ty)) {
+  for (double t : cell_ticks(0, static_cast<double>(tq - 1), ty)) {
     const double yy = f.img_y + (t + 0.5) * f.img_h / static_cast<double>(tq);
     f.ticks.push_back({f.img_x - tick, yy, f.img_x, yy});
     f.labels.push_back({tick_label(t), f.img_x - tick - lh * 0.3, yy - lh * 0.35, 1, false, false});

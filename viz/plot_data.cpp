@@ -30,6 +30,15 @@ std::vector<double> nice_ticks(double lo, double hi, int target) {
   return ticks;
 }
 
+std::vector<double> cell_ticks(double lo, double hi, int target) {
+  std::vector<double> ticks;
+  for (double t : nice_ticks(lo, hi, target))
+    if (t == std::floor(t)) ticks.push_back(t);
+  if (ticks.empty())
+    for (double t = std::ceil(lo); t <= hi; t += 1) ticks.push_back(t);
+  return ticks;
+}
+
 std::vector<double> log_ticks(double lo, double hi) {
   std::vector<double> ticks;
   if (!(lo > 0) || !(hi >= lo) || !std::isfinite(hi)) return ticks;

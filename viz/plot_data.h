@@ -13,6 +13,9 @@ namespace hipstudio::viz {
 
 // About `target` round tick values (1, 2, 5 x 10^n steps) covering [lo, hi].
 std::vector<double> nice_ticks(double lo, double hi, int target);
+// Ticks of an axis of cells (tokens): nice_ticks restricted to whole cells, so a short prompt gets
+// no "2.5" token. The mask view and the exported mask figure tick with it.
+std::vector<double> cell_ticks(double lo, double hi, int target);
 // Ticks of a logarithmic axis over [lo, hi] (lo > 0): the powers of ten inside it.
 std::vector<double> log_ticks(double lo, double hi);
 // A tick's label: "12k" from 10,000, whole numbers bare, one decimal from 1, else 2 significant digits.

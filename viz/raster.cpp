@@ -74,8 +74,10 @@ int Raster::line_height(int scale) { return 12 * std::max(1, scale); }
 void Raster::text(int x, int y, const std::string& s, uint32_t color, int scale) {
   scale = std::max(1, scale);
   std::vector<char> t = c_text(s);
-  // 4 vertices of 16 bytes (x, y, z, rgba) per quad; ~270 bytes per character.
-  std::vector<char> quads(s.size() * 300 + 64);
+  // 4 vertices of 16 bytes (x, y, z, rgba) per quad. stb_easy_font says ~270 bytes per character
+  // on average, but "8" or "0" take more and a short buffer silently drops the last quads (an "80"
+  // lost half its zero): room for 16 quads a character.
+  std::vector<char> quads(s.size() * 16 * 64 + 256);
   const int n = stb_easy_font_print(0, 0, t.data(), nullptr, quads.data(), static_cast<int>(quads.size()));
   for (int q = 0; q < n; ++q) {
     float x0 = 1e9f, y0 = 1e9f, x1 = -1e9f, y1 = -1e9f;

@@ -67,13 +67,13 @@ void draw_cell_axes(const MaskViewState& view, ImVec2 origin, ImVec2 p0, float s
   auto sx = [&](double c) { return p0.x + static_cast<float>((c - view.x0) * px_per_cell); };
   auto sy = [&](double r) { return p0.y + static_cast<float>((r - view.y0) * px_per_cell); };
   const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
-  for (double t : viz::nice_ticks(view.x0, view.x0 + view.span, std::max(2, static_cast<int>(side / (fh * 4))))) {
+  for (double t : viz::cell_ticks(std::ceil(view.x0), view.x0 + view.span - 1, std::max(2, static_cast<int>(side / (fh * 4))))) {
     const float x = sx(t + 0.5);
     const std::string s = viz::tick_label(t);
     dl->AddLine(ImVec2(x, p0.y - 3), ImVec2(x, p0.y), theme.grid);
     dl->AddText(ImVec2(x - ImGui::CalcTextSize(s.c_str()).x / 2, origin.y), text, s.c_str());
   }
-  for (double t : viz::nice_ticks(view.y0, view.y0 + view.span, std::max(2, static_cast<int>(side / (fh * 3))))) {
+  for (double t : viz::cell_ticks(std::ceil(view.y0), view.y0 + view.span - 1, std::max(2, static_cast<int>(side / (fh * 3))))) {
     const float y = sy(t + 0.5);
     const std::string s = viz::tick_label(t);
     dl->AddLine(ImVec2(p0.x - 3, y), ImVec2(p0.x, y), theme.grid);

@@ -49,6 +49,17 @@ TEST(Raster, TextDrawsInkAndWidthGrowsWithLength) {
   EXPECT_LE(max_x, 4 + viz::Raster::text_width("layer 4", 2));
   EXPECT_GT(viz::Raster::text_width("layer 44", 1), viz::Raster::text_width("layer 4", 1));
   EXPECT_EQ(viz::Raster::text_width("ab", 2), 2 * viz::Raster::text_width("ab", 1));
+  // Each glyph draws in full whatever precedes it: "80"'s zero has the ink of a lone "0".
+  auto ink_of = [](const std::string& s, int x0, int x1) {
+    viz::Raster r(100, 20, 0);
+    r.text(0, 0, s, 1u, 1);
+    int n = 0;
+    for (int y = 0; y < r.height(); ++y)
+      for (int x = x0; x < x1; ++x) n += r.at(x, y) != 0;
+    return n;
+  };
+  const int w8 = viz::Raster::text_width("8", 1), w88 = viz::Raster::text_width("888", 1);
+  EXPECT_EQ(ink_of("880", w88 - w8, 100), ink_of("0", 0, 100));
 }
 
 TEST(ExportFigure, MaskPngIsThePanelsPictureWithLegendAndTitle) {
@@ -93,7 +104,13 @@ TEST(ExportFigure, MaskPngIsThePanelsPictureWithLegendAndTitle) {
   const viz::MaskFigureLayout f = viz::layout_mask_figure(text, 40, 40, 800, 14, tw);
   std::set<std::string> labels;
   for (const auto& l : f.labels) labels.insert(l.text);
-  for (double t : viz::nice_ticks(0, 39, std::max(2, static_cast<int>(f.img_w / 70)))) EXPECT_TRUE(labels.count(viz::tick_label(t))) << t;
+  for (double t : viz::cell_ticks(0, 39, std::max(2, static_cast<int>(f.img_w / 70)))) EXPECT_TRUE(labels.count(viz::tick_label(t))) << t;
+  // A 5-token prompt: whole tokens only (the CLI's first export showed "2.5").
+  const viz::MaskFigureLayout tiny = viz::layout_mask_figure(text, 5, 5, 800, 14, tw);
+  for (const auto& l : tiny.labels)
+    if (!l.text.empty() && l.text.find_first_not_of("0123456789.") == std::string::npos) {  // a tick label
+      EXPECT_EQ(l.text.find('.'), std::string::npos) << l.text;
+    }
   EXPECT_TRUE(labels.count("key token"));
   // Too small for text: the bare picture, still exactly the size asked for.
   const RgbImage small = render_mask_figure(mask, text, 100, style);
