@@ -39,8 +39,12 @@ class ComparePanel final : public Panel {
       ImGui::TextWrapped("Perplexity: dense %.3f, HiP %.3f (%+.2f%%)   KL(dense||HiP) %.4f nats/token   top-1 agreement %.1f%%",
                   pa.dense.ppl, pa.hip.ppl, (pa.hip.ppl / pa.dense.ppl - 1) * 100, pa.kl, pa.top1_agreement * 100);
     }
+    ImGui::Checkbox("Stacked (larger images)", &stacked_);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("One image above the other, each as wide as the pane; still linked.");
     const float avail = ImGui::GetContentRegionAvail().x;
-    const float img = std::min((avail - ImGui::GetStyle().ItemSpacing.x * 2) / 2, ImGui::GetContentRegionAvail().y * 0.55f);
+    const float bar = ImGui::GetFontSize() * 4.5f;
+    const float img = stacked_ ? std::min(avail - bar, ImGui::GetContentRegionAvail().y * 0.5f)
+                               : std::min((avail - ImGui::GetStyle().ItemSpacing.x * 2) / 2, ImGui::GetContentRegionAvail().y * 0.55f);
     draw_images(ctx, img);
     if (!a->model.synthetic) {
       draw_heat_map(ctx, pa);
@@ -128,7 +132,12 @@ class ComparePanel final : public Panel {
     }
     ImGui::PopTextWrapPos();
     ImGui::EndGroup();
-    ImGui::SameLine();
+    const bool bar = d && !d->probs.values.empty();
+    if (stacked_ && bar) {  // the colorbar beside the image it explains
+      ImGui::SameLine();
+      colorbar_log("##dense_bar", bar_w, size, scale_lo_, scale_hi_, "p (dense)", t);
+    }
+    if (!stacked_) ImGui::SameLine();
     ImGui::BeginGroup();
     ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + size);
     if (m && m->source) {
@@ -148,7 +157,7 @@ class ComparePanel final : public Panel {
     }
     ImGui::PopTextWrapPos();
     ImGui::EndGroup();
-    if (d && !d->probs.values.empty()) {
+    if (!stacked_ && bar) {
       ImGui::SameLine();
       colorbar_log("##dense_bar", bar_w, size, scale_lo_, scale_hi_, "p (dense)", t);
     }
@@ -258,6 +267,7 @@ class ComparePanel final : public Panel {
   MaskCanvas canvas_;
   viz::AttentionProbe probe_;
   bool dense_dragging_ = false;
+  bool stacked_ = false;  // the two images one above the other (narrow panes)
   double scale_lo_ = 1e-4, scale_hi_ = 1;
   int64_t cursor_q_ = -1, cursor_k_ = -1;  // the shared hover cursor, from the last frame
   GlTexture dense_tex_;
