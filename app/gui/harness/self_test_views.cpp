@@ -145,6 +145,24 @@ void SelfTest::build_view_steps() {
                       return "";
                     },
                     60, 2});
+  // Clicking a token picks it as the query: the first prompt token ("<s>") at the top left of the
+  // HiP column (where the 1600x1000 test window's layout puts it).
+  steps_.push_back({"token view: clicking a token makes it the query",
+                    [this](AppState&) { mouse_x = 0.815f, mouse_y = 0.155f; },
+                    fresh_masks(1),
+                    [this, n = std::make_shared<int>(0)](AppState& s, const Snapshot&) -> std::string {
+                      switch ((*n)++) {
+                        case 0: return kMore;  // the mouse arrives (hover)
+                        case 1: mouse_down = true; return kMore;
+                        case 2: mouse_down = false; return kMore;
+                        case 3: return kMore;
+                        default:
+                          mouse_x = 0.01f, mouse_y = 0.99f;
+                          if (s.query_token != 0) return fmt_fail("a click on the first token picked query token %lld", s.query_token);
+                          return "";
+                      }
+                    },
+                    30, 2});
   steps_.push_back({"all heads of a layer as small multiples",
                     [](AppState& s) { s.focus_panel = "heads"; },
                     fresh_masks(1),
@@ -153,6 +171,25 @@ void SelfTest::build_view_steps() {
                       if (snap.masks->hip.heads != snap.model->n_heads) return "the layer's masks do not hold every head";
                       shot("heads");
                       return "";
+                    },
+                    60, 2});
+  // Clicking a small multiple opens that head in the mask view (head 1: the second one, top right).
+  steps_.push_back({"all heads: clicking one opens it",
+                    [this](AppState&) { mouse_x = 0.92f, mouse_y = 0.22f; },
+                    fresh_masks(1),
+                    [this, n = std::make_shared<int>(0)](AppState& s, const Snapshot&) -> std::string {
+                      switch ((*n)++) {
+                        case 0: return kMore;
+                        case 1: mouse_down = true; return kMore;
+                        case 2: mouse_down = false; return kMore;
+                        case 3: return kMore;
+                        default:
+                          mouse_x = 0.01f, mouse_y = 0.99f;
+                          if (s.head != 1) return fmt_fail("a click on head 1's mask selected head %lld", s.head);
+                          s.head = 0;
+                          s.focus_panel = "heads";  // back for the next steps' layout
+                          return "";
+                      }
                     },
                     60, 2});
   steps_.push_back({"side by side, linked and zoomed",
