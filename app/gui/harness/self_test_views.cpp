@@ -214,6 +214,30 @@ void SelfTest::build_view_steps() {
                       return "";
                     },
                     60, 2});
+  // A knob's tooltip opens beside the sidebar, so it never covers the sliders below it.
+  steps_.push_back({"slider tooltips sit beside the sidebar",
+                    [this](AppState& s) {
+                      s.focus_panel = "mask";
+                      mouse_x = 0.05f, mouse_y = 0.48f;  // over the k slider (1600x1000)
+                    },
+                    [](const AppState&, const Snapshot&) { return true; },
+                    [this, n = std::make_shared<int>(0)](AppState&, const Snapshot&) -> std::string {
+                      if (++*n < 4) return kMore;  // hover long enough for the tooltip
+                      float sidebar_right = -1, tooltip_left = -1;
+                      for (ImGuiWindow* w : GImGui->Windows) {
+                        if (!w->Active) continue;
+                        const std::string name = w->Name;
+                        const size_t slash = name.rfind('/');
+                        if (slash != std::string::npos && name.compare(slash + 1, 9, "##sidebar") == 0) sidebar_right = w->Pos.x + w->Size.x;
+                        if (w->Flags & ImGuiWindowFlags_Tooltip) tooltip_left = w->Pos.x;
+                      }
+                      mouse_x = 0.01f, mouse_y = 0.99f;
+                      if (tooltip_left < 0) return "hovering the k slider showed no tooltip";
+                      if (tooltip_left < sidebar_right) return fmt_fail("the tooltip starts at x %lld, inside the sidebar (ends at %lld)",
+                                                                         static_cast<long long>(tooltip_left), static_cast<long long>(sidebar_right));
+                      return "";
+                    },
+                    30, 2});
   // The trial's small screen: the sidebar shows every control (the view sliders included) without
   // scrolling, and the mask view's header fits.
   steps_.push_back({"at 1280x720 the sidebar needs no scrolling",
