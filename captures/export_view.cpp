@@ -1,11 +1,14 @@
 #include "captures/export_view.h"
 
 #include "captures/exports.h"
+#include "captures/figures.h"
 #include "captures/mask_png.h"
 #include "captures/npy.h"
 #include "captures/svg_plots.h"
 #include "captures/zip_store.h"
 #include "engine/formats/errors.h"
+
+#include <stdexcept>
 
 namespace hipstudio::captures {
 namespace {
@@ -25,6 +28,14 @@ std::string head_slice(std::vector<int64_t> shape, const std::vector<T>& v, int6
   return npy(shape, std::vector<T>(v.begin() + head * per, v.begin() + (head + 1) * per));
 }
 
+viz::FigureStyle figure_style(const std::string& name) {
+  try {
+    return viz::figure_style(name);
+  } catch (const std::invalid_argument&) {
+    throw InputError("unknown figure style '" + name + "': paper or dark");
+  }
+}
+
 [[noreturn]] void bad(const ExportRequest& r) {
   throw InputError("cannot export --what " + r.what + " --format " + r.format + "; the choices are:\n" + export_choices());
 }
@@ -32,7 +43,9 @@ std::string head_slice(std::vector<int64_t> shape, const std::vector<T>& v, int6
 }  // namespace
 
 const char* export_choices() {
-  return "  mask: png (--layer, --head, --px; 0 = full detail), npy (HiP's key blocks; --head for one)\n"
+  return "  mask: png (a figure with title, ticks and legend, longest side --px; 0 = the bare picture at full detail), svg (the\n"
+         "        same figure, vector), npy (HiP's key blocks; --head for one)\n"
+         "  iterations: svg (the search of a traced query block of --layer / --head, one row per step)\n"
          "  oracle, random: npy (their key blocks)\n"
          "  recall: npy (per head and query block, vs the oracle)\n"
          "  locality: svg (histogram and mean/std against Delta; --delta D for that histogram alone), npy (stats: delta, pairs, mean, std, lo, hi, kl)\n"
@@ -68,9 +81,13 @@ std::string export_view(const Capture& c, const ExportRequest& r) {
     const LayerMasks& m = c.masks[need_layer(c.masks.size(), "mask")];
     need_head(m.hip.heads);
     const std::vector<int64_t> hq{m.hip.heads, m.hip.query_blocks}, hqk{m.hip.heads, m.hip.query_blocks, m.hip.kb};
-    if (w == "mask" && f == "png") {
-      const MaskExport mask = mask_export(m, a.options.hip.hip, static_cast<int64_t>(a.prompt_ids.size()), std::max<int64_t>(r.head, 0));
-      if (r.px > 0) return encode_png(render_mask(mask, r.px));
+    if (w == "mask" && (f == "png" || f == "svg")) {
+      const int64_t head = std::max<int64_t>(r.head, 0);
+      const viz::FigureStyle style = figure_style(r.style);
+      const MaskExport mask = mask_export(m, a.options.hip.hip, static_cast<int64_t>(a.prompt_ids.size()), head, style);
+      const viz::MaskFigureText text = mask_figure_text(mask, a, layer, head);
+      if (f == "svg") return svg_mask_figure(mask, text, style);
+      if (r.px > 0) return encode_png(render_mask_figure(mask, text, r.px, style));
       return encode_png(render_mask_tiles(mask, std::max(mask.full_height(), mask.full_width())).at(0));
     }
     if (f != "npy") bad(r);
@@ -82,6 +99,11 @@ std::string export_view(const Capture& c, const ExportRequest& r) {
     const auto& heads = c.locality[need_layer(c.locality.size(), "locality")];
     need_head(static_cast<int64_t>(heads.size()));
     if (f == "svg") {
+      if (r.delta > 0 && r.with_curves) {
+        const hip::ScoreLocality& h = heads[std::max<int64_t>(r.head, 0)];
+        return svg_locality({h}, r.delta, "Score locality, layer " + std::to_string(layer) + ", head " + std::to_string(h.head) +
+                                              ", histogram at Delta = " + std::to_string(r.delta));
+      }
       if (r.delta > 0) {
         const hip::ScoreLocality& h = heads[std::max<int64_t>(r.head, 0)];
         for (const hip::DeltaStats& d : h.deltas)
@@ -100,6 +122,15 @@ std::string export_view(const Capture& c, const ExportRequest& r) {
         stats.insert(stats.end(), {static_cast<double>(d.delta), static_cast<double>(d.pairs), d.mean, d.stddev, d.hist_lo, d.hist_hi,
                                    d.kl_to_normal});
     return head_slice({static_cast<int64_t>(heads.size()), static_cast<int64_t>(c.locality_params.deltas.size()), 7}, stats, r.head);
+  }
+  if (w == "iterations") {
+    if (f != "svg") bad(r);
+    for (const CapturedTrace& t : c.traces) {
+      if (t.layer != layer || (r.head >= 0 && t.trace.head != r.head)) continue;
+      return svg_iterations(t.trace, captured_oracle_blocks(c, t), iterations_title(t), iterations_subtitle(c, t), figure_style(r.style));
+    }
+    throw InputError("the capture holds no trace of layer " + std::to_string(layer) + (r.head >= 0 ? ", head " + std::to_string(r.head) : "") +
+                     " (capture it with --views ...,iterations --trace L:H:QB)");
   }
   if (w == "hit-ratio") {
     if (!c.has_offload) throw InputError("this capture holds no cache view (capture it with --views ...,cache)");

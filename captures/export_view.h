@@ -16,6 +16,8 @@ struct ExportRequest {
   int64_t delta = -1;        // locality: a histogram of this Delta instead of the curves against Delta
   int64_t px = 512;          // mask PNG: longest side, exactly; 0: full detail (one pixel per b_k x b_k tokens)
   std::string name;          // what=array: the capture's array name, e.g. "masks/L3/hip_blocks"
+  std::string style = "paper";  // figures: "paper" (light, for print, whatever the UI theme) or "dark"
+  bool with_curves = false;  // locality svg with --delta: the histogram of that Delta beside the curves
 };
 
 // Throws InputError naming the valid choices when the combination does not exist or the capture

@@ -7,41 +7,79 @@
 
 namespace hipstudio::captures {
 
+std::vector<int32_t> captured_oracle_blocks(const Capture& c, const CapturedTrace& t) {
+  const int64_t i = c.view_index(t.layer);
+  if (i < 0 || i >= static_cast<int64_t>(c.masks.size())) return {};
+  const hip::MaskResult& o = c.masks[static_cast<size_t>(i)].oracle;
+  if (o.blocks.empty() || t.trace.head >= o.heads || t.trace.query_block >= o.query_blocks) return {};
+  const int32_t* row = o.row(t.trace.head, t.trace.query_block);
+  return std::vector<int32_t>(row, row + o.count(t.trace.head, t.trace.query_block));
+}
+
+std::string iterations_title(const CapturedTrace& t) {
+  return "HiP's search, layer " + std::to_string(t.layer) + ", head " + std::to_string(t.trace.head) + ", query block " +
+         std::to_string(t.trace.query_block);
+}
+
+std::string iterations_subtitle(const Capture& c, const CapturedTrace& t) {
+  const hip::HipParams& p = c.analysis.options.hip.hip;
+  return "queries " + std::to_string(t.trace.row_begin) + "-" + std::to_string(t.trace.row_end - 1) + "; k " + std::to_string(p.k) + ", b_q " +
+         std::to_string(p.b_q) + ", b_k " + std::to_string(p.b_k) + ", sink " + std::to_string(p.sink) + ", window " +
+         std::to_string(p.window) + "; Kb = " + std::to_string(p.b_k > 0 ? p.k / p.b_k : 0);
+}
+
 std::vector<Figure> capture_figures(const Capture& c, const FigureOptions& o) {
   std::vector<Figure> out;
   const PairedAnalysis& a = c.analysis;
   const hip::HipParams& p = a.options.hip.hip;
   const int64_t tokens = static_cast<int64_t>(a.prompt_ids.size());
+  const viz::FigureStyle style = viz::figure_style(o.style);
   for (size_t i = 0; i < c.masks.size(); ++i) {
     const int64_t l = c.view_layers[i];
-    const MaskExport mask = mask_export(c.masks[i], p, tokens, 0);
+    const int64_t head = std::clamp<int64_t>(o.head, 0, std::max<int64_t>(0, c.masks[i].hip.heads - 1));
+    const MaskExport mask = mask_export(c.masks[i], p, tokens, head, style);
     const std::string dense = l < a.options.hip.dense_layers ? " (runs dense; what HiP would select)" : "";
-    out.push_back({"mask_L" + std::to_string(l) + "_H0.png", "mask",
-                   "Layer " + std::to_string(l) + ", head 0: HiP's key blocks per query block" + dense,
-                   encode_png(render_mask(mask, o.mask_px))});
+    const std::string lh = "L" + std::to_string(l) + "_H" + std::to_string(head);
+    out.push_back({"mask_" + lh + ".png", "mask",
+                   "Layer " + std::to_string(l) + ", head " + std::to_string(head) + ": HiP's key blocks per query block" + dense,
+                   encode_png(render_mask_figure(mask, mask_figure_text(mask, a, l, head), o.mask_px, style))});
   }
   for (size_t i = 0; i < c.locality.size(); ++i) {
     const int64_t l = c.view_layers[i];
     const auto& heads = c.locality[i];
-    std::vector<hip::ScoreLocality> some(heads.begin(), heads.begin() + std::min<size_t>(heads.size(), o.locality_heads));
+    const size_t first = static_cast<size_t>(std::clamp<int64_t>(o.head, 0, std::max<int64_t>(0, static_cast<int64_t>(heads.size()) - 1)));
+    std::vector<hip::ScoreLocality> some(heads.begin() + static_cast<std::ptrdiff_t>(first),
+                                         heads.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(heads.size(), first + o.locality_heads)));
     out.push_back({"locality_L" + std::to_string(l) + ".svg", "locality",
-                   "Layer " + std::to_string(l) + ": histogram of score differences (first head, first Delta) and their mean "
-                   "and std against key distance Delta",
-                   svg_locality(some, -1, "Score locality, layer " + std::to_string(l))});
+                   "Layer " + std::to_string(l) + ": histogram of score differences (head " + std::to_string(first) +
+                       (o.delta > 0 ? ", Delta " + std::to_string(o.delta) : ", first Delta") +
+                       ") and their mean and std against key distance Delta",
+                   svg_locality(some, o.delta, "Score locality, layer " + std::to_string(l))});
   }
   if (!c.locality.empty() && !c.locality.back().empty()) {
-    const hip::ScoreLocality& h0 = c.locality.back()[0];
+    const auto& heads = c.locality.back();
+    const hip::ScoreLocality& h0 = heads[static_cast<size_t>(std::clamp<int64_t>(o.head, 0, static_cast<int64_t>(heads.size()) - 1))];
     const int64_t last_layer = c.view_layers[c.locality.size() - 1];
     std::vector<size_t> picks;
-    if (!h0.deltas.empty()) picks.push_back(0);
-    if (h0.deltas.size() > 1) picks.push_back(h0.deltas.size() - 1);
+    for (size_t i = 0; i < h0.deltas.size(); ++i)
+      if (h0.deltas[i].delta == o.delta) picks.push_back(i);
+    if (picks.empty() && !h0.deltas.empty()) picks.push_back(0);
+    if (picks.size() == 1 && o.delta <= 0 && h0.deltas.size() > 1) picks.push_back(h0.deltas.size() - 1);
     for (size_t i : picks) {
       const hip::DeltaStats& d = h0.deltas[i];
-      out.push_back({"locality_hist_L" + std::to_string(last_layer) + "_H0_D" + std::to_string(d.delta) + ".svg", "locality",
-                     "Layer " + std::to_string(last_layer) + ", head 0: histogram of score differences at Delta = " +
-                         std::to_string(d.delta) + " with the fitted normal",
-                     svg_locality_histogram(d, "Score differences, Delta = " + std::to_string(d.delta))});
+      const std::string lh = "L" + std::to_string(last_layer) + "_H" + std::to_string(h0.head);
+      out.push_back({"locality_hist_" + lh + "_D" + std::to_string(d.delta) + ".svg", "locality",
+                     "Layer " + std::to_string(last_layer) + ", head " + std::to_string(h0.head) +
+                         ": histogram of score differences at Delta = " + std::to_string(d.delta) + " with the fitted normal",
+                     svg_locality_histogram(d, "Score differences, layer " + std::to_string(last_layer) + ", head " + std::to_string(h0.head) +
+                                                   ", Delta = " + std::to_string(d.delta))});
     }
+  }
+  for (const CapturedTrace& t : c.traces) {
+    const std::string name = "iterations_L" + std::to_string(t.layer) + "_H" + std::to_string(t.trace.head) + "_Q" +
+                             std::to_string(t.trace.query_block) + ".svg";
+    out.push_back({name, "iterations", iterations_title(t) + ": one row per step",
+                   svg_iterations(t.trace, captured_oracle_blocks(c, t), iterations_title(t), iterations_subtitle(c, t), style)});
   }
   if (c.has_offload)
     out.push_back({"hit_ratio.svg", "cache", "Hit ratio of the offloading banks per decode step", svg_hit_ratio_per_step(c.offload)});
@@ -50,9 +88,9 @@ std::vector<Figure> capture_figures(const Capture& c, const FigureOptions& o) {
   return out;
 }
 
-std::vector<Capture::Image> render_capture_images(const Capture& c) {
+std::vector<Capture::Image> render_capture_images(const Capture& c, const FigureOptions& options) {
   std::vector<Capture::Image> images;
-  for (Figure& f : capture_figures(c)) images.push_back({f.name, std::move(f.bytes)});
+  for (Figure& f : capture_figures(c, options)) images.push_back({f.name, std::move(f.bytes)});
   return images;
 }
 

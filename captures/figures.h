@@ -20,9 +20,18 @@ struct Figure {
 struct FigureOptions {
   int64_t mask_px = 512;      // longest side of mask PNGs, exactly (max-pooled below one pixel per token)
   int64_t locality_heads = 3; // heads drawn per layer in the mean/std vs Delta plots
+  int64_t head = 0;           // the head of the mask images and the first head of the locality plots
+  int64_t delta = -1;         // the Delta of the locality histograms (-1: the first and last captured)
+  std::string style = "paper";
 };
 
+// The oracle's blocks for a captured trace's query block (from the capture's masks of that layer;
+// empty when the layer has none).
+std::vector<int32_t> captured_oracle_blocks(const Capture& capture, const CapturedTrace& trace);
+std::string iterations_title(const CapturedTrace& trace);
+std::string iterations_subtitle(const Capture& capture, const CapturedTrace& trace);
+
 std::vector<Figure> capture_figures(const Capture& capture, const FigureOptions& options = {});
-std::vector<Capture::Image> render_capture_images(const Capture& capture);
+std::vector<Capture::Image> render_capture_images(const Capture& capture, const FigureOptions& options = {});
 
 }  // namespace hipstudio::captures

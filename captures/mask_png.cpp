@@ -51,15 +51,15 @@ RgbImage render_rect(const MaskExport& m, const viz::PoolRect& cells, int64_t wi
 
 }  // namespace
 
-MaskExport mask_export(const LayerMasks& m, const hip::HipParams& p, int64_t tokens, int64_t head) {
+MaskExport mask_export(const LayerMasks& m, const hip::HipParams& p, int64_t tokens, int64_t head, const viz::FigureStyle& style) {
   MaskExport e;
   e.picture = viz::make_mask_picture(m.hip, &m.oracle, &m.random, head, tokens, tokens, p);
-  e.palette = export_mask_palette(!m.oracle.blocks.empty());
+  e.palette = export_mask_palette(!m.oracle.blocks.empty(), style.mask);
   return e;
 }
 
-viz::MaskPalette export_mask_palette(bool has_oracle) {
-  viz::MaskPalette p = viz::light_mask_palette();
+viz::MaskPalette export_mask_palette(bool has_oracle, const viz::MaskPalette& base) {
+  viz::MaskPalette p = base;
   p.show_oracle = has_oracle;
   p.show_random = false;
   p.show_sink_dense = true;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "captures/capture.h"
+#include "viz/figure.h"
 #include "viz/mask_image.h"
 
 namespace hipstudio::captures {
@@ -27,9 +28,11 @@ struct MaskExport {
   int64_t full_width() const { return (picture.tk + picture.b_k - 1) / picture.b_k; }
   int64_t full_height() const { return (picture.tq + picture.b_k - 1) / picture.b_k; }
 };
-MaskExport mask_export(const LayerMasks& masks, const hip::HipParams& p, int64_t tokens, int64_t head);
-// viz::light_mask_palette() with the mask panel's default overlays (oracle when there is one).
-viz::MaskPalette export_mask_palette(bool has_oracle);
+MaskExport mask_export(const LayerMasks& masks, const hip::HipParams& p, int64_t tokens, int64_t head,
+                       const viz::FigureStyle& style = viz::paper_style());
+// The style's mask palette (light for paper) with the mask panel's default overlays (oracle when
+// there is one).
+viz::MaskPalette export_mask_palette(bool has_oracle, const viz::MaskPalette& base = viz::light_mask_palette());
 // The colours of an exported mask and their meaning, in the mask panel's legend order (the
 // report's legend). Colours are packed as viz packs them (R in the low byte).
 std::vector<std::pair<std::string, uint32_t>> mask_legend(const viz::MaskPalette& palette);
@@ -40,6 +43,18 @@ RgbImage render_mask(const MaskExport& mask, int64_t longest_side);
 // Full detail cut into tiles of at most tile x tile pixels, row-major (full_width() / tile
 // rounded up per row).
 std::vector<RgbImage> render_mask_tiles(const MaskExport& mask, int64_t tile);
+
+// What a mask figure says: "HiP mask, layer L, head H" (with "(dense layer: what HiP would pick)"
+// below l_d), the parameters, T and the head's recall from the views layer (analysis.layers), and
+// the legend of the colours the picture uses.
+viz::MaskFigureText mask_figure_text(const MaskExport& mask, const PairedAnalysis& analysis, int64_t layer, int64_t head);
+// The figure (viz::layout_mask_figure) as a side x side PNG: the picture max-pooled into its place,
+// tick labels, legend, title. Below viz::kMaskFigureMinSide the bare picture (render_mask).
+RgbImage render_mask_figure(const MaskExport& mask, const viz::MaskFigureText& text, int64_t side, const viz::FigureStyle& style);
+// The same figure as SVG (vector: one path per colour of the pooled cells, at most `max_cells`
+// cells along each axis), `side` px nominal.
+std::string svg_mask_figure(const MaskExport& mask, const viz::MaskFigureText& text, const viz::FigureStyle& style,
+                            double side = 720, int64_t max_cells = 512);
 
 // PNG file bytes (stb_image_write); throws InputError when encoding fails.
 std::string encode_png(const RgbImage& image);

@@ -9,7 +9,9 @@
 
 #include "engine/analysis/paired_result.h"
 #include "engine/offload/offload_result.h"
+#include "kernels/hip_trace.h"
 #include "kernels/score_locality.h"
+#include "viz/figure.h"
 
 namespace hipstudio::captures {
 
@@ -38,6 +40,11 @@ std::string svg_hit_ratio_per_step(const offload::OffloadResult& offload);
 // Stacked latency bars (mask estimation, sparse attention, dense attention, other): dense vs HiP,
 // prefill and mean decode step.
 std::string svg_latency_bars(const PairedAnalysis& analysis);
+
+// The iteration figure of one query block's search (iteration_figure.cpp): a row per step, alive
+// nodes solid, pruned blocks faded with the iteration that pruned them, oracle blocks marked.
+std::string svg_iterations(const hip::MaskTrace& trace, const std::vector<int32_t>& oracle_blocks, const std::string& title,
+                           const std::string& subtitle, const viz::FigureStyle& style = viz::paper_style());
 
 std::string xml_escape(const std::string& text);
 

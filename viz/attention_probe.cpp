@@ -45,6 +45,14 @@ ProbeValue AttentionProbe::at(const hip::AttentionInputs& in, int64_t head, int6
   return v;
 }
 
+std::vector<double> dense_probability_row(const hip::AttentionInputs& in, int64_t head, int64_t query) {
+  std::vector<double> s;
+  if (head < 0 || head >= in.hq || query < 0 || query >= in.tq) return s;
+  const double lse = row_scores(in, head, query, s);
+  for (double& v : s) v = std::exp(v - lse);
+  return s;
+}
+
 HeatGrid dense_probability_image(const hip::AttentionInputs& in, int64_t head, int max_side) {
   const int width = static_cast<int>(std::min<int64_t>(in.tk, max_side));
   const int height = static_cast<int>(std::min<int64_t>(in.tq, max_side));

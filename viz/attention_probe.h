@@ -28,6 +28,10 @@ class AttentionProbe {
   double log_sum_ = 0;
 };
 
+// Dense causal probabilities of one query over keys [0, pos(query)] (the token view's row); the
+// same scores and softmax as AttentionProbe. O(T d).
+std::vector<double> dense_probability_row(const hip::AttentionInputs& in, int64_t head, int64_t query);
+
 // Dense causal probabilities of `head` over all (tq, tk) cells, max-pooled to at most
 // max_side x max_side texels (future cells NaN). O(tq tk d) work, meant for the worker thread.
 HeatGrid dense_probability_image(const hip::AttentionInputs& in, int64_t head, int max_side);

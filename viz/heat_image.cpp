@@ -41,4 +41,17 @@ void colorize_heat(const HeatGrid& g, ColorMapKind kind, float lo, float hi, flo
   }
 }
 
+double log_scale_position(double v, double lo, double hi) {
+  if (!(lo > 0) || !(hi > lo) || !(v > lo)) return 0.0;
+  return std::fmin(1.0, std::log10(v / lo) / std::log10(hi / lo));
+}
+
+void colorize_heat_log(const HeatGrid& g, ColorMapKind kind, float lo, float hi, uint32_t none, std::vector<uint32_t>& rgba) {
+  rgba.resize(g.values.size());
+  for (size_t i = 0; i < g.values.size(); ++i) {
+    const float v = g.values[i];
+    rgba[i] = std::isnan(v) ? none : pack_rgba(colormap(kind, log_scale_position(v, lo, hi)));
+  }
+}
+
 }  // namespace hipstudio::viz

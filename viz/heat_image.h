@@ -25,4 +25,10 @@ HeatGrid pool_max(const HeatGrid& grid, int width, int height);
 void colorize_heat(const HeatGrid& grid, ColorMapKind kind, float lo, float hi, float gamma, uint32_t none,
                    std::vector<uint32_t>& rgba);
 
+// Log colour scale: log10(v) over [log10(lo), log10(hi)] to [0, 1] (lo > 0; values <= lo get 0),
+// so that probabilities from 1e-4 to 1 all show, where a linear scale leaves the image nearly black.
+void colorize_heat_log(const HeatGrid& grid, ColorMapKind kind, float lo, float hi, uint32_t none, std::vector<uint32_t>& rgba);
+// The colour scale position of `v` under colorize_heat_log (the colorbar and the tests use it).
+double log_scale_position(double v, double lo, double hi);
+
 }  // namespace hipstudio::viz

@@ -44,6 +44,18 @@ MaskPicture make_mask_picture(const hip::MaskResult& hip, const hip::MaskResult*
   return m;
 }
 
+MaskPicture make_dense_picture(int64_t tq, int64_t tk, const hip::HipParams& p) {
+  MaskPicture m;
+  m.tq = tq;
+  m.tk = tk;
+  m.b_q = std::max<int64_t>(1, p.b_q);
+  m.b_k = std::max<int64_t>(1, p.b_k);
+  const int64_t blocks = (tq + m.b_q - 1) / m.b_q;
+  m.dense_from.assign(static_cast<size_t>(blocks), 0);
+  m.hip.resize(static_cast<size_t>(blocks));
+  return m;
+}
+
 uint8_t mask_cell_flags(const MaskPicture& m, int64_t i, int64_t j) {
   const int64_t pos = m.position(i);
   if (j > pos) return 0;

@@ -42,6 +42,10 @@ struct MaskPicture {
 MaskPicture make_mask_picture(const hip::MaskResult& hip, const hip::MaskResult* oracle, const hip::MaskResult* random,
                               int64_t head, int64_t tq, int64_t tk, const hip::HipParams& p);
 
+// A layer that runs dense (l < l_d): every visible key of every query is attended, which the
+// picture shows as one dense tail from key 0 (no HiP selection drawn).
+MaskPicture make_dense_picture(int64_t tq, int64_t tk, const hip::HipParams& p);
+
 // Cells [row0, row1) x [col0, col1) pooled into width x height texels; width <= col1 - col0 and
 // height <= row1 - row0 so every texel covers at least one cell. Cell (i, j) lands in texel
 // (floor((j - col0) * width / (col1 - col0)), floor((i - row0) * height / (row1 - row0))).

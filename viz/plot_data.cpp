@@ -17,8 +17,25 @@ std::vector<double> nice_ticks(double lo, double hi, int target) {
       step = m * mag;
       break;
     }
-  for (double t = std::ceil(lo / step) * step; t <= hi + step * 1e-9; t += step)
-    ticks.push_back(std::fabs(t) < step * 1e-9 ? 0.0 : t);
+  // A range that straddles a coarse step would get a single tick (only "0" on [-5, 6] with two
+  // wanted): take the next finer 1-2-5 step until at least two ticks fall inside.
+  for (int tries = 0; tries < 4; ++tries) {
+    ticks.clear();
+    for (double t = std::ceil(lo / step) * step; t <= hi + step * 1e-9; t += step)
+      ticks.push_back(std::fabs(t) < step * 1e-9 ? 0.0 : t);
+    if (ticks.size() >= 2) break;
+    const double m = step / std::pow(10.0, std::floor(std::log10(step) + 1e-9));
+    step *= m < 1.5 ? 0.5 : m < 3 ? 0.5 : 0.4;  // 1 -> 0.5, 2 -> 1, 5 -> 2
+  }
+  return ticks;
+}
+
+std::vector<double> cell_ticks(double lo, double hi, int target) {
+  std::vector<double> ticks;
+  for (double t : nice_ticks(lo, hi, target))
+    if (t == std::floor(t)) ticks.push_back(t);
+  if (ticks.empty())
+    for (double t = std::ceil(lo); t <= hi; t += 1) ticks.push_back(t);
   return ticks;
 }
 
@@ -109,6 +126,22 @@ std::vector<TraceStep> trace_steps(const hip::MaskTrace& t, const std::vector<in
     steps.push_back(make_step(static_cast<int>(it), nodes, oracle));
   }
   return steps;
+}
+
+std::vector<int> pruned_at_step(const std::vector<TraceStep>& steps, int64_t lo, int64_t hi) {
+  const int64_t n = std::max<int64_t>(0, hi - lo);
+  std::vector<int> out(static_cast<size_t>(n), 0);
+  std::vector<char> alive(static_cast<size_t>(n));
+  for (size_t st = 0; st < steps.size(); ++st) {
+    std::fill(alive.begin(), alive.end(), 0);
+    for (const auto& [b0, b1] : steps[st].nodes)
+      for (int64_t b = std::max<int64_t>(b0, lo); b < std::min<int64_t>(b1, hi); ++b) alive[static_cast<size_t>(b - lo)] = 1;
+    // A block alive at every step so far moves its "left at" mark one step on.
+    for (int64_t i = 0; i < n; ++i)
+      if (alive[static_cast<size_t>(i)] && out[static_cast<size_t>(i)] == static_cast<int>(st)) out[static_cast<size_t>(i)] = static_cast<int>(st) + 1;
+  }
+  // out[i] = number of leading steps the block was alive in: left at step out[i] (0: never alive).
+  return out;
 }
 
 }  // namespace hipstudio::viz

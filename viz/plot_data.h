@@ -13,6 +13,9 @@ namespace hipstudio::viz {
 
 // About `target` round tick values (1, 2, 5 x 10^n steps) covering [lo, hi].
 std::vector<double> nice_ticks(double lo, double hi, int target);
+// Ticks of an axis of cells (tokens): nice_ticks restricted to whole cells, so a short prompt gets
+// no "2.5" token. The mask view and the exported mask figure tick with it.
+std::vector<double> cell_ticks(double lo, double hi, int target);
 // Ticks of a logarithmic axis over [lo, hi] (lo > 0): the powers of ten inside it.
 std::vector<double> log_ticks(double lo, double hi);
 // A tick's label: "12k" from 10,000, whole numbers bare, one decimal from 1, else 2 significant digits.
@@ -38,6 +41,11 @@ struct TraceStep {
 // Steps 0..iterations (the initial nodes, then one per iteration). With N <= Kb (no search) one
 // step whose nodes are the selected blocks.
 std::vector<TraceStep> trace_steps(const hip::MaskTrace& trace, const std::vector<int32_t>& oracle_blocks);
+
+// For each key block of the search range [lo, hi) (index b - lo): the step at which it left the
+// alive nodes (1 = pruned by iteration 1, ...), 0 when no initial node held it, steps.size() when
+// it survived every step. Both the iteration view and its export fade pruned blocks by this.
+std::vector<int> pruned_at_step(const std::vector<TraceStep>& steps, int64_t lo, int64_t hi);
 
 }  // namespace hipstudio::viz
 

@@ -17,10 +17,10 @@ void push_recent(std::vector<std::string>& list, const std::string& item) {
 }
 }  // namespace
 
-void AppState::add_recent_model(const std::string& path) { push_recent(recent_models, path); }
-void AppState::add_recent_prompt(const std::string& path) { push_recent(recent_prompts, path); }
+void PersistedSettings::add_recent_model(const std::string& path) { push_recent(recent_models, path); }
+void PersistedSettings::add_recent_prompt(const std::string& path) { push_recent(recent_prompts, path); }
 
-void AppState::record_stepped_block(const SteppedBlock& b) {
+void Selection::record_stepped_block(const SteppedBlock& b) {
   if (stepped_blocks.size() >= kMaxSteppedBlocks) return;
   if (std::find(stepped_blocks.begin(), stepped_blocks.end(), b) == stepped_blocks.end()) stepped_blocks.push_back(b);
 }

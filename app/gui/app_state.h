@@ -33,6 +33,24 @@ struct MaskViewState {
   double x0 = 0, y0 = 0;      // first visible key / query
   double span = 0;            // visible cells along each axis; 0: fit the whole prompt
   bool show_oracle = true, show_random = false, show_sink_dense = true;
+  bool show_hip_on_dense = false;  // a dense layer (l < l_d): draw what HiP would pick instead
+};
+
+// File > Export view...'s choices.
+struct ExportOptions {
+  std::string dir;        // created if missing
+  int64_t px = 1024;      // figure PNG: longest side, exactly
+  bool tiles = false;     // mask at full detail, in PNG tiles of `tile` pixels, into dir/mask_L<l>_H<h>_tiles/
+  int64_t tile = 4096;
+  bool dark_style = false;  // figures' colours: paper (light, whatever the UI theme) or dark
+};
+
+// What the File menu's modal dialogs hold while open (transient: never saved).
+struct DialogState {
+  std::string open_path, open_error;
+  std::string save_path, save_error;
+  ExportOptions export_options;
+  std::string export_error;
 };
 
 struct LatencySample {
@@ -40,32 +58,35 @@ struct LatencySample {
   int k = 0;
 };
 
-struct AppState {
-  // Inputs
+inline constexpr size_t kMaxSteppedBlocks = 64;
+
+// The UI state in three parts (Tracy's ViewData apart from the view): what is saved between
+// sessions, where the user looks, and what lives only while the app runs. AppState joins them so
+// panels keep one reference; settings.cpp reads and writes only PersistedSettings.
+
+// Saved in settings.json: the inputs, the knobs and the presentation a user expects to find again.
+struct PersistedSettings {
   std::string model_path;  // empty: default model
-  uint64_t model_reload = 0;  // the Load button bumps it (retry after fixing a missing file)
   std::string device = "cpu", dtype = "f32";
   std::string prompt;
-  std::string prompt_path;
   std::vector<std::string> recent_models, recent_prompts;
-  int64_t synthetic_tokens = 0;  // frame-stats mode
-  HipKnobs knobs;
-  std::string invalid;     // the broken rule, when the knobs are invalid (no run starts)
-  HipKnobs applied;        // last valid knobs (what the results show)
-  // A capture shown instead of a live run (File > Open capture, a dropped .hipcap, `hipstudio open`):
-  // read-only, its parameters replace the knobs in the request until File > Close capture.
-  std::shared_ptr<const OpenCapture> capture;
-  bool show_open_capture = false;  // File > Open capture... opens the path modal on the next frame
-  bool show_save_capture = false;  // File > Save capture... (path modal)
-  bool show_export_view = false;   // File > Export view... (folder and resolution modal)
-  std::shared_ptr<FileTask> file_task;  // the save / export running now, or null
-  std::string last_saved;               // path of the last capture saved (the self-test reads it back)
-  std::vector<std::string> last_exported;  // files of the last export
+  HipKnobs knobs;          // the sliders (saved as the last valid ones)
+  bool dark = true;
+  float ui_scale = 1.0f;
+  float sidebar_width = 360.0f;
+  float pane_split = 0.55f;  // share of the right area given to the left pane
 
-  // Selection
+  void add_recent_model(const std::string& path);
+  void add_recent_prompt(const std::string& path);
+};
+
+// The current selection: which layer / head / query block / token / Delta every view shows, the
+// mask view's zoom and the players' positions.
+struct Selection {
   int layer = 1, head = 0;
   int query_block = 1 << 20;  // clamped to the last block (the one that sees the most keys)
   int delta = 8, bins = 40;
+  int query_token = -1;    // token view: the query whose attention is shown; -1: the last prompt token
   MaskViewState mask_view;
   int step = 0;            // iteration stepper: 0 = initial nodes
   std::vector<SteppedBlock> stepped_blocks;  // in the order first stepped (at most kMaxSteppedBlocks)
@@ -77,28 +98,37 @@ struct AppState {
   uint64_t generate_id = 0;
   int generate_tokens = 48;
 
-  // Presentation
-  bool dark = true;
-  float ui_scale = 1.0f;
-  bool show_help = false;
-  float sidebar_width = 360.0f;
-  float pane_split = 0.55f;   // share of the right area given to the left pane
-  std::string focus_panel;    // a panel id to bring to front on the next frame
-  std::deque<LatencySample> latency_history;
-
-  bool cancel_requested = false;  // the main loop forwards it to the worker (self-test uses it)
-
-  // Bookkeeping of transient messages
-  std::string status_message;
-  double status_until = 0;
-
-  void add_recent_model(const std::string& path);
-  void add_recent_prompt(const std::string& path);
   // Called when the user steps past the initial nodes of a block; repeats are ignored.
   void record_stepped_block(const SteppedBlock& b);
 };
 
-inline constexpr size_t kMaxSteppedBlocks = 64;
+// Transient: verdicts on the knobs, the open capture, dialogs, background file tasks, messages.
+struct TransientUi {
+  uint64_t model_reload = 0;  // the Load button bumps it (retry after fixing a missing file)
+  std::string prompt_path;
+  int64_t synthetic_tokens = 0;  // frame-stats mode
+  std::string invalid;     // the broken rule, when the knobs are invalid (no run starts)
+  HipKnobs applied;        // last valid knobs (what the results show)
+  // A capture shown instead of a live run (File > Open capture, a dropped .hipcap, `hipstudio open`):
+  // read-only, its parameters replace the knobs in the request until File > Close capture.
+  std::shared_ptr<const OpenCapture> capture;
+  bool show_open_capture = false;  // File > Open capture... opens the path modal on the next frame
+  bool show_save_capture = false;  // File > Save capture... (path modal)
+  bool show_export_view = false;   // File > Export view... (folder and resolution modal)
+  DialogState dialogs;
+  std::shared_ptr<FileTask> file_task;  // the save / export running now, or null
+  std::vector<std::string> last_exported;  // files of the last export
+  std::string preview_path;  // an exported mask figure shown in the "Exported figure" window
+  bool show_help = false;
+  std::string focus_panel;    // a panel id to bring to front on the next frame
+  std::deque<LatencySample> latency_history;
+  bool cancel_requested = false;  // the main loop forwards it to the worker (Esc does it directly)
+  std::string status_message;
+  double status_until = 0;
+};
+
+struct AppState : PersistedSettings, Selection, TransientUi {};
+
 
 // Checks the knobs (HiP's rules plus l_d, r_m, decode steps, c); returns the broken rule or "".
 // The kernel parameters of the knobs (validation and requests both start from these).

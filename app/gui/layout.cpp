@@ -6,8 +6,10 @@
 #include <imgui_stdlib.h>
 
 #include "app/gui/capture_view.h"
+#include "app/gui/export_preview.h"
 #include "app/gui/files.h"
 #include "app/gui/save_export.h"
+#include "app/gui/shortcuts.h"
 #include "app/gui/widgets.h"
 #include "app/gui/worker.h"
 
@@ -37,7 +39,7 @@ void draw_menu(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>& panels, L
   if (ImGui::BeginMenu("View")) {
     for (auto& p : panels) {
       if (p->slot == PaneSlot::Sidebar) continue;
-      if (ImGui::MenuItem(p->title(), p->shortcut(), p->open)) {
+      if (ImGui::MenuItem(p->title(), panel_shortcut(p->id()), p->open)) {
         p->open = !p->open;
         if (p->open) s.focus_panel = p->id();
       }
@@ -76,7 +78,7 @@ void draw_menu(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>& panels, L
   ImGui::EndMenuBar();
 }
 
-void draw_pane(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>& panels, PaneSlot slot, const char* id) {
+void draw_pane(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>& panels, PaneSlot slot, const char* id, LayoutActions& act) {
   AppState& s = ctx.state;
   if (!ImGui::BeginTabBar(id, ImGuiTabBarFlags_Reorderable | ImGuiTabBarFlags_FittingPolicyScroll)) return;
   for (auto& p : panels) {
@@ -85,7 +87,7 @@ void draw_pane(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>& panels, P
     if (ImGui::BeginTabItem(p->title(), &p->open, focus ? ImGuiTabItemFlags_SetSelected : 0)) {
       ImGui::BeginChild("##content", ImVec2(0, 0), false);
       p->draw(ctx);
-      ++p->frames_drawn;
+      act.drawn.push_back(p->id());
       ImGui::EndChild();
       ImGui::EndTabItem();
     }
@@ -116,7 +118,8 @@ void error_text(const PanelContext& ctx, const std::string& error) {
 // window does the same). A damaged file keeps the modal open with the reader's error.
 void draw_open_capture_modal(PanelContext& ctx) {
   AppState& s = ctx.state;
-  static std::string path, error;
+  std::string& path = s.dialogs.open_path;
+  std::string& error = s.dialogs.open_error;
   if (s.show_open_capture) {
     ImGui::OpenPopup("Open capture");
     s.show_open_capture = false;
@@ -127,7 +130,8 @@ void draw_open_capture_modal(PanelContext& ctx) {
   ImGui::TextUnformatted("Capture file (.hipcap), written by `hipstudio capture`:");
   if (ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere();
   ImGui::SetNextItemWidth(-1);
-  const bool enter = ImGui::InputTextWithHint("##capture_path", "path/to/run.hipcap", &path, ImGuiInputTextFlags_EnterReturnsTrue);
+  const bool enter = ImGui::InputTextWithHint("##capture_path", "path/to/run.hipcap", &path,
+                                              ImGuiInputTextFlags_EnterReturnsTrue | ImGuiInputTextFlags_AutoSelectAll);
   error_text(ctx, error);
   if (ImGui::Button("Open") || enter) {
     if (open_capture_file(s, path)) {
@@ -142,10 +146,12 @@ void draw_open_capture_modal(PanelContext& ctx) {
 }
 
 // File > Save capture...: a path field; the capture is built and written in the background (the
-// status line shows progress and the result), so the modal closes at once.
+// status line shows progress and the result), so the modal closes at once. The field opens with
+// its text selected, so typing replaces the default path instead of splicing into it.
 void draw_save_capture_modal(PanelContext& ctx, const std::vector<std::unique_ptr<Panel>>& panels) {
   AppState& s = ctx.state;
-  static std::string path, error;
+  std::string& path = s.dialogs.save_path;
+  std::string& error = s.dialogs.save_error;
   if (s.show_save_capture) {
     ImGui::OpenPopup("Save capture");
     s.show_save_capture = false;
@@ -157,11 +163,20 @@ void draw_save_capture_modal(PanelContext& ctx, const std::vector<std::unique_pt
   const std::vector<std::string> views = open_capture_views(panels, s);
   std::string list;
   for (const auto& v : views) list += (list.empty() ? "" : ", ") + v;
-  ImGui::TextWrapped("Capture of the live run (reopens without the model): views %s; %zu stepped query blocks traced.", list.c_str(),
-                     s.stepped_blocks.size());
+  // The blocks counted here are the ones the save writes (traceable_blocks), listed by name.
+  const std::vector<SteppedBlock> blocks = traceable_blocks(s, ctx.snap);
+  std::string traced;
+  for (size_t i = 0; i < blocks.size() && i < 6; ++i)
+    traced += fmt("%sL%lld H%lld QB%lld", i ? ", " : "", static_cast<long long>(blocks[i].layer), static_cast<long long>(blocks[i].head),
+                  static_cast<long long>(blocks[i].query_block));
+  if (blocks.size() > 6) traced += ", ...";
+  ImGui::TextWrapped("Capture of the live run (reopens without the model): views %s; %zu stepped query block%s traced%s%s%s.", list.c_str(),
+                     blocks.size(), blocks.size() == 1 ? "" : "s", blocks.empty() ? "" : " (", traced.c_str(), blocks.empty() ? "" : ")");
+  ImGui::TextDisabled("Folders on the path are created.");
   if (ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere();
   ImGui::SetNextItemWidth(-1);
-  const bool enter = ImGui::InputTextWithHint("##save_path", "~/run.hipcap", &path, ImGuiInputTextFlags_EnterReturnsTrue);
+  const bool enter = ImGui::InputTextWithHint("##save_path", "~/run.hipcap", &path,
+                                              ImGuiInputTextFlags_EnterReturnsTrue | ImGuiInputTextFlags_AutoSelectAll);
   error_text(ctx, error);
   if (ImGui::Button("Save") || enter) {
     if (start_save_capture(s, ctx.snap, views, path)) {
@@ -175,13 +190,14 @@ void draw_save_capture_modal(PanelContext& ctx, const std::vector<std::unique_pt
   ImGui::EndPopup();
 }
 
-// File > Export view...: the current layer/head's mask as PNG (a chosen size, or full-detail
-// tiles), the locality / hit-ratio / latency plots as SVG and the per-head metrics as CSV.
+// File > Export view...: what is on screen (the viewed layer / head / query block / Delta) as
+// figures: the mask (PNG at a chosen size or full-detail tiles, and SVG), the iteration figure, the
+// locality figure, hit-ratio and latency plots, and the per-head metrics as CSV.
 void draw_export_modal(PanelContext& ctx) {
   AppState& s = ctx.state;
-  static ExportOptions o;
+  ExportOptions& o = s.dialogs.export_options;
+  std::string& error = s.dialogs.export_error;
   static int px = 1024, tile = 4096;
-  static std::string error;
   if (s.show_export_view) {
     ImGui::OpenPopup("Export view");
     s.show_export_view = false;
@@ -190,20 +206,28 @@ void draw_export_modal(PanelContext& ctx) {
   }
   ImGui::SetNextWindowSize(ImVec2(ImGui::GetFontSize() * 36, 0), ImGuiCond_Appearing);
   if (!ImGui::BeginPopupModal("Export view", nullptr, ImGuiWindowFlags_NoSavedSettings)) return;
-  ImGui::TextWrapped("Layer %d, head %d: mask PNG, locality / hit-ratio / latency SVG, metrics CSV into the folder:", s.layer, s.head);
+  ImGui::TextWrapped("Layer %d, head %d, query block %d, Delta %d: mask figure (PNG and SVG), iteration figure, locality, hit-ratio and "
+                     "latency SVG, metrics CSV, into the folder (created if missing):",
+                     s.layer, s.head, s.query_block, s.delta);
   ImGui::SetNextItemWidth(-1);
-  ImGui::InputTextWithHint("##export_dir", "~/export", &o.dir);
+  ImGui::InputTextWithHint("##export_dir", "~/export", &o.dir, ImGuiInputTextFlags_AutoSelectAll);
   ImGui::Checkbox("Mask at full detail, in PNG tiles", &o.tiles);
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
   if (o.tiles) {
     ImGui::InputInt("tile side (px)", &tile, 256, 1024);
     tile = std::clamp(tile, 16, 65536);
   } else {
-    ImGui::InputInt("mask longest side (px)", &px, 256, 1024);
+    ImGui::InputInt("figure longest side (px)", &px, 256, 1024);
     px = std::clamp(px, 16, 16384);
   }
   o.px = px;
   o.tile = tile;
+  ImGui::TextUnformatted("Colours:");
+  ImGui::SameLine();
+  if (ImGui::RadioButton("paper (light)", !o.dark_style)) o.dark_style = false;
+  ImGui::SameLine();
+  if (ImGui::RadioButton("dark", o.dark_style)) o.dark_style = true;
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("The figures' colours do not follow the UI theme: paper is for print.");
   error_text(ctx, error);
   if (ImGui::Button("Export")) {
     if (start_export_view(s, ctx.snap, o)) {
@@ -217,9 +241,35 @@ void draw_export_modal(PanelContext& ctx) {
   ImGui::EndPopup();
 }
 
-void draw_status(PanelContext& ctx, float frame_ms) {
+// Text on the status line, cut with "..." to `width` pixels; the whole of it, wrapped, on hover
+// (a long error must not run off the window with its fix at the end).
+void clipped_text(const std::string& text, uint32_t color, float width) {
+  std::string shown = text;
+  if (ImGui::CalcTextSize(shown.c_str()).x > width) {
+    const std::string more = "... (hover: all of it)";
+    const float room = width - ImGui::CalcTextSize(more.c_str()).x;
+    size_t n = shown.size();
+    while (n > 0 && ImGui::CalcTextSize(shown.c_str(), shown.c_str() + n).x > room) --n;
+    shown = shown.substr(0, n) + more;
+  }
+  ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(color), "%s", shown.c_str());
+  if (shown != text && ImGui::IsItemHovered()) {
+    ImGui::BeginTooltip();
+    ImGui::PushTextWrapPos(ImGui::GetFontSize() * 40);
+    ImGui::TextUnformatted(text.c_str());
+    ImGui::PopTextWrapPos();
+    ImGui::EndTooltip();
+  }
+}
+
+void draw_status(PanelContext& ctx, float frame_ms, bool idle) {
   const Snapshot& sn = ctx.snap;
   const Theme& t = ctx.theme;
+  const std::string fps = idle ? fmt("idle, redrawn on input (last active frame %.1f ms)  F1 help", frame_ms)
+                               : fmt("%.1f ms/frame  F1 help", frame_ms);
+  const float fps_w = ImGui::CalcTextSize(fps.c_str()).x + ImGui::GetFontSize();
+  const float fps_x = ImGui::GetWindowWidth() - fps_w;
+  auto room = [&] { return std::max(ImGui::GetFontSize() * 4, fps_x - ImGui::GetCursorPosX() - ImGui::GetFontSize()); };
   if (sn.busy) {
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 16);
     const std::string label = fmt("%s %.0f%%", stage_name(sn.running_stage), sn.fraction * 100);
@@ -227,15 +277,15 @@ void draw_status(PanelContext& ctx, float frame_ms) {
     ImGui::SameLine();
     if (ImGui::Button("Cancel (Esc)")) ctx.worker.cancel();
     ImGui::SameLine();
-    ImGui::TextDisabled("%s", sn.what.c_str());
+    clipped_text(sn.what, t.text_dim, room());
   } else {
     std::string errors;
     for (int st = 0; st < kStageCount; ++st)
       if (!sn.error[st].empty()) errors += std::string(stage_name(st)) + ": " + sn.error[st] + "  ";
     if (!errors.empty()) {
-      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.bad), "%s", errors.c_str());
+      clipped_text(errors, t.bad, room());
     } else if (!ctx.state.invalid.empty()) {
-      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.warn), "Parameters not run: %s", ctx.state.invalid.c_str());
+      clipped_text("Parameters not run: " + ctx.state.invalid, t.warn, room());
     } else if (sn.analysis) {
       ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.good), "Up to date");
       ImGui::SameLine();
@@ -251,23 +301,16 @@ void draw_status(PanelContext& ctx, float frame_ms) {
   if (!ctx.state.status_message.empty()) {
     ImGui::SameLine();
     const std::string& m = ctx.state.status_message;
-    if (m.rfind("cannot", 0) == 0) {  // a failed open (capture, prompt file): the reader's error
-      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.bad), "| %s", m.c_str());
-    } else {
-      ImGui::TextDisabled("| %s", m.c_str());
-    }
+    // A failed open or save ("cannot ..."): the reader's or writer's error, in red.
+    clipped_text("| " + m, m.rfind("cannot", 0) == 0 ? t.bad : t.text_dim, room());
   }
-  const std::string fps = fmt("%.1f ms/frame  F1 help", frame_ms);
-  const float fps_x = ImGui::GetWindowWidth() - ImGui::CalcTextSize(fps.c_str()).x - ImGui::GetFontSize();
-  if (ImGui::GetItemRectMax().x - ImGui::GetWindowPos().x < fps_x) {  // a long message wins the space
-    ImGui::SameLine(fps_x);
-    ImGui::TextDisabled("%s", fps.c_str());
-  }
+  ImGui::SameLine(std::max(fps_x, ImGui::GetCursorPosX()));
+  ImGui::TextDisabled("%s", fps.c_str());
 }
 
 }  // namespace
 
-LayoutActions draw_layout(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>& panels, float frame_ms) {
+LayoutActions draw_layout(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>& panels, float frame_ms, bool idle) {
   LayoutActions act;
   AppState& s = ctx.state;
   poll_file_task(s);  // a background save / export: progress, then its result, in the status line
@@ -295,7 +338,7 @@ LayoutActions draw_layout(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>
     if (ImGui::CollapsingHeader(p->title(), ImGuiTreeNodeFlags_DefaultOpen)) {
       ImGui::PushID(p->id());
       p->draw(ctx);
-      ++p->frames_drawn;
+      act.drawn.push_back(p->id());
       ImGui::PopID();
     }
   }
@@ -306,21 +349,22 @@ LayoutActions draw_layout(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>
   const float right_w = ImGui::GetContentRegionAvail().x;
   float left_px = s.pane_split * right_w;
   ImGui::BeginChild("##pane_left", ImVec2(left_px, body_h), true);
-  draw_pane(ctx, panels, PaneSlot::Left, "##tabs_left");
+  draw_pane(ctx, panels, PaneSlot::Left, "##tabs_left", act);
   ImGui::EndChild();
   ImGui::SameLine(0, 0);
   if (vertical_splitter("##split_panes", &left_px, right_w * 0.2f, right_w * 0.8f, body_h))
     s.pane_split = left_px / std::max(1.0f, right_w);
   ImGui::SameLine(0, 0);
   ImGui::BeginChild("##pane_right", ImVec2(0, body_h), true);
-  draw_pane(ctx, panels, PaneSlot::Right, "##tabs_right");
+  draw_pane(ctx, panels, PaneSlot::Right, "##tabs_right", act);
   ImGui::EndChild();
-  draw_status(ctx, frame_ms);
+  draw_status(ctx, frame_ms, idle);
   draw_open_capture_modal(ctx);
   draw_save_capture_modal(ctx, panels);
   draw_export_modal(ctx);
   ImGui::End();
 
+  draw_export_preview(ctx);
   handle_shortcuts(ctx, act);
   if (s.show_help) draw_help(ctx, panels);
   return act;

@@ -3,6 +3,7 @@
 // prompt, parameters), two resizable panes of tabbed panels, and a status bar with the worker's
 // progress and a cancel button.
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "app/gui/panel.h"
@@ -14,9 +15,12 @@ struct LayoutActions {
   bool theme_changed = false;
   bool scale_changed = false;
   bool reset_settings = false;
+  std::vector<std::string> drawn;  // ids of the panels drawn this frame
 };
 
-LayoutActions draw_layout(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>& panels, float frame_ms);
+// frame_ms: the last frame drawn without waiting for input; idle: this frame waited for input (the
+// status line then says the app is idle instead of showing the wait as a frame time).
+LayoutActions draw_layout(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>& panels, float frame_ms, bool idle);
 
 // Keyboard shortcuts (shortcuts.cpp); also listed by draw_help.
 void handle_shortcuts(PanelContext& ctx, LayoutActions& actions);

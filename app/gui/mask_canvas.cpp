@@ -37,6 +37,50 @@ const char* outcome_text(uint8_t f) {
 
 }  // namespace
 
+void zoom_pan(MaskViewState& view, int64_t T, ImVec2 p0, float side, bool hovered, bool active, bool& dragging) {
+  const double min_span = std::min<double>(static_cast<double>(T), 8.0);
+  if (view.span <= 0 || view.span > T) view.span = static_cast<double>(T);
+  view.span = std::max(view.span, min_span);
+  const ImGuiIO& io = ImGui::GetIO();
+  const double cells_per_px = view.span / side;
+  if (hovered && io.MouseWheel != 0) {
+    const double mx = view.x0 + (io.MousePos.x - p0.x) * cells_per_px;
+    const double my = view.y0 + (io.MousePos.y - p0.y) * cells_per_px;
+    const double ns = std::clamp(view.span * std::pow(0.8, io.MouseWheel), min_span, static_cast<double>(T));
+    view.x0 = mx - (mx - view.x0) * ns / view.span;
+    view.y0 = my - (my - view.y0) * ns / view.span;
+    view.span = ns;
+  }
+  if (active && ImGui::IsMouseDragging(ImGuiMouseButton_Left, 3.0f)) {
+    dragging = true;
+    view.x0 -= io.MouseDelta.x * cells_per_px;
+    view.y0 -= io.MouseDelta.y * cells_per_px;
+  }
+  view.x0 = std::clamp(view.x0, 0.0, static_cast<double>(T) - view.span);
+  view.y0 = std::clamp(view.y0, 0.0, static_cast<double>(T) - view.span);
+}
+
+void draw_cell_axes(const MaskViewState& view, ImVec2 origin, ImVec2 p0, float side, const Theme& theme) {
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const float fh = ImGui::GetFontSize();
+  const double px_per_cell = side / view.span;
+  auto sx = [&](double c) { return p0.x + static_cast<float>((c - view.x0) * px_per_cell); };
+  auto sy = [&](double r) { return p0.y + static_cast<float>((r - view.y0) * px_per_cell); };
+  const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
+  for (double t : viz::cell_ticks(std::ceil(view.x0), view.x0 + view.span - 1, std::max(2, static_cast<int>(side / (fh * 4))))) {
+    const float x = sx(t + 0.5);
+    const std::string s = viz::tick_label(t);
+    dl->AddLine(ImVec2(x, p0.y - 3), ImVec2(x, p0.y), theme.grid);
+    dl->AddText(ImVec2(x - ImGui::CalcTextSize(s.c_str()).x / 2, origin.y), text, s.c_str());
+  }
+  for (double t : viz::cell_ticks(std::ceil(view.y0), view.y0 + view.span - 1, std::max(2, static_cast<int>(side / (fh * 3))))) {
+    const float y = sy(t + 0.5);
+    const std::string s = viz::tick_label(t);
+    dl->AddLine(ImVec2(p0.x - 3, y), ImVec2(p0.x, y), theme.grid);
+    dl->AddText(ImVec2(p0.x - 5 - ImGui::CalcTextSize(s.c_str()).x, y - fh / 2), text, s.c_str());
+  }
+}
+
 MaskCanvasEvents MaskCanvas::draw(const char* id, const std::shared_ptr<const LayerMasks>& masks_ptr,
                                   const AnalysisView& a, int64_t head,
                                   MaskViewState& view, float size, bool interactive, int64_t selected_qb,
@@ -45,11 +89,14 @@ MaskCanvasEvents MaskCanvas::draw(const char* id, const std::shared_ptr<const La
   const LayerMasks& masks = *masks_ptr;
   const hip::AttentionInputs in = a.inputs(masks.layer);
   const int64_t T = in.tk;
-  if (masks_ptr != picture_source_ || head != picture_head_) {
-    picture_ = viz::make_mask_picture(masks.hip, masks.has_oracle ? &masks.oracle : nullptr,
-                                      masks.has_oracle ? &masks.random : nullptr, head, in.tq, in.tk, masks.params);
+  if (masks_ptr != picture_source_ || head != picture_head_ || dense_ != picture_dense_) {
+    picture_ = dense_ ? viz::make_dense_picture(in.tq, in.tk, masks.params)
+                      : viz::make_mask_picture(masks.hip, masks.has_oracle ? &masks.oracle : nullptr,
+                                               masks.has_oracle ? &masks.random : nullptr, head, in.tq, in.tk, masks.params);
     picture_source_ = masks_ptr;
     picture_head_ = head;
+    picture_dense_ = dense_;
+    key_ = Key{};  // the texture shows the old picture
   }
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const float fh = ImGui::GetFontSize();
@@ -60,36 +107,13 @@ MaskCanvasEvents MaskCanvas::draw(const char* id, const std::shared_ptr<const La
   ImGui::InvisibleButton(id, ImVec2(left + side, top + side));
   const bool hovered = ImGui::IsItemHovered();
 
-  // View rect in cells.
-  const double min_span = std::min<double>(static_cast<double>(T), 8.0);
-  if (view.span <= 0 || view.span > T) view.span = static_cast<double>(T);
-  view.span = std::max(view.span, min_span);
-  auto clamp_view = [&] {
-    view.x0 = std::clamp(view.x0, 0.0, static_cast<double>(T) - view.span);
-    view.y0 = std::clamp(view.y0, 0.0, static_cast<double>(T) - view.span);
-  };
+  zoom_pan(view, T, p0, side, interactive && hovered, interactive && ImGui::IsItemActive(), dragging_);
   const ImGuiIO& io = ImGui::GetIO();
-  const double cells_per_px = view.span / side;
-  if (interactive && hovered) {
-    const double mx = view.x0 + (io.MousePos.x - p0.x) * cells_per_px;
-    const double my = view.y0 + (io.MousePos.y - p0.y) * cells_per_px;
-    if (io.MouseWheel != 0) {
-      const double ns = std::clamp(view.span * std::pow(0.8, io.MouseWheel), min_span, static_cast<double>(T));
-      view.x0 = mx - (mx - view.x0) * ns / view.span;
-      view.y0 = my - (my - view.y0) * ns / view.span;
-      view.span = ns;
-    }
-  }
-  if (interactive && ImGui::IsItemActive() && ImGui::IsMouseDragging(ImGuiMouseButton_Left, 3.0f)) {
-    dragging_ = true;
-    view.x0 -= io.MouseDelta.x * cells_per_px;
-    view.y0 -= io.MouseDelta.y * cells_per_px;
-  }
-  clamp_view();
-  if (interactive && ImGui::IsItemDeactivated()) {
+  if (ImGui::IsItemDeactivated()) {
     if (!dragging_ && hovered) {
+      ev.clicked = true;
       const int64_t q = static_cast<int64_t>(view.y0 + (io.MousePos.y - p0.y) * view.span / side);
-      if (q >= 0 && q < in.tq) ev.clicked_query = q;
+      if (interactive && q >= 0 && q < in.tq) ev.clicked_query = q;
     }
     dragging_ = false;
   }
@@ -117,36 +141,28 @@ MaskCanvasEvents MaskCanvas::draw(const char* id, const std::shared_ptr<const La
     viz::colorize_mask(flags_, pal, rgba_);
     tex_.upload(rgba_.data(), key.w, key.h);
     key_ = key;
-    ++rebuilds_;
   }
   auto sx = [&](double c) { return p0.x + static_cast<float>((c - view.x0) * px_per_cell); };
   auto sy = [&](double r) { return p0.y + static_cast<float>((r - view.y0) * px_per_cell); };
   // No background fill: the texture covers the whole square (one full-area layer less to rasterise).
   dl->PushClipRect(p0, p1, true);
   dl->AddImage(tex_.id(), ImVec2(sx(static_cast<double>(key.c0)), sy(static_cast<double>(key.r0))),
-               ImVec2(sx(static_cast<double>(key.c1)), sy(static_cast<double>(key.r1))));
+               ImVec2(sx(static_cast<double>(key.c1)), sy(static_cast<double>(key.r1))), ImVec2(0, 0), ImVec2(1, 1),
+               ImGui::GetColorU32(IM_COL32_WHITE));  // the style's alpha: a stale result greys as its text does
   if (selected_qb >= 0) {
     const double a0 = static_cast<double>(selected_qb * masks.params.b_q);
     const double a1 = std::min<double>(static_cast<double>(in.tq), a0 + static_cast<double>(masks.params.b_q));
     dl->AddRect(ImVec2(p0.x - 2, sy(a0) - 1), ImVec2(p1.x + 2, sy(a1) + 1), theme.accent, 0, 0, 2.0f);
   }
+  if (cursor_q_ >= 0 && cursor_k_ >= 0) {  // the linked view's shared cursor
+    const float cx = sx(static_cast<double>(cursor_k_) + 0.5), cy = sy(static_cast<double>(cursor_q_) + 0.5);
+    dl->AddLine(ImVec2(p0.x, cy), ImVec2(p1.x, cy), theme.accent, 1.0f);
+    dl->AddLine(ImVec2(cx, p0.y), ImVec2(cx, p1.y), theme.accent, 1.0f);
+  }
   dl->PopClipRect();
   dl->AddRect(p0, p1, theme.grid);
 
-  // Ticks: keys along the top, queries down the left.
-  const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
-  for (double t : viz::nice_ticks(view.x0, view.x0 + view.span, std::max(2, static_cast<int>(side / (fh * 4))))) {
-    const float x = sx(t + 0.5);
-    const std::string s = t >= 10000 ? fmt("%.0fk", t / 1000) : fmt("%.0f", t);
-    dl->AddLine(ImVec2(x, p0.y - 3), ImVec2(x, p0.y), theme.grid);
-    dl->AddText(ImVec2(x - ImGui::CalcTextSize(s.c_str()).x / 2, origin.y), text, s.c_str());
-  }
-  for (double t : viz::nice_ticks(view.y0, view.y0 + view.span, std::max(2, static_cast<int>(side / (fh * 3))))) {
-    const float y = sy(t + 0.5);
-    const std::string s = t >= 10000 ? fmt("%.0fk", t / 1000) : fmt("%.0f", t);
-    dl->AddLine(ImVec2(p0.x - 3, y), ImVec2(p0.x, y), theme.grid);
-    dl->AddText(ImVec2(p0.x - 5 - ImGui::CalcTextSize(s.c_str()).x, y - fh / 2), text, s.c_str());
-  }
+  draw_cell_axes(view, origin, p0, side, theme);
 
   // Hover readout.
   if (hovered && io.MousePos.x >= p0.x && io.MousePos.y >= p0.y) {
@@ -169,7 +185,11 @@ MaskCanvasEvents MaskCanvas::draw(const char* id, const std::shared_ptr<const La
           ImGui::Text("score q.k/sqrt(d) %.3f   dense probability %.4f", pv.score, pv.probability);
           if (f & viz::kMaskSink) ImGui::TextUnformatted("sink: always attended");
           if (f & viz::kMaskDense) ImGui::TextUnformatted("dense tail (sliding window): always attended");
-          ImGui::Text("selection: %s", outcome_text(f));
+          if (dense_) {
+            ImGui::TextUnformatted("this layer runs dense: every visible key is attended");
+          } else {
+            ImGui::Text("selection: %s", outcome_text(f));
+          }
           if (masks.has_oracle) {
             const int64_t qb = i / masks.params.b_q;
             ImGui::Text("query block %lld: recall %.3f vs oracle (random %.3f)", static_cast<long long>(qb),

@@ -19,7 +19,8 @@ namespace hipstudio::gui {
 
 struct MaskCanvasEvents {
   int64_t hovered_query = -1, hovered_key = -1;
-  int64_t clicked_query = -1;  // a click without a drag
+  int64_t clicked_query = -1;  // a click without a drag (interactive canvases)
+  bool clicked = false;        // any click without a drag (small multiples open their head)
 };
 
 class MaskCanvas {
@@ -28,9 +29,11 @@ class MaskCanvas {
   // pan, hover tooltip, click. `selected_qb` >= 0 outlines that query block.
   MaskCanvasEvents draw(const char* id, const std::shared_ptr<const LayerMasks>& masks, const AnalysisView& analysis, int64_t head,
                         MaskViewState& view, float size, bool interactive, int64_t selected_qb, const Theme& theme);
-  int rebuilds() const { return rebuilds_; }
-  int texture_width() const { return tex_.width(); }
-  int texture_height() const { return tex_.height(); }
+  // A layer that runs dense (l < l_d): draw every visible key as attended (viz::make_dense_picture)
+  // instead of HiP's selection, until set back.
+  void set_dense(bool dense) { dense_ = dense; }
+  // A cross-hair at (query, key) drawn over the picture (the linked view's shared cursor); -1: none.
+  void set_cursor(int64_t query, int64_t key) { cursor_q_ = query, cursor_k_ = key; }
 
  private:
   GlTexture tex_;
@@ -49,10 +52,18 @@ class MaskCanvas {
              h == o.h && palette == o.palette;
     }
   } key_;
-  int rebuilds_ = 0;
+  bool dense_ = false, picture_dense_ = false;
+  int64_t cursor_q_ = -1, cursor_k_ = -1;
   viz::AttentionProbe probe_;
   bool dragging_ = false;
 };
+
+// Shared by the mask canvas and the linked dense image: the wheel zooms `view` about the mouse,
+// a drag pans it (cells of a T x T square drawn at p0 with `side` pixels); `dragging` carries a
+// drag across frames. Then clamps the view to the square.
+void zoom_pan(MaskViewState& view, int64_t T, ImVec2 p0, float side, bool hovered, bool active, bool& dragging);
+// Tick labels of the visible cells: keys along the top from `origin`, queries down the left of p0.
+void draw_cell_axes(const MaskViewState& view, ImVec2 origin, ImVec2 p0, float side, const Theme& theme);
 
 // Token text for tooltips: visible whitespace, clipped to a readable length.
 std::string token_label(const AnalysisView& a, int64_t index);

@@ -2,6 +2,7 @@
 // A panel is one file drawing one view. The layout owns the window (tab, pane, focus); a panel
 // draws only its content from the UI state and the frame's snapshot (ImHex's view base class).
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "app/gui/app_state.h"
@@ -21,6 +22,13 @@ struct PanelContext {
   float dt = 0;          // seconds since the last frame
 };
 
+// Whether a view's result no longer matches the sliders: the worker is recomputing it, or the
+// sidebar's settings are refused and the result is of the last valid ones. Views grey it.
+bool view_stale(const PanelContext& ctx, int stage);
+bool view_stale(const AppState& state, const Snapshot& snap, int stage);
+// What to say beside a stale view: "(updating)" or "not the sidebar's settings: <rule>".
+std::string stale_reason(const PanelContext& ctx, int stage);
+
 enum class PaneSlot { Sidebar, Left, Right };
 
 class Panel {
@@ -29,18 +37,17 @@ class Panel {
   virtual const char* id() const = 0;     // stable: settings and the self-test use it
   virtual const char* title() const = 0;  // tab / header label
   virtual PaneSlot default_slot() const = 0;
-  virtual const char* shortcut() const { return ""; }  // shown in the help window
   virtual void draw(PanelContext& ctx) = 0;
 
   bool open = true;
   PaneSlot slot = PaneSlot::Left;
-  long frames_drawn = 0;  // the self-test checks that every panel drew
 };
 
 // The registry: every panel, in menu order. Defined in panels.cpp, the one place panels are listed.
 std::vector<std::unique_ptr<Panel>> make_panels();
 
 // Constructors of the panels (one file each).
+std::unique_ptr<Panel> make_view_panel();
 std::unique_ptr<Panel> make_load_panel();
 std::unique_ptr<Panel> make_params_panel();
 std::unique_ptr<Panel> make_mask_panel();
@@ -50,5 +57,7 @@ std::unique_ptr<Panel> make_locality_panel();
 std::unique_ptr<Panel> make_kvcache_panel();
 std::unique_ptr<Panel> make_latency_panel();
 std::unique_ptr<Panel> make_generate_panel();
+std::unique_ptr<Panel> make_token_panel();
+std::unique_ptr<Panel> make_heads_panel();
 
 }  // namespace hipstudio::gui

@@ -10,6 +10,7 @@
 #include "app/gui/panel.h"
 #include "app/gui/widgets.h"
 #include "viz/colormap.h"
+#include "viz/heat_image.h"
 
 namespace hipstudio::gui {
 
@@ -22,7 +23,6 @@ class ComparePanel final : public Panel {
   const char* id() const override { return "compare"; }
   const char* title() const override { return "Side by side"; }
   PaneSlot default_slot() const override { return PaneSlot::Left; }
-  const char* shortcut() const override { return "Ctrl+3"; }
 
   void draw(PanelContext& ctx) override {
     const Theme& t = ctx.theme;
@@ -32,15 +32,19 @@ class ComparePanel final : public Panel {
       return;
     }
     const PairedAnalysis& pa = *a->analysis;
-    StaleScope grey(ctx.snap.stale[kStageAnalysis]);
+    StaleScope grey(view_stale(ctx, kStageAnalysis));
     if (a->model.synthetic) {
       ImGui::TextDisabled("Synthetic Q/K: no model, so no perplexity or per-head table.");
     } else {
       ImGui::TextWrapped("Perplexity: dense %.3f, HiP %.3f (%+.2f%%)   KL(dense||HiP) %.4f nats/token   top-1 agreement %.1f%%",
                   pa.dense.ppl, pa.hip.ppl, (pa.hip.ppl / pa.dense.ppl - 1) * 100, pa.kl, pa.top1_agreement * 100);
     }
+    ImGui::Checkbox("Stacked (larger images)", &stacked_);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("One image above the other, each as wide as the pane; still linked.");
     const float avail = ImGui::GetContentRegionAvail().x;
-    const float img = std::min((avail - ImGui::GetStyle().ItemSpacing.x) / 2, ImGui::GetContentRegionAvail().y * 0.5f);
+    const float bar = ImGui::GetFontSize() * 4.5f;
+    const float img = stacked_ ? std::min(avail - bar, ImGui::GetContentRegionAvail().y * 0.5f)
+                               : std::min((avail - ImGui::GetStyle().ItemSpacing.x * 2) / 2, ImGui::GetContentRegionAvail().y * 0.55f);
     draw_images(ctx, img);
     if (!a->model.synthetic) {
       draw_heat_map(ctx, pa);
@@ -49,49 +53,78 @@ class ComparePanel final : public Panel {
   }
 
  private:
+  // Dense probabilities and HiP's mask of the same layer and head, linked: one zoom / pan
+  // (s.mask_view, shared with the mask view), one hover cursor drawn on both, axes on both; the
+  // dense image on a log colour scale with its colorbar (a linear one leaves it nearly black).
   void draw_images(PanelContext& ctx, float size) {
     const Theme& t = ctx.theme;
     AppState& s = ctx.state;
     const auto& d = ctx.snap.dense;
     const auto& m = ctx.snap.masks;
+    const float fh = ImGui::GetFontSize();
+    const float bar_w = fh * 4.5f;
+    size = std::max(64.0f, size - bar_w / 2);
+    int64_t hover_q = -1, hover_k = -1;
     ImGui::BeginGroup();
     ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + size);
     if (d && d->probs.values.empty()) {
       ImGui::TextWrapped("Dense probabilities skipped above %lld tokens (O(T^2) per head).", static_cast<long long>(kOracleMaxTokens));
-    } else if (d) {
-      StaleScope grey(ctx.snap.stale[kStageDense]);
-      ImGui::TextWrapped("Dense softmax probabilities, layer %lld head %lld", static_cast<long long>(d->layer),
+    } else if (d && ctx.snap.analysis && ctx.snap.analysis->has_inputs(d->layer)) {
+      StaleScope grey(view_stale(ctx, kStageDense));
+      ImGui::TextWrapped("Dense softmax probabilities, layer %lld head %lld (log colour)", static_cast<long long>(d->layer),
                          static_cast<long long>(d->head));
+      const AnalysisView& a = *ctx.snap.analysis;
+      const hip::AttentionInputs in = a.inputs(d->layer);
+      // Log scale from 1e-4 of the largest probability up to it.
+      scale_hi_ = std::max(1e-6, static_cast<double>(d->max_prob));
+      scale_lo_ = scale_hi_ * 1e-4;
       if (dense_src_ != d || dense_dark_ != t.dark) {
         std::vector<uint32_t> rgba;
-        viz::colorize_heat(d->probs, viz::ColorMapKind::Magma, 0.0f, std::max(1e-6f, d->scale_max), 0.5f, t.mask.future, rgba);
+        viz::colorize_heat_log(d->probs, viz::ColorMapKind::Magma, static_cast<float>(scale_lo_), static_cast<float>(scale_hi_), t.mask.future, rgba);
         dense_tex_.upload(rgba.data(), static_cast<int>(d->probs.cols), static_cast<int>(d->probs.rows));
         dense_src_ = d;
         dense_dark_ = t.dark;
       }
-      const float fh = ImGui::GetFontSize();
-      ImGui::SetCursorPosX(ImGui::GetCursorPosX() + fh * 2.8f);  // align with the mask's axis margin
-      ImGui::SetCursorPosY(ImGui::GetCursorPosY() + fh * 1.3f);
-      const float side = size - std::max(fh * 2.8f, fh * 1.3f);
-      const ImVec2 o = ImGui::GetCursorScreenPos();
-      ImGui::Image(dense_tex_.id(), ImVec2(side, side));
-      if (ImGui::IsItemHovered() && ctx.snap.analysis && ctx.snap.analysis->has_inputs(d->layer)) {
-        const AnalysisView& a = *ctx.snap.analysis;
-        const hip::AttentionInputs in = a.inputs(d->layer);
-        const ImVec2 mp = ImGui::GetIO().MousePos;
-        const auto i = static_cast<int64_t>((mp.y - o.y) / side * static_cast<float>(in.tq));
-        const auto j = static_cast<int64_t>((mp.x - o.x) / side * static_cast<float>(in.tk));
+      const ImVec2 origin = ImGui::GetCursorScreenPos();
+      const float left = fh * 2.8f, top = fh * 1.3f;
+      const float side = std::max(32.0f, size - std::max(left, top));
+      const ImVec2 p0(origin.x + left, origin.y + top), p1(p0.x + side, p0.y + side);
+      ImGui::InvisibleButton("##dense", ImVec2(left + side, top + side));
+      const bool hovered = ImGui::IsItemHovered();
+      MaskViewState& v = s.mask_view;
+      zoom_pan(v, in.tk, p0, side, hovered, ImGui::IsItemActive(), dense_dragging_);
+      if (ImGui::IsItemDeactivated()) dense_dragging_ = false;
+      const float T = static_cast<float>(in.tk);
+      ImDrawList* dl = ImGui::GetWindowDrawList();
+      dl->AddImage(dense_tex_.id(), p0, p1, ImVec2(static_cast<float>(v.x0) / T, static_cast<float>(v.y0) / T),
+                   ImVec2(static_cast<float>(v.x0 + v.span) / T, static_cast<float>(v.y0 + v.span) / T),
+                   ImGui::GetColorU32(IM_COL32_WHITE));  // style alpha: greyed when stale
+      dl->AddRect(p0, p1, t.grid);
+      draw_cell_axes(v, origin, p0, side, t);
+      const double px_per_cell = side / v.span;
+      if (cursor_q_ >= 0 && cursor_k_ >= 0) {
+        const float cx = p0.x + static_cast<float>((static_cast<double>(cursor_k_) + 0.5 - v.x0) * px_per_cell);
+        const float cy = p0.y + static_cast<float>((static_cast<double>(cursor_q_) + 0.5 - v.y0) * px_per_cell);
+        dl->PushClipRect(p0, p1, true);
+        dl->AddLine(ImVec2(p0.x, cy), ImVec2(p1.x, cy), t.accent, 1.0f);
+        dl->AddLine(ImVec2(cx, p0.y), ImVec2(cx, p1.y), t.accent, 1.0f);
+        dl->PopClipRect();
+      }
+      const ImVec2 mp = ImGui::GetIO().MousePos;
+      if (hovered && mp.x >= p0.x && mp.y >= p0.y) {
+        const auto i = static_cast<int64_t>(v.y0 + (mp.y - p0.y) / px_per_cell);
+        const auto j = static_cast<int64_t>(v.x0 + (mp.x - p0.x) / px_per_cell);
+        hover_q = i, hover_k = j;
         const viz::ProbeValue pv = probe_.at(in, d->head, i, j);
         ImGui::BeginTooltip();
-        ImGui::Text("query %lld %s, key %lld %s", static_cast<long long>(i), token_label(a, i).c_str(),
-                    static_cast<long long>(j), token_label(a, j).c_str());
+        ImGui::Text("query %lld %s, key %lld %s", static_cast<long long>(i), token_label(a, i).c_str(), static_cast<long long>(j),
+                    token_label(a, j).c_str());
         if (pv.visible) {
-          ImGui::Text("dense probability %.4f (score %.3f)", pv.probability, pv.score);
+          ImGui::Text("dense probability %.5f (score %.3f)", pv.probability, pv.score);
         } else {
           ImGui::TextDisabled("future key (causal mask)");
         }
-        ImGui::TextDisabled("Brighter = more probability (square-root scale, saturating at %.3f, the\n"
-                            "99.5th percentile; the largest is %.3f). Max-pooled when T > 1024.", d->scale_max, d->max_prob);
+        ImGui::TextDisabled("wheel: zoom both   drag: pan both");
         ImGui::EndTooltip();
       }
     } else {
@@ -99,21 +132,36 @@ class ComparePanel final : public Panel {
     }
     ImGui::PopTextWrapPos();
     ImGui::EndGroup();
-    ImGui::SameLine();
+    const bool bar = d && !d->probs.values.empty();
+    if (stacked_ && bar) {  // the colorbar beside the image it explains
+      ImGui::SameLine();
+      colorbar_log("##dense_bar", bar_w, size, scale_lo_, scale_hi_, "p (dense)", t);
+    }
+    if (!stacked_) ImGui::SameLine();
     ImGui::BeginGroup();
     ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + size);
     if (m && m->source) {
-      StaleScope grey(ctx.snap.stale[kStageMasks]);
+      StaleScope grey(view_stale(ctx, kStageMasks));
       ImGui::TextWrapped("HiP mask, layer %lld head %d (vs oracle)", static_cast<long long>(m->layer), s.head);
-      MaskViewState fit = s.mask_view;
-      fit.span = 0;
-      fit.x0 = fit.y0 = 0;
-      canvas_.draw("##cmp_mask", m, *m->source, std::min<int64_t>(s.head, m->hip.heads - 1), fit, size, false, s.query_block, t);
+      canvas_.set_cursor(cursor_q_, cursor_k_);
+      canvas_.set_dense(m->layer < m->source->analysis->options.hip.dense_layers && !s.mask_view.show_hip_on_dense);
+      const MaskCanvasEvents ev =
+          canvas_.draw("##cmp_mask", m, *m->source, std::min<int64_t>(s.head, m->hip.heads - 1), s.mask_view, size, true, s.query_block, t);
+      if (ev.hovered_query >= 0) hover_q = ev.hovered_query, hover_k = ev.hovered_key;
+      if (ev.clicked_query >= 0) {
+        s.query_block = static_cast<int>(ev.clicked_query / m->params.b_q);
+        s.query_token = static_cast<int>(ev.clicked_query);
+      }
     } else {
       ImGui::TextDisabled("HiP mask: computing...");
     }
     ImGui::PopTextWrapPos();
     ImGui::EndGroup();
+    if (!stacked_ && bar) {
+      ImGui::SameLine();
+      colorbar_log("##dense_bar", bar_w, size, scale_lo_, scale_hi_, "p (dense)", t);
+    }
+    cursor_q_ = hover_q, cursor_k_ = hover_k;  // drawn on both images next frame
   }
 
   void draw_heat_map(PanelContext& ctx, const PairedAnalysis& pa) {
@@ -218,6 +266,10 @@ class ComparePanel final : public Panel {
 
   MaskCanvas canvas_;
   viz::AttentionProbe probe_;
+  bool dense_dragging_ = false;
+  bool stacked_ = false;  // the two images one above the other (narrow panes)
+  double scale_lo_ = 1e-4, scale_hi_ = 1;
+  int64_t cursor_q_ = -1, cursor_k_ = -1;  // the shared hover cursor, from the last frame
   GlTexture dense_tex_;
   std::shared_ptr<const DenseView> dense_src_;
   bool dense_dark_ = false;

@@ -15,7 +15,6 @@ class GeneratePanel final : public Panel {
   const char* id() const override { return "generate"; }
   const char* title() const override { return "Generate"; }
   PaneSlot default_slot() const override { return PaneSlot::Right; }
-  const char* shortcut() const override { return "Ctrl+7, Ctrl+G"; }
 
   void draw(PanelContext& ctx) override {
     AppState& s = ctx.state;

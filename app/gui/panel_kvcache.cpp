@@ -21,7 +21,6 @@ class KvCachePanel final : public Panel {
   const char* id() const override { return "kvcache"; }
   const char* title() const override { return "KV cache"; }
   PaneSlot default_slot() const override { return PaneSlot::Right; }
-  const char* shortcut() const override { return "Ctrl+5"; }
 
   void draw(PanelContext& ctx) override {
     AppState& s = ctx.state;
@@ -50,7 +49,7 @@ class KvCachePanel final : public Panel {
     }
     const OffloadView& v = *ov;
     const offload::OffloadResult& r = v.result;
-    StaleScope grey(ctx.snap.stale[kStageOffload] || ctx.snap.stale[kStageAnalysis]);
+    StaleScope grey(view_stale(ctx, kStageOffload) || ctx.snap.stale[kStageAnalysis]);
     s.kv_step = std::clamp(s.kv_step, 0, static_cast<int>(r.steps) - 1);
 
     // Summary table.
@@ -85,6 +84,19 @@ class KvCachePanel final : public Panel {
                         viz::format_bytes(static_cast<double>(v.config.sparse_bytes_per_token)).c_str());
     ImGui::PopTextWrapPos();
 
+    // A bank that holds the whole context makes every read after the first a hit: the simulation
+    // then says nothing about offloading (stories15M's 256 tokens; the paper's case is 64k+).
+    for (int c = 0; c < 2; ++c) {
+      const offload::ContextStats& b = c == 0 ? r.mask : r.sparse;
+      if (b.bank_tokens < r.context_tokens) continue;
+      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(t.warn));
+      ImGui::TextWrapped("The %s bank (%lld tokens per head) holds the whole %lld-token context: nothing is ever evicted, so its "
+                         "misses are only first reads. Offloading means something only for contexts much longer than the bank "
+                         "(the paper measures 64k tokens and up).",
+                         c == 0 ? "mask-estimation" : "sparse-attention", static_cast<long long>(b.bank_tokens),
+                         static_cast<long long>(r.context_tokens));
+      ImGui::PopStyleColor();
+    }
     const offload::ContextStats& cs = s.kv_context == 0 ? r.mask : r.sparse;
     ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 6);
     ImGui::SliderInt("step (scrub)", &s.kv_step, 0, static_cast<int>(r.steps) - 1);
@@ -98,11 +110,21 @@ class KvCachePanel final : public Panel {
     const float avail_y = ImGui::GetContentRegionAvail().y;
     const float map_h = std::max(ImGui::GetFontSize() * 6, avail_y * 0.45f);
     if (!m.cells.empty()) {
+      // Mask estimation reads keys only on refresh steps (every r_m): its map shows those rows
+      // alone (the others are empty by construction); sparse attention reads every step.
+      std::vector<int64_t> rows;
+      for (int64_t st = 0; st < m.steps; ++st)
+        if (s.kv_context == 1 || cs.per_step_total[static_cast<size_t>(st)].accesses > 0) rows.push_back(st);
+      if (rows.empty()) rows.push_back(0);
       if (map_src_ != ov || map_ctx_ != s.kv_context || map_dark_ != t.dark) {
-        std::vector<uint32_t> rgba(m.cells.size());
-        for (size_t i = 0; i < m.cells.size(); ++i)
-          rgba[i] = m.cells[i] == offload::kAccessHit ? t.mask.dense : m.cells[i] == offload::kAccessMiss ? t.mask.miss : t.mask.empty;
-        map_tex_.upload(rgba.data(), static_cast<int>(m.tokens), static_cast<int>(m.steps));
+        std::vector<uint32_t> rgba(rows.size() * static_cast<size_t>(m.tokens));
+        for (size_t r2 = 0; r2 < rows.size(); ++r2)
+          for (int64_t tok = 0; tok < m.tokens; ++tok) {
+            const uint8_t c = m.at(rows[r2], tok);
+            rgba[r2 * static_cast<size_t>(m.tokens) + static_cast<size_t>(tok)] =
+                c == offload::kAccessHit ? t.mask.dense : c == offload::kAccessMiss ? t.mask.miss : t.mask.empty;
+          }
+        map_tex_.upload(rgba.data(), static_cast<int>(m.tokens), static_cast<int>(rows.size()));
         map_src_ = ov;
         map_ctx_ = s.kv_context;
         map_dark_ = t.dark;
@@ -112,21 +134,32 @@ class KvCachePanel final : public Panel {
       legend_item(t.mask.empty, "not read");
       ImGui::NewLine();
       ImGui::PushTextWrapPos(0);
-      ImGui::TextDisabled("Token position ->, decode step down; all layers and heads folded (a miss anywhere wins). "
-                          "Mask estimation reads keys only on refresh steps (every r_m).");
+      if (s.kv_context == 0) {
+        ImGui::TextDisabled("Token position ->, one row per refresh step (%zu of %lld steps: mask estimation reads keys only when it "
+                            "re-estimates the mask, every r_m steps; the other steps read nothing and are left out). All layers "
+                            "and heads folded (a miss anywhere wins).",
+                            rows.size(), static_cast<long long>(m.steps));
+      } else {
+        ImGui::TextDisabled("Token position ->, decode step down; all layers and heads folded (a miss anywhere wins).");
+      }
       ImGui::PopTextWrapPos();
       const ImVec2 o = ImGui::GetCursorScreenPos();
       const float w = ImGui::GetContentRegionAvail().x;
       ImGui::Image(map_tex_.id(), ImVec2(w, map_h));
       const bool hovered = ImGui::IsItemHovered();
       ImDrawList* dl = ImGui::GetWindowDrawList();
-      const float row = map_h / static_cast<float>(m.steps);
-      dl->AddRect(ImVec2(o.x, o.y + row * s.kv_step), ImVec2(o.x + w, o.y + row * (s.kv_step + 1)), t.accent, 0, 0, 2.0f);
+      const float row = map_h / static_cast<float>(rows.size());
+      const auto at = std::find(rows.begin(), rows.end(), static_cast<int64_t>(s.kv_step));
+      if (at != rows.end()) {
+        const float r0 = static_cast<float>(at - rows.begin());
+        dl->AddRect(ImVec2(o.x, o.y + row * r0), ImVec2(o.x + w, o.y + row * (r0 + 1)), t.accent, 0, 0, 2.0f);
+      }
       if (hovered) {
         const ImVec2 mp = ImGui::GetIO().MousePos;
         const auto tok = static_cast<int64_t>((mp.x - o.x) / w * static_cast<float>(m.tokens));
-        const auto st = static_cast<int64_t>((mp.y - o.y) / row);
-        if (tok >= 0 && tok < m.tokens && st >= 0 && st < m.steps) {
+        const auto ri = static_cast<int64_t>((mp.y - o.y) / row);
+        if (tok >= 0 && tok < m.tokens && ri >= 0 && ri < static_cast<int64_t>(rows.size())) {
+          const int64_t st = rows[static_cast<size_t>(ri)];
           const uint8_t c = m.at(st, tok);
           ImGui::SetTooltip("step %lld, token %lld: %s", static_cast<long long>(st), static_cast<long long>(tok),
                             c == offload::kAccessHit ? "hit" : c == offload::kAccessMiss ? "miss" : "not read");

@@ -17,7 +17,6 @@ class LatencyPanel final : public Panel {
   const char* id() const override { return "latency"; }
   const char* title() const override { return "Latency"; }
   PaneSlot default_slot() const override { return PaneSlot::Right; }
-  const char* shortcut() const override { return "Ctrl+6"; }
 
   void draw(PanelContext& ctx) override {
     AppState& s = ctx.state;
@@ -40,7 +39,7 @@ class LatencyPanel final : public Panel {
       s.latency_history.push_back(smp);
       while (s.latency_history.size() > 64) s.latency_history.pop_front();
     }
-    StaleScope grey(ctx.snap.stale[kStageAnalysis]);
+    StaleScope grey(view_stale(ctx, kStageAnalysis));
     const bool cpu = !a->model.on_cuda;
     ImGui::PushTextWrapPos(0);
     ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(cpu ? t.warn : t.good), "Measured on %s%s", a->model.device.c_str(),

@@ -1,11 +1,14 @@
 // Sidebar: which model, on which device, and which prompt.
 
+#include <algorithm>
+
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
 #include "app/gui/capture_view.h"
 #include "app/gui/files.h"
 #include "app/gui/panel.h"
+#include "app/gui/shortcuts.h"
 #include "app/gui/widgets.h"
 
 namespace hipstudio::gui {
@@ -17,7 +20,6 @@ class LoadPanel final : public Panel {
   const char* id() const override { return "load"; }
   const char* title() const override { return "Model & prompt"; }
   PaneSlot default_slot() const override { return PaneSlot::Sidebar; }
-  const char* shortcut() const override { return "Ctrl+Enter"; }
 
   void draw(PanelContext& ctx) override {
     AppState& s = ctx.state;
@@ -43,12 +45,11 @@ class LoadPanel final : public Panel {
       ImGui::PopStyleColor();
       ImGui::BeginDisabled();
     }
-    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(ctx.theme.text_dim));
-    ImGui::TextWrapped("Model: empty = default stories15M, or a llama2.c file / Hugging Face folder");
-    ImGui::PopStyleColor();
+    // Hints live in tooltips: at 1280x720 the sidebar must show the view sliders without scrolling.
     ImGui::SetNextItemWidth(-ImGui::GetFrameHeight() * 2.6f);
-    const bool enter = ImGui::InputTextWithHint("##model", "default: stories15M", &model_edit_,
+    const bool enter = ImGui::InputTextWithHint("##model", "model: default stories15M", &model_edit_,
                                                 ImGuiInputTextFlags_EnterReturnsTrue);
+    if (ImGui::IsItemHovered()) side_tooltip("Empty: the default stories15M; or a llama2.c file / Hugging Face folder");
     ImGui::SameLine();
     if (ImGui::Button("Load") || enter) {
       if (s.model_path == model_edit_) ++s.model_reload;  // same path: load it again
@@ -97,20 +98,29 @@ class LoadPanel final : public Panel {
       ImGui::PopStyleColor();
     }
 
-    ImGui::Spacing();
-    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(ctx.theme.text_dim));
-    ImGui::TextWrapped("Prompt: type or paste, open a file, or drop a .txt file on the window");
-    ImGui::PopStyleColor();
-    const float h = ImGui::GetTextLineHeight() * 7;
-    std::string capture_prompt = s.capture ? s.capture->analysis->prompt : std::string();
-    ImGui::InputTextMultiline("##prompt", s.capture ? &capture_prompt : &prompt_edit_, ImVec2(-1, h));
+    // The prompt box takes what the window can spare: 3 to 7 lines.
+    const float lines = std::clamp(ImGui::GetMainViewport()->WorkSize.y / ImGui::GetTextLineHeightWithSpacing() * 0.12f, 3.0f, 7.0f);
+    const float h = ImGui::GetTextLineHeightWithSpacing() * lines + ImGui::GetStyle().WindowPadding.y * 2;
     const bool dirty = prompt_edit_ != s.prompt && !s.capture;
-    const bool apply_key = ImGui::GetIO().KeyCtrl && ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Enter));
-    if (!dirty) ImGui::BeginDisabled();
-    if (ImGui::Button("Run prompt (Ctrl+Enter)") || (dirty && apply_key)) {
-      s.prompt = last_prompt_ = prompt_edit_;
+    const bool apply_key = shortcut_pressed(Action::RunPrompt);
+    if (editing_ && !s.capture) {
+      // ImGui 1.86's multiline input does not wrap: while editing the box scrolls sideways; the
+      // wrapped, tokenised view comes back after Run.
+      ImGui::InputTextMultiline("##prompt", &prompt_edit_, ImVec2(-1, h));
+      if (!dirty) ImGui::BeginDisabled();
+      if (ImGui::Button("Run prompt (Ctrl+Enter)") || (dirty && apply_key)) {
+        s.prompt = last_prompt_ = prompt_edit_;
+        editing_ = false;
+      }
+      if (!dirty) ImGui::EndDisabled();
+      ImGui::SameLine();
+      if (ImGui::Button("Done")) editing_ = false;
+    } else {
+      draw_prompt_tokens(ctx, h);
+      if (ImGui::Button("Edit prompt")) editing_ = true;
+      if (ImGui::IsItemHovered()) side_tooltip("Type or paste a prompt, open a file below, or drop a .txt file on the window.");
+      if (dirty && apply_key) s.prompt = last_prompt_ = prompt_edit_;
     }
-    if (!dirty) ImGui::EndDisabled();
     ImGui::SameLine();
     if (ctx.snap.analysis) {
       ImGui::TextDisabled("%lld tokens", static_cast<long long>(ctx.snap.analysis->tokens()));
@@ -140,6 +150,30 @@ class LoadPanel final : public Panel {
   }
 
  private:
+  // The prompt wrapped to the sidebar, one token at a time as the model reads it (from the
+  // analysis of this prompt; the plain text before it exists). A click picks the token view's query.
+  void draw_prompt_tokens(PanelContext& ctx, float height) {
+    AppState& s = ctx.state;
+    const AnalysisView* a = ctx.snap.analysis.get();
+    const std::string& prompt = s.capture ? s.capture->analysis->prompt : s.prompt;
+    ImGui::BeginChild("##prompt_view", ImVec2(-1, height), true);
+    if (a && a->prompt == prompt && !a->prompt_tokens.empty()) {
+      const int64_t n = static_cast<int64_t>(a->prompt_tokens.size());
+      const TokenFlow f = token_flow(
+          n, [&](int64_t i) { return token_text(a->prompt_tokens[static_cast<size_t>(i)]); },
+          [&](int64_t i) -> uint32_t { return i % 2 ? ctx.theme.plot_bg : 0; }, s.query_token, ctx.theme);
+      if (f.hovered >= 0) side_tooltip("token %lld; click: show its attention in the token view", static_cast<long long>(f.hovered));
+      if (f.clicked) {
+        s.query_token = static_cast<int>(f.hovered);
+        s.focus_panel = "tokens";
+      }
+    } else {
+      ImGui::TextWrapped("%s", prompt.c_str());
+    }
+    ImGui::EndChild();
+  }
+
+  bool editing_ = false;
   bool synced_ = false;
   std::string model_edit_, prompt_edit_, prompt_path_edit_, last_prompt_, last_model_;
 };

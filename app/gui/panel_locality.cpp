@@ -18,7 +18,6 @@ class LocalityPanel final : public Panel {
   const char* id() const override { return "locality"; }
   const char* title() const override { return "Score locality"; }
   PaneSlot default_slot() const override { return PaneSlot::Left; }
-  const char* shortcut() const override { return "Ctrl+4"; }
 
   void draw(PanelContext& ctx) override {
     AppState& s = ctx.state;
@@ -35,7 +34,7 @@ class LocalityPanel final : public Panel {
       return;
     }
     const LocalityView& v = *lv;
-    StaleScope grey(ctx.snap.stale[kStageLocality]);
+    StaleScope grey(view_stale(ctx, kStageLocality));
     const hip::DeltaStats& h = v.histogram;
     ImGui::TextWrapped("layer %lld, head %lld, %lld queries from the second half of the prompt, raw scores s = q.k",
                 static_cast<long long>(v.layer), static_cast<long long>(v.head), static_cast<long long>(v.queries));

@@ -8,6 +8,7 @@
 
 #include "app/gui/mask_canvas.h"
 #include "app/gui/panel.h"
+#include "app/gui/shortcuts.h"
 #include "app/gui/widgets.h"
 
 namespace hipstudio::gui {
@@ -19,9 +20,6 @@ class MaskPanel final : public Panel {
   const char* id() const override { return "mask"; }
   const char* title() const override { return "Mask view"; }
   PaneSlot default_slot() const override { return PaneSlot::Left; }
-  const char* shortcut() const override { return "Ctrl+1"; }
-
-  MaskCanvas& canvas() { return canvas_; }
 
   void draw(PanelContext& ctx) override {
     AppState& s = ctx.state;
@@ -66,26 +64,35 @@ class MaskPanel final : public Panel {
     }
     const LayerMasks& m = *masks;
     const int64_t head = std::min<int64_t>(s.head, m.hip.heads - 1);
-    // Per-head summary: mean recall over the query blocks that actually searched.
-    double recall = 0, rnd = 0;
-    for (int64_t qb = 0; m.has_oracle && qb < m.hip.query_blocks; ++qb) {
-      recall += m.recall[static_cast<size_t>(m.hip.index(head, qb))];
-      rnd += m.random_recall[static_cast<size_t>(m.hip.index(head, qb))];
-    }
-    recall /= std::max<int64_t>(1, m.hip.query_blocks);
-    rnd /= std::max<int64_t>(1, m.hip.query_blocks);
-    const bool stale = ctx.snap.stale[kStageMasks];
+    const PairedAnalysis& pa = *m.source->analysis;
+    // The head's recall as the views layer computed it (the number analyze and the heads view show).
+    const bool have_quality = m.layer < static_cast<int64_t>(pa.layers.size()) &&
+                              head < static_cast<int64_t>(pa.layers[static_cast<size_t>(m.layer)].heads.size());
+    const HeadQuality q = have_quality ? pa.layers[static_cast<size_t>(m.layer)].heads[static_cast<size_t>(head)] : HeadQuality{};
+    const bool stale = view_stale(ctx, kStageMasks);
     StaleScope grey(stale);
-    const std::string quality = m.has_oracle ? fmt("recall vs oracle %.3f (random %.3f)", recall, rnd)
-                                             : fmt("oracle skipped above %lld tokens (O(T^2))", static_cast<long long>(kOracleMaxTokens));
-    ImGui::TextWrapped("layer %lld, head %lld: T = %lld tokens, %lld query blocks, Kb = %lld | %s | masks in %.0f ms",
-                       static_cast<long long>(m.layer), static_cast<long long>(head), static_cast<long long>(m.source->tokens()),
-                       static_cast<long long>(m.hip.query_blocks), static_cast<long long>(m.hip.kb), quality.c_str(),
-                       m.seconds * 1000);
-    if (stale) {
+    // A layer below l_d runs dense in the model: it is drawn dense unless asked what HiP would pick.
+    const bool dense_layer = m.layer < pa.options.hip.dense_layers;
+    if (dense_layer) {
+      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.warn), "Layer %lld runs dense (l_d = %lld): every visible key is attended.",
+                         static_cast<long long>(m.layer), static_cast<long long>(pa.options.hip.dense_layers));
       ImGui::SameLine();
-      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.warn), "(updating)");
+      ImGui::Checkbox("Show what HiP would pick", &v.show_hip_on_dense);
     }
+    const std::string quality = !m.has_oracle ? fmt("oracle skipped above %lld tokens (O(T^2))", static_cast<long long>(kOracleMaxTokens))
+                                : have_quality ? fmt("recall vs oracle %.3f (random %.3f)", q.recall, q.random_recall)
+                                               : std::string();
+    // The numbers are the result's own (its k, b_k, Kb), so a stale result never borrows the sliders'.
+    ImGui::TextWrapped("layer %lld, head %lld: T = %lld tokens, %lld query blocks, k = %lld, b_k = %lld, Kb = %lld | %s | masks in %.0f ms%s",
+                       static_cast<long long>(m.layer), static_cast<long long>(head), static_cast<long long>(m.source->tokens()),
+                       static_cast<long long>(m.hip.query_blocks), static_cast<long long>(m.params.k), static_cast<long long>(m.params.b_k),
+                       static_cast<long long>(m.hip.kb), quality.c_str(), m.seconds * 1000, stale && s.invalid.empty() ? " (updating)" : "");
+    if (stale && !s.invalid.empty()) {
+      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(t.warn));
+      ImGui::TextWrapped("%s", stale_reason(ctx, kStageMasks).c_str());
+      ImGui::PopStyleColor();
+    }
+    canvas_.set_dense(dense_layer && !v.show_hip_on_dense);
     const ImVec2 avail = ImGui::GetContentRegionAvail();
     const float size = std::max(64.0f, std::min(avail.x, avail.y));
     const MaskCanvasEvents ev = canvas_.draw("##mask", masks, *m.source, head, v, size, true,
@@ -96,9 +103,9 @@ class MaskPanel final : public Panel {
       s.focus_panel = "stepper";
     }
     if (ImGui::IsWindowHovered(ImGuiHoveredFlags_ChildWindows) && !ImGui::GetIO().WantTextInput) {
-      if (ImGui::IsKeyPressed('F')) v.span = 0;
-      if (ImGui::IsKeyPressed('=')) v.span *= 0.7;
-      if (ImGui::IsKeyPressed('-')) v.span /= 0.7;
+      if (shortcut_pressed(Action::MaskFit)) v.span = 0;
+      if (shortcut_pressed(Action::MaskZoomIn)) v.span *= 0.7;
+      if (shortcut_pressed(Action::MaskZoomOut)) v.span /= 0.7;
     }
   }
 

@@ -22,7 +22,6 @@ class StepperPanel final : public Panel {
   const char* id() const override { return "stepper"; }
   const char* title() const override { return "Iterations"; }
   PaneSlot default_slot() const override { return PaneSlot::Right; }
-  const char* shortcut() const override { return "Ctrl+2, Left/Right, Space"; }
 
   void draw(PanelContext& ctx) override {
     AppState& s = ctx.state;
@@ -65,9 +64,9 @@ class StepperPanel final : public Panel {
       }
     }
 
-    const bool stale = ctx.snap.stale[kStageTrace];
+    const bool stale = view_stale(ctx, kStageTrace);
     // Stepping past the initial nodes marks the block for File > Save capture (its trace is stored).
-    if (s.step > 0 && !stale && !ctx.state.capture) s.record_stepped_block({v.layer, v.head, v.query_block});
+    if (s.step > 0 && !ctx.snap.stale[kStageTrace] && !ctx.state.capture) s.record_stepped_block({v.layer, v.head, v.query_block});
     StaleScope grey(stale);
     const hip::MaskTrace& tr = v.trace;
     const viz::TraceStep& st = v.steps[static_cast<size_t>(s.step)];
@@ -104,8 +103,10 @@ class StepperPanel final : public Panel {
     }
     legend_item(t.kept, "kept branch");
     legend_item(t.dropped, "pruned branch");
+    legend_item(t.dropped & 0x40FFFFFF, "pruned earlier (faded, 'it N')");
     legend_item(t.repr, "representative block");
     legend_item(t.mask.miss, "oracle top-k block");
+    legend_item(t.text_dim, "grey line: the oracle's score of each key block (max q.k over its keys)");
     ImGui::NewLine();
     draw_branches(ctx, v, st);
     draw_partial_masks(ctx, v, s.step);
@@ -137,6 +138,10 @@ class StepperPanel final : public Panel {
       const double px = (hi - lo) / w;  // blocks per pixel: a one-pixel gap separates wide neighbours
       auto right = [&](const hip::TraceBranch& b) { return b.end - b.begin > 3 * px ? b.end - px : double(b.end); };
       if (branches) {
+        // Branches pruned by earlier iterations stay, faded, at the score that lost them.
+        for (int j = 0; j < st.iteration; ++j)
+          for (const auto& b : tr.iterations[static_cast<size_t>(j)].branches)
+            if (!b.kept) bars.push_back({double(b.begin), right(b), smin, b.score, t.dropped & 0x40FFFFFF});
         for (int pass = 0; pass < 2; ++pass)  // pruned first, kept on top
           for (const auto& b : *branches)
             if (b.kept == (pass == 1)) bars.push_back({double(b.begin), right(b), smin, b.score, (b.kept ? t.kept : t.dropped) & 0xC0FFFFFF});
@@ -150,7 +155,8 @@ class StepperPanel final : public Panel {
       bars_tex_.upload(img.data(), w, ph);
       bars_src_ = &v, bars_step_ = st.iteration, bars_w_ = w, bars_h_ = ph, bars_dark_ = t.dark;
     }
-    ImGui::GetWindowDrawList()->AddImage(bars_tex_.id(), p.min, ImVec2(p.min.x + w, p.min.y + ph));
+    ImGui::GetWindowDrawList()->AddImage(bars_tex_.id(), p.min, ImVec2(p.min.x + w, p.min.y + ph), ImVec2(0, 0), ImVec2(1, 1),
+                                         ImGui::GetColorU32(IM_COL32_WHITE));  // style alpha: greyed when stale
     // Oracle scores as a line, folded to one point per pixel column.
     std::vector<double> xs, ys;
     const size_t n = v.oracle_scores.size();
@@ -162,19 +168,38 @@ class StepperPanel final : public Panel {
       ys.push_back(m);
     }
     plot_line(p, xs, ys, t.text_dim, 1.0f);
+    // Earlier iterations' pruned branches: the iteration that pruned them, where there is room.
+    if (branches) {
+      ImDrawList* dl = ImGui::GetWindowDrawList();
+      for (int j = 0; j < st.iteration; ++j)
+        for (const auto& b : tr.iterations[static_cast<size_t>(j)].branches) {
+          if (b.kept) continue;
+          const ImVec2 a = p.at(b.begin, smin), c = p.at(b.end, b.score);
+          const std::string lbl = fmt("it %d", j + 1);
+          if (c.x - a.x > ImGui::CalcTextSize(lbl.c_str()).x + 4)
+            dl->AddText(ImVec2((a.x + c.x - ImGui::CalcTextSize(lbl.c_str()).x) / 2, c.y - ImGui::GetFontSize() - 1), t.text_dim, lbl.c_str());
+        }
+    }
     end_plot();
     if (branches && p.hovered) {
       const double blk = p.x_of(p.mouse.x);
-      for (const auto& b : *branches) {
-        if (blk < b.begin || blk >= b.end) continue;
-        ImGui::BeginTooltip();
-        ImGui::Text("branch: key blocks [%d, %d) = keys [%lld, %lld)", b.begin, b.end,
-                    static_cast<long long>(b.begin * v.params.b_k), static_cast<long long>(b.end * v.params.b_k));
-        ImGui::Text("representative block %d, score %.4f", b.repr, b.score);
-        ImGui::TextUnformatted(b.kept ? "kept (among the Kb best)" : "pruned");
-        ImGui::EndTooltip();
-        break;
-      }
+      bool shown = false;
+      for (int j = st.iteration; j >= 0 && !shown; --j)  // this step's branch, else the earlier one that pruned here
+        for (const auto& b : tr.iterations[static_cast<size_t>(j)].branches) {
+          if (blk < b.begin || blk >= b.end || (j < st.iteration && b.kept)) continue;
+          ImGui::BeginTooltip();
+          ImGui::Text("branch: key blocks [%d, %d) = keys [%lld, %lld)", b.begin, b.end,
+                      static_cast<long long>(b.begin * v.params.b_k), static_cast<long long>(b.end * v.params.b_k));
+          ImGui::Text("representative block %d, score %.4f", b.repr, b.score);
+          if (j < st.iteration) {
+            ImGui::Text("pruned by iteration %d (faded)", j + 1);
+          } else {
+            ImGui::TextUnformatted(b.kept ? "kept (among the Kb best)" : "pruned");
+          }
+          ImGui::EndTooltip();
+          shown = true;
+          break;
+        }
     }
   }
 
@@ -207,7 +232,8 @@ class StepperPanel final : public Panel {
       pm_tex_.upload(img.data(), cols, rows);
       pm_src_ = &v, pm_upto_ = upto, pm_cols_ = cols, pm_dark_ = t.dark;
     }
-    dl->AddImage(pm_tex_.id(), ImVec2(o.x + label_w, o.y), ImVec2(o.x + label_w + w, o.y + row_h * rows));
+    dl->AddImage(pm_tex_.id(), ImVec2(o.x + label_w, o.y), ImVec2(o.x + label_w + w, o.y + row_h * rows), ImVec2(0, 0), ImVec2(1, 1),
+                 ImGui::GetColorU32(IM_COL32_WHITE));
     for (int r = 0; r < rows; ++r) {
       const float y = o.y + r * row_h;
       const bool current = r == upto;

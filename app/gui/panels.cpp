@@ -6,10 +6,13 @@ namespace hipstudio::gui {
 
 std::vector<std::unique_ptr<Panel>> make_panels() {
   std::vector<std::unique_ptr<Panel>> p;
+  p.push_back(make_view_panel());
   p.push_back(make_load_panel());
   p.push_back(make_params_panel());
   p.push_back(make_mask_panel());
   p.push_back(make_compare_panel());
+  p.push_back(make_heads_panel());
+  p.push_back(make_token_panel());
   p.push_back(make_locality_panel());
   p.push_back(make_stepper_panel());
   p.push_back(make_kvcache_panel());
@@ -17,6 +20,18 @@ std::vector<std::unique_ptr<Panel>> make_panels() {
   p.push_back(make_generate_panel());
   for (auto& panel : p) panel->slot = panel->default_slot();
   return p;
+}
+
+bool view_stale(const AppState& state, const Snapshot& snap, int stage) {
+  return snap.stale[stage] || (!state.capture && !state.invalid.empty());
+}
+
+bool view_stale(const PanelContext& ctx, int stage) { return view_stale(ctx.state, ctx.snap, stage); }
+
+std::string stale_reason(const PanelContext& ctx, int stage) {
+  if (!ctx.state.capture && !ctx.state.invalid.empty())
+    return "Not the sidebar's settings (refused: " + ctx.state.invalid + "); showing the last valid ones.";
+  return ctx.snap.stale[stage] ? "(updating)" : "";
 }
 
 }  // namespace hipstudio::gui

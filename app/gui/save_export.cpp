@@ -13,6 +13,7 @@
 #include "captures/atomic_file.h"
 #include "captures/capture.h"
 #include "captures/export_view.h"
+#include "captures/figures.h"
 #include "captures/mask_png.h"
 #include "engine/formats/errors.h"
 
@@ -100,7 +101,27 @@ void start_task(AppState& s, const std::string& what, std::function<TaskOutcome(
   s.status_message = what;
 }
 
+// The capture's default locality Deltas plus the one on screen, ascending.
+std::vector<int64_t> with_delta(std::vector<int64_t> deltas, int64_t delta) {
+  if (std::find(deltas.begin(), deltas.end(), delta) == deltas.end()) deltas.push_back(delta);
+  std::sort(deltas.begin(), deltas.end());
+  return deltas;
+}
+
 }  // namespace
+
+std::vector<SteppedBlock> traceable_blocks(const AppState& s, const Snapshot& snap) {
+  std::vector<SteppedBlock> out;
+  if (!snap.analysis || !snap.analysis->analysis) return out;
+  const PairedAnalysis& pa = *snap.analysis->analysis;
+  const int64_t b_q = std::max<int64_t>(1, pa.options.hip.hip.b_q);
+  const int64_t blocks = (snap.analysis->tokens() + b_q - 1) / b_q;
+  for (const SteppedBlock& b : s.stepped_blocks) {  // blocks stepped under an earlier prompt may not fit this one
+    const LayerInputs* in = pa.find_inputs(b.layer);
+    if (in && b.head >= 0 && b.head < in->heads && b.query_block >= 0 && b.query_block < blocks) out.push_back(b);
+  }
+  return out;
+}
 
 std::string default_capture_path() { return "~/hipstudio-" + stamp() + ".hipcap"; }
 std::string default_export_dir() { return "~/hipstudio-export-" + stamp(); }
@@ -144,22 +165,28 @@ bool start_save_capture(AppState& s, const Snapshot& snap, const std::vector<std
   // What `hipstudio capture --views V --trace L:H:QB...` asks for with the run's parameters.
   captures::CaptureRequest request;
   request.views = views;
-  const PairedAnalysis& pa = *a->analysis;
-  const int64_t n_layers = static_cast<int64_t>(pa.inputs.size());
-  const int64_t b_q = std::max<int64_t>(1, pa.options.hip.hip.b_q);
-  const int64_t blocks = (a->tokens() + b_q - 1) / b_q;
-  for (const SteppedBlock& b : s.stepped_blocks)  // blocks stepped under an earlier prompt may not fit this one
-    if (b.layer >= 0 && b.layer < n_layers && b.head >= 0 && b.head < pa.inputs[b.layer].heads && b.query_block >= 0 &&
-        b.query_block < blocks)
-      request.traces.push_back({b.layer, b.head, b.query_block});
+  for (const SteppedBlock& b : traceable_blocks(s, snap)) request.traces.push_back({b.layer, b.head, b.query_block});
+  const Request r = clamp_selection(*a, make_request(s));
+  request.locality_deltas = with_delta(request.locality_deltas, r.delta);
+  request.locality_bins = r.bins;
+  request.render_images = false;  // rendered below, of the viewed head and Delta
+  captures::FigureOptions figures;
+  figures.head = r.head;
+  figures.delta = r.delta;
   const captures::CaptureInfo info = capture_info(s, *a, views);
-  const offload::OffloadConfig oc = offload_config(*a, make_request(s).cache_factor);
-  start_task(s, "saving capture " + path + ": computing the views...", [a, request, info, oc, path](TaskProgress& progress) {
+  const offload::OffloadConfig oc = offload_config(*a, r.cache_factor);
+  start_task(s, "saving capture " + path + ": computing the views...", [a, request, info, oc, path, figures](TaskProgress& progress) {
     TaskOutcome out;
     out.save = true;
     try {
+      // The folder is created as Export view creates its own; a file where a folder should be, or
+      // a read-only place, still fails with the reason.
+      const fs::path parent = fs::absolute(path).parent_path();
+      std::error_code ec;
+      fs::create_directories(parent, ec);
       captures::check_folder_writable(fs::absolute(path).string(), "save");  // before the long build
-      const captures::Capture c = captures::build_capture(*a->analysis, info, request, &oc);
+      captures::Capture c = captures::build_capture(*a->analysis, info, request, &oc);
+      c.images = captures::render_capture_images(c, figures);
       progress.set("saving capture " + path + ": writing...");
       captures::write_capture(path, c);
       out.ok = true;
@@ -191,17 +218,21 @@ bool start_export_view(AppState& s, const Snapshot& snap, const ExportOptions& o
   }
   const std::shared_ptr<const AnalysisView> a = snap.analysis;
   const Request r = clamp_selection(*a, make_request(s));
-  const captures::CaptureInfo info = capture_info(s, *a, {"mask", "locality", "cache", "latency"});
+  const captures::CaptureInfo info = capture_info(s, *a, {"mask", "iterations", "locality", "cache", "latency"});
   const offload::OffloadConfig oc = offload_config(*a, r.cache_factor);
-  const int64_t layer = r.layer, head = r.head;
+  const int64_t layer = r.layer, head = r.head, delta = r.delta, bins = r.bins, query_block = r.query_block;
   start_task(s, "exporting layer " + std::to_string(layer) + " head " + std::to_string(head) + " to " + o.dir + "...",
-             [a, info, oc, o, layer, head](TaskProgress& progress) {
+             [a, info, oc, o, layer, head, delta, bins, query_block](TaskProgress& progress) {
     TaskOutcome out;
     try {
-      // The exporters take a capture: an in-memory one of this run, without images.
+      // The exporters take a capture: an in-memory one of this run, without images, holding the
+      // viewed query block's trace and the viewed Delta's histogram.
       captures::CaptureRequest request;
       request.views = info.views;
       request.render_images = false;
+      request.traces = {{layer, head, query_block}};
+      request.locality_deltas = with_delta(request.locality_deltas, delta);
+      request.locality_bins = bins;
       const captures::Capture c = captures::build_capture(*a->analysis, info, request, &oc);
       progress.set("exporting to " + o.dir + ": writing...");
       fs::create_directories(o.dir);
@@ -222,12 +253,15 @@ bool start_export_view(AppState& s, const Snapshot& snap, const ExportOptions& o
           captures::write_file_atomic(out.paths.back(), captures::encode_png(tiles[i]));
         }
       } else {
-        put("mask" + lh + ".png", {"mask", "png", layer, head, -1, o.px, ""});
+        put("mask" + lh + ".png", {"mask", "png", layer, head, -1, o.px, "", o.dark_style ? "dark" : "paper"});
       }
-      if (!c.locality.empty()) put("locality" + lh + ".svg", {"locality", "svg", layer, head, -1, 0, ""});
-      put("hit_ratio.svg", {"hit-ratio", "svg", layer, head, -1, 0, ""});
-      put("latency.svg", {"latency", "svg", layer, head, -1, 0, ""});
-      put("metrics.csv", {"metrics", "csv", -1, -1, -1, 0, ""});
+      put("mask" + lh + ".svg", {"mask", "svg", layer, head, -1, 0, "", o.dark_style ? "dark" : "paper"});
+      put("iterations" + lh + "_Q" + std::to_string(query_block) + ".svg", {"iterations", "svg", layer, head, -1, 0, "", o.dark_style ? "dark" : "paper"});
+      if (!c.locality.empty())
+        put("locality" + lh + "_D" + std::to_string(delta) + ".svg", {"locality", "svg", layer, head, delta, 0, "", o.dark_style ? "dark" : "paper", true});
+      put("hit_ratio.svg", {"hit-ratio", "svg", layer, head, -1, 0, "", o.dark_style ? "dark" : "paper"});
+      put("latency.svg", {"latency", "svg", layer, head, -1, 0, "", o.dark_style ? "dark" : "paper"});
+      put("metrics.csv", {"metrics", "csv", -1, -1, -1, 0, "", o.dark_style ? "dark" : "paper"});
       out.ok = true;
       out.message = "exported " + std::to_string(out.paths.size()) + " files (layer " + std::to_string(layer) + ", head " +
                     std::to_string(head) + ") to " + o.dir;
@@ -249,8 +283,11 @@ bool poll_file_task(AppState& s) {
   const TaskOutcome out = t.outcome.get();
   s.file_task.reset();
   s.status_message = out.message;
-  if (out.ok && out.save) s.last_saved = out.paths.front();
-  if (out.ok && !out.save) s.last_exported = out.paths;
+  if (out.ok && !out.save) {
+    s.last_exported = out.paths;
+    for (const std::string& p : out.paths)  // the figure opens read back from its file
+      if (p.find("/mask_L") != std::string::npos && p.size() > 4 && p.compare(p.size() - 4, 4, ".png") == 0) s.preview_path = p;
+  }
   if (!out.ok) std::fprintf(stderr, "hipstudio gui: %s\n", out.message.c_str());
   return false;
 }

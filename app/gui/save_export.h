@@ -26,19 +26,18 @@ std::string save_unavailable(const AppState& s, const Snapshot& snap);
 // "iterations" when query blocks were stepped through.
 std::vector<std::string> open_capture_views(const std::vector<std::unique_ptr<Panel>>& panels, const AppState& s);
 
+// The query blocks a save stores traces of: the stepped ones that fit the current run (the dialog
+// counts these, the save writes these).
+std::vector<SteppedBlock> traceable_blocks(const AppState& s, const Snapshot& snap);
+
 // Starts writing the current live run to `path` in the background (s.file_task); false with the
 // reason in s.status_message when save_unavailable() says so.
 bool start_save_capture(AppState& s, const Snapshot& snap, const std::vector<std::string>& views, const std::string& path);
 
-struct ExportOptions {
-  std::string dir;        // created if missing
-  int64_t px = 1024;      // mask PNG: longest side (max-pooled above it)
-  bool tiles = false;     // mask at full detail, in PNG tiles of `tile` pixels, into dir/mask_L<l>_H<h>_tiles/
-  int64_t tile = 4096;
-};
 
-// Starts exporting the current layer/head: mask PNG (or tiles), locality / hit-ratio / latency SVG,
-// per-head metrics CSV.
+// Starts exporting what is on screen: the viewed layer / head as a mask figure (PNG at the chosen
+// size, or full-detail tiles, and SVG), the iteration figure of the viewed query block (SVG), the
+// locality figure with the viewed Delta's histogram, hit-ratio / latency SVG, per-head metrics CSV.
 bool start_export_view(AppState& s, const Snapshot& snap, const ExportOptions& options);
 
 // Once per frame: while a task runs, its progress in the status line; when it ends, its result

@@ -17,7 +17,7 @@ std::string config_dir() {
   return std::string(home ? home : ".") + "/.config/hipstudio";
 }
 
-void load_settings(const std::string& path, AppState& s, std::vector<std::unique_ptr<Panel>>& panels, WindowGeometry& g) {
+void load_settings(const std::string& path, PersistedSettings& s, std::vector<std::unique_ptr<Panel>>& panels, WindowGeometry& g) {
   std::ifstream in(path);
   if (!in) return;
   try {
@@ -54,7 +54,6 @@ void load_settings(const std::string& path, AppState& s, std::vector<std::unique
       h.rho = k.value("rho", h.rho);
       h.cache_factor = k.value("c", h.cache_factor);
       h.decode_steps = k.value("decode_steps", h.decode_steps);
-      s.applied = h;
     }
     if (j.contains("panels")) {
       for (auto& p : panels) {
@@ -69,7 +68,7 @@ void load_settings(const std::string& path, AppState& s, std::vector<std::unique
   }
 }
 
-void save_settings(const std::string& path, const AppState& s, const std::vector<std::unique_ptr<Panel>>& panels,
+void save_settings(const std::string& path, const PersistedSettings& s, const std::vector<std::unique_ptr<Panel>>& panels,
                    const WindowGeometry& g) {
   nlohmann::json j;
   j["window_width"] = g.width;
@@ -86,7 +85,7 @@ void save_settings(const std::string& path, const AppState& s, const std::vector
   j["device"] = s.device;
   j["dtype"] = s.dtype;
   j["prompt"] = s.prompt;
-  const HipKnobs& h = s.applied;
+  const HipKnobs& h = s.knobs;
   j["knobs"] = {{"k", h.k},         {"b_q", h.b_q}, {"b_k", h.b_k},   {"b_sq", h.b_sq}, {"b_sk", h.b_sk},
                 {"sink", h.sink},   {"window", h.window}, {"l_d", h.l_d}, {"r_m", h.r_m}, {"rho", h.rho},
                 {"c", h.cache_factor}, {"decode_steps", h.decode_steps}};

@@ -17,8 +17,9 @@ struct WindowGeometry {
 };
 
 std::string config_dir();  // created on save
-void load_settings(const std::string& path, AppState& s, std::vector<std::unique_ptr<Panel>>& panels, WindowGeometry& g);
-void save_settings(const std::string& path, const AppState& s, const std::vector<std::unique_ptr<Panel>>& panels,
+// Only PersistedSettings cross the file: the selection and transient state start fresh.
+void load_settings(const std::string& path, PersistedSettings& s, std::vector<std::unique_ptr<Panel>>& panels, WindowGeometry& g);
+void save_settings(const std::string& path, const PersistedSettings& s, const std::vector<std::unique_ptr<Panel>>& panels,
                    const WindowGeometry& g);
 
 }  // namespace hipstudio::gui

@@ -5,6 +5,8 @@
 #include <cstdarg>
 #include <cstdio>
 
+#include "viz/colormap.h"
+#include "viz/heat_image.h"
 #include "viz/plot_data.h"
 
 namespace hipstudio::gui {
@@ -160,6 +162,74 @@ bool vertical_splitter(const char* id, float* position, float min_pos, float max
                                                                                                : ImGuiCol_Separator));
   if (active) *position = std::clamp(*position + ImGui::GetIO().MouseDelta.x, min_pos, max_pos);
   return active;
+}
+
+void side_tooltip(const char* format, ...) {
+  char buf[1024];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(buf, sizeof buf, format, args);
+  va_end(args);
+  ImGui::SetNextWindowPos(ImVec2(ImGui::GetWindowPos().x + ImGui::GetWindowWidth() + 6, ImGui::GetItemRectMin().y));
+  ImGui::BeginTooltip();
+  ImGui::TextUnformatted(buf);
+  ImGui::EndTooltip();
+}
+
+std::string token_text(const std::string& piece) {
+  if (piece == "\n" || piece == "<0x0A>") return "\\n";
+  std::string t;
+  for (char c : piece) t += c == '\n' ? std::string("\\n") : std::string(1, c);
+  return t.empty() ? std::string(" ") : t;
+}
+
+TokenFlow token_flow(int64_t count, const std::function<std::string(int64_t)>& label, const std::function<uint32_t(int64_t)>& background,
+                     int64_t outline, const Theme& theme, const std::function<uint32_t(int64_t)>& text_color) {
+  TokenFlow out;
+  const float wrap = ImGui::GetContentRegionAvail().x;
+  const ImVec2 start = ImGui::GetCursorScreenPos();
+  const float lh = ImGui::GetTextLineHeightWithSpacing();
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  float x = 0, y = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    const std::string tok = label(i);
+    const ImVec2 ts = ImGui::CalcTextSize(tok.c_str());
+    if (x + ts.x > wrap && x > 0) x = 0, y += lh;
+    const ImVec2 p(start.x + x, start.y + y), q(p.x + ts.x, p.y + ts.y);
+    const uint32_t bg = background(i);
+    if (bg) dl->AddRectFilled(p, q, bg);
+    dl->AddText(p, text_color ? text_color(i) : ImGui::GetColorU32(ImGuiCol_Text), tok.c_str());
+    if (i == outline) dl->AddRect(ImVec2(p.x - 1, p.y - 1), ImVec2(q.x + 1, q.y + 1), theme.accent, 0, 0, 2.0f);
+    if (ImGui::IsWindowHovered() && ImGui::IsMouseHoveringRect(p, q)) {
+      out.hovered = i;
+      out.clicked = ImGui::IsMouseClicked(0);
+    }
+    x += ts.x;
+    if (tok == "\\n") x = 0, y += lh;
+  }
+  ImGui::Dummy(ImVec2(wrap, y + lh));
+  return out;
+}
+
+void colorbar_log(const char* id, float width, float height, double lo, double hi, const char* label, const Theme& theme) {
+  const ImVec2 o = ImGui::GetCursorScreenPos();
+  ImGui::InvisibleButton(id, ImVec2(width, height));
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const float fh = ImGui::GetFontSize();
+  const float bar_w = std::min(width * 0.3f, fh * 0.9f), top = o.y + fh * 1.2f, bottom = o.y + height - fh * 0.5f;
+  dl->AddText(o, theme.text_dim, label);
+  const int steps = 64;
+  for (int k = 0; k < steps; ++k) {
+    const float y0 = bottom - (bottom - top) * static_cast<float>(k + 1) / steps, y1 = bottom - (bottom - top) * static_cast<float>(k) / steps;
+    dl->AddRectFilled(ImVec2(o.x, y0), ImVec2(o.x + bar_w, y1), viz::pack_rgba(viz::colormap(viz::ColorMapKind::Magma, (k + 0.5) / steps)));
+  }
+  dl->AddRect(ImVec2(o.x, top), ImVec2(o.x + bar_w, bottom), theme.grid);
+  for (double t : viz::log_ticks(lo, hi)) {
+    const float y = bottom - (bottom - top) * static_cast<float>(viz::log_scale_position(t, lo, hi));
+    dl->AddLine(ImVec2(o.x + bar_w, y), ImVec2(o.x + bar_w + 4, y), ImGui::GetColorU32(ImGuiCol_Text));
+    const std::string s = t >= 0.01 ? viz::tick_label(t) : fmt("1e%d", static_cast<int>(std::lround(std::log10(t))));
+    dl->AddText(ImVec2(o.x + bar_w + 6, y - fh / 2), ImGui::GetColorU32(ImGuiCol_Text), s.c_str());
+  }
 }
 
 }  // namespace hipstudio::gui

@@ -2,6 +2,7 @@
 // Small drawing helpers shared by panels: plots on an ImDrawList (there is no ImPlot in Debian's
 // ImGui), a greyed scope for stale results, labelled values and the legend swatch.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,10 @@ float checkbox_width(const char* label);
 // A legend entry: coloured square then text, on the current line (wraps when full).
 void legend_item(uint32_t color, const char* label);
 
+// A tooltip for the item just drawn, placed right of the current window (the sidebar) at the
+// item's height, so it never covers the controls below it. printf-style.
+void side_tooltip(const char* format, ...);
+
 // Greys everything drawn in its scope when `stale` (the result belongs to older inputs).
 class StaleScope {
  public:
@@ -59,5 +64,20 @@ void empty_state(const char* message, const Theme& theme);
 bool vertical_splitter(const char* id, float* position, float min_pos, float max_pos, float height);
 
 std::string fmt(const char* format, ...);
+
+// Tokens laid out as wrapped text, each on its own background (BertViz style). `label(i)` is the
+// shown text, `background(i)` its colour (0: none), `outline` a token framed in the accent colour.
+// Returns the token under the mouse (-1 none); `clicked` is set when it was clicked.
+struct TokenFlow {
+  int64_t hovered = -1;
+  bool clicked = false;
+};
+TokenFlow token_flow(int64_t count, const std::function<std::string(int64_t)>& label, const std::function<uint32_t(int64_t)>& background,
+                     int64_t outline, const Theme& theme, const std::function<uint32_t(int64_t)>& text_color = nullptr);
+// Visible text of a token: newlines as "\n", so the flow stays readable.
+std::string token_text(const std::string& piece);
+
+// A vertical colour bar of `kind` from lo (bottom) to hi (top), log scale, ticked at powers of ten.
+void colorbar_log(const char* id, float width, float height, double lo, double hi, const char* label, const Theme& theme);
 
 }  // namespace hipstudio::gui

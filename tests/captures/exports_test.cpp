@@ -225,7 +225,8 @@ TEST(Exports, ExportViewPicksOneFile) {
   r.name = "analysis/quality";
   const std::string q = export_view(c, r);
   EXPECT_EQ(parse_npy(reinterpret_cast<const unsigned char*>(q.data()), q.size(), "q").shape, (std::vector<int64_t>{2, 2, 6}));
-  EXPECT_THROW(one("mask", "svg"), InputError);
+  EXPECT_EQ(hipstudio::testing::xml_problem(one("mask", "svg", 1, 1)), "");  // the vector mask figure
+  EXPECT_THROW(one("mask", "csv"), InputError);
   EXPECT_THROW(one("mask", "npy", 5), InputError);
   EXPECT_THROW(one("mask", "npy", 0, 7), InputError);
   EXPECT_THROW(one("nonsense", "csv"), InputError);

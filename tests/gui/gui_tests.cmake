@@ -3,10 +3,9 @@
 if(NOT HIPSTUDIO_GUI)
   return()
 endif()
-hipstudio_add_suite(test_gui gui LIBS hipstudio_viz hipstudio_kernels hipstudio_engine_io hipstudio_captures LABEL gui)
-# The GUI's torch-free logic (knob validation, stage keys, worker views) is tested directly.
-target_sources(test_gui PRIVATE ${PROJECT_SOURCE_DIR}/app/gui/app_state.cpp ${PROJECT_SOURCE_DIR}/app/gui/worker_views.cpp
-  ${PROJECT_SOURCE_DIR}/app/gui/files.cpp ${PROJECT_SOURCE_DIR}/app/gui/capture_view.cpp)
+# The GUI's torch-free logic (knob validation, stage keys, worker views) through the library the app
+# links (app/gui/CMakeLists.txt).
+hipstudio_add_suite(test_gui gui LIBS hipstudio_gui_logic hipstudio_viz hipstudio_kernels hipstudio_engine_io hipstudio_captures LABEL gui)
 find_program(XVFB_RUN xvfb-run)
 # Under AddressSanitizer, Mesa's software GL driver (swrast_dri.so, dlopen'ed by libGLX_mesa) is
 # unloaded at exit while its global state still points at a few heap blocks (240 bytes); LeakSanitizer
@@ -22,10 +21,11 @@ if(HIPSTUDIO_SANITIZE MATCHES "address")
     set(HIPSTUDIO_GUI_TEST_ENV env "LD_PRELOAD=${HIPSTUDIO_LIBASAN} ${HIPSTUDIO_MESA_SWRAST}")
   endif()
 endif()
+file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/tests/gui)  # the self-test's screenshots: shot.png, shot-token.png, ...
 if(XVFB_RUN)
   add_test(NAME gui_self_test
            COMMAND ${XVFB_RUN} -a -s "-screen 0 1600x1000x24" ${HIPSTUDIO_GUI_TEST_ENV} $<TARGET_FILE:hipstudio> --self-test
-                   --screenshot ${CMAKE_BINARY_DIR}/tests/gui_self_test.png)
+                   --screenshot ${CMAKE_BINARY_DIR}/tests/gui/shot.png)
   set_tests_properties(gui_self_test PROPERTIES LABELS gui TIMEOUT 900)
   # A short soak (app/gui/soak.cpp): three loops of reload, parameter changes, random cancels,
   # generation, export, capture save / reopen / close; fails on a wrong result or RSS / thread growth.
@@ -35,9 +35,8 @@ if(XVFB_RUN)
 endif()
 # The real worker (app/gui/worker.cpp) with fake engine jobs instead of LibTorch: cancels at
 # random moments (tests/gui/worker/); and the --soak flag's input errors (runs the hipstudio binary).
-hipstudio_add_suite(test_gui_worker gui/worker LIBS hipstudio_viz hipstudio_kernels hipstudio_engine_io hipstudio_captures LABEL gui)
-target_sources(test_gui_worker PRIVATE ${PROJECT_SOURCE_DIR}/app/gui/worker.cpp ${PROJECT_SOURCE_DIR}/app/gui/worker_views.cpp
-  ${PROJECT_SOURCE_DIR}/app/gui/process_stats.cpp)
+hipstudio_add_suite(test_gui_worker gui/worker LIBS hipstudio_gui_logic hipstudio_viz hipstudio_kernels hipstudio_engine_io hipstudio_captures
+  LABEL gui)
 add_dependencies(test_gui_worker hipstudio)
 # The GUI's Cancel inside the engine: the paired analysis honours it mid-prefill (LibTorch, the
 # default model).

@@ -76,6 +76,18 @@ TEST(PlotData, TicksAndBytes) {
   EXPECT_EQ(nice_ticks(0, 10, 5), (std::vector<double>{0, 2, 4, 6, 8, 10}));
   EXPECT_EQ(nice_ticks(-1, 1, 2), (std::vector<double>{-1, 0, 1}));
   EXPECT_TRUE(nice_ticks(1, 1, 4).empty());
+  // Token axes tick whole tokens only, at least two of them.
+  for (double hi : {1.0, 4.0, 9.0, 39.0, 4095.0}) {
+    const std::vector<double> t = cell_ticks(0, hi, 4);
+    EXPECT_GE(t.size(), 2u) << hi;
+    for (double v : t) EXPECT_TRUE(v == std::floor(v) && v >= 0 && v <= hi) << v;
+  }
+  // The locality histogram's case: a range around 0 with two ticks wanted got "0" alone.
+  for (auto [lo, hi] : {std::pair{-5.0, 6.0}, std::pair{-3.2, 2.9}, std::pair{-0.07, 0.09}, std::pair{4.0, 9.0}}) {
+    const std::vector<double> t = nice_ticks(lo, hi, 2);
+    EXPECT_GE(t.size(), 2u) << lo << " " << hi;
+    for (double v : t) EXPECT_TRUE(v >= lo && v <= hi) << v;
+  }
   EXPECT_EQ(format_bytes(512), "512 B");
   EXPECT_EQ(format_bytes(1536), "1.5 KiB");
 }

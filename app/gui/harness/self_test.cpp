@@ -1,4 +1,4 @@
-#include "app/gui/self_test.h"
+#include "app/gui/harness/self_test.h"
 
 #include <algorithm>
 #include <cmath>
@@ -34,11 +34,6 @@ std::string fail(const char* format, long long a = 0, long long b = 0) {
   return buf;
 }
 
-// "shot.png" + "mask" -> "shot-mask.png"
-std::string with_suffix(const std::string& path, const std::string& suffix) {
-  const size_t dot = path.rfind(".png");
-  return (dot == std::string::npos ? path : path.substr(0, dot)) + "-" + suffix + ".png";
-}
 
 // Between frames (no current window): whether any popup or modal is open.
 bool any_popup_open() { return ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId | ImGuiPopupFlags_AnyPopupLevel); }
@@ -51,6 +46,15 @@ double percentile(std::vector<double> v, double p) {
 }
 
 }  // namespace
+
+std::string with_suffix(const std::string& path, const std::string& suffix) {
+  const size_t dot = path.rfind(".png");
+  return (dot == std::string::npos ? path : path.substr(0, dot)) + "-" + suffix + ".png";
+}
+
+bool saved_ok(const AppState& s, const std::string& path) {
+  return !s.file_task && s.status_message.rfind("saved capture " + path + " (", 0) == 0;
+}
 
 std::string read_file_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -106,6 +110,7 @@ SelfTest::SelfTest(std::vector<std::unique_ptr<Panel>>& panels, const std::strin
   const char* only_frames = std::getenv("HIPSTUDIO_SELF_TEST_FRAMES_ONLY");
   if (!(only_frames && *only_frames == '1' && frames_ > 0)) {
     build_steps();
+    build_view_steps();
     build_capture_steps();
   }
   if (frames_ > 0) build_frame_steps();
@@ -249,11 +254,11 @@ void SelfTest::build_steps() {
                       [this, panel](AppState& s) {
                         panel->open = true;
                         s.focus_panel = panel->id();
-                        mark_ = panel->frames_drawn;
+                        drawn_.clear();
                       },
                       [](const AppState&, const Snapshot&) { return true; },
                       [this, panel](AppState&, const Snapshot&) -> std::string {
-                        if (panel->frames_drawn <= mark_) return "the panel did not draw";
+                        if (!drawn_.count(panel->id())) return "the panel did not draw";
                         if (!screenshot_.empty()) pending_screenshot_ = with_suffix(screenshot_, panel->id());
                         return "";
                       },
@@ -520,25 +525,32 @@ void SelfTest::build_save_export_steps() {
   auto idle = [](const AppState& s, const Snapshot& snap) {
     return !s.file_task && !s.capture && snap.analysis && snap.fresh(kStageAnalysis) && !snap.busy;
   };
-  steps_.push_back({"File > Save capture... opens the path modal; Escape closes it",
+  // The trial typed a path into the field and got the default path with the typed one spliced into
+  // it: the field opens with its text selected, so typing replaces it. Then Escape closes it.
+  steps_.push_back({"File > Save capture... opens the path modal, typing replaces the path; Escape closes it",
                     [](AppState& s) { s.show_save_capture = true; },
                     idle,
-                    [this, n = std::make_shared<int>(0)](AppState&, const Snapshot&) -> std::string {
+                    [this, n = std::make_shared<int>(0)](AppState& s, const Snapshot&) -> std::string {
                       switch ((*n)++) {
                         case 0: if (!screenshot_.empty()) pending_screenshot_ = with_suffix(screenshot_, "save-modal"); return kMore;
                         case 1:
                           if (!any_popup_open()) return "File > Save capture... opened no modal";
+                          if (s.dialogs.save_path.rfind("~/hipstudio-", 0) != 0) return "the save modal has no default path: " + s.dialogs.save_path;
+                          type_text = "typed.hipcap";
+                          return kMore;
+                        case 2: return kMore;
+                        case 3:
+                          if (s.dialogs.save_path != "typed.hipcap") return "typing did not replace the path: '" + s.dialogs.save_path + "'";
                           key_down = GLFW_KEY_ESCAPE;
                           return kMore;
-                        case 2: key_down = -1; return kMore;
+                        case 4: key_down = -1; return kMore;
                         default: return any_popup_open() ? "Escape did not close the save modal" : "";
                       }
                     },
                     60, 3});
   steps_.push_back({"File > Save capture: the live run with the stepped query blocks",
-                    [stem](AppState& s) {
-                      std::filesystem::create_directories(stem);
-                      s.focus_panel = "mask";
+                    [](AppState& s) {
+                      s.focus_panel = "mask";  // the save creates the missing folder `stem` itself
                     },
                     idle,
                     [this, saved](AppState& s, const Snapshot& snap) -> std::string {
@@ -553,7 +565,7 @@ void SelfTest::build_save_export_steps() {
                     [](AppState&) {},
                     [](const AppState& s, const Snapshot&) { return !s.file_task; },
                     [this, saved](AppState& s, const Snapshot&) -> std::string {
-                      if (s.last_saved != saved->path) return "the save failed: " + s.status_message;
+                      if (!saved_ok(s, saved->path)) return "the save failed: " + s.status_message;
                       std::printf("self-test:   %s\n", s.status_message.c_str());
                       captures::Capture c;
                       try {
@@ -584,6 +596,9 @@ void SelfTest::build_save_export_steps() {
                       ExportOptions o;
                       o.dir = saved->dir;
                       o.px = 256;
+                      // What is on screen is what gets exported: head 1 and Delta 5 (not a default Delta).
+                      s.head = 1;
+                      s.delta = 5;
                       if (!start_export_view(s, snap, o)) return "export refused: " + s.status_message;
                       return "";
                     },
@@ -603,10 +618,21 @@ void SelfTest::build_save_export_steps() {
                         else if (ext == ".csv" && bytes.rfind("layer,head", 0) == 0) ++csv;
                         else return "not a valid export: " + p;
                       }
-                      if (png != 1 || svg < 2 || csv != 1) return fail("expected a mask PNG, plot SVGs and a CSV; got %lld PNG, %lld SVG", png, svg);
+                      if (png != 1 || svg < 5 || csv != 1) return fail("expected a mask PNG, figure SVGs and a CSV; got %lld PNG, %lld SVG", png, svg);
+                      for (const std::string name : {"mask_L1_H1.png", "mask_L1_H1.svg", "locality_L1_H1_D5.svg"}) {
+                        const bool found = std::any_of(s.last_exported.begin(), s.last_exported.end(),
+                                                       [&](const std::string& p) { return std::filesystem::path(p).filename() == name; });
+                        if (!found) return "the export lacks " + name + " (the viewed layer, head and Delta)";
+                      }
+                      if (std::none_of(s.last_exported.begin(), s.last_exported.end(),
+                                       [](const std::string& p) { return p.find("/iterations_L1_H1_Q") != std::string::npos; }))
+                        return "the export lacks the viewed query block's iteration figure";
+                      const std::string loc = read_file_bytes(saved->dir + "/locality_L1_H1_D5.svg");
+                      if (loc.find("observed (Delta = 5)") == std::string::npos) return "the locality figure's histogram is not at the viewed Delta 5";
                       return "";
                     },
                     240, 2});
+  build_export_shot_steps();
   steps_.push_back({"File > Export view at full detail: the mask in PNG tiles",
                     [](AppState&) {},
                     idle,

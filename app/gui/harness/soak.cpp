@@ -1,6 +1,6 @@
 // The soak script (soak.h): self-test steps that loop through a long session's actions and check
 // every result against the first uncancelled run of the same parameters.
-#include "app/gui/soak.h"
+#include "app/gui/harness/soak.h"
 
 #include <malloc.h>
 #include <unistd.h>
@@ -21,7 +21,7 @@
 #include "app/gui/files.h"
 #include "app/gui/process_stats.h"
 #include "app/gui/save_export.h"
-#include "app/gui/self_test.h"
+#include "app/gui/harness/self_test.h"
 #include "app/gui/worker.h"
 #include "engine/formats/errors.h"
 
@@ -504,7 +504,7 @@ std::vector<SelfTestStep> Soak::loop_steps() {
       120));
   // 8. Save the live run as a capture, 9. reopen it (views equal the live ones), 10. close it.
   steps.push_back(file_task_step(
-      "soak: save a capture", [](AppState& s) { s.last_saved.clear(); },
+      "soak: save a capture", [](AppState& s) { s.status_message.clear(); },
       [st](AppState& s) -> std::string {
         auto n = st->settled();
         st->live_analysis = n->analysis;
@@ -515,7 +515,7 @@ std::vector<SelfTestStep> Soak::loop_steps() {
                    : "save refused: " + s.status_message;
       },
       [st](AppState& s) -> std::string {
-        return s.last_saved == st->dir + "/run.hipcap" ? "" : "the save failed: " + s.status_message;
+        return saved_ok(s, st->dir + "/run.hipcap") ? "" : "the save failed: " + s.status_message;
       },
       240));
   steps.push_back({"soak: reopen the capture",

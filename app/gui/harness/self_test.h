@@ -10,11 +10,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
+#include <imgui.h>
+
 #include "app/gui/panel.h"
-#include "app/gui/soak.h"
+#include "app/gui/harness/soak.h"
 
 namespace hipstudio::gui {
 
@@ -22,6 +25,12 @@ class Worker;
 
 // A step's check returns this to be called again on the next frame.
 inline constexpr const char* kSelfTestMore = "\x01more";
+
+// "shot.png" + "mask" -> "shot-mask.png": where the script's screenshots go.
+std::string with_suffix(const std::string& path, const std::string& suffix);
+
+// After a save: whether the status line reports `path` written (what File > Save capture shows).
+bool saved_ok(const AppState& s, const std::string& path);
 
 // Checks of written files, shared with the soak script.
 std::string read_file_bytes(const std::string& path);
@@ -49,6 +58,8 @@ class SelfTest {
 
   // Once per frame, before the UI is drawn: advances the script.
   void tick(AppState& s, const Snapshot& snap, double now);
+  // After the frame: the panels the layout drew in it (the "every panel draws" step reads them).
+  void record_drawn(const std::vector<std::string>& panel_ids) { drawn_.insert(panel_ids.begin(), panel_ids.end()); }
   // After the frame: the frame time of the previous frame (measured between frame starts).
   void record_frame(double frame_ms, double cpu_ms);
   // Parts of the frame just drawn: building the UI, GL rendering, buffer swap (milliseconds).
@@ -65,6 +76,8 @@ class SelfTest {
   bool mouse_down = false;
   float wheel = 0;
   int key_down = -1;  // a key held this frame (GLFW code), -1 none
+  std::string type_text;  // characters typed on the next frame (then cleared)
+  int window_width = 0, window_height = 0;  // > 0: the main loop resizes the window to this, once
   void inject_input(bool& down, float& wheel_io, bool* keys_down, int key_count) {
     down = mouse_down;
     wheel_io += wheel;
@@ -72,10 +85,14 @@ class SelfTest {
     if (last_key_ >= 0 && last_key_ < key_count) keys_down[last_key_] = false;
     if (key_down >= 0 && key_down < key_count) keys_down[key_down] = true;
     last_key_ = key_down;
+    if (!type_text.empty()) ImGui::GetIO().AddInputCharactersUTF8(type_text.c_str());
+    type_text.clear();
   }
 
  private:
   void build_steps();
+  void build_view_steps();    // self_test_views.cpp: stale / dense layer / token / heads / linked
+  void build_export_shot_steps();
   void build_capture_steps();
   void build_save_export_steps();
   void build_frame_steps();
@@ -91,7 +108,8 @@ class SelfTest {
   int failures_ = 0;
   bool finished_ = false;
   std::string pending_screenshot_;
-  long mark_ = 0;  // panel frames_drawn when a step began
+  long mark_ = 0;  // the screenshot step's phase
+  std::set<std::string> drawn_;  // panels drawn since the current "open panel" step began
 
   // Frame stats
   bool measuring_ = false, animate_ = false;

@@ -1,0 +1,74 @@
+#include "app/gui/export_preview.h"
+
+#include <algorithm>
+#include <memory>
+
+#include <imgui.h>
+
+#include "app/gui/texture.h"
+#include "app/gui/widgets.h"
+#include "viz/colormap.h"
+
+#define STB_IMAGE_IMPLEMENTATION
+#define STBI_ONLY_PNG
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
+#endif
+#include <stb/stb_image.h>
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+
+namespace hipstudio::gui {
+
+DecodedPng decode_png_file(const std::string& path) {
+  DecodedPng out;
+  int n = 0;
+  unsigned char* px = stbi_load(path.c_str(), &out.width, &out.height, &n, 4);
+  if (!px) {
+    out.error = std::string("cannot decode ") + path + ": " + stbi_failure_reason();
+    return out;
+  }
+  out.rgba.resize(static_cast<size_t>(out.width) * static_cast<size_t>(out.height));
+  for (size_t i = 0; i < out.rgba.size(); ++i) out.rgba[i] = viz::pack_rgba8(px[i * 4], px[i * 4 + 1], px[i * 4 + 2], 255);
+  stbi_image_free(px);
+  return out;
+}
+
+void draw_export_preview(PanelContext& ctx) {
+  AppState& s = ctx.state;
+  static std::string loaded;
+  static std::unique_ptr<GlTexture> tex;
+  static DecodedPng png;
+  if (s.preview_path.empty()) {  // closed: the texture goes while the GL context is current
+    tex.reset();
+    loaded.clear();
+    return;
+  }
+  if (loaded != s.preview_path) {
+    png = decode_png_file(s.preview_path);
+    tex = std::make_unique<GlTexture>();
+    if (png.error.empty()) tex->upload(png.rgba.data(), png.width, png.height);
+    loaded = s.preview_path;
+  }
+  const float pad = ImGui::GetStyle().WindowPadding.x * 2;
+  ImGui::SetNextWindowSize(ImVec2(static_cast<float>(png.width) + pad, static_cast<float>(png.height) + ImGui::GetFrameHeightWithSpacing() * 3),
+                           ImGuiCond_Appearing);
+  ImGui::SetNextWindowPos(ImGui::GetMainViewport()->GetCenter(), ImGuiCond_Appearing, ImVec2(0.5f, 0.5f));
+  bool open = true;
+  if (ImGui::Begin("Exported figure", &open, ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_HorizontalScrollbar)) {
+    ImGui::TextDisabled("%s (%d x %d px, read back from the file)", s.preview_path.c_str(), png.width, png.height);
+    if (!png.error.empty()) {
+      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(ctx.theme.bad), "%s", png.error.c_str());
+    } else {
+      ImGui::Image(tex->id(), ImVec2(static_cast<float>(png.width), static_cast<float>(png.height)));  // 1:1, no resampling
+    }
+  }
+  ImGui::End();
+  if (!open) s.preview_path.clear();
+}
+
+}  // namespace hipstudio::gui

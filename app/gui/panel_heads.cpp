@@ -1,0 +1,84 @@
+// All heads of a layer as small multiples: each head's mask (the mask view's picture, fitted) with
+// its recall against the oracle under it (the views layer's number: analysis.layers[l].heads[h]).
+// Clicking one opens it in the mask view.
+#include <algorithm>
+#include <cmath>
+
+#include <imgui.h>
+
+#include "app/gui/mask_canvas.h"
+#include "app/gui/panel.h"
+#include "app/gui/widgets.h"
+
+namespace hipstudio::gui {
+
+namespace {
+
+class HeadsPanel final : public Panel {
+ public:
+  const char* id() const override { return "heads"; }
+  const char* title() const override { return "All heads"; }
+  PaneSlot default_slot() const override { return PaneSlot::Right; }
+
+  void draw(PanelContext& ctx) override {
+    AppState& s = ctx.state;
+    const Theme& t = ctx.theme;
+    const auto& m = ctx.snap.masks;
+    if (!m || !m->source) {
+      empty_state(ctx.snap.busy ? "Computing the masks..." : "No masks yet: load a model and a prompt.", t);
+      return;
+    }
+    const AnalysisView& a = *m->source;
+    const PairedAnalysis& pa = *a.analysis;
+    const int64_t heads = m->hip.heads;
+    const bool dense_layer = m->layer < pa.options.hip.dense_layers;
+    const bool stale = view_stale(ctx, kStageMasks);
+    StaleScope grey(stale);
+    ImGui::TextWrapped("Layer %lld, all %lld heads%s: recall against the oracle under each; click one to open it in the mask view.",
+                       static_cast<long long>(m->layer), static_cast<long long>(heads),
+                       dense_layer ? " (a dense layer: the masks show what HiP would pick)" : "");
+    if (stale) ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.warn), "%s", stale_reason(ctx, kStageMasks).c_str());
+    if (canvases_.size() != static_cast<size_t>(heads)) canvases_ = std::vector<MaskCanvas>(static_cast<size_t>(heads));
+    // Columns: as many ~180 px (scaled) multiples as fit, at least one.
+    const float avail = ImGui::GetContentRegionAvail().x;
+    const float spacing = ImGui::GetStyle().ItemSpacing.x;
+    const int cols = std::max(1, std::min(static_cast<int>(heads), static_cast<int>((avail + spacing) / (ImGui::GetFontSize() * 12 + spacing))));
+    const float side = (avail - spacing * static_cast<float>(cols - 1)) / static_cast<float>(cols);
+    const LayerQuality* lq = m->layer < static_cast<int64_t>(pa.layers.size()) ? &pa.layers[static_cast<size_t>(m->layer)] : nullptr;
+    for (int64_t h = 0; h < heads; ++h) {
+      if (h % cols != 0) ImGui::SameLine();
+      ImGui::BeginGroup();
+      ImGui::PushID(static_cast<int>(h));
+      MaskViewState fit = s.mask_view;
+      fit.span = 0, fit.x0 = fit.y0 = 0;
+      const MaskCanvasEvents ev = canvases_[static_cast<size_t>(h)].draw("##head", m, a, h, fit, side, false, -1, t);
+      if (h == s.head) {
+        const ImVec2 r0 = ImGui::GetItemRectMin(), r1 = ImGui::GetItemRectMax();
+        ImGui::GetWindowDrawList()->AddRect(ImVec2(r0.x - 1, r0.y - 1), ImVec2(r1.x + 1, r1.y + 1), t.accent, 0, 0, 2.0f);
+      }
+      if (ev.clicked) {
+        s.head = static_cast<int>(h);
+        s.focus_panel = "mask";
+      }
+      if (lq && h < static_cast<int64_t>(lq->heads.size()) && m->has_oracle) {
+        const HeadQuality& q = lq->heads[static_cast<size_t>(h)];
+        ImGui::Text("head %lld: recall %.3f", static_cast<long long>(h), q.recall);
+        ImGui::SameLine();
+        ImGui::TextDisabled("(random %.2f)", q.random_recall);
+      } else {
+        ImGui::Text("head %lld", static_cast<long long>(h));
+      }
+      ImGui::PopID();
+      ImGui::EndGroup();
+    }
+  }
+
+ private:
+  std::vector<MaskCanvas> canvases_;
+};
+
+}  // namespace
+
+std::unique_ptr<Panel> make_heads_panel() { return std::make_unique<HeadsPanel>(); }
+
+}  // namespace hipstudio::gui

@@ -1,0 +1,66 @@
+#pragma once
+// Exported figures: their colours (a light "paper" style that ignores the UI theme, or the
+// screen's own) and the layout of a mask figure (title, parameters, tick labels along both axes,
+// legend beside the picture), computed once here and drawn by the PNG and SVG exporters alike.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "viz/mask_image.h"
+
+namespace hipstudio::viz {
+
+struct FigureStyle {
+  std::string name;  // "paper", "dark"
+  uint32_t background = 0, text = 0, text_dim = 0, axis = 0, grid = 0;
+  MaskPalette mask;
+};
+// White page, black text, the light mask palette: what a paper wants, whatever the UI shows.
+FigureStyle paper_style();
+// The UI's dark theme, for slides on dark backgrounds.
+FigureStyle dark_style();
+// "paper" or "dark" (throws std::invalid_argument otherwise).
+FigureStyle figure_style(const std::string& name);
+// "#rrggbb" of a colour packed as pack_rgba8.
+std::string css_color(uint32_t packed);
+
+struct FigureLabel {
+  std::string text;
+  double x = 0, y = 0;   // anchor point; y is the top of the text line
+  int align = -1;        // -1 left, 0 centre, 1 right of x
+  bool title = false;    // the figure's title (bold in SVG)
+  bool dim = false;      // secondary text (axis names, parameters)
+};
+struct FigureSwatch {
+  double x = 0, y = 0, size = 0;  // a size x size square at (x, y)
+  uint32_t color = 0;
+};
+struct FigureLine {
+  double x0, y0, x1, y1;
+};
+
+struct MaskFigureText {
+  std::string title;                                     // "HiP mask: layer 4, head 3"
+  std::string subtitle;                                  // parameters and quality, word-wrapped to the width
+  std::vector<std::pair<std::string, uint32_t>> legend;  // label, colour (short labels: the column is narrow)
+};
+
+// A square width x width figure: the (tq x tk) picture fitted inside with its aspect, keys ticked
+// along the top, queries down the left, the legend to the right. Below kMaskFigureMinSide the
+// picture fills the canvas with no text (there is no room to read any).
+struct MaskFigureLayout {
+  double width = 0, height = 0;
+  double img_x = 0, img_y = 0, img_w = 0, img_h = 0;  // where the picture goes
+  double line_height = 0;
+  std::vector<FigureLabel> labels;
+  std::vector<FigureLine> ticks;
+  std::vector<FigureSwatch> swatches;
+};
+inline constexpr double kMaskFigureMinSide = 240;
+// `text_width(s)`: the renderer's width of s in px at `line_height`.
+MaskFigureLayout layout_mask_figure(const MaskFigureText& text, int64_t tq, int64_t tk, double side, double line_height,
+                                    const std::function<double(const std::string&)>& text_width);
+
+}  // namespace hipstudio::viz
