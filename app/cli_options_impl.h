@@ -23,7 +23,9 @@ std::string joined(const std::vector<T>& values) {
 template <class T>
 std::string range_problem(const std::string& text, T lo, T hi) {
   T v{};
-  if (!CLI::detail::lexical_cast(text, v))
+  // strtoull, under CLI11's cast, takes "-1" for an unsigned and wraps it around.
+  const bool negative_unsigned = std::is_unsigned<T>::value && text.find('-') != std::string::npos;
+  if (negative_unsigned || !CLI::detail::lexical_cast(text, v))
     return "'" + text + "' is not " + (std::is_integral<T>::value ? "an integer" : "a number");
   if constexpr (std::is_floating_point<T>::value) {
     if (!(v == v)) return "'" + text + "' is not a number";

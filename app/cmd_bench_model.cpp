@@ -14,6 +14,7 @@
 #include "app/commands.h"
 #include "app/hip_options.h"
 #include "app/cli_options.h"
+#include "app/model_preflight.h"
 #include "engine/analysis/paired_result.h"
 #include "engine/model/context_plan.h"
 #include "engine/model/device_memory.h"
@@ -175,6 +176,8 @@ void register_bench_model(CLI::App& bench) {
   add_number(*cmd, "--seed", args->seed, "seed of the random prompt", uint64_t{0});
   cmd->callback([args] {
     const HipModelParams hip_params = args->hip.model_params();
+    const ModelPreflight preflight = preflight_model(args->model, /*require_tokenizer=*/false);
+    check_fits_context(preflight, args->tokens, args->decode, "prompt", "--tokens", "--decode");
     auto model = args->model.load(/*require_tokenizer=*/false);
     const ModelConfig& c = model->config;
     plan_context(c, model->run, args->tokens, args->decode, args->model.context);  // refuses what cannot fit
