@@ -175,4 +175,23 @@ TEST(CliContractEarly, MessagesNameTheOptionThatWasUsed) {
   EXPECT_FALSE(has(decode.out, "--max-tokens")) << decode.out;
 }
 
+// Defect 10, the decode records: step s feeds generated[s] at position prompt + s, and its record's
+// tokens are the choices for the next position, generated[s + 1]; generated[] holds the last choice.
+TEST_F(CliContract, DecodeRecordsAndGeneratedTokensLineUp) {
+  const hipstudio::captures::Capture c = hipstudio::captures::read_capture(capture_);
+  const auto& a = c.analysis;
+  ASSERT_EQ(a.decode.size(), 4u);
+  ASSERT_EQ(a.dense.generated.size(), a.decode.size() + 1);
+  ASSERT_EQ(a.hip.generated.size(), a.decode.size() + 1);
+  for (size_t s = 0; s < a.decode.size(); ++s) {
+    EXPECT_EQ(a.decode[s].position, static_cast<int64_t>(a.prompt_ids.size() + s));
+    EXPECT_EQ(a.decode[s].dense_token, a.dense.generated[s + 1]) << s;
+    EXPECT_EQ(a.decode[s].hip_token, a.hip.generated[s + 1]) << s;
+  }
+  TempDir tmp;
+  ASSERT_EQ(run_merged("report " + capture_ + " --out " + tmp.file("r.html")).status, 0);
+  EXPECT_TRUE(has(read_bytes(tmp.file("r.html")), "<th>position fed</th>"));
+  EXPECT_TRUE(has(read_bytes(tmp.file("r.html")), "<th>dense next token (position + 1)</th>"));
+}
+
 }  // namespace
