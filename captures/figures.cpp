@@ -23,11 +23,15 @@ std::vector<Figure> capture_figures(const Capture& c, const FigureOptions& o) {
   for (size_t i = 0; i < c.locality.size(); ++i) {
     const int64_t l = c.view_layers[i];
     const auto& heads = c.locality[i];
-    std::vector<hip::ScoreLocality> some(heads.begin(), heads.begin() + std::min<size_t>(heads.size(), o.locality_heads));
+    const size_t drawn = std::min<size_t>(heads.size(), static_cast<size_t>(std::max<int64_t>(1, o.locality_heads)));
+    std::vector<hip::ScoreLocality> some(heads.begin(), heads.begin() + static_cast<std::ptrdiff_t>(drawn));
+    // The plot draws the first few heads only: the caption and title say which, of how many.
+    const std::string which = drawn < heads.size() ? "heads 0-" + std::to_string(drawn - 1) + " of " + std::to_string(heads.size())
+                                                   : "all " + std::to_string(heads.size()) + " heads";
     out.push_back({"locality_L" + std::to_string(l) + ".svg", "locality",
-                   "Layer " + std::to_string(l) + ": histogram of score differences (first head, first Delta) and their mean "
-                   "and std against key distance Delta",
-                   svg_locality(some, -1, "Score locality, layer " + std::to_string(l))});
+                   "Layer " + std::to_string(l) + ", " + which + ": histogram of score differences (head 0, first Delta) and "
+                   "their mean and std against key distance Delta",
+                   svg_locality(some, -1, "Score locality, layer " + std::to_string(l) + ", " + which)});
   }
   if (!c.locality.empty() && !c.locality.back().empty()) {
     const hip::ScoreLocality& h0 = c.locality.back()[0];

@@ -172,6 +172,20 @@ TEST(CliContractSmall, ThreadsZeroIsAllCoresAndListsShowCommas) {
   EXPECT_TRUE(has(run_hipstudio("capture --help").out, "mask,iterations,locality,cache,latency"));
 }
 
+// Defect 10, locality plots: they draw the first 3 heads; the caption and title say so.
+TEST(CliContractSmall, LocalityPlotsSayWhichHeadsTheyDraw) {
+  TempDir tmp;
+  const CommandResult capture = run_merged("capture --prompt 'Once upon a time, there was a little girl named Lily.'" + kHip +
+                                           " --views locality --no-images --quiet --out " + tmp.file("c.hipcap"));
+  ASSERT_EQ(capture.status, 0) << capture.out;
+  const CommandResult report = run_merged("report " + tmp.file("c.hipcap") + " --png-dir " + tmp.file("figs"));
+  ASSERT_EQ(report.status, 0) << report.out;
+  const std::string svg = read_bytes(tmp.file("figs") + "/locality_L1.svg");
+  ASSERT_FALSE(svg.empty());
+  EXPECT_TRUE(has(svg, "Score locality, layer 1, heads 0-2 of 6")) << svg.substr(0, 2000);
+  EXPECT_TRUE(has(read_bytes(tmp.file("c.html")), "heads 0-2 of 6"));
+}
+
 // Defect 11: the README's capture example, on the shipped default prompt, shows HiP at work.
 TEST(CliContractReadme, TheDefaultPromptShowsHipAtWork) {
   const std::string readme = read_bytes(std::string(HIPSTUDIO_SOURCE_DIR) + "/README.md");
