@@ -409,8 +409,8 @@ void register_bench_mask(CLI::App& bench) {
   add_number(*cmd, "--dim", a->opt.dim, "head dimension", int64_t{1}, int64_t{1024});
   a->hip.add_kernel_options(*cmd);
   add_number(*cmd, "--threads", a->threads, "CPU threads for the full mask estimate (0 = all cores)", 0, 4096);
-  add_number(*cmd, "--dense-blocks", a->opt.dense_blocks, "query blocks timed for the dense estimate", int64_t{1}, int64_t{1} << 20);
-  add_number(*cmd, "--repeats", a->opt.single_repeats, "runs of the single-block timing (median)", 1, 100000);
+  add_number(*cmd, "--dense-blocks", a->opt.dense_blocks, "cpu: query blocks timed for the dense estimate (cuda times every score)", int64_t{1}, int64_t{1} << 20);
+  add_number(*cmd, "--repeats", a->opt.single_repeats, "cpu: runs of the single-block timing; cuda: runs of each timing (median)", 1, 100000);
   cmd->callback([a] { run_bench(*a); });
 }
 
