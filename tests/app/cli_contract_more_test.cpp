@@ -107,23 +107,27 @@ TEST(CliContractOutput, AFullStdoutIsAnError) {
   }
 }
 
+// A float32 [h, t, d] .npy file, by hand (the format mask reads; values with some structure).
+std::string npy_f32(int h, int t, int d) {
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(h) + ", " + std::to_string(t) + ", " +
+                       std::to_string(d) + "), }";
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::string npy = std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(header.size() & 0xFF) +
+                    static_cast<char>(header.size() >> 8) + header;
+  for (int i = 0; i < h * t * d; ++i) {
+    const float v = 0.01f * static_cast<float>((i * 7) % 17);
+    npy.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  return npy;
+}
+
 // Defect 10, `mask`: the "wrote" line names every file; a failed run leaves no --out folder.
 TEST(CliContractSmall, MaskNamesEveryFileAndAFailedRunLeavesNothing) {
   TempDir tmp;
-  const std::string q = tmp.file("q.npy");
-  std::string npy;
-  {  // a float32 [1, 16, 8] .npy through the command's own reader's format
-    const std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 16, 8), }";
-    std::string padded = header;
-    while ((10 + padded.size() + 1) % 64 != 0) padded += ' ';
-    padded += '\n';
-    npy = std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(padded.size() & 0xFF) + static_cast<char>(padded.size() >> 8) + padded;
-    for (int i = 0; i < 128; ++i) {
-      const float v = 0.01f * static_cast<float>(i % 17);
-      npy.append(reinterpret_cast<const char*>(&v), sizeof v);
-    }
-  }
-  write_bytes(q, npy);
+  const std::string q = tmp.file("q.npy"), big = tmp.file("big.npy");
+  write_bytes(q, npy_f32(1, 16, 8));
+  write_bytes(big, npy_f32(4, 512, 8));
   const CommandResult ok = run_merged("mask --q " + q + " --k " + q + " --topk 4 --bq 4 --bk 2 --out " + tmp.file("out"));
   ASSERT_EQ(ok.status, 0) << ok.out;
   for (const char* name : {"mask.npy", "oracle_mask.npy", "random_mask.npy", "dense_from.npy", "metrics.json"}) {
@@ -135,6 +139,13 @@ TEST(CliContractSmall, MaskNamesEveryFileAndAFailedRunLeavesNothing) {
                                        " --topk 4 --bq 4 --bk 2 --out " + tmp.file("never"));
   EXPECT_EQ(bad.status, 2) << bad.out;
   EXPECT_FALSE(fs::exists(tmp.file("never"))) << "a failed run left its --out folder";
+  // A write that fails half-way (a 2-block file-size limit stands in for a full disk): what was
+  // written and the folder the run created are removed.
+  const CommandResult full = run_shell("ulimit -f 2; " + std::string(HIPSTUDIO_BINARY) + " mask --q " + big + " --k " + big +
+                                       " --topk 8 --bq 4 --bk 2 --out " + tmp.file("half"));
+  EXPECT_EQ(full.status, 2) << full.out;
+  EXPECT_TRUE(has(full.out, "write failed")) << full.out;
+  EXPECT_FALSE(fs::exists(tmp.file("half"))) << "a failed write left its --out folder";
   // An output file that is an input: --q named mask.npy inside --out.
   const CommandResult clash = run_merged("mask --q " + tmp.file("out/mask.npy") + " --k " + q + " --topk 4 --bq 4 --bk 2 --out " + tmp.file("out"));
   EXPECT_EQ(clash.status, 2) << clash.out;
@@ -212,23 +223,31 @@ TEST(CliContractReadme, TheDefaultPromptShowsHipAtWork) {
 // General rule: every numeric option of every command is range-checked by the shared option layer:
 // an absurd value is an `error:` naming the option, with status 2, before any work.
 TEST(CliContractRules, EveryNumericOptionIsRangeChecked) {
-  int checked = 0;
+  // The numeric options, as each command's help lists them (CLI11 shows INT / UINT / FLOAT).
+  std::vector<std::pair<std::string, std::string>> cases;
   for (const std::string command : {"generate", "ppl", "convert", "mask", "analyze", "capture", "report", "export", "open",
                                     "bench generate", "bench model", "bench mask", "bench kernels"}) {
     std::istringstream help(run_hipstudio(command + " --help").out);
     const std::regex numeric(R"(^\s+(--[a-z-]+)\s+(INT|UINT|FLOAT)\b)");
     std::string line;
-    while (std::getline(help, line)) {
-      std::smatch m;
-      if (!std::regex_search(line, m, numeric)) continue;
-      const std::string option = m[1];
-      const CommandResult r = run_merged(command + " " + option + " -99999999999");
-      EXPECT_EQ(r.status, 2) << command << " " << option << "\n" << r.out;
-      EXPECT_EQ(r.out.rfind("error: " + option + ": ", 0), 0u) << command << " " << option << "\n" << r.out;
-      ++checked;
-    }
+    std::smatch m;
+    while (std::getline(help, line))
+      if (std::regex_search(line, m, numeric)) cases.emplace_back(command, m[1]);
   }
-  EXPECT_GT(checked, 50);
+  ASSERT_GT(cases.size(), 50u);
+  // Each start pays LibTorch's ~0.6 s load: four at a time.
+  std::vector<CommandResult> results(cases.size());
+  for (size_t begin = 0; begin < cases.size(); begin += 4) {
+    std::vector<std::thread> batch;
+    for (size_t i = begin; i < std::min(cases.size(), begin + 4); ++i)
+      batch.emplace_back([&, i] { results[i] = run_merged(cases[i].first + " " + cases[i].second + " -99999999999"); });
+    for (std::thread& t : batch) t.join();
+  }
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto& [command, option] = cases[i];
+    EXPECT_EQ(results[i].status, 2) << command << " " << option << "\n" << results[i].out;
+    EXPECT_EQ(results[i].out.rfind("error: " + option + ": ", 0), 0u) << command << " " << option << "\n" << results[i].out;
+  }
 }
 
 // General rule: progress lines rewrite themselves (\r) only on a terminal; --quiet prints none.
