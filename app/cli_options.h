@@ -27,6 +27,11 @@ template <class T>
 CLI::Option* add_number_list(CLI::App& cmd, const std::string& name, std::vector<T>& values, const std::string& help, T lo,
                              T hi = std::numeric_limits<T>::max());
 
+// For a numeric option added elsewhere (the GUI's root options): the same range check, run before its
+// own validators, so a bad value gets this layer's message.
+template <class T>
+void check_range_first(CLI::App& cmd, const std::string& name, T lo, T hi);
+
 CLI::Option* add_choice(CLI::App& cmd, const std::string& name, std::string& value, const std::string& help,
                         const std::vector<std::string>& choices);
 CLI::Option* add_choice_list(CLI::App& cmd, const std::string& name, std::vector<std::string>& values,

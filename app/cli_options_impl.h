@@ -51,4 +51,10 @@ CLI::Option* add_number_list(CLI::App& cmd, const std::string& name, std::vector
   return o;
 }
 
+template <class T>
+void check_range_first(CLI::App& cmd, const std::string& name, T lo, T hi) {
+  // transform() puts a validator before the others; this one changes nothing, it only refuses.
+  cmd.get_option(name)->transform(CLI::Validator([lo, hi](std::string& s) { return range_problem<T>(s, lo, hi); }, "", "range"));
+}
+
 }  // namespace hipstudio::app

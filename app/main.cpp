@@ -1,6 +1,7 @@
 // hipstudio-core: the command line (run through the `hipstudio` front, app/launcher). Every
 // subcommand lives in its own cmd_*.cpp file; every error leaves through app/cli_errors.
 #include "app/cli_errors.h"
+#include "app/cli_options.h"
 #include "app/commands.h"
 #ifdef HIPSTUDIO_HAVE_GUI
 #include "app/gui/gui_main.h"
@@ -14,6 +15,7 @@ int main(int argc, char** argv) {
   root.require_subcommand(0, 1);  // no subcommand opens the GUI
   hipstudio::gui::GuiOptions gui_options;
   hipstudio::gui::add_gui_options(root, gui_options);
+  hipstudio::app::check_range_first(root, "--frames", 0, 1000000);  // the GUI's one numeric option
 #else
   root.require_subcommand(1);
 #endif

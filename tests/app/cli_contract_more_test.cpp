@@ -225,7 +225,7 @@ TEST(CliContractReadme, TheDefaultPromptShowsHipAtWork) {
 TEST(CliContractRules, EveryNumericOptionIsRangeChecked) {
   // The numeric options, as each command's help lists them (CLI11 shows INT / UINT / FLOAT).
   std::vector<std::pair<std::string, std::string>> cases;
-  for (const std::string command : {"generate", "ppl", "convert", "mask", "analyze", "capture", "report", "export", "open",
+  for (const std::string command : {"", "generate", "ppl", "convert", "mask", "analyze", "capture", "report", "export", "open",
                                     "bench generate", "bench model", "bench mask", "bench kernels"}) {
     std::istringstream help(run_hipstudio(command + " --help").out);
     const std::regex numeric(R"(^\s+(--[a-z-]+)\s+(INT|UINT|FLOAT)\b)");
