@@ -36,6 +36,7 @@ void register_analyze_command(CLI::App& root) {
     CommandPaths paths;
     paths.output_files.push_back({"--json", args->json_out});
     add_text_input(paths, "--prompt", args->prompt);
+    for (const PathArg& f : model_input_files(args->model)) paths.input_files.push_back(f);
     check_command_paths(paths);
     const std::string prompt = read_text_argument(args->prompt, "--prompt");
     AnalysisOptions options = args->run.analysis(args->model.context);

@@ -211,6 +211,7 @@ void register_capture_commands(CLI::App& root) {
     CommandPaths paths;
     paths.output_files.push_back({"--out", args->out});
     add_text_input(paths, "--prompt", args->prompt);
+    for (const PathArg& f : model_input_files(args->model)) paths.input_files.push_back(f);
     check_command_paths(paths);
     check_model_hash(args->model_hash);
     const std::string prompt = read_text_argument(args->prompt, "--prompt");

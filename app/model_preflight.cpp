@@ -13,6 +13,23 @@ std::vector<int32_t> ModelPreflight::encode(const std::string& text) const {
   return tokenizer ? tokenizer->encode(text, /*add_bos=*/true) : std::vector<int32_t>{};
 }
 
+std::vector<PathArg> model_input_files(const ModelOptions& options, bool require_tokenizer) {
+  namespace fs = std::filesystem;
+  const ModelSource source = resolve_model_source(options.model, options.tokenizer, require_tokenizer);
+  std::vector<PathArg> files;
+  if (source.format == ModelFormat::Llama2c) {
+    files.push_back({"the model", source.checkpoint});
+  } else {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(source.checkpoint, ec)) {
+      const std::string name = e.path().filename().string();
+      if (name == "config.json" || name.find(".safetensors") != std::string::npos) files.push_back({"the model's " + name, e.path().string()});
+    }
+  }
+  if (!source.tokenizer.empty() && !fs::is_directory(source.tokenizer)) files.push_back({"the tokenizer", source.tokenizer});
+  return files;
+}
+
 ModelPreflight preflight_model(const ModelOptions& options, bool require_tokenizer) {
   ModelPreflight p;
   p.source = resolve_model_source(options.model, options.tokenizer, require_tokenizer);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "app/cli_paths.h"
 #include "app/common/model_options.h"
 #include "engine/formats/model_config.h"
 #include "engine/formats/model_source.h"
@@ -23,6 +24,10 @@ struct ModelPreflight {
   // Token ids of a text as the run will see it (BOS included).
   std::vector<int32_t> encode(const std::string& text) const;
 };
+
+// The model's files a command reads (llama2.c: the checkpoint; Hugging Face: config.json, the
+// weights and the index; the tokenizer), so that no output can name one of them.
+std::vector<PathArg> model_input_files(const ModelOptions& options, bool require_tokenizer = true);
 
 // Throws InputError for missing or corrupt model/tokenizer files, as loading would.
 ModelPreflight preflight_model(const ModelOptions& options, bool require_tokenizer = true);

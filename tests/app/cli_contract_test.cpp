@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "captures/capture.h"
+#include "engine/formats/model_source.h"
 #include "tests/app/cli_contract.h"
 
 namespace {
@@ -101,6 +102,20 @@ TEST_F(CliContract, NoOutputMayBeTheInputCapture) {
   EXPECT_TRUE(has(r.out, "error: the report (the capture's name with .html; choose another with --out)")) << r.out;
   EXPECT_EQ(read_bytes(html_named), bytes);
   EXPECT_FALSE(fs::exists(tmp.file("r.html")));
+}
+
+// Defect 2, the general rule: the model's files are inputs too (a copy: the test must never risk the cache).
+TEST(CliContractInputs, NoOutputMayBeTheModelOrItsTokenizer) {
+  TempDir tmp;
+  const hipstudio::ModelSource source = hipstudio::resolve_model_source("");
+  fs::copy_file(source.checkpoint, tmp.file("model.bin"));
+  fs::copy_file(source.tokenizer, tmp.file("tokenizer.bin"));
+  const std::string model = read_bytes(tmp.file("model.bin")), tokenizer = read_bytes(tmp.file("tokenizer.bin"));
+  const std::string m = " --model " + tmp.file("model.bin");
+  expect_refused_early("analyze" + m + " --prompt hi" + kHip + " --json " + tmp.file("model.bin"), {"is the model itself"});
+  expect_refused_early("capture" + m + " --prompt hi" + kHip + " --out " + tmp.file("tokenizer.bin"), {"is the tokenizer itself"});
+  EXPECT_EQ(read_bytes(tmp.file("model.bin")), model);
+  EXPECT_EQ(read_bytes(tmp.file("tokenizer.bin")), tokenizer);
 }
 
 // Defect 3: checks that ran only after the whole analysis now come before the model loads.
