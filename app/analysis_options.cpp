@@ -2,21 +2,23 @@
 
 #include <c10/core/ScalarType.h>
 
+#include "app/cli_options.h"
+
 namespace hipstudio::app {
 
 void AnalysisCliOptions::add_to(CLI::App& cmd) {
   hip.add_model_options(cmd);
-  cmd.add_option("--decode", decode, "greedy decode steps after the prompt")->capture_default_str()->check(CLI::NonNegativeNumber);
+  // The context bounds the steps for real (checked against the model before it loads); this bound only
+  // keeps the number sane.
+  add_number(cmd, "--decode", decode, "greedy decode steps after the prompt", int64_t{0}, int64_t{1} << 20);
   cmd.add_flag("--free-running", free_running,
                "let the HiP side decode its own tokens (default: it consumes the dense side's, so steps align)");
-  cmd.add_option("--seed", seed, "seed of the random-selection baseline")->capture_default_str();
-  cmd.add_option("--page-table", page_table, "offloading page table: vector or hash")
-      ->check(CLI::IsMember({"vector", "hash"}))->capture_default_str();
-  cmd.add_option("--policy", policy, "offloading eviction policy: lru or lfu")
-      ->check(CLI::IsMember({"lru", "lfu"}))->capture_default_str();
-  cmd.add_option("--mask-bank", mask_bank, "mask-estimation bank tokens per head (0: c * (k / b_sk) * log2 T)")
-      ->capture_default_str();
-  cmd.add_option("--sa-bank", sparse_bank, "sparse-attention bank tokens per head (0: k)")->capture_default_str();
+  add_number(cmd, "--seed", seed, "seed of the random-selection baseline", uint64_t{0});
+  add_choice(cmd, "--page-table", page_table, "offloading page table: vector or hash", {"vector", "hash"});
+  add_choice(cmd, "--policy", policy, "offloading eviction policy: lru or lfu", {"lru", "lfu"});
+  add_number(cmd, "--mask-bank", mask_bank, "mask-estimation bank tokens per head (0: c * (k / b_sk) * log2 T)", int64_t{0},
+             int64_t{1} << 24);
+  add_number(cmd, "--sa-bank", sparse_bank, "sparse-attention bank tokens per head (0: k)", int64_t{0}, int64_t{1} << 24);
 }
 
 AnalysisOptions AnalysisCliOptions::analysis(int64_t context_limit) const {

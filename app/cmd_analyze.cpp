@@ -6,7 +6,9 @@
 #include "app/commands.h"
 #include "app/progress_line.h"
 #include "app/analysis_options.h"
-#include "app/model_options.h"
+#include "app/cli_options.h"
+#include "app/cli_paths.h"
+#include "app/model_preflight.h"
 #include "captures/analysis_json.h"
 #include "captures/atomic_file.h"
 #include "engine/model/paired_analysis.h"
@@ -20,18 +22,29 @@ void register_analyze_command(CLI::App& root) {
     AnalysisCliOptions run;
     std::string prompt;
     std::string json_out;
+    bool quiet = false;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = root.add_subcommand("analyze", "Paired dense vs HiP run: quality, decode refreshes, offloading, latency (JSON)");
-  args->model.add_to(*cmd);
+  add_model_options(*cmd, args->model);
   args->run.add_to(*cmd);
   cmd->add_option("--prompt", args->prompt, "prompt text, or @FILE")->required();
   cmd->add_option("--json", args->json_out, "output JSON file")->required();
+  add_quiet_flag(*cmd, args->quiet);
   cmd->callback([args] {
+    // Everything that can be checked without the weights is, so no refusal comes at 100%.
+    CommandPaths paths;
+    paths.output_files.push_back({"--json", args->json_out});
+    add_text_input(paths, "--prompt", args->prompt);
+    for (const PathArg& f : model_input_files(args->model)) paths.input_files.push_back(f);
+    check_command_paths(paths);
     const std::string prompt = read_text_argument(args->prompt, "--prompt");
     AnalysisOptions options = args->run.analysis(args->model.context);
     options.keep_all_layers = false;  // the per-head numbers need no Q/K/V or masks on the host
-    ProgressLine progress("analyze");
+    const ModelPreflight preflight = preflight_model(args->model);
+    check_fits_context(preflight, static_cast<int64_t>(preflight.encode(prompt).size()), args->run.decode, "prompt",
+                       "--prompt", "--decode");
+    ProgressLine progress("analyze", args->quiet);
     progress(0.0, "loading the model");
     auto model = args->model.load();
     PairedAnalysis analysis = run_paired_analysis(model, prompt, options, std::ref(progress));

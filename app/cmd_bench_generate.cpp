@@ -5,7 +5,8 @@
 #include <vector>
 
 #include "app/commands.h"
-#include "app/model_options.h"
+#include "app/cli_options.h"
+#include "app/model_preflight.h"
 #include "engine/model/generation.h"
 
 namespace hipstudio::app {
@@ -26,13 +27,15 @@ void register_bench_generate(CLI::App& bench) {
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = bench.add_subcommand("generate", "Prefill and decode tokens/s (greedy; median of repeats after a warm-up)");
-  args->model.add_to(*cmd);
+  add_model_options(*cmd, args->model);
   cmd->add_option("--prompt", args->prompt, "prompt text, or @FILE")->capture_default_str();
-  cmd->add_option("--tokens", args->tokens, "decode steps per run (capped by the context)")->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--repeats", args->repeats, "timed runs")->capture_default_str()->check(CLI::PositiveNumber);
+  add_number(*cmd, "--tokens", args->tokens, "decode steps per run (capped by the context)", int64_t{1}, int64_t{1} << 24);
+  add_number(*cmd, "--repeats", args->repeats, "timed runs", 1, 10000);
   cmd->callback([args] {
     const std::string prompt = read_text_argument(args->prompt, "--prompt");
+    const ModelPreflight preflight = preflight_model(args->model);
+    // --tokens is capped by the context, so only the prompt itself can be too long.
+    check_fits_context(preflight, static_cast<int64_t>(preflight.encode(prompt).size()), 0, "prompt", "--prompt", "");
     auto model = args->model.load();
     const int64_t context = args->model.context > 0 ? args->model.context : model->config.max_seq_len;
     const int64_t prompt_tokens = static_cast<int64_t>(model->tokenizer->encode(prompt, true).size());

@@ -14,7 +14,10 @@
 
 #include <ATen/ATen.h>
 
+#include "app/cli_options.h"
+#include "app/cli_paths.h"
 #include "app/commands.h"
+#include "app/gpu_check.h"
 #include "engine/formats/errors.h"
 #include "kernels/torch/hip_torch.h"
 
@@ -95,12 +98,11 @@ double dense_ms(const std::vector<at::Tensor>& q, const std::vector<at::Tensor>&
 }
 
 void run(const KernelBenchArgs& a) {
-  const std::string why = hip_torch::cuda_kernels_status();
-  if (!why.empty()) throw InputError("bench kernels needs the CUDA HiP kernels and a GPU: " + why);
-  if (!at::hasCUDA()) throw InputError("bench kernels needs a CUDA LibTorch (this one is CPU-only)");
-  if (a.mode != "prefill" && a.mode != "decode" && a.mode != "all")
-    throw InputError("--mode must be prefill, decode or all, not '" + a.mode + "'");
   for (const std::string& pair : a.prefill_blocks) parse_block_pair(pair);  // bad pairs fail before any work
+  require_cuda_kernels("bench kernels");
+  CommandPaths paths;
+  paths.output_files.push_back({"--csv", a.csv});
+  check_command_paths(paths);
   const bool dense = a.dense && hip_torch::dense_attention_supported();
   std::ofstream csv(a.csv);
   if (!csv) throw InputError("cannot write --csv " + a.csv);
@@ -201,10 +203,7 @@ void run(const KernelBenchArgs& a) {
   std::printf("\nCSV written to %s\n", a.csv.c_str());
 }
 #else
-void run(const KernelBenchArgs&) {
-  throw InputError("bench kernels needs the CUDA HiP kernels, and this build has none (nvcc was not found when "
-                   "configuring); rebuild on a machine with the CUDA toolkit");
-}
+void run(const KernelBenchArgs&) { require_cuda_kernels("bench kernels"); }
 #endif
 
 }  // namespace
@@ -212,21 +211,21 @@ void run(const KernelBenchArgs&) {
 void register_kernel_bench(CLI::App& bench) {
   auto a = std::make_shared<KernelBenchArgs>();
   CLI::App* cmd = bench.add_subcommand("kernels", "CUDA HiP kernels vs dense attention (one Llama-3.1-8B layer)");
-  cmd->add_option("--tokens", a->tokens, "sequence lengths T, comma separated")->delimiter(',')->capture_default_str();
-  cmd->add_option("--batches", a->batches, "decode batch sizes, comma separated")->delimiter(',')->capture_default_str();
-  cmd->add_option("--mode", a->mode, "prefill, decode or all")->capture_default_str();
-  cmd->add_option("--prefill-blocks", a->prefill_blocks, "prefill b_q/b_sq pairs, comma separated")
+  add_number_list(*cmd, "--tokens", a->tokens, "sequence lengths T, comma-separated", int64_t{1}, int64_t{1} << 24);
+  add_number_list(*cmd, "--batches", a->batches, "decode batch sizes, comma-separated", int64_t{1}, int64_t{4096});
+  add_choice(*cmd, "--mode", a->mode, "prefill, decode or all", {"prefill", "decode", "all"});
+  cmd->add_option("--prefill-blocks", a->prefill_blocks, "prefill b_q/b_sq pairs, comma-separated")
       ->delimiter(',')
-      ->capture_default_str();
+      ->default_str("32/1,64/2");
   cmd->add_option("--csv", a->csv, "CSV output path")->capture_default_str();
-  cmd->add_option("--repeats", a->repeats, "timed repeats at most (median)")->capture_default_str();
-  cmd->add_option("--heads", a->heads, "query heads")->capture_default_str();
-  cmd->add_option("--kv-heads", a->kv_heads, "key/value heads")->capture_default_str();
-  cmd->add_option("--dim", a->dim, "head dimension")->capture_default_str();
-  cmd->add_option("--k", a->k, "HiP budget k (tokens)")->capture_default_str();
-  cmd->add_option("--bk", a->b_k, "key block size b_k")->capture_default_str();
-  cmd->add_option("--sink", a->sink, "sink tokens")->capture_default_str();
-  cmd->add_option("--window", a->window, "dense window tokens")->capture_default_str();
+  add_number(*cmd, "--repeats", a->repeats, "timed repeats at most (median)", 1, 100000);
+  add_number(*cmd, "--heads", a->heads, "query heads", int64_t{1}, int64_t{1024});
+  add_number(*cmd, "--kv-heads", a->kv_heads, "key/value heads", int64_t{1}, int64_t{1024});
+  add_number(*cmd, "--dim", a->dim, "head dimension", int64_t{1}, int64_t{1024});
+  add_number(*cmd, "--k", a->k, "HiP budget k (tokens)", int64_t{1}, int64_t{1} << 20);
+  add_number(*cmd, "--bk", a->b_k, "key block size b_k", int64_t{1}, int64_t{4096});
+  add_number(*cmd, "--sink", a->sink, "sink tokens", int64_t{0}, int64_t{1} << 20);
+  add_number(*cmd, "--window", a->window, "dense window tokens", int64_t{0}, int64_t{1} << 20);
   cmd->add_flag("--dense,!--no-dense", a->dense, "time the dense SDPA baseline")->capture_default_str();
   cmd->callback([a] { run(*a); });
 }

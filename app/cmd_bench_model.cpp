@@ -13,7 +13,8 @@
 
 #include "app/commands.h"
 #include "app/hip_options.h"
-#include "app/model_options.h"
+#include "app/cli_options.h"
+#include "app/model_preflight.h"
 #include "engine/analysis/paired_result.h"
 #include "engine/model/context_plan.h"
 #include "engine/model/device_memory.h"
@@ -210,15 +211,17 @@ void register_bench_model(CLI::App& bench) {
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = bench.add_subcommand("model", "End-to-end prefill and decode latency of the model, HiP vs dense in the same run");
-  args->model.add_to(*cmd);
+  add_model_options(*cmd, args->model);
   args->hip.add_model_options(*cmd);
-  cmd->add_option("--tokens", args->tokens, "prompt length T (random token ids)")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--decode", args->decode, "decode steps timed after the prompt")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("--warmup", args->warmup, "untimed runs first")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("--repeats", args->repeats, "timed runs (median)")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--seed", args->seed, "seed of the random prompt")->capture_default_str();
+  add_number(*cmd, "--tokens", args->tokens, "prompt length T (random token ids)", int64_t{1}, int64_t{1} << 24);
+  add_number(*cmd, "--decode", args->decode, "decode steps timed after the prompt", int64_t{0}, int64_t{1} << 20);
+  add_number(*cmd, "--warmup", args->warmup, "untimed runs first", 0, 1000);
+  add_number(*cmd, "--repeats", args->repeats, "timed runs (median)", 1, 10000);
+  add_number(*cmd, "--seed", args->seed, "seed of the random prompt", uint64_t{0});
   cmd->callback([args] {
     const HipModelParams hip_params = args->hip.model_params();
+    const ModelPreflight preflight = preflight_model(args->model, /*require_tokenizer=*/false);
+    check_fits_context(preflight, args->tokens, args->decode, "prompt", "--tokens", "--decode");
     auto model = args->model.load(/*require_tokenizer=*/false);
     const ModelConfig& c = model->config;
     plan_context(c, model->run, args->tokens, args->decode, args->model.context);  // refuses what cannot fit

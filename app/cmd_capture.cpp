@@ -10,7 +10,9 @@
 #include "app/progress_line.h"
 #include "app/analysis_options.h"
 #include "app/hip_options.h"
-#include "app/model_options.h"
+#include "app/cli_options.h"
+#include "app/cli_paths.h"
+#include "app/model_preflight.h"
 #include "captures/atomic_file.h"
 #include "captures/capture.h"
 #include "captures/export_view.h"
@@ -21,7 +23,7 @@
 #include "engine/model/paired_analysis.h"
 #include "engine/offload/offload_simulator.h"
 #ifdef HIPSTUDIO_HAVE_GUI
-#include "app/gui/gui_main.h"
+#include "app/gui/gui_main.h"  // app sits above app/gui: `open` hands the capture to the GUI
 #endif
 
 namespace hipstudio::app {
@@ -58,10 +60,11 @@ captures::TraceSpec parse_trace(const std::string& text) {
 
 // The layers whose Q/K/V and masks a capture stores: --inputs-layers, or by default every layer of a
 // model of at most 8 layers (stories15M's 6) and else the first HiP layer, the middle one and the
-// last. Throws InputError for a layer outside the model or a trace on a layer not stored.
-std::vector<int64_t> capture_layers(const std::vector<int64_t>& asked, const ModelConfig& config, const AnalysisOptions& options,
-                                    const std::vector<captures::TraceSpec>& traces) {
-  const int64_t layers = config.n_layers;
+// last. Throws InputError, before the weights load, for a layer outside the model, a trace on a
+// layer not stored, or a trace's head or query block outside the model or the prompt.
+std::vector<int64_t> capture_layers(const std::vector<int64_t>& asked, const ModelPreflight& model, const AnalysisOptions& options,
+                                    const std::vector<captures::TraceSpec>& traces, int64_t prompt_tokens) {
+  const int64_t layers = model.config.n_layers;
   std::vector<int64_t> kept = asked;
   if (kept.empty()) {
     if (layers <= 8) {
@@ -70,18 +73,34 @@ std::vector<int64_t> capture_layers(const std::vector<int64_t>& asked, const Mod
       kept = {std::min(options.hip.dense_layers, layers - 1), layers / 2, layers - 1};
     }
   }
-  for (int64_t l : kept)
-    if (l < 0 || l >= layers)
-      throw InputError("--inputs-layers names layer " + std::to_string(l) + " but the model has layers 0.." + std::to_string(layers - 1) +
-                       "; name layers in that range");
+  for (int64_t l : kept) check_layer_index(model, l, "--inputs-layers");
   std::sort(kept.begin(), kept.end());
   kept.erase(std::unique(kept.begin(), kept.end()), kept.end());
-  for (const captures::TraceSpec& t : traces)
+  const int64_t query_blocks = (prompt_tokens + options.hip.hip.b_q - 1) / options.hip.hip.b_q;
+  for (const captures::TraceSpec& t : traces) {
+    const std::string spec = "--trace " + std::to_string(t.layer) + ":" + std::to_string(t.head) + ":" + std::to_string(t.query_block);
+    check_layer_index(model, t.layer, spec);
+    if (t.head < 0 || t.head >= model.config.n_heads)
+      throw InputError(spec + " names head " + std::to_string(t.head) + " but the model has " + std::to_string(model.config.n_heads) +
+                       " heads, 0.." + std::to_string(model.config.n_heads - 1) + ": name a head in that range");
+    if (t.query_block < 0 || t.query_block >= query_blocks)
+      throw InputError(spec + " names query block " + std::to_string(t.query_block) + " but the prompt's " +
+                       std::to_string(prompt_tokens) + " tokens make " + std::to_string(query_blocks) + " blocks of b_q = " +
+                       std::to_string(options.hip.hip.b_q) + ", 0.." + std::to_string(query_blocks - 1) + ": name a block in that range");
     if (!std::binary_search(kept.begin(), kept.end(), t.layer))
-      throw InputError("--trace " + std::to_string(t.layer) + ":" + std::to_string(t.head) + ":" + std::to_string(t.query_block) +
-                       " is on a layer whose Q/K/V the capture does not store; add " + std::to_string(t.layer) +
+      throw InputError(spec + " is on a layer whose Q/K/V the capture does not store; add " + std::to_string(t.layer) +
                        " to --inputs-layers (or trace a stored layer)");
+  }
   return kept;
+}
+
+// --model-hash: 64 hexadecimal digits (a SHA-256), or "none".
+void check_model_hash(const std::string& hash) {
+  if (hash.empty() || hash == "none") return;
+  const bool hex = hash.size() == 64 && hash.find_first_not_of("0123456789abcdefABCDEF") == std::string::npos;
+  if (!hex)
+    throw InputError("--model-hash '" + hash + "' is not a SHA-256: give 64 hexadecimal digits (as sha256sum prints them), "
+                     "'none', or leave it out to hash the weights");
 }
 
 // Refuses before the run when the analysis plus the capture built from it (masks, traces, offloading
@@ -114,6 +133,16 @@ std::string default_report_path(const std::string& capture) {
   return p.string();
 }
 
+// The manifest's device ("cpu (1 threads), f32", as device_description wrote it) with the dtype once
+// and "1 thread" in the singular; the dtype is added only when the device text lacks it.
+std::string device_text(std::string device, const std::string& dtype) {
+  const std::string plural = "(1 threads)";
+  if (const size_t at = device.find(plural); at != std::string::npos) device.replace(at, plural.size(), "(1 thread)");
+  const std::string tail = ", " + dtype;
+  const bool has_dtype = device.size() >= tail.size() && device.compare(device.size() - tail.size(), tail.size(), tail) == 0;
+  return has_dtype ? device : device + tail;
+}
+
 void print_summary(const nlohmann::json& m) {
   const auto& a = m["analysis"];
   auto num = [](const nlohmann::json& v) { return v.is_number() ? v.get<double>() : NAN; };
@@ -122,7 +151,7 @@ void print_summary(const nlohmann::json& m) {
   std::printf("model: %s (%s), sha256 %s\n", m["model"]["name"].get<std::string>().c_str(),
               m["model"]["architecture"].get<std::string>().c_str(),
               m["model"]["sha256"].get<std::string>().empty() ? "not recorded" : m["model"]["sha256"].get<std::string>().c_str());
-  std::printf("device: %s, dtype %s\n", m["device"].get<std::string>().c_str(), m["dtype"].get<std::string>().c_str());
+  std::printf("device: %s\n", device_text(m["device"].get<std::string>(), m["dtype"].get<std::string>()).c_str());
   const auto& p = m["params"];
   std::printf("HiP: k %lld, b_q %lld, b_k %lld, b_sq %lld, b_sk %lld, sink %lld, window %lld, rho %g, l_d %lld, r_m %lld, decode %lld\n",
               p["k"].get<long long>(), p["b_q"].get<long long>(), p["b_k"].get<long long>(), p["b_sq"].get<long long>(),
@@ -146,30 +175,45 @@ void register_capture_commands(CLI::App& root) {
     std::vector<std::string> views = captures::capture_view_names();
     std::vector<std::string> traces;
     std::string model_hash;
-    bool no_images = false, no_inputs = false;
+    bool no_images = false, no_inputs = false, quiet = false;
     std::vector<int64_t> inputs_layers;
     std::string out;
   };
   auto args = std::make_shared<CaptureArgs>();
   CLI::App* cmd = root.add_subcommand("capture", "Run a paired dense vs HiP analysis and save it as a capture file (reopens without the model)");
-  args->model.add_to(*cmd);
+  add_model_options(*cmd, args->model);
   args->run.add_to(*cmd);
   cmd->add_option("--prompt", args->prompt, "prompt text, or @FILE")->required();
-  cmd->add_option("--views", args->views, "views to capture, comma-separated: mask,iterations,locality,cache,latency")
-      ->delimiter(',')->check(CLI::IsMember(captures::capture_view_names()))->capture_default_str();
-  cmd->add_option("--trace", args->traces, "query block to trace, LAYER:HEAD:QUERY_BLOCK (repeatable; default: the last block of head 0 in each HiP layer)");
-  cmd->add_option("--model-hash", args->model_hash, "SHA-256 of the weights to record (default: computed from the files; 'none' skips)");
+  add_choice_list(*cmd, "--views", args->views, "views to capture, comma-separated", captures::capture_view_names());
+  cmd->add_option("--trace", args->traces, "query block to trace, LAYER:HEAD:QUERY_BLOCK (repeatable; default: the last block of head 0 in each HiP layer)")
+      ->check(CLI::Validator(
+          [](std::string& s) -> std::string {
+            try {
+              parse_trace(s);
+              return "";
+            } catch (const InputError& e) {
+              return e.what();
+            }
+          },
+          "", "trace"));
+  cmd->add_option("--model-hash", args->model_hash, "SHA-256 of the weights to record, 64 hex digits (default: computed from the files; 'none' skips)");
   cmd->add_flag("--no-images", args->no_images, "do not store rendered images (reports render them from the data anyway)");
   cmd->add_flag("--no-inputs", args->no_inputs,
                 "do not store the prompt's post-RoPE Q/K/V (smaller file; the GUI cannot recompute views from it)");
-  cmd->add_option("--inputs-layers", args->inputs_layers,
+  add_number_list(*cmd, "--inputs-layers", args->inputs_layers,
                   "layers whose Q/K/V (and masks, traces, locality) the capture stores, comma-separated (default: every "
-                  "layer of a model of at most 8 layers, else the first HiP layer, the middle one and the last)")
-      ->delimiter(',')->check(CLI::NonNegativeNumber);
+                  "layer of a model of at most 8 layers, else the first HiP layer, the middle one and the last)",
+                  int64_t{0}, int64_t{4095});
   cmd->add_option("--out", args->out, "capture file to write (.hipcap)")->required();
+  add_quiet_flag(*cmd, args->quiet);
   cmd->callback([args] {
-    // Say so before the model runs when the capture could not be written anyway.
-    captures::check_folder_writable(std::filesystem::absolute(args->out).string(), "--out");
+    // Everything that can be checked without the weights is, so no refusal comes at 100%.
+    CommandPaths paths;
+    paths.output_files.push_back({"--out", args->out});
+    add_text_input(paths, "--prompt", args->prompt);
+    for (const PathArg& f : model_input_files(args->model)) paths.input_files.push_back(f);
+    check_command_paths(paths);
+    check_model_hash(args->model_hash);
     const std::string prompt = read_text_argument(args->prompt, "--prompt");
     captures::CaptureRequest request;
     request.views = args->views;
@@ -177,11 +221,14 @@ void register_capture_commands(CLI::App& root) {
     request.keep_inputs = !args->no_inputs;
     for (const std::string& t : args->traces) request.traces.push_back(parse_trace(t));
     AnalysisOptions options = args->run.analysis(args->model.context);
-    ProgressLine progress("capture");
+    options.keep_all_layers = false;
+    const ModelPreflight preflight = preflight_model(args->model);
+    const int64_t prompt_tokens = static_cast<int64_t>(preflight.encode(prompt).size());
+    check_fits_context(preflight, prompt_tokens, args->run.decode, "prompt", "--prompt", "--decode");
+    options.keep_layers = capture_layers(args->inputs_layers, preflight, options, request.traces, prompt_tokens);
+    ProgressLine progress("capture", args->quiet);
     progress(0.0, "loading the model");
     auto model = args->model.load();
-    options.keep_all_layers = false;
-    options.keep_layers = capture_layers(args->inputs_layers, model->config, options, request.traces);
     captures::CaptureInfo info;
     info.run = {HIPSTUDIO_VERSION, model->source.display_name, model->config.architecture, device_description(model->run), prompt};
     info.dtype = dtype_name(model->run.dtype);
@@ -212,17 +259,25 @@ void register_capture_commands(CLI::App& root) {
   rep->add_option("--png-dir", rargs->png_dir, "also write the figures (PNG masks, SVG plots) into this folder");
   rep->add_option("--csv-dir", rargs->csv_dir, "also write the CSV tables into this folder");
   rep->add_option("--npy-dir", rargs->npy_dir, "also write every array as .npy into this folder");
-  rep->add_option("--mask-px", rargs->mask_px, "longest side of the mask images in pixels (max-pooled above it)")
-      ->capture_default_str()->check(CLI::Range(int64_t{16}, int64_t{16384}));
+  add_number(*rep, "--mask-px", rargs->mask_px, "longest side of the mask images in pixels (max-pooled above it)", int64_t{16},
+             int64_t{16384});
   rep->add_option("--mask-tiles", rargs->tile_dir, "also write every layer's and head's mask at full detail, in PNG tiles, into this folder");
-  rep->add_option("--tile", rargs->tile, "tile side in pixels for --mask-tiles")->capture_default_str()
-      ->check(CLI::Range(int64_t{16}, int64_t{65536}));
+  add_number(*rep, "--tile", rargs->tile, "tile side in pixels for --mask-tiles", int64_t{16}, int64_t{16384});
   rep->add_option("--json", rargs->json_out, "also write the metrics in the `analyze` JSON schema");
   rep->add_option("--chrome-trace", rargs->trace_out, "also write the latency as Chrome trace events (Perfetto, chrome://tracing)");
   rep->callback([rargs] {
-    const captures::Capture c = captures::read_capture(rargs->capture);
     const std::string out = rargs->out.empty() ? default_report_path(rargs->capture) : rargs->out;
-    captures::check_folder_writable(out, "--out");
+    // Before reading anything: no output may be the capture (or another output), every folder must take files.
+    CommandPaths paths;
+    paths.input_files.push_back({"the capture", rargs->capture});
+    paths.output_files.push_back({rargs->out.empty() ? "the report (the capture's name with .html; choose another with --out)" : "--out", out});
+    if (!rargs->json_out.empty()) paths.output_files.push_back({"--json", rargs->json_out});
+    if (!rargs->trace_out.empty()) paths.output_files.push_back({"--chrome-trace", rargs->trace_out});
+    for (const auto& [option, dir] : {std::pair<const char*, const std::string*>{"--png-dir", &rargs->png_dir},
+                                      {"--csv-dir", &rargs->csv_dir}, {"--npy-dir", &rargs->npy_dir}, {"--mask-tiles", &rargs->tile_dir}})
+      if (!dir->empty()) paths.output_folders.push_back({option, *dir});
+    check_command_paths(paths);
+    const captures::Capture c = captures::read_capture(rargs->capture);
     captures::FigureOptions figures;
     figures.mask_px = rargs->mask_px;
     captures::write_file_atomic(out, captures::html_report(c, figures));
@@ -253,18 +308,21 @@ void register_capture_commands(CLI::App& root) {
   CLI::App* exp = root.add_subcommand("export", "Write one view of a capture as PNG, SVG, CSV, JSON or .npy");
   exp->add_option("capture", eargs->capture, "capture file")->required();
   exp->add_option("--what", eargs->request.what, std::string("what to export:\n") + captures::export_choices())->required();
-  exp->add_option("--format", eargs->request.format, "png, svg, csv, json or npy")->required()
-      ->check(CLI::IsMember({"png", "svg", "csv", "json", "npy"}));
-  exp->add_option("--layer", eargs->request.layer, "layer (default: the last)");
-  exp->add_option("--head", eargs->request.head, "head (default: all where an array allows it, else 0)");
-  exp->add_option("--delta", eargs->request.delta, "locality svg: the histogram of this Delta");
-  exp->add_option("--px", eargs->request.px, "mask png: longest side in pixels, max-pooled above it (0: one pixel per block pair)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  add_choice(*exp, "--format", eargs->request.format, "png, svg, csv, json or npy", {"png", "svg", "csv", "json", "npy"})->required();
+  add_number(*exp, "--layer", eargs->request.layer, "layer (default: the last)", int64_t{0}, int64_t{4095});
+  add_number(*exp, "--head", eargs->request.head, "head (default: all where an array allows it, else 0)", int64_t{0}, int64_t{4095});
+  add_number(*exp, "--delta", eargs->request.delta, "locality svg: the histogram of this Delta", int64_t{1}, int64_t{1} << 20);
+  // 16384 px a side is 1 GiB of RGBA: larger asks are refused here rather than by the allocator.
+  add_number(*exp, "--px", eargs->request.px, "mask png: longest side in pixels, max-pooled above it (0: one pixel per block pair)",
+             int64_t{0}, int64_t{16384});
   exp->add_option("--name", eargs->request.name, "--what array: the array's name, e.g. masks/L3/hip_blocks");
   exp->add_option("--out", eargs->out, "file to write")->required();
   exp->callback([eargs] {
+    CommandPaths paths;
+    paths.input_files.push_back({"the capture", eargs->capture});
+    paths.output_files.push_back({"--out", eargs->out});
+    check_command_paths(paths);
     const captures::Capture c = captures::read_capture(eargs->capture);
-    captures::check_folder_writable(eargs->out, "--out");
     captures::write_file_atomic(eargs->out, captures::export_view(c, eargs->request));
     std::fprintf(stderr, "wrote %s\n", eargs->out.c_str());
   });
@@ -285,6 +343,9 @@ void register_capture_commands(CLI::App& root) {
 #else
     (void)open;
 #endif
+    CommandPaths paths;
+    paths.input_files.push_back({"the capture", *open_path});
+    check_command_paths(paths);
     // Validate the whole file (arrays included) before describing it.
     captures::read_capture(*open_path);
     print_summary(captures::read_capture_manifest(*open_path));

@@ -1,12 +1,15 @@
 // generate, ppl, convert and bench generate: the commands that run a language model.
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include <ATen/Parallel.h>
 
+#include "app/cli_options.h"
+#include "app/cli_paths.h"
 #include "app/commands.h"
 #include "app/hip_options.h"
-#include "app/model_options.h"
+#include "app/model_preflight.h"
 #include "engine/formats/errors.h"
 #include "engine/model/convert_hf.h"
 #include "engine/model/generation.h"
@@ -27,20 +30,23 @@ void register_generate(CLI::App& root) {
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = root.add_subcommand("generate", "Continue a prompt: the prompt and continuation on stdout, tokens/s on stderr");
-  args->model.add_to(*cmd);
-  cmd->add_option("--attention", args->attention, "dense, or hip (with the HiP options below)")
-      ->check(CLI::IsMember({"dense", "hip"}))->capture_default_str();
+  add_model_options(*cmd, args->model);
+  add_choice(*cmd, "--attention", args->attention, "dense, or hip (with the HiP options below)", {"dense", "hip"});
   args->hip.add_model_options(*cmd);
   cmd->add_option("--prompt", args->prompt, "prompt text, or @FILE")->required();
-  cmd->add_option("--max-tokens", args->max_tokens, "tokens to generate")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("--temperature", args->sampling.temperature, "0 = greedy")->capture_default_str();
-  cmd->add_option("--top-p", args->sampling.top_p, "nucleus sampling mass (with --temperature > 0)")->capture_default_str();
-  cmd->add_option("--seed", args->sampling.seed, "sampling seed")->capture_default_str();
+  // The context bounds the tokens for real (checked before the model loads); this bound keeps the number sane.
+  add_number(*cmd, "--max-tokens", args->max_tokens, "tokens to generate", int64_t{0}, int64_t{1} << 24);
+  add_number(*cmd, "--temperature", args->sampling.temperature, "0 = greedy", 0.0, 100.0);
+  add_number(*cmd, "--top-p", args->sampling.top_p, "nucleus sampling mass (with --temperature > 0)", 1e-6, 1.0);
+  add_number(*cmd, "--seed", args->sampling.seed, "sampling seed", decltype(args->sampling.seed){0});
   cmd->callback([args] {
     const std::string prompt = read_text_argument(args->prompt, "--prompt");
     validate_sampling(args->sampling);
     const bool use_hip = args->attention == "hip";
     const HipModelParams hip_params = use_hip ? args->hip.model_params() : HipModelParams{};
+    const ModelPreflight preflight = preflight_model(args->model);
+    check_fits_context(preflight, static_cast<int64_t>(preflight.encode(prompt).size()), args->max_tokens, "prompt",
+                       "--prompt", "--max-tokens");
     auto model = args->model.load();
     GenerationOptions options;
     options.max_new_tokens = args->max_tokens;
@@ -80,10 +86,12 @@ void register_ppl(CLI::App& root) {
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = root.add_subcommand("ppl", "Perplexity and mean negative log-likelihood of a text");
-  args->model.add_to(*cmd);
+  add_model_options(*cmd, args->model);
   cmd->add_option("--text", args->text, "text, or @FILE")->required();
   cmd->callback([args] {
     const std::string text = read_text_argument(args->text, "--text");
+    const ModelPreflight preflight = preflight_model(args->model);
+    check_fits_context(preflight, static_cast<int64_t>(preflight.encode(text).size()), 0, "text", "--text", "");
     auto model = args->model.load();
     DenseAttention dense;
     TextScore s = score_text(model, text, dense, args->model.context);
@@ -102,11 +110,21 @@ void register_convert(CLI::App& root) {
   CLI::App* cmd = root.add_subcommand("convert", "Write a model as a Hugging Face directory (config.json, model.safetensors, tokenizer)");
   cmd->add_option("--model", args->model.model, "llama2.c checkpoint or Hugging Face directory (default: stories15M)");
   cmd->add_option("--tokenizer", args->model.tokenizer, "tokenizer file (default: beside the model)");
-  cmd->add_option("--to", args->to, "target format")->check(CLI::IsMember({"hf"}))->capture_default_str();
-  cmd->add_option("--dtype", args->out_dtype, "weights dtype: f32, bf16 or f16")
-      ->check(CLI::IsMember({"f32", "bf16", "f16"}))->capture_default_str();
-  cmd->add_option("--out", args->out, "new output directory")->required();
+  add_choice(*cmd, "--to", args->to, "target format", {"hf"});
+  add_choice(*cmd, "--dtype", args->out_dtype, "weights dtype: f32, bf16 or f16", {"f32", "bf16", "f16"});
+  cmd->add_option("--out", args->out, "new folder to write (must not exist, or be empty)")->required();
   cmd->callback([args] {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (fs::exists(args->out, ec) && !fs::is_directory(args->out, ec))
+      throw InputError("--out " + args->out + " is a file, and convert writes a folder: name a new folder");
+    // A folder that holds files (the model's own, say) is never replaced.
+    if (fs::is_directory(args->out, ec) && !fs::is_empty(args->out, ec))
+      throw InputError("--out " + args->out + " is a folder that already holds files; convert writes a new folder: name one "
+                       "that does not exist yet (or is empty)");
+    CommandPaths paths;
+    paths.output_folders.push_back({"--out", args->out});
+    check_command_paths(paths);
     // Loaded in float32 on the CPU; the requested dtype is applied once, when writing.
     auto model = args->model.load();
     const c10::ScalarType dtype = parse_dtype(args->out_dtype);

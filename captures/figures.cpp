@@ -48,13 +48,18 @@ std::vector<Figure> capture_figures(const Capture& c, const FigureOptions& o) {
     const int64_t l = c.view_layers[i];
     const auto& heads = c.locality[i];
     const size_t first = static_cast<size_t>(std::clamp<int64_t>(o.head, 0, std::max<int64_t>(0, static_cast<int64_t>(heads.size()) - 1)));
+    const size_t drawn = std::min<size_t>(heads.size() - first, static_cast<size_t>(std::max<int64_t>(1, o.locality_heads)));
     std::vector<hip::ScoreLocality> some(heads.begin() + static_cast<std::ptrdiff_t>(first),
-                                         heads.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(heads.size(), first + o.locality_heads)));
+                                         heads.begin() + static_cast<std::ptrdiff_t>(first + drawn));
+    // The plot draws a few heads only: the caption and title say which, of how many.
+    const std::string which = drawn < heads.size() ? "heads " + std::to_string(first) + "-" + std::to_string(first + drawn - 1) +
+                                                         " of " + std::to_string(heads.size())
+                                                   : "all " + std::to_string(heads.size()) + " heads";
     out.push_back({"locality_L" + std::to_string(l) + ".svg", "locality",
-                   "Layer " + std::to_string(l) + ": histogram of score differences (head " + std::to_string(first) +
-                       (o.delta > 0 ? ", Delta " + std::to_string(o.delta) : ", first Delta") +
+                   "Layer " + std::to_string(l) + ", " + which + ": histogram of score differences (head " +
+                       std::to_string(first) + (o.delta > 0 ? ", Delta " + std::to_string(o.delta) : ", first Delta") +
                        ") and their mean and std against key distance Delta",
-                   svg_locality(some, o.delta, "Score locality, layer " + std::to_string(l))});
+                   svg_locality(some, o.delta, "Score locality, layer " + std::to_string(l) + ", " + which)});
   }
   if (!c.locality.empty() && !c.locality.back().empty()) {
     const auto& heads = c.locality.back();

@@ -175,8 +175,8 @@ std::string html_report(const Capture& c, const FigureOptions& figures) {
     s << "</table>\n";
   }
   if (!a.decode.empty()) {
-    s << "<h2 id=\"decode\">Decode steps</h2>\n<table>\n<tr><th>step</th><th>position</th><th>refreshed</th><th>dense token</th>"
-         "<th>HiP token</th><th>mask keys read</th><th>sparse keys read</th></tr>\n";
+    s << "<h2 id=\"decode\">Decode steps</h2>\n<table>\n<tr><th>step</th><th>position fed</th><th>refreshed</th><th>dense next token (position + 1)</th>"
+         "<th>HiP next token (position + 1)</th><th>mask keys read</th><th>sparse keys read</th></tr>\n";
     for (const DecodeStepRecord& d : a.decode)
       s << "<tr><td class=\"n\">" << d.step << "</td><td class=\"n\">" << d.position << "</td><td>" << (d.refreshed ? "yes" : "")
         << "</td><td class=\"n\">" << d.dense_token << "</td><td class=\"n\">" << d.hip_token << "</td><td class=\"n\">"

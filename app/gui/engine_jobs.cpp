@@ -5,7 +5,7 @@
 
 #include <c10/core/ScalarType.h>
 
-#include "app/model_options.h"
+#include "app/common/model_options.h"
 #include "engine/model/device.h"
 #include "engine/model/generation.h"
 #include "engine/model/hip_attention.h"

@@ -25,22 +25,15 @@
 #include "app/gui/harness/self_test.h"
 #include "app/gui/settings.h"
 #include "app/gui/worker.h"
+#include "app/common/default_prompt.h"
 #include "engine/formats/errors.h"
 
 namespace hipstudio::gui {
 
 namespace {
 
-// A story long enough (about 190 tokens) that HiP has something to prune, short enough to leave
-// room for decoding in stories15M's 256-token context.
-const char* kDefaultPrompt =
-    "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her red "
-    "ball. One day, she saw a big dog near the swings. The dog was brown and had a long tail. Lily was scared at "
-    "first, but the dog wagged its tail and barked happily. Lily threw her red ball and the dog ran to get it. He "
-    "brought the ball back to Lily and dropped it at her feet. Lily laughed and threw the ball again. They played "
-    "together all afternoon. When the sun went down, Lily's mom called her home for dinner. Lily said goodbye to "
-    "the dog and promised to come back tomorrow. The next day, Lily went back to the park with her ball. She "
-    "looked for the big brown dog, but he was not there. Lily felt sad. Then she heard a bark behind the trees.";
+// The default story (assets/prompts/default.txt, compiled into app/common: one source).
+const char* const kDefaultPrompt = app::kDefaultPrompt;
 
 // Paths dropped on the window, handed from GLFW's callback to the frame loop.
 std::mutex g_drop_mutex;

@@ -4,6 +4,8 @@
 #include <fstream>
 #include <cstdlib>
 
+#include <sys/stat.h>
+
 #include <ATen/ATen.h>
 
 #include "engine/formats/errors.h"
@@ -108,6 +110,10 @@ void convert_to_hf(const Model& model, c10::ScalarType dtype, const std::string&
     }
     if (fs::exists(out)) fs::remove(out);  // an empty directory, checked above
     fs::rename(tmp, out);
+    // mkdtemp made the folder 0700; give it what any new folder gets (0777 less the umask).
+    const mode_t umask_bits = ::umask(0);
+    ::umask(umask_bits);
+    fs::permissions(out, static_cast<fs::perms>(0777 & ~umask_bits));
   } catch (...) {
     remove_tree(tmp.string());
     throw;

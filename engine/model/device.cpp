@@ -60,7 +60,10 @@ RunDevice parse_run_device(const std::string& device, const std::string& dtype) 
 
 std::string device_description(const RunDevice& run) {
   std::string where = run.device.str();
-  if (run.device.is_cpu()) where += " (" + std::to_string(at::get_num_threads()) + " threads)";
+  if (run.device.is_cpu()) {
+    const int n = at::get_num_threads();
+    where += " (" + std::to_string(n) + (n == 1 ? " thread)" : " threads)");
+  }
   return where + ", " + dtype_name(run.dtype);
 }
 

@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 
 #include "engine/formats/errors.h"
+#include "engine/tokenizer/tokenizer_file.h"
 
 namespace hipstudio {
 
@@ -41,16 +42,14 @@ std::shared_ptr<const Model> load_model(const ModelSource& source, const RunDevi
   model->source = source;
   model->run = run;
   try {
-    if (source.format == ModelFormat::Llama2c) {
-      model->weights = load_llama2c_weights(source.checkpoint, &model->config);
-      model->tokenizer = load_llama2c_tokenizer(source.tokenizer, static_cast<int32_t>(model->config.vocab_size));
-    } else {
-      model->weights = load_hf_weights(source.checkpoint, run.dtype, &model->config, run.device);
-      const ModelConfig& c = model->config;
-      if (!source.tokenizer.empty())
-        model->tokenizer = load_hf_tokenizer(source.tokenizer, c.bos_id >= 0 ? std::optional<int32_t>(c.bos_id) : std::nullopt,
+    if (source.format == ModelFormat::Llama2c) model->weights = load_llama2c_weights(source.checkpoint, &model->config);
+    else model->weights = load_hf_weights(source.checkpoint, run.dtype, &model->config, run.device);
+    const ModelConfig& c = model->config;
+    // The file says which tokenizer it is (a llama2.c model may come with tokenizer.json, an HF one with tokenizer.bin).
+    if (!source.tokenizer.empty())
+      model->tokenizer = load_tokenizer_file(source.tokenizer, static_cast<int32_t>(c.vocab_size),
+                                             c.bos_id >= 0 ? std::optional<int32_t>(c.bos_id) : std::nullopt,
                                              c.eos_id >= 0 ? std::optional<int32_t>(c.eos_id) : std::nullopt);
-    }
     if (model->tokenizer && model->tokenizer->vocab_size() > model->config.vocab_size)
       throw InputError(source.tokenizer + ": the tokenizer has " + std::to_string(model->tokenizer->vocab_size()) +
                        " tokens but the model's vocabulary has only " + std::to_string(model->config.vocab_size) +

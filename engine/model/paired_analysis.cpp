@@ -289,6 +289,12 @@ static PairedAnalysis run_paired_analysis_unguarded(std::shared_ptr<const Model>
     result.mask_refreshes += record.refreshed ? 1 : 0;
     result.decode.push_back(record);
   }
+  // generated[] ends with the last step's choice too: step s feeds generated[s] (at position n + s)
+  // and its record's token is generated[s + 1].
+  if (options.decode_steps > 0) {
+    result.dense.generated.push_back(dense_next);
+    result.hip.generated.push_back(hip_next);
+  }
   access.steps = options.decode_steps;
 
   store_latency(dense_prefill_time, dense_decode_time, options.decode_steps, result.dense.latency);
