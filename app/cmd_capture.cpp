@@ -315,6 +315,9 @@ void register_capture_commands(CLI::App& root) {
   // 16384 px a side is 1 GiB of RGBA: larger asks are refused here rather than by the allocator.
   add_number(*exp, "--px", eargs->request.px, "mask png: longest side in pixels, max-pooled above it (0: one pixel per block pair)",
              int64_t{0}, int64_t{16384});
+  add_choice(*exp, "--style", eargs->request.style,
+             "figures: paper (light, for print, whatever the GUI's theme) or dark (the GUI's screen colours)",
+             {"paper", "dark"});
   exp->add_option("--name", eargs->request.name, "--what array: the array's name, e.g. masks/L3/hip_blocks");
   exp->add_option("--out", eargs->out, "file to write")->required();
   exp->callback([eargs] {

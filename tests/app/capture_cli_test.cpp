@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/app/run_hipstudio.h"
+#include "viz/figure.h"
 #include <nlohmann/json.hpp>
 
 #include "captures/capture.h"
@@ -127,6 +128,28 @@ TEST_F(CaptureCli, ExportWritesOneView) {
   r = run("export " + capture_ + " --what mask --format csv --out " + svg);
   EXPECT_EQ(r.status, 2) << r.out;
   EXPECT_NE(r.out.find("the choices are"), std::string::npos) << r.out;
+}
+
+// --style picks the figure's page: paper (white, whatever the GUI's theme) or the GUI's dark one.
+TEST_F(CaptureCli, ExportStyleChoosesThePaperOrTheDarkPage) {
+  ASSERT_EQ(result_.status, 0) << result_.out;
+  const std::string paper = dir_->file("paper.svg"), dark = dir_->file("dark.svg");
+  CommandResult r = run("export " + capture_ + " --what mask --layer 2 --head 3 --format svg --style paper --out " + paper);
+  ASSERT_EQ(r.status, 0) << r.out;
+  r = run("export " + capture_ + " --what mask --layer 2 --head 3 --format svg --style dark --out " + dark);
+  ASSERT_EQ(r.status, 0) << r.out;
+  const std::string p = read_bytes(paper), d = read_bytes(dark);
+  EXPECT_EQ(hipstudio::testing::xml_problem(p), "");
+  EXPECT_EQ(hipstudio::testing::xml_problem(d), "");
+  const std::string paper_page = hipstudio::viz::css_color(hipstudio::viz::paper_style().background);
+  const std::string dark_page = hipstudio::viz::css_color(hipstudio::viz::dark_style().background);
+  ASSERT_NE(paper_page, dark_page);
+  EXPECT_NE(p.find(paper_page), std::string::npos);
+  EXPECT_EQ(p.find(dark_page), std::string::npos);
+  EXPECT_NE(d.find(dark_page), std::string::npos);
+  r = run("export " + capture_ + " --what mask --format svg --style sepia --out " + dir_->file("x.svg"));
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("--style"), std::string::npos) << r.out;
 }
 
 TEST_F(CaptureCli, OpenPrintsTheParameters) {
