@@ -53,11 +53,6 @@ struct DialogState {
   std::string export_error;
 };
 
-struct LatencySample {
-  double hip_ms = 0, dense_ms = 0, mask_ms = 0, sparse_ms = 0;
-  int k = 0;
-};
-
 inline constexpr size_t kMaxSteppedBlocks = 64;
 
 // The UI state in three parts (Tracy's ViewData apart from the view): what is saved between
@@ -121,7 +116,6 @@ struct TransientUi {
   std::string preview_path;  // an exported mask figure shown in the "Exported figure" window
   bool show_help = false;
   std::string focus_panel;    // a panel id to bring to front on the next frame
-  std::deque<LatencySample> latency_history;
   bool cancel_requested = false;  // the main loop forwards it to the worker (Esc does it directly)
   std::string status_message;
   double status_until = 0;

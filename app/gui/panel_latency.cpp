@@ -2,6 +2,7 @@
 // attention, the rest), per layer and in total, HiP vs dense with the speedup, and a history as the
 // sliders move. The device and backend that produced the numbers are always on screen.
 #include <algorithm>
+#include <string>
 
 #include <imgui.h>
 
@@ -19,7 +20,6 @@ class LatencyPanel final : public Panel {
   PaneSlot default_slot() const override { return PaneSlot::Right; }
 
   void draw(PanelContext& ctx) override {
-    AppState& s = ctx.state;
     const Theme& t = ctx.theme;
     const auto& a = ctx.snap.analysis;
     if (!a || a->model.synthetic) {
@@ -27,23 +27,18 @@ class LatencyPanel final : public Panel {
       return;
     }
     const PairedAnalysis& pa = *a->analysis;
-    // History: one sample per new analysis result.
-    if (a != last_) {
-      last_ = a;
-      LatencySample smp;
-      smp.hip_ms = pa.hip.latency.prefill.total();
-      smp.dense_ms = pa.dense.latency.prefill.total();
-      smp.mask_ms = pa.hip.latency.prefill.mask;
-      smp.sparse_ms = pa.hip.latency.prefill.sparse;
-      smp.k = static_cast<int>(pa.options.hip.hip.k);
-      s.latency_history.push_back(smp);
-      while (s.latency_history.size() > 64) s.latency_history.pop_front();
-    }
     StaleScope grey(view_stale(ctx, kStageAnalysis));
     const bool cpu = !a->model.on_cuda;
     ImGui::PushTextWrapPos(0);
-    ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(cpu ? t.warn : t.good), "Measured on %s%s", a->model.device.c_str(),
-                       cpu ? "  (CPU numbers: HiP runs the float64 CPU reference, dense runs LibTorch)" : "");
+    if (cpu) {
+      // The CPU side runs HiP as the float64 reference and dense as LibTorch: comparing the two says
+      // nothing about HiP's speed, so no speedup is shown.
+      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.warn),
+                         "Measured on %s: HiP runs the float64 CPU reference, a correctness reference and not a speed "
+                         "measurement, so no speedup is shown. Run on CUDA for HiP's kernels.", a->model.device.c_str());
+    } else {
+      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.good), "Measured on %s", a->model.device.c_str());
+    }
     ImGui::TextDisabled("Wall-clock of one paired run, %lld prompt tokens; decode = mean per step over %zu steps",
                         static_cast<long long>(a->tokens()), pa.decode.size());
     ImGui::PopTextWrapPos();
@@ -69,13 +64,17 @@ class LatencyPanel final : public Panel {
     auto speedup = [](double dense, double hip) { return hip > 0 ? dense / hip : 0.0; };
     const double ps = speedup(pa.dense.latency.prefill.total(), pa.hip.latency.prefill.total());
     const double ds = speedup(pa.dense.latency.decode_step.total(), pa.hip.latency.decode_step.total());
-    ImGui::Text("Total prefill: dense %.2f ms, HiP %.2f ms -> speedup", pa.dense.latency.prefill.total(), pa.hip.latency.prefill.total());
-    ImGui::SameLine();
-    ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(ps >= 1 ? t.good : t.bad), "%.2fx", ps);
-    ImGui::Text("Decode step:   dense %.2f ms, HiP %.2f ms -> speedup", pa.dense.latency.decode_step.total(),
+    ImGui::Text("Total prefill: dense %.2f ms, HiP %.2f ms", pa.dense.latency.prefill.total(), pa.hip.latency.prefill.total());
+    if (!cpu) {
+      ImGui::SameLine();
+      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(ps >= 1 ? t.good : t.bad), "-> speedup %.2fx", ps);
+    }
+    ImGui::Text("Decode step:   dense %.2f ms, HiP %.2f ms", pa.dense.latency.decode_step.total(),
                 pa.hip.latency.decode_step.total());
-    ImGui::SameLine();
-    ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(ds >= 1 ? t.good : t.bad), "%.2fx", ds);
+    if (!cpu) {
+      ImGui::SameLine();
+      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(ds >= 1 ? t.good : t.bad), "-> speedup %.2fx", ds);
+    }
 
     // Per-layer stacked bars (prefill): HiP (left) and dense (right) per layer.
     const auto& hl = pa.hip.latency.prefill_layers;
@@ -108,28 +107,39 @@ class LatencyPanel final : public Panel {
     }
     ImGui::SameLine();
     {
+      // Every paired run since the app started (the worker records them, panel open or not).
+      static const std::vector<LatencySample> kNone;
+      const std::vector<LatencySample>& history = ctx.snap.latency_history ? *ctx.snap.latency_history : kNone;
       std::vector<double> xs, yh, yd;
       double hmax = 1e-6;
-      int i = 0;
-      for (const auto& smp : s.latency_history) {
-        xs.push_back(i++);
-        yh.push_back(smp.hip_ms);
-        yd.push_back(smp.dense_ms);
-        hmax = std::max({hmax, smp.hip_ms, smp.dense_ms});
+      for (size_t i = 0; i < history.size(); ++i) {
+        xs.push_back(static_cast<double>(i + 1));
+        yh.push_back(history[i].hip_ms);
+        yd.push_back(history[i].dense_ms);
+        hmax = std::max({hmax, history[i].hip_ms, history[i].dense_ms});
       }
-      PlotArea p = begin_plot("##lat_hist", ImVec2(0, h), -0.5, static_cast<double>(xs.size()) - 0.5, 0, hmax * 1.1,
-                              "paired run (newest right)", "prefill ms", t);
+      ImGui::BeginGroup();
+      const std::string runs = std::to_string(history.size()) + (history.size() == 1 ? " run" : " runs") + ", newest right";
+      PlotArea p = begin_plot("##lat_hist", ImVec2(0, h - ImGui::GetFrameHeightWithSpacing()), 0.5,
+                              static_cast<double>(xs.size()) + 0.5, 0, hmax * 1.1, runs.c_str(), "prefill ms", t);
       plot_line(p, xs, yh, t.hip);
       plot_points(p, xs, yh, t.hip);
       plot_line(p, xs, yd, t.dense);
+      plot_points(p, xs, yd, t.dense);
       end_plot();
-      if (p.hovered && !s.latency_history.empty()) {
-        const auto idx = static_cast<size_t>(std::clamp(static_cast<int>(p.x_of(p.mouse.x) + 0.5), 0,
-                                                        static_cast<int>(s.latency_history.size()) - 1));
-        const LatencySample& smp = s.latency_history[idx];
-        ImGui::SetTooltip("run %zu: k = %d\nHiP %.2f ms (mask %.2f, sparse %.2f)\ndense %.2f ms", idx, smp.k, smp.hip_ms,
-                          smp.mask_ms, smp.sparse_ms, smp.dense_ms);
+      if (p.hovered && !history.empty()) {
+        const auto idx = static_cast<size_t>(std::clamp(static_cast<int>(p.x_of(p.mouse.x) + 0.5) - 1, 0,
+                                                        static_cast<int>(history.size()) - 1));
+        const LatencySample& smp = history[idx];
+        ImGui::SetTooltip("run %zu: k = %lld\nprefill: HiP %.2f ms (mask %.2f, sparse %.2f), dense %.2f ms\n"
+                          "decode step: HiP %.2f ms, dense %.2f ms",
+                          idx + 1, static_cast<long long>(smp.k), smp.hip_ms, smp.mask_ms, smp.sparse_ms, smp.dense_ms,
+                          smp.hip_step_ms, smp.dense_step_ms);
       }
+      legend_item(t.hip, "HiP prefill");
+      legend_item(t.dense, "dense prefill");
+      ImGui::NewLine();
+      ImGui::EndGroup();
     }
     legend_item(cm, "mask estimation");
     legend_item(cs, "sparse attention");
@@ -137,9 +147,6 @@ class LatencyPanel final : public Panel {
     legend_item(co, "other");
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("Everything outside attention: projections, MLP, norms, sampling");
   }
-
- private:
-  std::shared_ptr<const AnalysisView> last_;
 };
 
 }  // namespace

@@ -103,6 +103,14 @@ enum Stage { kStageModel, kStageAnalysis, kStageMasks, kStageTrace, kStageDense,
              kStageGenerate, kStageCount };
 const char* stage_name(int stage);
 
+// One paired run's totals for the Latency panel's history.
+struct LatencySample {
+  double hip_ms = 0, dense_ms = 0, mask_ms = 0, sparse_ms = 0;  // prefill
+  double hip_step_ms = 0, dense_step_ms = 0;                      // decode step
+  int64_t k = 0;
+};
+LatencySample latency_sample(const PairedAnalysis& analysis);
+
 struct Snapshot {
   uint64_t version = 0;
   std::shared_ptr<const ModelInfo> model;
@@ -113,6 +121,9 @@ struct Snapshot {
   std::shared_ptr<const LocalityView> locality;
   std::shared_ptr<const OffloadView> offload;
   std::shared_ptr<const GenerateView> generate;
+  // Every paired run's latency since the app started, oldest first: appended by the worker as each
+  // run finishes, whether or not the Latency panel is open.
+  std::shared_ptr<const std::vector<LatencySample>> latency_history;
   std::array<bool, kStageCount> stale{};          // the shown result is not the current request's
   std::array<std::string, kStageCount> error{};   // why a stage failed for the current request
   bool busy = false;        // a stage is running

@@ -8,6 +8,18 @@
 
 namespace hipstudio::gui {
 
+LatencySample latency_sample(const PairedAnalysis& pa) {
+  LatencySample smp;
+  smp.hip_ms = pa.hip.latency.prefill.total();
+  smp.dense_ms = pa.dense.latency.prefill.total();
+  smp.mask_ms = pa.hip.latency.prefill.mask;
+  smp.sparse_ms = pa.hip.latency.prefill.sparse;
+  smp.hip_step_ms = pa.hip.latency.decode_step.total();
+  smp.dense_step_ms = pa.dense.latency.decode_step.total();
+  smp.k = pa.options.hip.hip.k;
+  return smp;
+}
+
 namespace {
 
 // Whether stage `later` computes from stage `earlier`'s result: every stage from the model's, the
@@ -196,6 +208,12 @@ bool Worker::step(const Request& r) {
         }
         std::lock_guard<std::mutex> lock(mutex_);
         current_.analysis = a;
+        if (r.model.synthetic_tokens == 0 && !r.model.capture_view) {  // a paired run of a model
+          auto history = std::make_shared<std::vector<LatencySample>>(
+              current_.latency_history ? *current_.latency_history : std::vector<LatencySample>{});
+          history->push_back(latency_sample(*a->analysis));
+          current_.latency_history = std::move(history);
+        }
         break;
       }
       case kStageMasks: {
