@@ -43,21 +43,45 @@ std::shared_ptr<const LoadedModel> load_model_job(const ModelRequest& request, M
   return loaded;
 }
 
-std::shared_ptr<const AnalysisView> analysis_job(const LoadedModel& model, const ModelInfo& info, const Request& r,
-                                                 const JobProgress& progress) {
+struct PrefillHandle {
+  std::shared_ptr<const Model> model;  // its tokenizer names the decoded tokens
+  std::unique_ptr<PairedPrefill> prefill;
+};
+
+PrefillJob prefill_job(const LoadedModel& model, const ModelInfo& info, const Request& r, const JobProgress& progress) {
   AnalysisOptions options;
   options.hip = r.hip;
   options.decode_steps = r.decode_steps;
   options.random_seed = r.seed;
   const auto start = std::chrono::steady_clock::now();
+  PrefillJob job;
+  job.prefill = std::make_shared<PrefillHandle>();
+  job.prefill->model = model.model;
+  job.prefill->prefill = PairedPrefill::run(model.model, r.prompt, options, kGuiDecodeRoom,
+                                            [&](double f, const std::string& what) { return progress(f, what); });
   auto view = std::make_shared<AnalysisView>();
-  view->analysis = std::make_shared<PairedAnalysis>(run_paired_analysis(
-      model.model, r.prompt, options, [&](double f, const std::string& what) { return progress(f, what); }));
+  view->analysis = view->prompt_run = job.prefill->prefill->prompt_result();
   view->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  view->prefill_seconds = view->seconds;
   view->model = info;
   view->prompt = r.prompt;
   const Tokenizer& tok = *model.model->tokenizer;
   for (int32_t id : view->analysis->prompt_ids) view->prompt_tokens.push_back(tok.token_text(id));
+  job.view = view;
+  return job;
+}
+
+std::shared_ptr<const AnalysisView> decode_job(PrefillHandle& prefill, const AnalysisView& prompt_view, const Request& r,
+                                               const JobProgress& progress) {
+  const auto start = std::chrono::steady_clock::now();
+  auto view = std::make_shared<AnalysisView>(prompt_view);
+  view->analysis = std::make_shared<PairedAnalysis>(prefill.prefill->decode(
+      r.decode_steps, r.hip.refresh_every, [&](double f, const std::string& what) { return progress(f, what); }));
+  view->decode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  view->seconds = view->prefill_seconds + view->decode_seconds;
+  view->decode_dense_text.clear();
+  view->decode_hip_text.clear();
+  const Tokenizer& tok = *prefill.model->tokenizer;
   for (const auto& d : view->analysis->decode) {
     view->decode_dense_text.push_back(tok.token_text(d.dense_token));
     view->decode_hip_text.push_back(tok.token_text(d.hip_token));

@@ -21,8 +21,19 @@ std::shared_ptr<const LoadedModel> load_model_job(const ModelRequest& request, M
 using JobProgress = std::function<bool(double fraction, const std::string& what)>;
 using Cancelled = RunCancelled;
 
-std::shared_ptr<const AnalysisView> analysis_job(const LoadedModel& model, const ModelInfo& info, const Request& r,
-                                                 const JobProgress& progress);
+// The paired run in the engine's two halves (engine/model/paired_analysis.h): the prefill half runs
+// both prefills and keeps their KV caches in `PrefillHandle`, so that decode-only settings (r_m,
+// decode steps) re-run just the decode half. `view` is the prompt's results, with no decode steps.
+struct PrefillHandle;  // wraps the engine's PairedPrefill
+struct PrefillJob {
+  std::shared_ptr<PrefillHandle> prefill;
+  std::shared_ptr<const AnalysisView> view;
+};
+PrefillJob prefill_job(const LoadedModel& model, const ModelInfo& info, const Request& r, const JobProgress& progress);
+// r.decode_steps steps with r.hip.refresh_every from the end of the prompt: the prompt view's
+// results plus the steps. The handle is used by one job at a time (the worker's thread).
+std::shared_ptr<const AnalysisView> decode_job(PrefillHandle& prefill, const AnalysisView& prompt_view, const Request& r,
+                                               const JobProgress& progress);
 
 // Continues the prompt greedily with dense attention, then with HiP; `update` receives the growing
 // view after every piece of text and returns false to cancel (throws Cancelled).

@@ -33,7 +33,7 @@ class KvCachePanel final : public Panel {
     ImGui::SliderFloat("cache factor c", &k.cache_factor, 0.0f, 8.0f, "%.2f");
     ImGui::SameLine();
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
-    ImGui::SliderInt("decode steps", &k.decode_steps, 0, 64);
+    ImGui::SliderInt("decode steps", &k.decode_steps, 0, static_cast<int>(kGuiDecodeRoom));
     if (s.capture) ImGui::EndDisabled();
     ImGui::TextUnformatted("Access map of:");
     ImGui::SameLine();

@@ -27,7 +27,7 @@ class LatencyPanel final : public Panel {
       return;
     }
     const PairedAnalysis& pa = *a->analysis;
-    StaleScope grey(view_stale(ctx, kStageAnalysis));
+    StaleScope grey(view_stale(ctx, kStageDecode));  // the decode half's result carries both halves' timings
     const bool cpu = !a->model.on_cuda;
     ImGui::PushTextWrapPos(0);
     if (cpu) {

@@ -82,7 +82,7 @@ class ParamsPanel final : public Panel {
     knob("r_m", "r_m", &k.r_m, 1, 32, "r_m: decode steps per mask re-estimation.", rule, bad);
     // Decode steps fit in the model's context after the prompt.
     const int room = info && ctx.snap.analysis ? static_cast<int>(info->max_seq_len - ctx.snap.analysis->tokens()) : 64;
-    knob("decode", "decode steps", &k.decode_steps, 0, std::clamp(room, 0, 64),
+    knob("decode", "decode steps", &k.decode_steps, 0, std::clamp(room, 0, static_cast<int>(kGuiDecodeRoom)),
          "decode: greedy decode steps after the prompt (KV cache view); at most the context left after the prompt.", rule, bad);
     next();
     ImGui::SliderFloat("c", &k.cache_factor, 0.0f, 8.0f, "%.2f");

@@ -38,6 +38,10 @@ struct Request {
   bool want_dense = true;        // dense probability image (side by side) is needed
 };
 
+// Decode steps the GUI's analysis leaves room for in its KV caches (the decode slider's maximum),
+// so that a change of the slider re-runs only the decode steps.
+inline constexpr int64_t kGuiDecodeRoom = 64;
+
 // One key per stage: equal keys mean the stage's result is still valid.
 std::string stage_key(int stage, const Request& r);
 

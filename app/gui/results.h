@@ -33,12 +33,21 @@ struct ModelInfo {
 
 struct AnalysisView {
   std::shared_ptr<const PairedAnalysis> analysis;
+  // The prefill this view's prompt results come from, shared by every decode re-run of it (an r_m
+  // change makes a new view with the same prompt_run, and the layer views computed from it stay
+  // valid); null where `analysis` is its own (a capture, a synthetic run).
+  std::shared_ptr<const PairedAnalysis> prompt_run;
+  const PairedAnalysis* prefill_identity() const { return prompt_run ? prompt_run.get() : analysis.get(); }
+  // The prefill's own view: the prompt's results with no decode steps yet (on screen when the
+  // decode half after a new prefill is still running, or was cancelled).
+  bool prompt_only() const { return prompt_run && prompt_run == analysis; }
   ModelInfo model;                     // the model that produced it
   std::string prompt;
   std::vector<std::string> prompt_tokens;     // (prompt ids) readable pieces, BOS included
   std::vector<std::string> decode_dense_text; // (decode steps) the dense side's greedy tokens
   std::vector<std::string> decode_hip_text;   // (decode steps)
-  double seconds = 0;                  // wall time of the paired run
+  double seconds = 0;                  // wall time of the paired run (prefill + decode)
+  double prefill_seconds = 0, decode_seconds = 0;
   int64_t tokens() const { return static_cast<int64_t>(analysis->prompt_ids.size()); }
   // The HiP side's attention inputs of one layer, a view into analysis->inputs; the layer must be
   // one the analysis kept (has_inputs).
@@ -99,8 +108,11 @@ struct GenerateView {
 };
 
 // The worker's stages, in the order it brings them up to date.
-enum Stage { kStageModel, kStageAnalysis, kStageMasks, kStageTrace, kStageDense, kStageLocality, kStageOffload,
-             kStageGenerate, kStageCount };
+// kStageAnalysis is the paired run's prefill half (the prompt's results, which the layer views read);
+// kStageDecode its decode half (decode steps, access streams, decode latency), re-run alone when only
+// r_m or the number of decode steps changes.
+enum Stage { kStageModel, kStageAnalysis, kStageDecode, kStageMasks, kStageTrace, kStageDense, kStageLocality,
+             kStageOffload, kStageGenerate, kStageCount };
 const char* stage_name(int stage);
 
 // One paired run's totals for the Latency panel's history.

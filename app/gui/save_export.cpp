@@ -129,7 +129,7 @@ std::string default_export_dir() { return "~/hipstudio-export-" + stamp(); }
 std::string save_unavailable(const AppState& s, const Snapshot& snap) {
   if (s.file_task) return "a save or export is still running";
   if (s.capture) return "a capture is open (it is already a file; File > Close capture returns to the live run)";
-  if (!snap.analysis || !snap.analysis->analysis || snap.stale[kStageAnalysis] || !snap.error[kStageAnalysis].empty())
+  if (!snap.analysis || !snap.analysis->analysis || !snap.fresh(kStageAnalysis) || !snap.fresh(kStageDecode))
     return "no finished live run yet";
   if (snap.analysis->model.synthetic) return "the synthetic frame-stats run has no model to capture";
   if (snap.analysis->analysis->inputs.empty()) return "the run kept no Q/K/V";

@@ -23,12 +23,18 @@ LatencySample latency_sample(const PairedAnalysis& pa) {
 namespace {
 
 // Whether stage `later` computes from stage `earlier`'s result: every stage from the model's, the
-// views (not generation) from the analysis, the trace from the masks. The scheduler waits for
-// these, and a new result of `earlier` makes `later`'s stale.
+// decode half and the views (not generation) from the prefill's, the offloading replay from the
+// decode steps' access streams, the trace from the masks. The scheduler waits for these, and a new
+// result of `earlier` makes `later`'s stale.
 bool reads(int later, int earlier) {
   if (later <= earlier) return false;
-  return earlier == kStageModel || (earlier == kStageAnalysis && later != kStageGenerate) ||
-         (earlier == kStageMasks && later == kStageTrace);
+  switch (earlier) {
+    case kStageModel: return true;
+    case kStageAnalysis: return later != kStageGenerate;
+    case kStageDecode: return later == kStageOffload;
+    case kStageMasks: return later == kStageTrace;
+    default: return false;
+  }
 }
 
 }  // namespace
@@ -143,7 +149,7 @@ bool Worker::step(const Request& r) {
       if (reads(s, e) && !up_to_date(e)) inputs_ready = false;
     if (!inputs_ready) continue;
     // Generation reads only the model, but runs after the analysis so that the views come first.
-    if (s == kStageGenerate && !up_to_date(kStageAnalysis)) continue;
+    if (s == kStageGenerate && !(up_to_date(kStageAnalysis) && up_to_date(kStageDecode))) continue;
     const bool synthetic = r.model.synthetic_tokens > 0;
     if (synthetic && (s == kStageOffload || s == kStageGenerate)) continue;
     if (r.model.capture_view && s == kStageGenerate) continue;  // no model behind a capture
@@ -194,26 +200,48 @@ bool Worker::step(const Request& r) {
         }
         std::lock_guard<std::mutex> lock(mutex_);
         model_ = model;
+        prefill_.reset();
+        prompt_view_.reset();
         current_.model = std::make_shared<const ModelInfo>(info);
         break;
       }
       case kStageAnalysis: {
         std::shared_ptr<const AnalysisView> a;
+        std::shared_ptr<PrefillHandle> prefill;
         if (r.model.capture_view) {
           a = r.model.capture_view;
         } else if (r.model.synthetic_tokens > 0) {
           a = synthetic_analysis(r.model.synthetic_tokens, r);
         } else {
-          a = analysis_job(*model_, *current_.model, r, progress);
+          {
+            // The last prefill's KV caches go before the next one allocates its own (two would double
+            // the run's memory at length); its results on screen stay, but coming back to its
+            // settings runs it again.
+            std::lock_guard<std::mutex> lock(mutex_);
+            prefill_.reset();
+            prompt_view_.reset();
+            done_key_[kStageAnalysis].clear();
+          }
+          PrefillJob job = prefill_job(*model_, *current_.model, r, progress);
+          prefill = job.prefill;
+          a = job.view;
         }
         std::lock_guard<std::mutex> lock(mutex_);
+        prefill_ = prefill;
+        prompt_view_ = a;
         current_.analysis = a;
-        if (r.model.synthetic_tokens == 0 && !r.model.capture_view) {  // a paired run of a model
-          auto history = std::make_shared<std::vector<LatencySample>>(
-              current_.latency_history ? *current_.latency_history : std::vector<LatencySample>{});
-          history->push_back(latency_sample(*a->analysis));
-          current_.latency_history = std::move(history);
-        }
+        break;
+      }
+      case kStageDecode: {
+        // A capture or a synthetic run has no model behind it: its analysis is already whole.
+        if (!prefill_) break;
+        std::shared_ptr<const AnalysisView> a = decode_job(*prefill_, *prompt_view_, r, progress);
+        std::lock_guard<std::mutex> lock(mutex_);
+        current_.analysis = a;
+        auto history = std::make_shared<std::vector<LatencySample>>(
+            current_.latency_history ? *current_.latency_history : std::vector<LatencySample>{});
+        history->push_back(latency_sample(*a->analysis));
+        current_.latency_history = std::move(history);
         break;
       }
       case kStageMasks: {

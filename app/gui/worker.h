@@ -15,6 +15,7 @@
 namespace hipstudio::gui {
 
 struct LoadedModel;
+struct PrefillHandle;
 
 class Worker {
  public:
@@ -53,6 +54,10 @@ class Worker {
   // Worker-owned state (results and the keys they were built from), guarded by mutex_ when read
   // for publishing.
   std::shared_ptr<const LoadedModel> model_;
+  // The last prefill (its KV caches, for decode-only changes) and its prompt-only view: set by the
+  // analysis stage of a model run, null for captures and synthetic runs.
+  std::shared_ptr<PrefillHandle> prefill_;
+  std::shared_ptr<const AnalysisView> prompt_view_;
   Snapshot current_;
   std::array<std::string, kStageCount> done_key_;
   std::array<std::string, kStageCount> failed_key_;

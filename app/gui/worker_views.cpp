@@ -16,7 +16,7 @@
 namespace hipstudio::gui {
 
 const char* stage_name(int stage) {
-  static const char* names[] = {"model", "analysis", "masks", "trace", "dense", "locality", "offload", "generate"};
+  static const char* names[] = {"model", "analysis", "decode", "masks", "trace", "dense", "locality", "offload", "generate"};
   return stage >= 0 && stage < kStageCount ? names[stage] : "?";
 }
 
@@ -34,8 +34,11 @@ std::string stage_key(int stage, const Request& r) {
   if (stage == kStageModel) return k.str();
   k << "|P" << std::hash<std::string>{}(r.prompt) << '|' << r.prompt.size() << "|h" << h.k << ',' << h.b_q << ','
     << h.b_k << ',' << h.b_sq << ',' << h.b_sk << ',' << h.sink << ',' << h.window << ',' << h.rho << "|ld"
-    << r.hip.dense_layers << "|rm" << r.hip.refresh_every << "|n" << r.decode_steps << "|s" << r.seed;
+    << r.hip.dense_layers << "|s" << r.seed;
   if (stage == kStageAnalysis) return k.str();
+  // What only decoding reads (r_m, the steps) keys the decode half and what reads its results.
+  if (stage == kStageDecode || stage == kStageOffload || stage == kStageGenerate) k << "|rm" << r.hip.refresh_every;
+  if (stage == kStageDecode || stage == kStageOffload) k << "|n" << r.decode_steps;
   switch (stage) {
     case kStageMasks: k << "|L" << r.layer; break;
     case kStageTrace: k << "|L" << r.layer << "|H" << r.head << "|Q" << r.query_block; break;

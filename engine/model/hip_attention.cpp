@@ -65,6 +65,14 @@ void HipAttention::reset() {
   for (LayerState& s : layers_) s = LayerState{};
 }
 
+void HipAttention::set_refresh_every(int64_t refresh_every) {
+  HipModelParams next = params_;
+  next.refresh_every = refresh_every;
+  validate_hip_model_params(next);
+  params_ = next;
+  reset();
+}
+
 at::Tensor HipAttention::attend(const AttentionCall& call) {
   HipLayerEvent event;
   event.layer = call.layer;

@@ -61,6 +61,9 @@ class HipAttention final : public AttentionBackend {
   void set_observer(std::function<void(const HipLayerEvent&)> observer) { observer_ = std::move(observer); }
   // Forget cached decode masks (a new sequence starts).
   void reset();
+  // A new r_m (>= 1, else hip::HipParamError) for the decode steps that follow; forgets cached
+  // decode masks, so the next step refreshes as the first after a prefill does.
+  void set_refresh_every(int64_t refresh_every);
   // Fill HipLayerEvent::mask_keys / sparse_keys on decode steps (the refresh's search is traced).
   void set_record_access(bool on) { record_access_ = on; }
   // Synchronize the device after mask estimation and after attention so that the event's seconds

@@ -27,4 +27,10 @@ at::Tensor KVCache::values(int64_t layer, int64_t tokens) const { return v_[laye
 
 void KVCache::advance(int64_t tokens) { length_ += tokens; }
 
+void KVCache::truncate(int64_t tokens) {
+  if (tokens < 0 || tokens > length_)
+    throw std::logic_error("KV cache truncate to " + std::to_string(tokens) + " of " + std::to_string(length_) + " tokens");
+  length_ = tokens;
+}
+
 }  // namespace hipstudio

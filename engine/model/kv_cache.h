@@ -25,6 +25,9 @@ class KVCache {
   // Called once all layers have appended the same T tokens.
   void advance(int64_t tokens);
   void clear() { length_ = 0; }
+  // Forgets every position from `tokens` on (tokens <= length()): the paired analysis re-runs its
+  // decode steps from the end of the prompt.
+  void truncate(int64_t tokens);
 
  private:
   std::vector<at::Tensor> k_;  // per layer [n_kv_heads, capacity, head_dim]

@@ -94,87 +94,72 @@ RunMemoryShape paired_analysis_shape(const Model& model, int64_t prompt_tokens, 
   return shape;
 }
 
-// The prompt's token ids in prefill chunks of `chunk` rows: [begin, end) pairs.
-static std::vector<std::pair<int64_t, int64_t>> prefill_chunks(int64_t n, int64_t chunk) {
-  std::vector<std::pair<int64_t, int64_t>> chunks;
-  for (int64_t a = 0; a < n; a += chunk) chunks.emplace_back(a, std::min(n, a + chunk));
-  return chunks;
-}
-
-// run_paired_analysis() without the out-of-memory boundary: every tensor of the run lives in this frame.
-static PairedAnalysis run_paired_analysis_unguarded(std::shared_ptr<const Model> model, const std::string& prompt,
-                                                    const AnalysisOptions& options, const AnalysisProgress& progress) {
-  c10::InferenceMode inference;
-  validate_hip_model_params(options.hip);
-  PairedAnalysis result;
-  result.options = options;
-  const ModelConfig& c = model->config;
-  if (prompt.empty()) throw InputError("the prompt is empty: pass some text with --prompt TEXT or --prompt @FILE");
-  result.prompt_ids = model->tokenizer->encode(prompt, true);
-  const int64_t n = static_cast<int64_t>(result.prompt_ids.size());
-  if (n < 2) throw InputError("the prompt has a single token: the analysis needs at least two");
-  AnalysisMemoryShape extras;
-  const RunMemoryShape shape = paired_analysis_shape(*model, n, options, extras);
-  const ContextPlan plan = plan_run(c, model->run, shape, options.context_limit);
-  const int64_t chunk = shape.prefill_chunk;
-  const auto chunks = prefill_chunks(n, chunk);
-  auto chunk_ids = [&](const std::pair<int64_t, int64_t>& r) {
-    return std::vector<int32_t>(result.prompt_ids.begin() + r.first, result.prompt_ids.begin() + r.second);
-  };
-  const double layers = static_cast<double>(c.n_layers);
-  const double passes = static_cast<double>(chunks.size()) * layers;  // layer calls per prefill
-
-  // ---- prefill, dense side ----------------------------------------------------------------------
-  report(progress, 0.0, "dense prefill");
+// Everything the two halves share: both sides' models, caches and backends, the prefill's timings,
+// and the prompt's results. Heap-held (PairedPrefill::state_), so the callbacks the models and the
+// HiP backend keep can point at its members.
+struct PairedPrefill::State {
+  std::shared_ptr<const Model> model;
+  AnalysisOptions options;
+  int64_t n = 0;            // prompt tokens
+  int64_t decode_room = 0;  // decode steps the caches have room for
   DenseAttention dense_attention;
-  Transformer dense_model(model, plan.capacity);
-  KVCache dense_cache(c, model->run, plan.capacity);
-  LatencyRecorder dense_prefill_time(c.n_layers), dense_decode_time(c.n_layers);
-  LatencyRecorder* dense_timer = &dense_prefill_time;
-  // The prefills report after every layer, so a cancel is honoured mid-prefill (a long prompt on a
-  // big model spends most of the run there); the decode steps report once per step below.
+  HipAttention hip_attention;
+  Transformer dense_model, hip_model;
+  KVCache dense_cache, hip_cache;
+  LatencyRecorder dense_prefill_time, hip_prefill_time;
+  // The recorders the layer timers feed: the prefill's, then each decode() run's own.
+  LatencyRecorder* dense_timer = nullptr;
+  LatencyRecorder* hip_timer = nullptr;
+  AnalysisProgress progress;  // the running half's
   bool prefilling = true;
   int64_t calls = 0;
-  dense_model.set_layer_timer([&](int64_t l, double a, double o) {
-    dense_timer->on_layer(l, a, o);
-    if (prefilling) report(progress, 0.2 * (static_cast<double>(++calls) / passes), "dense prefill, layer " + std::to_string(l));
-  });
-  std::vector<at::Tensor> dense_rows;
-  for (const auto& r : chunks) dense_rows.push_back(dense_model.forward_hidden(chunk_ids(r), dense_cache, dense_attention));
-  const at::Tensor dense_hidden = at::cat(dense_rows);
-  dense_rows.clear();
-
-  // ---- prefill, HiP side; the views layer takes each layer's attention as it runs ---------------
-  report(progress, 0.2, "HiP prefill");
-  HipAttention hip_attention(options.hip, c.n_layers);
-  hip_attention.set_record_access(true);
-  hip_attention.set_sync_timing(true);  // the latency breakdown splits mask estimation from sparse attention
-  Transformer hip_model(model, plan.capacity);
-  KVCache hip_cache(c, model->run, plan.capacity);
-  LatencyRecorder hip_prefill_time(c.n_layers), hip_decode_time(c.n_layers);
-  hip_prefill_time.hip_side = hip_decode_time.hip_side = true;
-  hip_prefill_time.dense_layers = hip_decode_time.dense_layers = options.hip.dense_layers;
-  LatencyRecorder* hip_timer = &hip_prefill_time;
-
+  double passes = 1;        // layer calls per prefill
+  // Prefill: the views layer per layer, the kept layers' inputs (host float32 queries of every
+  // chunk, keys/values of the last: all of them), and the layer call the observer saw, handed to the
+  // views layer from the layer timer, which runs after the layer's timings are taken, so the views'
+  // work never counts as HiP's latency.
   std::vector<std::unique_ptr<LayerViewsBackend>> views;
-  for (int64_t l = 0; l < c.n_layers; ++l) {
-    LayerViewsSetup setup;
-    setup.layer = l;
-    setup.prompt_tokens = n;
-    setup.params = options.hip.hip;
-    setup.seed = options.random_seed;
-    setup.keep_masks = options.keeps(l);
-    views.push_back(make_layer_views(model->run.device, setup));
-  }
-  // Kept layers' inputs: host float32 queries of every chunk, keys/values of the last (all of them).
-  std::vector<std::vector<at::Tensor>> kept_q(static_cast<size_t>(c.n_layers));
-  std::vector<at::Tensor> kept_k(static_cast<size_t>(c.n_layers)), kept_v(static_cast<size_t>(c.n_layers));
-  // The layer call the observer saw, handed to the views layer from the layer timer: that runs after
-  // the layer's timings are taken, so the views' work never counts as HiP's latency.
+  std::vector<std::vector<at::Tensor>> kept_q;
+  std::vector<at::Tensor> kept_k, kept_v;
   LayerViewsChunk pending;
   int64_t pending_layer = -1;
-  calls = 0;
-  hip_model.set_layer_timer([&](int64_t l, double a, double o) {
+  // Decode: the step being run and the streams its accesses go to.
+  DecodeStepRecord* current_step = nullptr;
+  AccessStreams* access = nullptr;
+  PairedAnalysis prompt;  // built by the prefill, then frozen into prompt_result
+  std::shared_ptr<const PairedAnalysis> prompt_result;
+  int32_t dense_next = 0, hip_next = 0;  // both sides' greedy choice after the prompt
+
+  State(std::shared_ptr<const Model> m, const AnalysisOptions& o, int64_t capacity)
+      : model(std::move(m)),
+        options(o),
+        hip_attention(o.hip, model->config.n_layers),
+        dense_model(model, capacity),
+        hip_model(model, capacity),
+        dense_cache(model->config, model->run, capacity),
+        hip_cache(model->config, model->run, capacity),
+        dense_prefill_time(model->config.n_layers),
+        hip_prefill_time(model->config.n_layers) {}
+
+  void prefill();  // of prompt.prompt_ids
+  PairedAnalysis decode(int64_t decode_steps, int64_t refresh_every);
+  void install_callbacks();
+  LatencyRecorder hip_recorder() const {
+    LatencyRecorder r(model->config.n_layers);
+    r.hip_side = true;
+    r.dense_layers = options.hip.dense_layers;
+    return r;
+  }
+};
+
+void PairedPrefill::State::install_callbacks() {
+  // The prefills report after every layer, so a cancel is honoured mid-prefill (a long prompt on a
+  // big model spends most of the run there); the decode steps report once per step.
+  dense_model.set_layer_timer([this](int64_t l, double a, double o) {
+    dense_timer->on_layer(l, a, o);
+    if (prefilling) report(progress, 0.25 * (static_cast<double>(++calls) / passes), "dense prefill, layer " + std::to_string(l));
+  });
+  hip_model.set_layer_timer([this](int64_t l, double a, double o) {
     hip_timer->on_layer(l, a, o);
     if (!prefilling) return;
     if (pending_layer == l) {
@@ -188,16 +173,9 @@ static PairedAnalysis run_paired_analysis_unguarded(std::shared_ptr<const Model>
       pending = LayerViewsChunk{};
       pending_layer = -1;
     }
-    report(progress, 0.2 + 0.6 * (static_cast<double>(++calls) / passes), "HiP prefill, layer " + std::to_string(l));
+    report(progress, 0.25 + 0.6 * (static_cast<double>(++calls) / passes), "HiP prefill, layer " + std::to_string(l));
   });
-
-  DecodeStepRecord* current_step = nullptr;
-  int64_t hip_layers = std::max<int64_t>(0, c.n_layers - options.hip.dense_layers);
-  AccessStreams& access = result.access;
-  access.layers = hip_layers;
-  access.heads = c.n_heads;
-  access.first_layer = options.hip.dense_layers;
-  hip_attention.set_observer([&](const HipLayerEvent& e) {
+  hip_attention.set_observer([this](const HipLayerEvent& e) {
     hip_timer->mask_seconds[static_cast<size_t>(e.layer)] = e.mask_seconds;
     hip_timer->record_seconds[static_cast<size_t>(e.layer)] = e.record_seconds;
     if (!e.call->decoding) {
@@ -211,20 +189,69 @@ static PairedAnalysis run_paired_analysis_unguarded(std::shared_ptr<const Model>
     }
     if (e.dense || !current_step) return;
     current_step->refreshed = current_step->refreshed || e.refreshed;
-    for (int64_t h = 0; h < c.n_heads; ++h) {
+    for (int64_t h = 0; h < model->config.n_heads; ++h) {
       current_step->mask_tokens_accessed += static_cast<int64_t>(e.mask_keys[h].size());
       current_step->sparse_tokens_accessed += static_cast<int64_t>(e.sparse_keys[h].size());
-      access.mask_keys.push_back(e.mask_keys[h]);
-      access.sparse_keys.push_back(e.sparse_keys[h]);
+      access->mask_keys.push_back(e.mask_keys[h]);
+      access->sparse_keys.push_back(e.sparse_keys[h]);
     }
   });
+}
+
+void PairedPrefill::State::prefill() {
+  const ModelConfig& c = model->config;
+  PairedAnalysis& result = prompt;
+  result.options = options;
+  result.options.decode_steps = 0;
+  // One prefill call over the whole prompt (paired_analysis_shape).
+  const std::vector<std::pair<int64_t, int64_t>> chunks = {{0, n}};
+  auto chunk_ids = [&](const std::pair<int64_t, int64_t>& r) {
+    return std::vector<int32_t>(result.prompt_ids.begin() + r.first, result.prompt_ids.begin() + r.second);
+  };
+  passes = static_cast<double>(chunks.size()) * static_cast<double>(c.n_layers);
+  install_callbacks();
+
+  // ---- prefill, dense side ----------------------------------------------------------------------
+  report(progress, 0.0, "dense prefill");
+  dense_timer = &dense_prefill_time;
+  prefilling = true;
+  calls = 0;
+  std::vector<at::Tensor> dense_rows;
+  for (const auto& r : chunks) dense_rows.push_back(dense_model.forward_hidden(chunk_ids(r), dense_cache, dense_attention));
+  const at::Tensor dense_hidden = at::cat(dense_rows);
+  dense_rows.clear();
+
+  // ---- prefill, HiP side; the views layer takes each layer's attention as it runs ---------------
+  report(progress, 0.25, "HiP prefill");
+  hip_attention.set_record_access(true);
+  hip_attention.set_sync_timing(true);  // the latency breakdown splits mask estimation from sparse attention
+  hip_prefill_time = hip_recorder();
+  hip_timer = &hip_prefill_time;
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    LayerViewsSetup setup;
+    setup.layer = l;
+    setup.prompt_tokens = n;
+    setup.params = options.hip.hip;
+    setup.seed = options.random_seed;
+    setup.keep_masks = options.keeps(l);
+    views.push_back(make_layer_views(model->run.device, setup));
+  }
+  kept_q.assign(static_cast<size_t>(c.n_layers), {});
+  kept_k.assign(static_cast<size_t>(c.n_layers), at::Tensor());
+  kept_v.assign(static_cast<size_t>(c.n_layers), at::Tensor());
+  calls = 0;
+  AccessStreams& streams = result.access;
+  streams.layers = std::max<int64_t>(0, c.n_layers - options.hip.dense_layers);
+  streams.heads = c.n_heads;
+  streams.first_layer = options.hip.dense_layers;
   std::vector<at::Tensor> hip_rows;
   for (const auto& r : chunks) hip_rows.push_back(hip_model.forward_hidden(chunk_ids(r), hip_cache, hip_attention));
   const at::Tensor hip_hidden = at::cat(hip_rows);
   hip_rows.clear();
+  prefilling = false;
 
   for (int64_t l = 0; l < c.n_layers; ++l) {
-    report(progress, 0.8, "layer views, layer " + std::to_string(l));
+    report(progress, 0.85, "layer views, layer " + std::to_string(l));
     LayerViewsResult r = views[static_cast<size_t>(l)]->finish();
     views[static_cast<size_t>(l)].reset();
     r.quality.layer = l;
@@ -232,6 +259,7 @@ static PairedAnalysis run_paired_analysis_unguarded(std::shared_ptr<const Model>
     result.layers.push_back(std::move(r.quality));
     if (r.has_masks) result.masks.push_back(std::move(r.masks));
   }
+  views.clear();
   auto to_floats = [](const at::Tensor& t) {
     const at::Tensor f = t.to(at::kCPU, at::kFloat).contiguous();
     return std::vector<float>(f.data_ptr<float>(), f.data_ptr<float>() + f.numel());
@@ -253,9 +281,12 @@ static PairedAnalysis run_paired_analysis_unguarded(std::shared_ptr<const Model>
     kept_k[i] = kept_v[i] = at::Tensor();
     result.inputs.push_back(std::move(in));
   }
+  kept_q.clear();
+  kept_k.clear();
+  kept_v.clear();
 
   // ---- prompt metrics, a block of rows at a time on the device ------------------------------------
-  report(progress, 0.85, "per-token metrics");
+  report(progress, 0.95, "per-token metrics");
   const PairedTokenMetrics metrics = paired_token_metrics(dense_model, dense_hidden, hip_hidden, result.prompt_ids);
   result.dense.nll = metrics.dense_nll;
   result.hip.nll = metrics.hip_nll;
@@ -263,50 +294,126 @@ static PairedAnalysis run_paired_analysis_unguarded(std::shared_ptr<const Model>
   finish_side(result.hip);
   result.kl = metrics.kl;
   result.top1_agreement = metrics.top1_agreement;
+  dense_next = metrics.dense_last;
+  hip_next = metrics.hip_last;
+  report(progress, 1.0, "prefill done");
+}
 
-  // ---- greedy decoding on both sides ------------------------------------------------------------
-  prefilling = false;
+PairedAnalysis PairedPrefill::State::decode(int64_t decode_steps, int64_t refresh_every) {
+  PairedAnalysis result = *prompt_result;
+  result.options.decode_steps = decode_steps;
+  result.options.hip.refresh_every = refresh_every;
+  // Back to the end of the prompt: the steps overwrite positions past it, and the HiP side starts
+  // with no cached decode masks, as after its prefill.
+  dense_cache.truncate(n);
+  hip_cache.truncate(n);
+  hip_attention.set_refresh_every(refresh_every);
+  LatencyRecorder dense_decode_time(model->config.n_layers);
+  LatencyRecorder hip_decode_time = hip_recorder();
   dense_timer = &dense_decode_time;
   hip_timer = &hip_decode_time;
-  int32_t dense_next = metrics.dense_last;
-  int32_t hip_next = metrics.hip_last;
-  for (int64_t step = 0; step < options.decode_steps; ++step) {
-    report(progress, 0.9 + 0.1 * static_cast<double>(step) / static_cast<double>(options.decode_steps), "decode step " + std::to_string(step));
+  access = &result.access;
+  prefilling = false;
+
+  int32_t dense_token = dense_next;
+  int32_t hip_token = hip_next;
+  for (int64_t step = 0; step < decode_steps; ++step) {
+    report(progress, static_cast<double>(step) / static_cast<double>(decode_steps), "decode step " + std::to_string(step));
     DecodeStepRecord record;
     record.step = step;
     record.position = n + step;
-    result.dense.generated.push_back(dense_next);
-    result.hip.generated.push_back(hip_next);
-    const int32_t hip_input = options.force_dense_tokens ? dense_next : hip_next;
-    const at::Tensor d = dense_model.forward({dense_next}, dense_cache, dense_attention, LogitsFor::LastToken, Phase::Decode);
+    result.dense.generated.push_back(dense_token);
+    result.hip.generated.push_back(hip_token);
+    const int32_t hip_input = options.force_dense_tokens ? dense_token : hip_token;
+    const at::Tensor d = dense_model.forward({dense_token}, dense_cache, dense_attention, LogitsFor::LastToken, Phase::Decode);
     current_step = &record;
     const at::Tensor h = hip_model.forward({hip_input}, hip_cache, hip_attention, LogitsFor::LastToken, Phase::Decode);
     current_step = nullptr;
-    dense_next = static_cast<int32_t>(d[0].argmax().item<int64_t>());
-    hip_next = static_cast<int32_t>(h[0].argmax().item<int64_t>());
-    record.dense_token = dense_next;
-    record.hip_token = hip_next;
+    dense_token = static_cast<int32_t>(d[0].argmax().item<int64_t>());
+    hip_token = static_cast<int32_t>(h[0].argmax().item<int64_t>());
+    record.dense_token = dense_token;
+    record.hip_token = hip_token;
     result.mask_refreshes += record.refreshed ? 1 : 0;
     result.decode.push_back(record);
   }
+  access = nullptr;
   // generated[] ends with the last step's choice too: step s feeds generated[s] (at position n + s)
   // and its record's token is generated[s + 1].
-  if (options.decode_steps > 0) {
-    result.dense.generated.push_back(dense_next);
-    result.hip.generated.push_back(hip_next);
+  if (decode_steps > 0) {
+    result.dense.generated.push_back(dense_token);
+    result.hip.generated.push_back(hip_token);
   }
-  access.steps = options.decode_steps;
+  result.access.steps = decode_steps;
 
-  store_latency(dense_prefill_time, dense_decode_time, options.decode_steps, result.dense.latency);
-  store_latency(hip_prefill_time, hip_decode_time, options.decode_steps, result.hip.latency);
+  store_latency(dense_prefill_time, dense_decode_time, decode_steps, result.dense.latency);
+  store_latency(hip_prefill_time, hip_decode_time, decode_steps, result.hip.latency);
   report(progress, 1.0, "done");
   return result;
 }
 
+PairedPrefill::PairedPrefill(std::unique_ptr<State> state) : state_(std::move(state)) {}
+PairedPrefill::~PairedPrefill() = default;
+
+const std::shared_ptr<const PairedAnalysis>& PairedPrefill::prompt_result() const { return state_->prompt_result; }
+int64_t PairedPrefill::decode_room() const { return state_->decode_room; }
+
+std::unique_ptr<PairedPrefill> PairedPrefill::run(std::shared_ptr<const Model> model, const std::string& prompt,
+                                                  const AnalysisOptions& options, int64_t decode_room,
+                                                  const AnalysisProgress& progress) {
+  const RunDevice run = model->run;
+  return guard_out_of_memory(run, "the paired analysis", [&] {
+    c10::InferenceMode inference;
+    validate_hip_model_params(options.hip);
+    if (options.decode_steps < 0) throw InputError("the number of decode steps must be >= 0");
+    if (prompt.empty()) throw InputError("the prompt is empty: pass some text with --prompt TEXT or --prompt @FILE");
+    const ModelConfig& c = model->config;
+    std::vector<int32_t> ids = model->tokenizer->encode(prompt, true);
+    const int64_t n = static_cast<int64_t>(ids.size());
+    if (n < 2) throw InputError("the prompt has a single token: the analysis needs at least two");
+    // Room for decoding: what was asked, up to what the context holds past the prompt, and never
+    // less than this run's own steps (plan_run then names the limit if those do not fit).
+    const int64_t context = options.context_limit > 0 ? options.context_limit : c.max_seq_len;
+    const int64_t room = std::max(options.decode_steps, std::min(decode_room, context - n));
+    AnalysisOptions planned = options;
+    planned.decode_steps = room;
+    AnalysisMemoryShape extras;
+    const RunMemoryShape shape = paired_analysis_shape(*model, n, planned, extras);
+    const ContextPlan plan = plan_run(c, model->run, shape, options.context_limit);
+    auto state = std::make_unique<State>(model, options, plan.capacity);
+    state->n = n;
+    state->decode_room = room;
+    state->progress = progress;
+    state->prompt.prompt_ids = std::move(ids);
+    state->prefill();
+    state->prompt_result = std::make_shared<const PairedAnalysis>(std::move(state->prompt));
+    state->prompt = PairedAnalysis{};
+    state->progress = {};
+    return std::unique_ptr<PairedPrefill>(new PairedPrefill(std::move(state)));
+  });
+}
+
+PairedAnalysis PairedPrefill::decode(int64_t decode_steps, int64_t refresh_every, const AnalysisProgress& progress) {
+  if (decode_steps < 0 || decode_steps > state_->decode_room)
+    throw InputError("this prefill left room for " + std::to_string(state_->decode_room) + " decode steps, not " +
+                     std::to_string(decode_steps) + ": run the prefill again with more room");
+  if (refresh_every < 1) throw hip::HipParamError("r_m (" + std::to_string(refresh_every) + ") must be >= 1");
+  return guard_out_of_memory(state_->model->run, "the paired analysis's decode steps", [&] {
+    c10::InferenceMode inference;
+    state_->progress = progress;
+    PairedAnalysis result = state_->decode(decode_steps, refresh_every);
+    state_->progress = {};
+    return result;
+  });
+}
+
 PairedAnalysis run_paired_analysis(std::shared_ptr<const Model> model, const std::string& prompt,
                                    const AnalysisOptions& options, const AnalysisProgress& progress) {
-  return guard_out_of_memory(model->run, "the paired analysis",
-                             [&] { return run_paired_analysis_unguarded(model, prompt, options, progress); });
+  auto part = [&](double from, double span) -> AnalysisProgress {
+    if (!progress) return {};
+    return [&progress, from, span](double f, const std::string& what) { return progress(from + span * f, what); };
+  };
+  std::unique_ptr<PairedPrefill> prefill = PairedPrefill::run(model, prompt, options, options.decode_steps, part(0.0, 0.9));
+  return prefill->decode(options.decode_steps, options.hip.refresh_every, part(0.9, 0.1));
 }
 
 }  // namespace hipstudio

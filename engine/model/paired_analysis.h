@@ -26,7 +26,41 @@ using AnalysisProgress = std::function<bool(double fraction, const std::string& 
 RunMemoryShape paired_analysis_shape(const Model& model, int64_t prompt_tokens, const AnalysisOptions& options,
                                      AnalysisMemoryShape& extras);
 
+// The whole paired run: both prefills, then options.decode_steps greedy steps (a PairedPrefill and
+// one decode()).
 PairedAnalysis run_paired_analysis(std::shared_ptr<const Model> model, const std::string& prompt,
                                    const AnalysisOptions& options, const AnalysisProgress& progress = {});
+
+// The paired run in two halves. The prefill half (both prefills, the layer views, the prompt's
+// per-token metrics) keeps both sides' KV caches, so that what only changes decoding (r_m, the
+// number of decode steps) re-runs the steps from the end of the prompt instead of both prefills:
+// the GUI's r_m and decode sliders. The held caches are the run's KV memory, as during a run.
+class PairedPrefill {
+ public:
+  // Both prefills of `prompt`; the KV caches leave room for `decode_room` steps (raised to
+  // options.decode_steps, lowered to what the context allows past the prompt). progress reports
+  // fractions in [0, 1] of the prefill half; a cancel throws RunCancelled.
+  static std::unique_ptr<PairedPrefill> run(std::shared_ptr<const Model> model, const std::string& prompt,
+                                            const AnalysisOptions& options, int64_t decode_room,
+                                            const AnalysisProgress& progress = {});
+  ~PairedPrefill();
+  PairedPrefill(const PairedPrefill&) = delete;
+  PairedPrefill& operator=(const PairedPrefill&) = delete;
+
+  // The prompt's results: everything but the decode steps (decode, generated and the access
+  // streams' steps are empty).
+  const std::shared_ptr<const PairedAnalysis>& prompt_result() const;
+  int64_t decode_room() const;
+  // Greedy decoding on both sides from the end of the prompt: `decode_steps` (0..decode_room())
+  // steps with HiP masks refreshed every `refresh_every` steps. Returns the prompt's results plus the
+  // steps, what run_paired_analysis gives for these settings; callable again with other settings.
+  // progress reports fractions in [0, 1] of the decode half.
+  PairedAnalysis decode(int64_t decode_steps, int64_t refresh_every, const AnalysisProgress& progress = {});
+
+ private:
+  struct State;
+  explicit PairedPrefill(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
 
 }  // namespace hipstudio

@@ -50,6 +50,10 @@ TEST(GuiLogic, ChangesInvalidateOnlyTheirStages) {
   EXPECT_EQ(with([](AppState& t) { t.applied.cache_factor = 3; }), (std::vector<int>{kStageOffload}));
   EXPECT_EQ(with([](AppState& t) { t.delta = 20; }), (std::vector<int>{kStageLocality}));
   EXPECT_EQ(with([](AppState& t) { ++t.generate_id; }), (std::vector<int>{kStageGenerate}));
+  // r_m and the decode steps re-run the decode half (and what reads its steps), never a prefill or a
+  // layer view; generation uses r_m but not the analysis' step count.
+  EXPECT_EQ(with([](AppState& t) { t.applied.r_m = 7; }), (std::vector<int>{kStageDecode, kStageOffload, kStageGenerate}));
+  EXPECT_EQ(with([](AppState& t) { t.applied.decode_steps = 9; }), (std::vector<int>{kStageDecode, kStageOffload}));
   // A new k re-runs the paired analysis and everything after it, but not the model load.
   const std::vector<int> k_change = with([](AppState& t) { t.applied.k = 16; });
   EXPECT_EQ(k_change.front(), kStageAnalysis);

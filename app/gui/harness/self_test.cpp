@@ -265,6 +265,7 @@ void SelfTest::build_steps() {
                       30, 3});
   }
   // 7. Decode a few tokens: decode records and the offloading replay cover them.
+  auto decoded = std::make_shared<Snapshot>();  // step 7's result, for 7a
   steps_.push_back({"decode 6 tokens (KV cache)",
                     [](AppState& s) {
                       s.knobs.decode_steps = 6;
@@ -274,7 +275,8 @@ void SelfTest::build_steps() {
                       return s.analysis && s.analysis->analysis->decode.size() == 6 && s.offload && s.fresh(kStageOffload) &&
                              !s.busy;
                     },
-                    [](AppState&, const Snapshot& s) -> std::string {
+                    [decoded](AppState&, const Snapshot& s) -> std::string {
+                      *decoded = s;
                       const offload::OffloadResult& r = s.offload->result;
                       if (r.steps != 6) return fail("offload replay has %lld steps", r.steps);
                       for (const auto* c : {&r.mask, &r.sparse}) {
@@ -286,6 +288,28 @@ void SelfTest::build_steps() {
                       }
                       return "";
                     }});
+  // 7a. An r_m change re-runs the decode half only: the prefill's results and the layer views are the
+  // same objects as before, and the new steps refresh the masks every r_m steps.
+  steps_.push_back({"an r_m change re-runs only the decode steps",
+                    [](AppState& s) { s.knobs.r_m = 2; },
+                    [](const AppState&, const Snapshot& s) {
+                      return s.analysis && s.analysis->analysis->options.hip.refresh_every == 2 && s.fresh(kStageDecode) &&
+                             s.fresh(kStageOffload) && !s.busy;
+                    },
+                    [decoded](AppState& s, const Snapshot& snap) -> std::string {
+                      const PairedAnalysis& pa = *snap.analysis->analysis;
+                      if (!decoded->analysis || snap.analysis->prefill_identity() != decoded->analysis->prefill_identity())
+                        return "the r_m change re-ran the prefill";
+                      if (snap.masks != decoded->masks || snap.dense != decoded->dense) return "the r_m change recomputed the layer views";
+                      if (pa.decode.size() != 6) return fail("%lld decode steps after the r_m change, not 6", static_cast<long long>(pa.decode.size()));
+                      for (const DecodeStepRecord& d : pa.decode)
+                        if (d.refreshed != (d.step % 2 == 0)) return fail("decode step %lld refreshed (%lld) against r_m 2", d.step, d.refreshed ? 1 : 0);
+                      std::printf("self-test: r_m change: decode half %.0f ms (the prefill took %.0f ms and did not re-run)\n",
+                                  snap.analysis->decode_seconds * 1e3, snap.analysis->prefill_seconds * 1e3);
+                      s.knobs.r_m = 4;
+                      return "";
+                    },
+                    60, 1});
   // 7b. Cancel: a longer decode starts, is cancelled, and the last result stays on screen (stale).
   auto cancel_sent = std::make_shared<bool>(false);
   steps_.push_back({"cancel a running analysis",
@@ -294,7 +318,7 @@ void SelfTest::build_steps() {
                       *cancel_sent = false;
                     },
                     [](const AppState&, const Snapshot& s) {
-                      return (s.busy && s.running_stage == kStageAnalysis) || s.error[kStageAnalysis] == "cancelled";
+                      return (s.busy && s.running_stage == kStageDecode) || s.error[kStageDecode] == "cancelled";
                     },
                     [cancel_sent](AppState& s, const Snapshot& snap) -> std::string {
                       if (!*cancel_sent) {
@@ -302,10 +326,13 @@ void SelfTest::build_steps() {
                         *cancel_sent = true;
                         return kMore;
                       }
-                      if (snap.error[kStageAnalysis] != "cancelled" || snap.busy) return kMore;
-                      if (!snap.analysis || snap.analysis->analysis->decode.size() != 6 || !snap.stale[kStageAnalysis])
+                      if (snap.error[kStageDecode] != "cancelled" || snap.busy) return kMore;
+                      // Only the decode half ran (and was cancelled): more steps never re-run a prefill.
+                      if (!snap.fresh(kStageAnalysis) || !snap.fresh(kStageMasks))
+                        return "a decode-steps change re-ran the prefill or the layer views";
+                      if (!snap.analysis || snap.analysis->analysis->decode.size() != 6 || !snap.stale[kStageDecode])
                         return "the previous result is not kept (greyed) after a cancel";
-                      s.knobs.decode_steps = 6;  // back to the computed result: nothing re-runs
+                      s.knobs.decode_steps = 6;  // back to 6 steps: the decode half runs again, the prefill not
                       return "";
                     },
                     60, 1});

@@ -136,15 +136,17 @@ struct Soak::State {
     return s->busy ? nullptr : s;
   }
 
-  int set_of(const AnalysisView& a) const {
+  // The soak set a view's parameters are; with prefill_only, the first set whose prefill parameters
+  // they are (a layer view reads the prompt's results only, which r_m and decode steps never change).
+  int set_of(const AnalysisView& a, bool prefill_only = false) const {
     const AnalysisOptions& o = a.analysis->options;
     for (size_t i = 0; i < sets.size(); ++i) {
       const HipKnobs& k = sets[i];
       const hip::HipParams p = to_hip_params(k);
       const hip::HipParams& h = o.hip.hip;
       if (p.k == h.k && p.b_q == h.b_q && p.b_k == h.b_k && p.b_sq == h.b_sq && p.b_sk == h.b_sk && p.sink == h.sink &&
-          p.window == h.window && p.rho == h.rho && k.l_d == o.hip.dense_layers && k.r_m == o.hip.refresh_every &&
-          k.decode_steps == o.decode_steps)
+          p.window == h.window && p.rho == h.rho && k.l_d == o.hip.dense_layers &&
+          (prefill_only || (k.r_m == o.hip.refresh_every && k.decode_steps == o.decode_steps)))
         return static_cast<int>(i);
     }
     return -1;
@@ -182,15 +184,21 @@ struct Soak::State {
       if (s.error[st] == "cancelled" && !s.stale[st]) return std::string(stage_name(st)) + " says cancelled but not stale";
     }
     if (!s.analysis || !s.masks) return "the previous results were dropped";
-    const int a_set = set_of(*s.analysis);
+    // A cancel during the decode half after a new prefill leaves that prefill's results (complete,
+    // with no decode steps) on screen: they match a set's prompt results, not its steps.
+    const bool prompt_only = s.analysis->prompt_only();
+    if (prompt_only && !s.stale[kStageDecode]) return "a prompt-only analysis passes for a fresh decode";
+    const int a_set = set_of(*s.analysis, prompt_only);
     if (a_set < 0) return "the analysis on screen has parameters of no complete run";
     if (auto it = refs.find(a_set); it != refs.end()) {
       const PairedAnalysis& a = *s.analysis->analysis;
-      if (a.dense.ppl != it->second.dense_ppl || a.hip.ppl != it->second.hip_ppl || a.hip.generated != it->second.hip_generated)
+      if (a.dense.ppl != it->second.dense_ppl || a.hip.ppl != it->second.hip_ppl ||
+          (!prompt_only && a.hip.generated != it->second.hip_generated))
         return "the analysis on screen differs from its set's complete run";
     }
-    if (!s.stale[kStageMasks] && s.masks->source != s.analysis) return "fresh masks of another analysis";
-    const int m_set = set_of(*s.masks->source);
+    if (!s.stale[kStageMasks] && s.masks->source->prefill_identity() != s.analysis->prefill_identity())
+      return "fresh masks of another analysis";
+    const int m_set = set_of(*s.masks->source, true);
     if (auto it = refs.find(m_set); it != refs.end() && it->second.layer == s.masks->layer)
       if (it->second.blocks != s.masks->hip.blocks || it->second.counts != s.masks->hip.counts)
         return "the masks on screen differ from their set's complete run";
@@ -398,10 +406,12 @@ std::vector<SelfTestStep> Soak::loop_steps() {
                            const double idle_s = st->since(st->cancel_at);
                            st->worst_idle_s = std::max(st->worst_idle_s, idle_s);
                            ++st->cancels;
-                           if (n->error[kStageAnalysis] == "cancelled") ++st->cancelled_analyses;
+                           const bool run_cancelled =
+                               n->error[kStageAnalysis] == "cancelled" || n->error[kStageDecode] == "cancelled";
+                           if (run_cancelled) ++st->cancelled_analyses;
                            std::printf("soak:   cancel after %.0f ms (at %s): idle %.0f ms later, %s\n", st->delay_s * 1e3,
                                        st->landed.c_str(), idle_s * 1e3,
-                                       n->error[kStageAnalysis] == "cancelled" ? "analysis cancelled" : "the run had finished");
+                                       run_cancelled ? "analysis cancelled" : "the run had finished");
                            if (std::string t = st->threads_back(); !t.empty()) return t;
                            if (std::string bad = st->inconsistency(*n); !bad.empty()) return bad;
                            // The next run: other parameters (a cancelled key stays failed until its

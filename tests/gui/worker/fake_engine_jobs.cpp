@@ -4,6 +4,7 @@
 // are pure functions of the request, so a completed run can be compared with a reference.
 #include "tests/gui/worker/fake_engine_jobs.h"
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -23,13 +24,38 @@ std::shared_ptr<const LoadedModel> load_model_job(const ModelRequest&, ModelInfo
   return std::make_shared<LoadedModel>();
 }
 
-std::shared_ptr<const AnalysisView> analysis_job(const LoadedModel&, const ModelInfo&, const Request& r,
-                                                 const JobProgress& progress) {
+struct PrefillHandle {};
+
+namespace {
+std::atomic<int64_t> prefill_runs{0};
+}  // namespace
+
+int64_t fake_prefill_runs() { return prefill_runs.load(); }
+
+PrefillJob prefill_job(const LoadedModel&, const ModelInfo&, const Request& r, const JobProgress& progress) {
+  ++prefill_runs;
   for (int i = 0; i < kFakeAnalysisChecks; ++i) {
-    if (!progress(static_cast<double>(i) / kFakeAnalysisChecks, "fake analysis step " + std::to_string(i))) throw Cancelled();
+    if (!progress(static_cast<double>(i) / kFakeAnalysisChecks, "fake prefill step " + std::to_string(i))) throw Cancelled();
     std::this_thread::sleep_for(std::chrono::microseconds(kFakeCheckMicros));
   }
-  return fake_analysis(r);
+  Request prompt_only = r;
+  prompt_only.decode_steps = 0;
+  return {std::make_shared<PrefillHandle>(), fake_analysis(prompt_only)};
+}
+
+std::shared_ptr<const AnalysisView> decode_job(PrefillHandle&, const AnalysisView& prompt_view, const Request& r,
+                                               const JobProgress& progress) {
+  for (int i = 0; i < kFakeDecodeChecks; ++i) {
+    if (!progress(static_cast<double>(i) / kFakeDecodeChecks, "fake decode step " + std::to_string(i))) throw Cancelled();
+    std::this_thread::sleep_for(std::chrono::microseconds(kFakeCheckMicros));
+  }
+  auto view = std::make_shared<AnalysisView>(prompt_view);
+  auto pa = std::make_shared<PairedAnalysis>(*prompt_view.analysis);
+  pa->options.decode_steps = r.decode_steps;
+  pa->options.hip.refresh_every = r.hip.refresh_every;
+  view->prompt_run = prompt_view.analysis;
+  view->analysis = pa;
+  return view;
 }
 
 void generate_job(const LoadedModel&, const ModelInfo&, const Request& r,

@@ -84,7 +84,8 @@ std::string inconsistency(const Snapshot& s, const Request& r, const std::map<in
   }
   if (s.masks) {
     if (!s.analysis) return "masks without an analysis";
-    if (!s.stale[kStageMasks] && s.masks->source != s.analysis) return "fresh masks of another analysis";
+    if (!s.stale[kStageMasks] && s.masks->source->prefill_identity() != s.analysis->prefill_identity())
+      return "fresh masks of another analysis";
     // A complete mask of its own parameters: equal to the reference run of those parameters.
     bool matched = false;
     for (const auto& [set, ref] : refs) {

@@ -1,0 +1,97 @@
+// The paired run in two halves (issue "The GUI on the GPU": an r_m change re-ran both prefills):
+// decode steps re-run on a kept prefill must equal a whole run with those settings, whatever ran
+// on that prefill before, and the prefill's own results must not change.
+#include <gtest/gtest.h>
+
+#include "engine/formats/errors.h"
+#include "kernels/hip_params.h"
+#include "engine/model/paired_analysis.h"
+#include "tests/engine/engine_fixture.h"
+#include "tests/engine/hip_test_setup.h"
+
+namespace hipstudio {
+namespace {
+
+using testing::default_model;
+using testing::kStory;
+
+AnalysisOptions options_with(int64_t refresh_every, int64_t decode_steps) {
+  AnalysisOptions o;
+  o.hip = testing::small_hip_params();
+  o.hip.refresh_every = refresh_every;
+  o.decode_steps = decode_steps;
+  return o;
+}
+
+// Everything but the timings, which differ from run to run.
+void expect_same_results(const PairedAnalysis& a, const PairedAnalysis& b, const std::string& what) {
+  SCOPED_TRACE(what);
+  EXPECT_EQ(a.prompt_ids, b.prompt_ids);
+  EXPECT_EQ(a.options.decode_steps, b.options.decode_steps);
+  EXPECT_EQ(a.options.hip.refresh_every, b.options.hip.refresh_every);
+  EXPECT_EQ(a.dense.nll, b.dense.nll);
+  EXPECT_EQ(a.hip.nll, b.hip.nll);
+  EXPECT_EQ(a.kl, b.kl);
+  EXPECT_EQ(a.top1_agreement, b.top1_agreement);
+  EXPECT_EQ(a.dense.generated, b.dense.generated);
+  EXPECT_EQ(a.hip.generated, b.hip.generated);
+  EXPECT_EQ(a.mask_refreshes, b.mask_refreshes);
+  ASSERT_EQ(a.decode.size(), b.decode.size());
+  for (size_t i = 0; i < a.decode.size(); ++i) {
+    EXPECT_EQ(a.decode[i].position, b.decode[i].position) << "step " << i;
+    EXPECT_EQ(a.decode[i].dense_token, b.decode[i].dense_token) << "step " << i;
+    EXPECT_EQ(a.decode[i].hip_token, b.decode[i].hip_token) << "step " << i;
+    EXPECT_EQ(a.decode[i].refreshed, b.decode[i].refreshed) << "step " << i;
+    EXPECT_EQ(a.decode[i].mask_tokens_accessed, b.decode[i].mask_tokens_accessed) << "step " << i;
+    EXPECT_EQ(a.decode[i].sparse_tokens_accessed, b.decode[i].sparse_tokens_accessed) << "step " << i;
+  }
+  EXPECT_EQ(a.access.steps, b.access.steps);
+  EXPECT_EQ(a.access.mask_keys, b.access.mask_keys);
+  EXPECT_EQ(a.access.sparse_keys, b.access.sparse_keys);
+  ASSERT_EQ(a.layers.size(), b.layers.size());
+  for (size_t l = 0; l < a.layers.size(); ++l)
+    for (size_t h = 0; h < a.layers[l].heads.size(); ++h) {
+      EXPECT_EQ(a.layers[l].heads[h].recall, b.layers[l].heads[h].recall) << l << "/" << h;
+      EXPECT_EQ(a.layers[l].heads[h].out_rel_err, b.layers[l].heads[h].out_rel_err) << l << "/" << h;
+    }
+  ASSERT_EQ(a.masks.size(), b.masks.size());
+  for (size_t i = 0; i < a.masks.size(); ++i) EXPECT_EQ(a.masks[i].hip.blocks, b.masks[i].hip.blocks);
+  ASSERT_EQ(a.inputs.size(), b.inputs.size());
+  for (size_t i = 0; i < a.inputs.size(); ++i) EXPECT_EQ(a.inputs[i].q, b.inputs[i].q);
+}
+
+TEST(PairedPrefill, DecodeRerunsEqualWholeRunsWithTheirSettings) {
+  auto prefill = PairedPrefill::run(default_model(), kStory, options_with(4, 6), 12);
+  ASSERT_EQ(prefill->decode_room(), 12);
+  const PairedAnalysis& prompt = *prefill->prompt_result();
+  EXPECT_TRUE(prompt.decode.empty());
+  EXPECT_EQ(prompt.access.steps, 0);
+  // Other r_m and step counts, in an order where each run follows a longer or different one.
+  const std::pair<int64_t, int64_t> settings[] = {{4, 6}, {2, 12}, {3, 3}, {5, 0}};
+  for (const auto& [rm, steps] : settings) {
+    const PairedAnalysis rerun = prefill->decode(steps, rm);
+    const PairedAnalysis whole = run_paired_analysis(default_model(), kStory, options_with(rm, steps));
+    expect_same_results(rerun, whole, "r_m " + std::to_string(rm) + ", " + std::to_string(steps) + " steps");
+    EXPECT_EQ(rerun.mask_refreshes, (steps + rm - 1) / rm);
+  }
+  EXPECT_TRUE(prefill->prompt_result()->decode.empty()) << "a decode run changed the prefill's results";
+}
+
+TEST(PairedPrefill, StepsPastTheRoomOrABadRmAreRefused) {
+  auto prefill = PairedPrefill::run(default_model(), kStory, options_with(4, 2), 4);
+  EXPECT_THROW(prefill->decode(5, 4), InputError);
+  EXPECT_THROW(prefill->decode(-1, 4), InputError);
+  EXPECT_THROW(prefill->decode(2, 0), hip::HipParamError);
+  // The refusals left the prefill usable.
+  expect_same_results(prefill->decode(4, 3), run_paired_analysis(default_model(), kStory, options_with(3, 4)), "after refusals");
+}
+
+TEST(PairedPrefill, TheRoomStopsAtTheContext) {
+  const int64_t n = static_cast<int64_t>(default_model()->tokenizer->encode(kStory, true).size());
+  const int64_t context = default_model()->config.max_seq_len;
+  auto prefill = PairedPrefill::run(default_model(), kStory, options_with(4, 2), context * 2);
+  EXPECT_EQ(prefill->decode_room(), context - n);
+}
+
+}  // namespace
+}  // namespace hipstudio
