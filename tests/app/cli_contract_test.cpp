@@ -60,6 +60,8 @@ TEST(CliContractParse, ParseErrorsAreErrorLinesWithStatus2) {
       {"capture --prompt hi --out /tmp/never.hipcap --views bogus", "'bogus' is not one of mask, iterations"},
       {"generate --prompt hi --max-tokens many", "'many' is not an integer"},
       {"no-such-command", "unknown option or argument: no-such-command"},
+      // A misspelt option is named before the required one it leaves missing.
+      {"analyze --promt hi --json /tmp/never.json", "unknown option or argument: --promt hi"},
   };
   for (const auto& [args, message] : cases) {
     const CommandResult r = run_merged(args);
