@@ -292,7 +292,12 @@ void draw_status(PanelContext& ctx, float frame_ms, bool idle) {
       if (ctx.state.capture) {
         ImGui::TextDisabled("capture, %lld tokens", static_cast<long long>(sn.analysis->tokens()));
       } else {
-        ImGui::TextDisabled("paired run %.2f s, %lld tokens", sn.analysis->seconds, static_cast<long long>(sn.analysis->tokens()));
+        // The two halves apart: an r_m or decode-steps change re-runs only the second.
+        if (sn.analysis->model.synthetic)
+          ImGui::TextDisabled("synthetic Q/K, %lld tokens", static_cast<long long>(sn.analysis->tokens()));
+        else
+          ImGui::TextDisabled("paired run: prefill %.2f s, decode %.2f s, %lld tokens", sn.analysis->prefill_seconds,
+                              sn.analysis->decode_seconds, static_cast<long long>(sn.analysis->tokens()));
       }
     } else {
       ImGui::TextDisabled("Idle");

@@ -110,9 +110,11 @@ class LatencyPanel final : public Panel {
       // Every paired run since the app started (the worker records them, panel open or not).
       static const std::vector<LatencySample> kNone;
       const std::vector<LatencySample>& history = ctx.snap.latency_history ? *ctx.snap.latency_history : kNone;
+      // A decode-only re-run measured no prefill: it keeps its place on the axis but gets no point.
       std::vector<double> xs, yh, yd;
       double hmax = 1e-6;
       for (size_t i = 0; i < history.size(); ++i) {
+        if (!history[i].new_prefill) continue;
         xs.push_back(static_cast<double>(i + 1));
         yh.push_back(history[i].hip_ms);
         yd.push_back(history[i].dense_ms);
@@ -121,7 +123,7 @@ class LatencyPanel final : public Panel {
       ImGui::BeginGroup();
       const std::string runs = std::to_string(history.size()) + (history.size() == 1 ? " run" : " runs") + ", newest right";
       PlotArea p = begin_plot("##lat_hist", ImVec2(0, h - ImGui::GetFrameHeightWithSpacing()), 0.5,
-                              static_cast<double>(xs.size()) + 0.5, 0, hmax * 1.1, runs.c_str(), "prefill ms", t);
+                              static_cast<double>(history.size()) + 0.5, 0, hmax * 1.1, runs.c_str(), "prefill ms", t);
       plot_line(p, xs, yh, t.hip);
       plot_points(p, xs, yh, t.hip);
       plot_line(p, xs, yd, t.dense);
@@ -131,10 +133,13 @@ class LatencyPanel final : public Panel {
         const auto idx = static_cast<size_t>(std::clamp(static_cast<int>(p.x_of(p.mouse.x) + 0.5) - 1, 0,
                                                         static_cast<int>(history.size()) - 1));
         const LatencySample& smp = history[idx];
-        ImGui::SetTooltip("run %zu: k = %lld\nprefill: HiP %.2f ms (mask %.2f, sparse %.2f), dense %.2f ms\n"
-                          "decode step: HiP %.2f ms, dense %.2f ms",
-                          idx + 1, static_cast<long long>(smp.k), smp.hip_ms, smp.mask_ms, smp.sparse_ms, smp.dense_ms,
-                          smp.hip_step_ms, smp.dense_step_ms);
+        const std::string prefill =
+            smp.new_prefill ? fmt("prefill: HiP %.2f ms (mask %.2f, sparse %.2f), dense %.2f ms", smp.hip_ms, smp.mask_ms,
+                                  smp.sparse_ms, smp.dense_ms)
+                            : std::string("decode steps only (r_m or the step count changed): the prefill was not re-run");
+        ImGui::SetTooltip("run %zu: k = %lld, r_m = %lld, %lld decode steps\n%s\ndecode step: HiP %.2f ms, dense %.2f ms",
+                          idx + 1, static_cast<long long>(smp.k), static_cast<long long>(smp.refresh_every),
+                          static_cast<long long>(smp.decode_steps), prefill.c_str(), smp.hip_step_ms, smp.dense_step_ms);
       }
       legend_item(t.hip, "HiP prefill");
       legend_item(t.dense, "dense prefill");

@@ -119,7 +119,10 @@ const char* stage_name(int stage);
 struct LatencySample {
   double hip_ms = 0, dense_ms = 0, mask_ms = 0, sparse_ms = 0;  // prefill
   double hip_step_ms = 0, dense_step_ms = 0;                      // decode step
-  int64_t k = 0;
+  int64_t k = 0, refresh_every = 0, decode_steps = 0;
+  // False for a decode-only re-run (r_m or the step count changed): its prefill figures are the
+  // earlier prefill's, not a new measurement, and the history plots no prefill point for it.
+  bool new_prefill = true;
 };
 LatencySample latency_sample(const PairedAnalysis& analysis);
 

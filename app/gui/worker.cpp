@@ -17,6 +17,8 @@ LatencySample latency_sample(const PairedAnalysis& pa) {
   smp.hip_step_ms = pa.hip.latency.decode_step.total();
   smp.dense_step_ms = pa.dense.latency.decode_step.total();
   smp.k = pa.options.hip.hip.k;
+  smp.refresh_every = pa.options.hip.refresh_every;
+  smp.decode_steps = pa.options.decode_steps;
   return smp;
 }
 
@@ -229,6 +231,7 @@ bool Worker::step(const Request& r) {
         std::lock_guard<std::mutex> lock(mutex_);
         prefill_ = prefill;
         prompt_view_ = a;
+        prefill_decoded_ = false;
         current_.analysis = a;
         break;
       }
@@ -241,6 +244,8 @@ bool Worker::step(const Request& r) {
         auto history = std::make_shared<std::vector<LatencySample>>(
             current_.latency_history ? *current_.latency_history : std::vector<LatencySample>{});
         history->push_back(latency_sample(*a->analysis));
+        history->back().new_prefill = !prefill_decoded_;
+        prefill_decoded_ = true;
         current_.latency_history = std::move(history);
         break;
       }

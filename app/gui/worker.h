@@ -58,6 +58,7 @@ class Worker {
   // analysis stage of a model run, null for captures and synthetic runs.
   std::shared_ptr<PrefillHandle> prefill_;
   std::shared_ptr<const AnalysisView> prompt_view_;
+  bool prefill_decoded_ = false;  // a decode run already reported prefill_'s timings to the history
   Snapshot current_;
   std::array<std::string, kStageCount> done_key_;
   std::array<std::string, kStageCount> failed_key_;

@@ -57,6 +57,12 @@ TEST(DecodeOnlyChange, RmAndDecodeStepsKeepThePrefillAndTheViews) {
   EXPECT_NE(rm->analysis, first->analysis);
   EXPECT_EQ(rm->analysis->analysis->options.hip.refresh_every, 2);
   EXPECT_TRUE(rm->fresh(kStageDecode) && rm->fresh(kStageOffload));
+  // The latency history gets the run, marked as measuring no new prefill.
+  ASSERT_TRUE(first->latency_history && rm->latency_history);
+  ASSERT_EQ(rm->latency_history->size(), first->latency_history->size() + 1);
+  EXPECT_TRUE(first->latency_history->back().new_prefill);
+  EXPECT_FALSE(rm->latency_history->back().new_prefill);
+  EXPECT_EQ(rm->latency_history->back().refresh_every, 2);
 
   r.decode_steps = 9;
   w.submit(r);
@@ -74,6 +80,7 @@ TEST(DecodeOnlyChange, RmAndDecodeStepsKeepThePrefillAndTheViews) {
   EXPECT_NE(k->analysis->prefill_identity(), first->analysis->prefill_identity());
   EXPECT_NE(k->masks, first->masks);
   EXPECT_EQ(k->masks->params.k, 64);
+  EXPECT_TRUE(k->latency_history->back().new_prefill);
 }
 
 }  // namespace
