@@ -68,13 +68,13 @@ int run_command_line(CLI::App& root, int argc, char** argv, const std::function<
   } catch (const CLI::Success& e) {  // --help, --help-all
     return finish_stdout(root.exit(e));
   } catch (const CLI::ParseError& e) {
-    // CLI11 checks required options before it reports unknown ones; a typo in an option name is the
-    // likelier cause of both (`--promt hi`), so it is named first.
+    // CLI11 checks required options (and values) before it reports unknown ones; a typo in an option
+    // name is the likelier cause of both (`--promt hi`), so it is named first.
     std::string problem = parse_problem(e);
     if (!dynamic_cast<const CLI::ExtrasError*>(&e)) {
       std::string extras;
       for (const std::string& arg : root.remaining(true)) extras += (extras.empty() ? "" : " ") + arg;
-      if (!extras.empty()) problem = "unknown option or argument: " + extras;
+      if (!extras.empty()) problem = "unknown option or argument: " + extras + " (then: " + problem + ")";
     }
     return fail(problem + " (see `" + command_path(root) + " --help`)", 2);
   } catch (const InputError& e) {

@@ -57,7 +57,7 @@ PrefillJob prefill_job(const LoadedModel& model, const ModelInfo& info, const Re
   PrefillJob job;
   job.prefill = std::make_shared<PrefillHandle>();
   job.prefill->model = model.model;
-  job.prefill->prefill = PairedPrefill::run(model.model, r.prompt, options, kGuiDecodeRoom,
+  job.prefill->prefill = PairedPrefill::run(model.model, r.prompt, options, decode_room(r),
                                             [&](double f, const std::string& what) { return progress(f, what); });
   auto view = std::make_shared<AnalysisView>();
   view->analysis = view->prompt_run = job.prefill->prefill->prompt_result();

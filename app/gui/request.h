@@ -45,4 +45,8 @@ inline constexpr int64_t kGuiDecodeRoom = 64;
 // One key per stage: equal keys mean the stage's result is still valid.
 std::string stage_key(int stage, const Request& r);
 
+// The decode room a request's prefill plans: the slider's range, or more steps typed past it
+// (Ctrl+click), which then key a new prefill with that room.
+inline int64_t decode_room(const Request& r) { return r.decode_steps > kGuiDecodeRoom ? r.decode_steps : kGuiDecodeRoom; }
+
 }  // namespace hipstudio::gui

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <algorithm>
 #include <exception>
+#include <stdexcept>
 
 #include "app/gui/engine_jobs.h"
 
@@ -198,6 +199,14 @@ bool Worker::step(const Request& r) {
           info.display_name = "synthetic " + std::to_string(r.model.synthetic_tokens) + "-token Q/K (no model)";
           info.max_seq_len = r.model.synthetic_tokens;
         } else {
+          {
+            // The last prefill's KV caches (on the old model's device) go before a model loads;
+            // its results stay on screen, but its settings run again if asked.
+            std::lock_guard<std::mutex> lock(mutex_);
+            prefill_.reset();
+            prompt_view_.reset();
+            done_key_[kStageAnalysis].clear();
+          }
           model = load_model_job(r.model, info);
         }
         std::lock_guard<std::mutex> lock(mutex_);
@@ -237,7 +246,8 @@ bool Worker::step(const Request& r) {
       }
       case kStageDecode: {
         // A capture or a synthetic run has no model behind it: its analysis is already whole.
-        if (!prefill_) break;
+        if (r.model.capture_view || r.model.synthetic_tokens > 0) break;
+        if (!prefill_) throw std::logic_error("the decode steps have no prefill to run from");
         std::shared_ptr<const AnalysisView> a = decode_job(*prefill_, *prompt_view_, r, progress);
         std::lock_guard<std::mutex> lock(mutex_);
         current_.analysis = a;

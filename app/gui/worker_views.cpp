@@ -34,7 +34,7 @@ std::string stage_key(int stage, const Request& r) {
   if (stage == kStageModel) return k.str();
   k << "|P" << std::hash<std::string>{}(r.prompt) << '|' << r.prompt.size() << "|h" << h.k << ',' << h.b_q << ','
     << h.b_k << ',' << h.b_sq << ',' << h.b_sk << ',' << h.sink << ',' << h.window << ',' << h.rho << "|ld"
-    << r.hip.dense_layers << "|s" << r.seed;
+    << r.hip.dense_layers << "|s" << r.seed << "|room" << decode_room(r);
   if (stage == kStageAnalysis) return k.str();
   // What only decoding reads (r_m, the steps) keys the decode half and what reads its results.
   if (stage == kStageDecode || stage == kStageOffload || stage == kStageGenerate) k << "|rm" << r.hip.refresh_every;

@@ -126,8 +126,8 @@ struct PairedPrefill::State {
   // Decode: the step being run and the streams its accesses go to.
   DecodeStepRecord* current_step = nullptr;
   AccessStreams* access = nullptr;
-  PairedAnalysis prompt;  // built by the prefill, then frozen into prompt_result
-  std::shared_ptr<const PairedAnalysis> prompt_result;
+  PairedAnalysis prompt;  // built by the prefill, then moved into prompt_result
+  std::shared_ptr<PairedAnalysis> prompt_result;  // handed out as const; finish() may move from it
   int32_t dense_next = 0, hip_next = 0;  // both sides' greedy choice after the prompt
 
   State(std::shared_ptr<const Model> m, const AnalysisOptions& o, int64_t capacity)
@@ -142,7 +142,7 @@ struct PairedPrefill::State {
         hip_prefill_time(model->config.n_layers) {}
 
   void prefill();  // of prompt.prompt_ids
-  PairedAnalysis decode(int64_t decode_steps, int64_t refresh_every);
+  PairedAnalysis decode(int64_t decode_steps, int64_t refresh_every, bool consume);
   void install_callbacks();
   LatencyRecorder hip_recorder() const {
     LatencyRecorder r(model->config.n_layers);
@@ -299,8 +299,15 @@ void PairedPrefill::State::prefill() {
   report(progress, 1.0, "prefill done");
 }
 
-PairedAnalysis PairedPrefill::State::decode(int64_t decode_steps, int64_t refresh_every) {
-  PairedAnalysis result = *prompt_result;
+PairedAnalysis PairedPrefill::State::decode(int64_t decode_steps, int64_t refresh_every, bool consume) {
+  // The decode steps add to a copy of the prompt's results, or to the results themselves on the last
+  // decode when no one else holds them (run_paired_analysis: no second copy of the kept inputs).
+  PairedAnalysis result;
+  if (consume && prompt_result.use_count() == 1)
+    result = std::move(*prompt_result);
+  else
+    result = *prompt_result;
+  if (consume) prompt_result.reset();
   result.options.decode_steps = decode_steps;
   result.options.hip.refresh_every = refresh_every;
   // Back to the end of the prompt: the steps overwrite positions past it, and the HiP side starts
@@ -354,7 +361,7 @@ PairedAnalysis PairedPrefill::State::decode(int64_t decode_steps, int64_t refres
 PairedPrefill::PairedPrefill(std::unique_ptr<State> state) : state_(std::move(state)) {}
 PairedPrefill::~PairedPrefill() = default;
 
-const std::shared_ptr<const PairedAnalysis>& PairedPrefill::prompt_result() const { return state_->prompt_result; }
+std::shared_ptr<const PairedAnalysis> PairedPrefill::prompt_result() const { return state_->prompt_result; }
 int64_t PairedPrefill::decode_room() const { return state_->decode_room; }
 
 std::unique_ptr<PairedPrefill> PairedPrefill::run(std::shared_ptr<const Model> model, const std::string& prompt,
@@ -385,7 +392,7 @@ std::unique_ptr<PairedPrefill> PairedPrefill::run(std::shared_ptr<const Model> m
     state->progress = progress;
     state->prompt.prompt_ids = std::move(ids);
     state->prefill();
-    state->prompt_result = std::make_shared<const PairedAnalysis>(std::move(state->prompt));
+    state->prompt_result = std::make_shared<PairedAnalysis>(std::move(state->prompt));
     state->prompt = PairedAnalysis{};
     state->progress = {};
     return std::unique_ptr<PairedPrefill>(new PairedPrefill(std::move(state)));
@@ -393,16 +400,36 @@ std::unique_ptr<PairedPrefill> PairedPrefill::run(std::shared_ptr<const Model> m
 }
 
 PairedAnalysis PairedPrefill::decode(int64_t decode_steps, int64_t refresh_every, const AnalysisProgress& progress) {
+  return decode_steps_run(decode_steps, refresh_every, progress, false);
+}
+
+PairedAnalysis PairedPrefill::finish(int64_t decode_steps, int64_t refresh_every, const AnalysisProgress& progress) {
+  return decode_steps_run(decode_steps, refresh_every, progress, true);
+}
+
+PairedAnalysis PairedPrefill::decode_steps_run(int64_t decode_steps, int64_t refresh_every, const AnalysisProgress& progress,
+                                               bool consume) {
+  if (!state_->prompt_result) throw std::logic_error("PairedPrefill::decode after finish()");
   if (decode_steps < 0 || decode_steps > state_->decode_room)
     throw InputError("this prefill left room for " + std::to_string(state_->decode_room) + " decode steps, not " +
                      std::to_string(decode_steps) + ": run the prefill again with more room");
   if (refresh_every < 1) throw hip::HipParamError("r_m (" + std::to_string(refresh_every) + ") must be >= 1");
-  return guard_out_of_memory(state_->model->run, "the paired analysis's decode steps", [&] {
+  State& s = *state_;
+  // Whatever way the steps end (done, cancelled, out of memory), nothing keeps pointing at this
+  // call's locals: the callbacks the models hold read these.
+  struct Detach {
+    State& s;
+    ~Detach() {
+      s.progress = {};
+      s.access = nullptr;
+      s.current_step = nullptr;
+      s.dense_timer = s.hip_timer = nullptr;
+    }
+  } detach{s};
+  return guard_out_of_memory(s.model->run, "the paired analysis's decode steps", [&] {
     c10::InferenceMode inference;
-    state_->progress = progress;
-    PairedAnalysis result = state_->decode(decode_steps, refresh_every);
-    state_->progress = {};
-    return result;
+    s.progress = progress;
+    return s.decode(decode_steps, refresh_every, consume);
   });
 }
 
@@ -413,7 +440,7 @@ PairedAnalysis run_paired_analysis(std::shared_ptr<const Model> model, const std
     return [&progress, from, span](double f, const std::string& what) { return progress(from + span * f, what); };
   };
   std::unique_ptr<PairedPrefill> prefill = PairedPrefill::run(model, prompt, options, options.decode_steps, part(0.0, 0.9));
-  return prefill->decode(options.decode_steps, options.hip.refresh_every, part(0.9, 0.1));
+  return prefill->finish(options.decode_steps, options.hip.refresh_every, part(0.9, 0.1));
 }
 
 }  // namespace hipstudio

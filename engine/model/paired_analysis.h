@@ -48,18 +48,24 @@ class PairedPrefill {
   PairedPrefill& operator=(const PairedPrefill&) = delete;
 
   // The prompt's results: everything but the decode steps (decode, generated and the access
-  // streams' steps are empty).
-  const std::shared_ptr<const PairedAnalysis>& prompt_result() const;
+  // streams' steps are empty). Null after finish().
+  std::shared_ptr<const PairedAnalysis> prompt_result() const;
   int64_t decode_room() const;
   // Greedy decoding on both sides from the end of the prompt: `decode_steps` (0..decode_room())
   // steps with HiP masks refreshed every `refresh_every` steps. Returns the prompt's results plus the
   // steps, what run_paired_analysis gives for these settings; callable again with other settings.
   // progress reports fractions in [0, 1] of the decode half.
   PairedAnalysis decode(int64_t decode_steps, int64_t refresh_every, const AnalysisProgress& progress = {});
+  // The last decode: as decode(), but the prompt's results (all kept layers' Q/K/V and masks) move
+  // into the returned analysis instead of being copied, when no one else holds prompt_result().
+  // The prefill can decode no more afterwards (logic_error).
+  PairedAnalysis finish(int64_t decode_steps, int64_t refresh_every, const AnalysisProgress& progress = {});
 
  private:
   struct State;
   explicit PairedPrefill(std::unique_ptr<State> state);
+  PairedAnalysis decode_steps_run(int64_t decode_steps, int64_t refresh_every, const AnalysisProgress& progress,
+                                  bool consume);
   std::unique_ptr<State> state_;
 };
 

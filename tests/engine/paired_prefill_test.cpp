@@ -3,6 +3,8 @@
 // on that prefill before, and the prefill's own results must not change.
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include "engine/formats/errors.h"
 #include "kernels/hip_params.h"
 #include "engine/model/paired_analysis.h"
@@ -75,6 +77,16 @@ TEST(PairedPrefill, DecodeRerunsEqualWholeRunsWithTheirSettings) {
     EXPECT_EQ(rerun.mask_refreshes, (steps + rm - 1) / rm);
   }
   EXPECT_TRUE(prefill->prompt_result()->decode.empty()) << "a decode run changed the prefill's results";
+}
+
+TEST(PairedPrefill, FinishMovesThePromptResultsAndEndsTheDecodes) {
+  auto prefill = PairedPrefill::run(default_model(), kStory, options_with(4, 5), 5);
+  const PairedAnalysis copied = prefill->decode(5, 4);
+  const PairedAnalysis moved = prefill->finish(5, 4);
+  expect_same_results(moved, copied, "finish against decode");
+  EXPECT_FALSE(moved.inputs.empty());
+  EXPECT_EQ(prefill->prompt_result(), nullptr);
+  EXPECT_THROW(prefill->decode(5, 4), std::logic_error);
 }
 
 TEST(PairedPrefill, StepsPastTheRoomOrABadRmAreRefused) {

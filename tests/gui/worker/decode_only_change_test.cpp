@@ -72,11 +72,23 @@ TEST(DecodeOnlyChange, RmAndDecodeStepsKeepThePrefillAndTheViews) {
   EXPECT_EQ(steps->masks, first->masks);
   EXPECT_EQ(steps->analysis->analysis->options.decode_steps, 9);
 
+  // Steps typed past the slider's range (Ctrl+click) need caches with more room: a new prefill.
+  r.decode_steps = kGuiDecodeRoom + 10;
+  w.submit(r);
+  const auto past = settle(w);
+  ASSERT_TRUE(past);
+  EXPECT_EQ(fake_prefill_runs(), prefills + 1);
+  EXPECT_TRUE(past->fresh(kStageAnalysis) && past->fresh(kStageDecode));
+  r.decode_steps = 9;  // back within the room: the prefill planned with more room is not the key's
+  w.submit(r);
+  ASSERT_TRUE(settle(w));
+  EXPECT_EQ(fake_prefill_runs(), prefills + 2);
+
   r.hip.hip.k = 64;  // a prefill setting
   w.submit(r);
   const auto k = settle(w);
   ASSERT_TRUE(k);
-  EXPECT_EQ(fake_prefill_runs(), prefills + 1);
+  EXPECT_EQ(fake_prefill_runs(), prefills + 3);
   EXPECT_NE(k->analysis->prefill_identity(), first->analysis->prefill_identity());
   EXPECT_NE(k->masks, first->masks);
   EXPECT_EQ(k->masks->params.k, 64);
