@@ -19,6 +19,7 @@
 #include <backends/imgui_impl_glfw.h>
 #include <backends/imgui_impl_opengl3.h>
 
+#include "app/gui/engine_jobs.h"
 #include "app/gui/files.h"
 #include "app/gui/layout.h"
 #include "app/gui/screenshot.h"
@@ -76,6 +77,38 @@ void add_gui_options(CLI::App& root, GuiOptions& o) {
                   "memory or threads grow");
   root.add_option("--gui-model", o.model, "GUI: model to open (default: stories15M)");
   root.add_option("--gui-prompt", o.prompt, "GUI: prompt text or @FILE to open");
+  root.add_option("--gui-device", o.device, "GUI: device to run the model on: cpu or cuda (default: the saved choice, else cpu)");
+  root.add_option("--gui-dtype", o.dtype, "GUI: dtype to run the model in: f32, bf16 or f16 (default: the saved choice, else f32)");
+  root.add_option("--timing-log", o.timing_log,
+                  "GUI self-test: run the scale script (timings of loading, parameter changes, layer / head changes, "
+                  "r_m, frame times; screenshots of every panel) and write its timings to FILE; also the script "
+                  "run for a --gui-model other than the default");
+  root.add_option("--timing-steps", o.timing_steps,
+                  "GUI self-test's scale script: all (default) or basic (launch to the first mask and a k change)");
+}
+
+// The GUI's options checked before any window opens (input errors: exit 2, naming the fix).
+void check_gui_options(const GuiOptions& opt) {
+  if (!opt.device.empty() && opt.device != "cpu" && opt.device != "cuda")
+    throw InputError("--gui-device '" + opt.device + "' is not a device: use --gui-device cpu or --gui-device cuda");
+  if (!opt.dtype.empty() && opt.dtype != "f32" && opt.dtype != "bf16" && opt.dtype != "f16")
+    throw InputError("--gui-dtype '" + opt.dtype + "' is not a dtype: use --gui-dtype f32, bf16 or f16");
+  if (opt.device == "cuda" && !cuda_is_available())
+    throw InputError("--gui-device cuda: CUDA is not available (this build has no CUDA, or this machine has no GPU): use --gui-device cpu");
+  if (!opt.prompt.empty() && opt.prompt[0] == '@' && !std::ifstream(opt.prompt.substr(1)).good())
+    throw InputError("--gui-prompt " + opt.prompt + ": cannot read " + opt.prompt.substr(1) + " (give a readable file after @, or the text itself)");
+  const bool timing = !opt.timing_log.empty() || !opt.timing_steps.empty();
+  if (timing && !opt.self_test) throw InputError("--timing-log and --timing-steps run the self-test's scale script: add --self-test");
+  if (timing && !opt.soak.empty()) throw InputError("--timing-log and --soak are two different self-test scripts: use one of them");
+  if ((timing || !opt.model.empty()) && opt.self_test && opt.soak.empty() && (opt.frames > 0 || opt.frame_stats))
+    throw InputError("--frames and --frame-stats measure the functional self-test's synthetic mask; the scale script "
+                     "(--timing-log, or a --gui-model) measures its own frames: drop --frames and --frame-stats");
+  if (!opt.timing_steps.empty() && opt.timing_steps != "all" && opt.timing_steps != "basic")
+    throw InputError("--timing-steps '" + opt.timing_steps + "': use --timing-steps all or --timing-steps basic");
+  if (!opt.timing_log.empty()) {
+    std::ofstream probe(opt.timing_log, std::ios::app);
+    if (!probe) throw InputError("--timing-log " + opt.timing_log + ": cannot write this file (give a path in a writable folder)");
+  }
 }
 
 bool open_shows_gui(const CLI::App& open) {
@@ -92,6 +125,7 @@ bool open_shows_gui(const CLI::App& open) {
 }
 
 int run_gui(const GuiOptions& opt) {
+  check_gui_options(opt);
   SoakLimit soak;  // a bad value is an input error (exit 2) before any window opens
   if (!opt.soak.empty()) {
     if (!opt.self_test) throw InputError("--soak runs the self-test's soak script: add --self-test");
@@ -111,6 +145,8 @@ int run_gui(const GuiOptions& opt) {
   const bool persist = !opt.self_test;  // the self-test starts from defaults and leaves no trace
   if (persist) load_settings(settings_path, state, panels, geom);
   if (!opt.model.empty()) state.model_path = opt.model;
+  if (!opt.device.empty()) state.device = opt.device;
+  if (!opt.dtype.empty()) state.dtype = opt.dtype;
   if (!opt.prompt.empty()) state.prompt = read_prompt_option(opt.prompt);
   state.applied = state.knobs;
   if (!opt.capture.empty()) open_capture_file(state, opt.capture);  // a damaged file: the error in the status line
@@ -151,7 +187,18 @@ int run_gui(const GuiOptions& opt) {
   Worker worker;
   worker.set_notify([] { glfwPostEmptyEvent(); });
   std::unique_ptr<SelfTest> self_test;
-  if (opt.self_test) self_test = std::make_unique<SelfTest>(panels, opt.screenshot, opt.frames, opt.frame_stats, worker, soak);
+  // The scale script: asked for (--timing-log / --timing-steps), or a model the functional script's
+  // checks (written for stories15M) do not fit.
+  ScaleOptions scale;
+  scale.enabled = opt.self_test && opt.soak.empty() && (!opt.timing_log.empty() || !opt.timing_steps.empty() || !opt.model.empty());
+  scale.timing_log = opt.timing_log;
+  scale.basic = opt.timing_steps == "basic";
+  scale.device = state.device;
+  scale.dtype = state.dtype;
+  scale.model = opt.model;
+  scale.prompt = opt.prompt;
+  if (opt.self_test)
+    self_test = std::make_unique<SelfTest>(panels, opt.screenshot, opt.frames, opt.frame_stats, worker, soak, scale);
 
   const auto t0 = std::chrono::steady_clock::now();
   auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };

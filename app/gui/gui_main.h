@@ -15,9 +15,14 @@ struct GuiOptions {
   std::string model;        // initial model path (default model when empty)
   std::string prompt;       // initial prompt text, or @FILE
   std::string capture;      // a capture to show read-only (`hipstudio open FILE`); errors go to the status line
+  std::string device;       // --gui-device cpu|cuda ("" : the saved or default device)
+  std::string dtype;        // --gui-dtype f32|bf16|f16 ("" : the saved or default dtype)
+  std::string timing_log;   // with --self-test: the scale script's timings go to this file
+  std::string timing_steps; // with --self-test: "basic" (launch and a k change) or "all" (the default)
 };
 
-// Adds --self-test, --soak, --screenshot, --frames, --frame-stats, --gui-model, --gui-prompt to the root.
+// Adds --self-test, --soak, --screenshot, --frames, --frame-stats, --gui-model, --gui-prompt,
+// --gui-device, --gui-dtype, --timing-log, --timing-steps to the root.
 void add_gui_options(CLI::App& root, GuiOptions& options);
 
 // Whether `hipstudio open FILE` (the parsed `open` subcommand) shows the GUI: not with --print, and

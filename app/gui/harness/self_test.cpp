@@ -96,8 +96,12 @@ bool is_svg_text(const std::string& x) {
 }
 
 SelfTest::SelfTest(std::vector<std::unique_ptr<Panel>>& panels, const std::string& screenshot, int frames,
-                   bool frame_stats, const Worker& worker, const SoakLimit& soak)
+                   bool frame_stats, const Worker& worker, const SoakLimit& soak, const ScaleOptions& scale)
     : panels_(panels), screenshot_(screenshot), frames_(frames), frame_stats_(frame_stats) {
+  if (scale.enabled) {
+    build_scale_steps(scale);
+    return;
+  }
   if (soak.loops > 0 || soak.seconds > 0) {
     soak_ = std::make_unique<Soak>(soak, worker, panels);
     steps_ = soak_->setup_steps();
@@ -783,6 +787,7 @@ void SelfTest::build_frame_steps() {
 }
 
 void SelfTest::record_frame(double ms, double cpu_ms) {
+  if (scale_) scale_record_frame(*scale_, ms);
   if (!measuring_ || measured_ >= frames_) return;
   cpu_ms_.push_back(cpu_ms);
   (animate_ ? moving_ms_ : static_ms_).push_back(ms);
@@ -814,6 +819,10 @@ void SelfTest::tick(AppState& s, const Snapshot& snap, double now) {
       failures_ += soak_->finish();
       soak_.reset();  // removes its temporary folder
     }
+    if (scale_) {
+      if (scale_finish(*scale_) > 0 && failures_ == 0) ++failures_;
+      scale_.reset();
+    }
     if (pending_screenshot_.empty()) finished_ = true;
     return;
   }
@@ -835,8 +844,15 @@ void SelfTest::tick(AppState& s, const Snapshot& snap, double now) {
   if (now - step_start_ > st.timeout_s) {
     std::printf("self-test: FAIL %s: timed out after %.0f s (busy %d, %s)\n", st.name.c_str(), st.timeout_s, snap.busy,
                 snap.what.c_str());
+    std::string why = "timed out after " + std::to_string(static_cast<long>(st.timeout_s)) + " s (" +
+                      (snap.busy ? "busy: " + snap.what : std::string("idle")) + ")";
     for (int i = 0; i < kStageCount; ++i)
-      if (!snap.error[i].empty()) std::printf("self-test:   %s error: %s\n", stage_name(i), snap.error[i].c_str());
+      if (!snap.error[i].empty()) {
+        std::printf("self-test:   %s error: %s\n", stage_name(i), snap.error[i].c_str());
+        why += std::string("; ") + stage_name(i) + " error: " + snap.error[i];
+      }
+    if (!s.invalid.empty()) why += "; knobs refused: " + s.invalid;
+    if (scale_) scale_step_failed(*scale_, st.name, why);
     ++failures_;
     if (st.fatal) current_ = steps_.size() - 1, aborted_ = true;  // next() ends the script
     next();
@@ -849,6 +865,7 @@ void SelfTest::tick(AppState& s, const Snapshot& snap, double now) {
     std::printf("self-test: ok   %s (%.1f s)\n", st.name.c_str(), now - step_start_);
   } else {
     std::printf("self-test: FAIL %s: %s\n", st.name.c_str(), r.c_str());
+    if (scale_) scale_step_failed(*scale_, st.name, r);
     ++failures_;
     if (st.fatal) current_ = steps_.size() - 1, aborted_ = true;  // next() ends the script
   }

@@ -17,6 +17,7 @@
 #include <imgui.h>
 
 #include "app/gui/panel.h"
+#include "app/gui/harness/scale.h"
 #include "app/gui/harness/soak.h"
 
 namespace hipstudio::gui {
@@ -53,8 +54,9 @@ class SelfTest {
   // print their statistics when `frame_stats`.
   // soak: when set (loops or seconds > 0), the soak script replaces the functional one; it reads
   // the worker to know when it has served a request.
+  // scale.enabled: the scale script (scale.h) replaces the functional one.
   SelfTest(std::vector<std::unique_ptr<Panel>>& panels, const std::string& screenshot, int frames, bool frame_stats,
-           const Worker& worker, const SoakLimit& soak = {});
+           const Worker& worker, const SoakLimit& soak = {}, const ScaleOptions& scale = {});
 
   // Once per frame, before the UI is drawn: advances the script.
   void tick(AppState& s, const Snapshot& snap, double now);
@@ -96,6 +98,7 @@ class SelfTest {
   void build_capture_steps();
   void build_save_export_steps();
   void build_frame_steps();
+  void build_scale_steps(const ScaleOptions& options);  // self_test_scale.cpp
   std::vector<std::unique_ptr<Panel>>& panels_;
   std::string screenshot_;
   int frames_ = 0;
@@ -122,6 +125,7 @@ class SelfTest {
   bool aborted_ = false;    // a fatal step failed: no more soak loops
   int loop_failures_ = 0;   // failures_ when the current soak loop began
   int pressed_from_ = -1;  // stepper position when the Right arrow was last pressed
+  std::shared_ptr<ScaleRun> scale_;  // the scale script's measurements (null: another script)
 };
 
 }  // namespace hipstudio::gui
