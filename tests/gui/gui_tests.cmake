@@ -32,6 +32,12 @@ if(XVFB_RUN)
   add_test(NAME gui_soak
            COMMAND ${XVFB_RUN} -a -s "-screen 0 1600x1000x24" ${HIPSTUDIO_GUI_TEST_ENV} $<TARGET_FILE:hipstudio> --self-test --soak 3)
   set_tests_properties(gui_soak PROPERTIES LABELS gui TIMEOUT 600)  # ~45 s; ~170 s under the sanitizers
+  # The scale script (--timing-log, app/gui/harness/self_test_scale.cpp) once on the CPU with the
+  # default model: every timing line is in the log (the numbers are benchmarks, not checked).
+  add_test(NAME gui_timing_smoke
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/gui/timing_smoke.sh ${CMAKE_BINARY_DIR}/tests/gui
+                   ${XVFB_RUN} -a -s "-screen 0 1600x1000x24" ${HIPSTUDIO_GUI_TEST_ENV} $<TARGET_FILE:hipstudio>)
+  set_tests_properties(gui_timing_smoke PROPERTIES LABELS gui TIMEOUT 300)
 endif()
 # The real worker (app/gui/worker.cpp) with fake engine jobs instead of LibTorch: cancels at
 # random moments (tests/gui/worker/); and the --soak flag's input errors (runs the hipstudio binary).
