@@ -425,9 +425,9 @@ Capture decode_capture(const std::string& bytes, const std::string& what) {
       in.kv_heads = G;
       in.tokens = T;
       in.dim = D;
-      in.q = ar.get_floats(layout::layer_array("inputs", l, "q"), {H, T, D}, inputs_dtype);
-      in.k = ar.get_floats(layout::layer_array("inputs", l, "k"), {G, T, D}, inputs_dtype);
-      in.v = ar.get_floats(layout::layer_array("inputs", l, "v"), {G, T, D}, inputs_dtype);
+      in.set_host({ar.get_floats(layout::layer_array("inputs", l, "q"), {H, T, D}, inputs_dtype),
+                   ar.get_floats(layout::layer_array("inputs", l, "k"), {G, T, D}, inputs_dtype),
+                   ar.get_floats(layout::layer_array("inputs", l, "v"), {G, T, D}, inputs_dtype)});
       a.inputs.push_back(std::move(in));
     }
   }

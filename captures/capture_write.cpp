@@ -156,14 +156,15 @@ std::string encode_capture(const Capture& c) {
     if (c.view_index(in.layer) < 0) throw std::logic_error("capture: inputs of a layer outside view_layers");
     const int64_t l = in.layer;
     const std::vector<int64_t> q_shape{in.heads, in.tokens, in.dim}, kv_shape{in.kv_heads, in.tokens, in.dim};
+    const LayerInputArrays& host = in.host();  // a device run's inputs come to the host here
     if (half_inputs) {
-      s.add_half(layout::layer_array("inputs", l, "q"), q_shape, in.q, inputs_dtype == "bf16");
-      s.add_half(layout::layer_array("inputs", l, "k"), kv_shape, in.k, inputs_dtype == "bf16");
-      s.add_half(layout::layer_array("inputs", l, "v"), kv_shape, in.v, inputs_dtype == "bf16");
+      s.add_half(layout::layer_array("inputs", l, "q"), q_shape, host.q, inputs_dtype == "bf16");
+      s.add_half(layout::layer_array("inputs", l, "k"), kv_shape, host.k, inputs_dtype == "bf16");
+      s.add_half(layout::layer_array("inputs", l, "v"), kv_shape, host.v, inputs_dtype == "bf16");
     } else {
-      s.add(layout::layer_array("inputs", l, "q"), q_shape, in.q);
-      s.add(layout::layer_array("inputs", l, "k"), kv_shape, in.k);
-      s.add(layout::layer_array("inputs", l, "v"), kv_shape, in.v);
+      s.add(layout::layer_array("inputs", l, "q"), q_shape, host.q);
+      s.add(layout::layer_array("inputs", l, "k"), kv_shape, host.k);
+      s.add(layout::layer_array("inputs", l, "v"), kv_shape, host.v);
     }
   }
   if (!a.inputs.empty() && a.inputs.size() != c.view_layers.size())

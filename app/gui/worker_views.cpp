@@ -186,16 +186,18 @@ std::shared_ptr<const AnalysisView> synthetic_analysis(int64_t tokens, const Req
   std::mt19937_64 rng(r.seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   // Keys drift slowly (a random walk) so scores have locality, as real keys do.
-  in.k.resize(static_cast<size_t>(tokens * in.dim));
+  LayerInputArrays arrays;
+  arrays.k.resize(static_cast<size_t>(tokens * in.dim));
   std::vector<float> walk(static_cast<size_t>(in.dim), 0.0f);
   for (int64_t t = 0; t < tokens; ++t)
     for (int64_t c = 0; c < in.dim; ++c) {
       walk[static_cast<size_t>(c)] = 0.98f * walk[static_cast<size_t>(c)] + 0.2f * normal(rng);
-      in.k[static_cast<size_t>(t * in.dim + c)] = walk[static_cast<size_t>(c)] + 0.3f * normal(rng);
+      arrays.k[static_cast<size_t>(t * in.dim + c)] = walk[static_cast<size_t>(c)] + 0.3f * normal(rng);
     }
-  in.q.resize(static_cast<size_t>(in.heads * tokens * in.dim));
-  for (float& x : in.q) x = normal(rng);
-  in.v = in.k;
+  arrays.q.resize(static_cast<size_t>(in.heads * tokens * in.dim));
+  for (float& x : arrays.q) x = normal(rng);
+  arrays.v = arrays.k;
+  in.set_host(std::move(arrays));
   pa->inputs.push_back(std::move(in));
   pa->layers.resize(1);
   pa->layers[0].heads.resize(2);

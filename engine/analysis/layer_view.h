@@ -6,12 +6,14 @@
 
 namespace hipstudio {
 
-// Valid while `layer` lives. Positions are implicit (the prompt: query i at position i).
+// Valid while `layer` lives. Positions are implicit (the prompt: query i at position i). Inputs kept
+// on a device are copied to the host on the first call (LayerInputs::host).
 inline hip::AttentionInputs layer_view(const LayerInputs& layer) {
+  const LayerInputArrays& a = layer.host();
   hip::AttentionInputs in;
-  in.q = layer.q.data();
-  in.k = layer.k.data();
-  in.v = layer.v.empty() ? nullptr : layer.v.data();
+  in.q = a.q.data();
+  in.k = a.k.data();
+  in.v = a.v.empty() ? nullptr : a.v.data();
   in.hq = layer.heads;
   in.hkv = layer.kv_heads;
   in.tq = layer.tokens;

@@ -2,6 +2,9 @@
 // What a paired (dense vs HiP) run produces: plain data with shapes in comments, no tensors, so the
 // GUI, the JSON/CSV exporters and the capture files read it without LibTorch.
 #include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
 #include <vector>
 
 #include "engine/analysis/hip_model_params.h"
@@ -17,8 +20,9 @@ struct AnalysisOptions {
   int64_t context_limit = 0;       // 0 = the model's max_seq_len
   uint64_t random_seed = 1;        // random-baseline masks (layer_random_seed per layer)
   // Layers whose prompt Q/K/V (PairedAnalysis::inputs) and masks (PairedAnalysis::masks) the run
-  // keeps on the host: every layer by default (the GUI computes any layer's views from them);
-  // `analyze` keeps none, `capture` those --inputs-layers names.
+  // keeps (inputs on the run's device in its dtype, masks on the host): every layer by default (the
+  // GUI computes any layer's views from them); `analyze` keeps none, `capture` those
+  // --inputs-layers names.
   bool keep_all_layers = true;
   std::vector<int64_t> keep_layers;  // when !keep_all_layers
   bool keeps(int64_t layer) const {
@@ -74,14 +78,60 @@ struct DecodeStepRecord {
   int64_t sparse_tokens_accessed = 0;  // keys read by sparse attention, summed over HiP layers and heads
 };
 
-// One layer's post-RoPE attention inputs on the HiP side over the prompt, float32 C order: what
-// on-demand views (masks, traces, score locality of any head) are computed from.
-struct LayerInputs {
-  int64_t layer = 0;
-  int64_t heads = 0, kv_heads = 0, tokens = 0, dim = 0;
+// One layer's post-RoPE attention inputs on the HiP side over the prompt as float32 C order arrays:
+// what on-demand views (masks, traces, score locality of any head) are computed from.
+struct LayerInputArrays {
   std::vector<float> q;  // (heads, tokens, dim)
   std::vector<float> k;  // (kv_heads, tokens, dim)
   std::vector<float> v;  // (kv_heads, tokens, dim)
+};
+
+// Inputs that live somewhere other than host memory: a CUDA run keeps them on its device in the
+// run's dtype (engine/model/kept_inputs.h), so a long prompt costs the host nothing until a view or
+// a capture reads them.
+class LayerInputsSource {
+ public:
+  virtual ~LayerInputsSource() = default;
+  virtual LayerInputArrays copy_to_host() const = 0;  // float32
+  virtual std::string location() const = 0;           // e.g. "cuda:0 bf16"
+  virtual uint64_t bytes() const = 0;                  // what they take where they live
+};
+
+// One kept layer's inputs. Either host arrays (a CPU run, a capture read back) or a source whose
+// float32 host copy is made once, on first use, and shared by every copy of this value (copies of a
+// PairedAnalysis, such as each decode re-run's, never duplicate the arrays).
+struct LayerInputs {
+  int64_t layer = 0;
+  int64_t heads = 0, kv_heads = 0, tokens = 0, dim = 0;
+
+  void set_host(LayerInputArrays arrays) {
+    auto store = std::make_shared<Store>();
+    std::call_once(store->once, [&] { store->arrays = std::move(arrays); });
+    store_ = std::move(store);
+  }
+  void set_source(std::shared_ptr<const LayerInputsSource> source) {
+    auto store = std::make_shared<Store>();
+    store->source = std::move(source);
+    store_ = std::move(store);
+  }
+  // The float32 arrays; copied from the source on the first call (thread-safe).
+  const LayerInputArrays& host() const {
+    Store& s = *store_;
+    std::call_once(s.once, [&s] {
+      if (s.source) s.arrays = s.source->copy_to_host();
+    });
+    return s.arrays;
+  }
+  // Where the inputs live when not (only) on the host, or null.
+  const LayerInputsSource* source() const { return store_->source.get(); }
+
+ private:
+  struct Store {
+    std::once_flag once;
+    LayerInputArrays arrays;
+    std::shared_ptr<const LayerInputsSource> source;
+  };
+  std::shared_ptr<Store> store_ = std::make_shared<Store>();
 };
 
 struct PairedAnalysis {

@@ -110,8 +110,9 @@ MemoryEstimate estimate_run_memory(const ModelConfig& c, const RunDevice& run, c
     const uint64_t kept = std::min<uint64_t>(L, u(a->kept_layers));
     // Both sides' residual streams over the prompt (the per-token metrics read them at the end).
     add(memory_line::kHidden, 2 * n * dim * e, MemoryPlace::Device);
-    // float32 host copies of the kept layers' Q/K/V (PairedAnalysis::inputs).
-    add(memory_line::kHostQkv, kept * qkv_elems * 4, MemoryPlace::Host);
+    // The kept layers' Q/K/V (PairedAnalysis::inputs, kept_inputs.h): the run's tensors on a device,
+    // float32 host arrays on the CPU.
+    add(memory_line::kKeptQkv, kept * qkv_elems * (cuda ? e : 4), MemoryPlace::Device);
     if (cuda) {
       // The tensor views (tensor_layer_views.cpp): a KV group's keys and values in the compute
       // type and about six score tiles of tile_bytes (scores, probabilities, a selection's
@@ -153,6 +154,8 @@ MemoryEstimate estimate_run_memory(const ModelConfig& c, const RunDevice& run, c
       add(memory_line::kOffloadMaps, a->offload_maps ? 2 * u(s.new_tokens) * total : 0, MemoryPlace::Host);
       // encode_capture builds the whole archive in memory before writing it: the arrays again.
       // (Inputs are written in the run's dtype.)
+      // Writing them copies a device run's inputs to the host as float32 (LayerInputs::host).
+      if (cuda && a->keep_inputs) add(memory_line::kHostQkvCopies, kept * qkv_elems * 4, MemoryPlace::Host);
       add(memory_line::kCaptureImage, (a->capture_masks ? masks : 0) + traces + (a->keep_inputs ? kept * qkv_elems * e : 0), MemoryPlace::Host);
     }
   }

@@ -44,7 +44,8 @@ inline constexpr const char* kActivations = "activations per prefill chunk";
 inline constexpr const char* kScores = "attention scores per prefill chunk";
 inline constexpr const char* kLogits = "logits";
 inline constexpr const char* kHidden = "residual streams of both sides";
-inline constexpr const char* kHostQkv = "Q/K/V copies kept on the host";
+inline constexpr const char* kKeptQkv = "kept layers' Q/K/V";
+inline constexpr const char* kHostQkvCopies = "host float32 copies of the kept Q/K/V (capture)";
 inline constexpr const char* kQualityScratch = "layer views scratch";
 inline constexpr const char* kAccessStreams = "decode access streams";
 inline constexpr const char* kMasks = "masks (layers x heads, HiP/oracle/random)";
@@ -56,7 +57,7 @@ inline constexpr const char* kCaptureImage = "capture file image";
 // The extras of a paired dense-vs-HiP run and of a capture built from it.
 struct AnalysisMemoryShape {
   HipModelParams hip;
-  int64_t kept_layers = 0;        // layers whose Q/K/V and masks the run keeps on the host
+  int64_t kept_layers = 0;        // layers whose Q/K/V (run's device) and masks (host) the run keeps
   bool capture = false;           // a capture is built and encoded in memory after the run
   bool capture_masks = false;     // the "mask" view: HiP, oracle and random masks of the kept layers
   bool keep_inputs = true;        // the capture stores the Q/K/V copies

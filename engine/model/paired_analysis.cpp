@@ -7,6 +7,7 @@
 
 #include "engine/formats/errors.h"
 #include "engine/model/context_plan.h"
+#include "engine/model/kept_inputs.h"
 #include "engine/model/kv_cache.h"
 #include "engine/model/layer_views_backend.h"
 #include "engine/model/out_of_memory.h"
@@ -114,8 +115,8 @@ struct PairedPrefill::State {
   bool prefilling = true;
   int64_t calls = 0;
   double passes = 1;        // layer calls per prefill
-  // Prefill: the views layer per layer, the kept layers' inputs (host float32 queries of every
-  // chunk, keys/values of the last: all of them), and the layer call the observer saw, handed to the
+  // Prefill: the views layer per layer, the kept layers' inputs (the queries of every chunk,
+  // keys/values of the last: all of them; on the run's device in its dtype), and the layer call the observer saw, handed to the
   // views layer from the layer timer, which runs after the layer's timings are taken, so the views'
   // work never counts as HiP's latency.
   std::vector<std::unique_ptr<LayerViewsBackend>> views;
@@ -166,7 +167,7 @@ void PairedPrefill::State::install_callbacks() {
       views[static_cast<size_t>(l)]->add_chunk(pending);
       if (options.keeps(l)) {
         const size_t i = static_cast<size_t>(l);
-        kept_q[i].push_back(pending.q.to(at::kCPU, at::kFloat));
+        kept_q[i].push_back(pending.q);
         kept_k[i] = pending.k;
         kept_v[i] = pending.v;
       }
@@ -260,26 +261,13 @@ void PairedPrefill::State::prefill() {
     if (r.has_masks) result.masks.push_back(std::move(r.masks));
   }
   views.clear();
-  auto to_floats = [](const at::Tensor& t) {
-    const at::Tensor f = t.to(at::kCPU, at::kFloat).contiguous();
-    return std::vector<float>(f.data_ptr<float>(), f.data_ptr<float>() + f.numel());
-  };
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const size_t i = static_cast<size_t>(l);
     if (kept_q[i].empty()) continue;
-    LayerInputs in;
-    in.layer = l;
-    const at::Tensor q = at::cat(kept_q[i], 1);
+    const at::Tensor q = kept_q[i].size() == 1 ? kept_q[i][0] : at::cat(kept_q[i], 1);
+    result.inputs.push_back(keep_layer_inputs(l, q, kept_k[i], kept_v[i]));
     kept_q[i].clear();
-    in.heads = q.size(0);
-    in.tokens = q.size(1);
-    in.dim = q.size(2);
-    in.kv_heads = kept_k[i].size(0);
-    in.q = to_floats(q);
-    in.k = to_floats(kept_k[i]);
-    in.v = to_floats(kept_v[i]);
     kept_k[i] = kept_v[i] = at::Tensor();
-    result.inputs.push_back(std::move(in));
   }
   kept_q.clear();
   kept_k.clear();

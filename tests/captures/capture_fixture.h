@@ -77,9 +77,11 @@ inline PairedAnalysis synthetic_analysis(int64_t tokens = 40) {
     in.kv_heads = G;
     in.tokens = tokens;
     in.dim = D;
-    for (int64_t i = 0; i < H * tokens * D; ++i) in.q.push_back(next());
-    for (int64_t i = 0; i < G * tokens * D; ++i) in.k.push_back(next());
-    for (int64_t i = 0; i < G * tokens * D; ++i) in.v.push_back(next());
+    LayerInputArrays arrays;
+    for (int64_t i = 0; i < H * tokens * D; ++i) arrays.q.push_back(next());
+    for (int64_t i = 0; i < G * tokens * D; ++i) arrays.k.push_back(next());
+    for (int64_t i = 0; i < G * tokens * D; ++i) arrays.v.push_back(next());
+    in.set_host(std::move(arrays));
     a.inputs.push_back(std::move(in));
   }
   return a;

@@ -46,7 +46,7 @@ TEST(CaptureFile, RoundTripKeepsEveryArrayAndParameter) {
   // And the reader filled the structures the GUI uses, not just the manifest.
   EXPECT_EQ(back.analysis.prompt_ids, c.analysis.prompt_ids);
   EXPECT_EQ(back.analysis.hip.nll, c.analysis.hip.nll);
-  EXPECT_EQ(back.analysis.inputs[1].q, c.analysis.inputs[1].q);
+  EXPECT_EQ(back.analysis.inputs[1].host().q, c.analysis.inputs[1].host().q);
   EXPECT_EQ(back.analysis.access.sparse_keys, c.analysis.access.sparse_keys);
   EXPECT_EQ(back.analysis.options.hip.hip.k, 8);
   EXPECT_EQ(back.analysis.options.hip.hip.sink, 2);
@@ -163,11 +163,14 @@ TEST(CaptureFile, VersionsSayWhatTheyNeed) {
 // the Q/K/V go to bfloat16 bits, and come back as the same floats (they were bf16 values).
 TEST(CaptureFile, ViewLayersAndBf16InputsRoundTrip) {
   PairedAnalysis a = hipstudio::testing::synthetic_analysis();
-  for (LayerInputs& in : a.inputs)
-    for (std::vector<float>* v : {&in.q, &in.k, &in.v})
+  for (LayerInputs& in : a.inputs) {
+    LayerInputArrays arrays = in.host();
+    for (std::vector<float>* v : {&arrays.q, &arrays.k, &arrays.v})
       for (float& x : *v) x = hipstudio::bf16_to_float(hipstudio::float_to_bf16(x));
+    in.set_host(std::move(arrays));
+  }
   a.inputs.erase(a.inputs.begin());  // keep layer 1 only
-  const std::vector<float> q1 = a.inputs[0].q;
+  const std::vector<float> q1 = a.inputs[0].host().q;
   CaptureInfo info;
   info.run = {"0.1.0", "m", "llama", "cuda:0", "p"};
   info.dtype = "bf16";
@@ -181,7 +184,7 @@ TEST(CaptureFile, ViewLayersAndBf16InputsRoundTrip) {
   EXPECT_EQ(back.view_layers, std::vector<int64_t>{1});
   ASSERT_EQ(back.analysis.inputs.size(), 1u);
   EXPECT_EQ(back.analysis.inputs[0].layer, 1);
-  EXPECT_EQ(back.analysis.inputs[0].q, q1);
+  EXPECT_EQ(back.analysis.inputs[0].host().q, q1);
   ASSERT_EQ(back.masks.size(), 1u);
   EXPECT_EQ(back.masks[0].hip.blocks, c.masks[0].hip.blocks);
   EXPECT_EQ(back.locality.size(), 1u);

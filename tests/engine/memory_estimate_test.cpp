@@ -104,11 +104,11 @@ TEST(MemoryEstimate, AnalysisLinesAgreeWithARealPairedRun) {
   extras.capture_masks = true;
   const MemoryEstimate e = estimate_run_memory(c, kCpu, shape);
 
-  // The host Q/K/V copies are exactly PairedAnalysis::inputs, the masks one per kept layer.
+  // The kept Q/K/V (host arrays on the CPU) are exactly PairedAnalysis::inputs, the masks one per kept layer.
   ASSERT_EQ(a.masks.size(), static_cast<size_t>(c.n_layers));
   uint64_t inputs = 0;
-  for (const LayerInputs& in : a.inputs) inputs += (in.q.size() + in.k.size() + in.v.size()) * sizeof(float);
-  EXPECT_EQ(e.bytes(memory_line::kHostQkv), inputs);
+  for (const LayerInputs& in : a.inputs) inputs += (in.host().q.size() + in.host().k.size() + in.host().v.size()) * sizeof(float);
+  EXPECT_EQ(e.bytes(memory_line::kKeptQkv), inputs);
 
   // The access streams are bounded by the estimate (every recorded key position is an int32).
   uint64_t streams = 0;
@@ -120,8 +120,8 @@ TEST(MemoryEstimate, AnalysisLinesAgreeWithARealPairedRun) {
   // The masks of one layer as the kernels compute them (HiP's; oracle and random share its shape),
   // plus the two recall tables, times the layers.
   const LayerInputs& in = a.inputs.back();
-  const at::Tensor q = at::from_blob(const_cast<float*>(in.q.data()), {in.heads, in.tokens, in.dim});
-  const at::Tensor k = at::from_blob(const_cast<float*>(in.k.data()), {in.kv_heads, in.tokens, in.dim});
+  const at::Tensor q = at::from_blob(const_cast<float*>(in.host().q.data()), {in.heads, in.tokens, in.dim});
+  const at::Tensor k = at::from_blob(const_cast<float*>(in.host().k.data()), {in.kv_heads, in.tokens, in.dim});
   const HostAttentionInputs host(q, k, k);
   const hip::MaskResult mask = hip::estimate_masks(host.view, o.hip.hip).mask;
   const uint64_t one = mask.blocks.size() * 4 + mask.counts.size() * 4 + mask.iterations.size() * 4 +
@@ -152,8 +152,8 @@ TEST(MemoryEstimate, OnlyTheAskedLayersKeepInputsAndMasks) {
   const MemoryEstimate e =
       estimate_run_memory(model->config, kCpu, paired_analysis_shape(*model, static_cast<int64_t>(a.prompt_ids.size()), o, extras));
   uint64_t inputs = 0;
-  for (const LayerInputs& in : a.inputs) inputs += (in.q.size() + in.k.size() + in.v.size()) * sizeof(float);
-  EXPECT_EQ(e.bytes(memory_line::kHostQkv), inputs);
+  for (const LayerInputs& in : a.inputs) inputs += (in.host().q.size() + in.host().k.size() + in.host().v.size()) * sizeof(float);
+  EXPECT_EQ(e.bytes(memory_line::kKeptQkv), inputs);
 }
 
 // The bar: a 128k-token prompt on a Llama-3.1-8B-shaped model, bf16 on an 80 GB GPU with
@@ -179,6 +179,14 @@ TEST(MemoryEstimate, An8BModelAt128kFitsAn80GBGpuAnd128GBHost) {
   EXPECT_NO_THROW(plan_run(c, gpu, shape, 0, h100));
   const MemoryEstimate e = estimate_run_memory(c, gpu, shape);
   EXPECT_LE(e.needed(MemoryPlace::Host), uint64_t{24} << 30) << "the issue's host RSS bar";
+  // The kept layers' Q/K/V stay on the device in bf16; only writing the capture copies them to the
+  // host, as float32.
+  const uint64_t qkv = uint64_t{32 + 2 * 8} * 131040 * 128;
+  EXPECT_EQ(e.bytes(memory_line::kKeptQkv), 2 * qkv * 2);
+  EXPECT_EQ(e.bytes(memory_line::kHostQkvCopies), 2 * qkv * 4);
+  int kept_on_device = 0;
+  for (const MemoryLine& line : e.lines) kept_on_device += line.name == memory_line::kKeptQkv && line.place == MemoryPlace::Device;
+  EXPECT_EQ(kept_on_device, 1);
   // The old plan (all logits and every layer's Q/K/V on the host) needed about 200 GB there.
   extras.kept_layers = 32;
   EXPECT_GT(estimate_run_memory(c, gpu, shape).needed(MemoryPlace::Host), uint64_t{64} << 30);

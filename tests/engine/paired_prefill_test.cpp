@@ -59,7 +59,7 @@ void expect_same_results(const PairedAnalysis& a, const PairedAnalysis& b, const
   ASSERT_EQ(a.masks.size(), b.masks.size());
   for (size_t i = 0; i < a.masks.size(); ++i) EXPECT_EQ(a.masks[i].hip.blocks, b.masks[i].hip.blocks);
   ASSERT_EQ(a.inputs.size(), b.inputs.size());
-  for (size_t i = 0; i < a.inputs.size(); ++i) EXPECT_EQ(a.inputs[i].q, b.inputs[i].q);
+  for (size_t i = 0; i < a.inputs.size(); ++i) EXPECT_EQ(a.inputs[i].host().q, b.inputs[i].host().q);
 }
 
 TEST(PairedPrefill, DecodeRerunsEqualWholeRunsWithTheirSettings) {

@@ -1,5 +1,7 @@
 // HiP inside stories15M on CUDA (CUDA kernels) against the CPU float64 reference path (label: gpu).
+#include <cmath>
 #include <cstdio>
+#include <utility>
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -76,6 +78,28 @@ TEST(HipModelCuda, Bf16AnalysisMatchesCpuMetricsWithinBf16Tolerance) {
   EXPECT_NEAR(gpu.hip.ppl / cpu.hip.ppl, 1.0, 0.03);
   EXPECT_NEAR(gpu_recall / n, cpu_recall / n, 0.05);
   EXPECT_EQ(gpu.mask_refreshes, cpu.mask_refreshes);
+
+  // The kept inputs stay on the device in the run's dtype (nothing on the host until a view asks);
+  // copied out, they are the CPU run's Q/K/V within bf16 rounding.
+  ASSERT_EQ(gpu.inputs.size(), cpu.inputs.size());
+  for (size_t i = 0; i < gpu.inputs.size(); ++i) {
+    const LayerInputsSource* source = gpu.inputs[i].source();
+    ASSERT_NE(source, nullptr) << "layer " << gpu.inputs[i].layer;
+    EXPECT_EQ(source->location().rfind("cuda", 0), 0u) << source->location();
+    EXPECT_NE(source->location().find("BFloat16"), std::string::npos) << source->location();
+    EXPECT_EQ(cpu.inputs[i].source(), nullptr);
+    const LayerInputArrays& g = gpu.inputs[i].host();
+    const LayerInputArrays& c = cpu.inputs[i].host();
+    for (const auto& [gv, cv] : {std::pair{&g.q, &c.q}, std::pair{&g.k, &c.k}, std::pair{&g.v, &c.v}}) {
+      ASSERT_EQ(gv->size(), cv->size());
+      double diff = 0, norm = 0;
+      for (size_t j = 0; j < cv->size(); ++j) {
+        diff += ((*gv)[j] - (*cv)[j]) * double((*gv)[j] - (*cv)[j]);
+        norm += (*cv)[j] * double((*cv)[j]);
+      }
+      EXPECT_LT(std::sqrt(diff / norm), 0.05) << "layer " << gpu.inputs[i].layer;
+    }
+  }
 }
 
 }  // namespace

@@ -1,0 +1,30 @@
+#pragma once
+// The kept layers' inputs (PairedAnalysis::inputs) from the run's tensors: on a CPU run, float32
+// host arrays at once (what the float64 reference reads); on a device, the run's tensors themselves
+// in the run's dtype, copied to the host only when a view or a capture asks (LayerInputs::host).
+#include <ATen/ATen.h>
+
+#include "engine/analysis/paired_result.h"
+
+namespace hipstudio {
+
+// Inputs held as tensors on the run's device. The tensors are this object's own (contiguous
+// copies), so no cache or buffer of the run is kept alive or aliased by them.
+class TensorLayerInputs final : public LayerInputsSource {
+ public:
+  TensorLayerInputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v);
+  const at::Tensor& q() const { return q_; }  // (heads, tokens, dim)
+  const at::Tensor& k() const { return k_; }  // (kv_heads, tokens, dim)
+  const at::Tensor& v() const { return v_; }  // (kv_heads, tokens, dim)
+  LayerInputArrays copy_to_host() const override;
+  std::string location() const override;
+  uint64_t bytes() const override;
+
+ private:
+  at::Tensor q_, k_, v_;
+};
+
+// q (heads, tokens, dim), k and v (kv_heads, tokens, dim), any dtype and device.
+LayerInputs keep_layer_inputs(int64_t layer, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v);
+
+}  // namespace hipstudio
