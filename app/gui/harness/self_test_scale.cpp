@@ -29,11 +29,12 @@ struct Target {
   const char* unit;  // "s" or "ms"
   double limit;
 };
+// Issue 19's targets at 32k tokens (a k change at 128k has its own: <= 3 s).
 const Target kTargets[] = {
-    {"launch_to_first_mask", "s", 20},   {"k_change_to_mask", "s", 5},        {"b_q_change_to_mask", "s", 5},
-    {"b_k_change_to_mask", "s", 5},      {"layer_change_to_mask", "s", 1},    {"head_change_to_mask", "s", 0.1},
-    {"head_change_to_views", "s", 1},    {"r_m_change_to_decode", "s", 5},    {"idle_frame_median", "ms", 16.7},
-    {"idle_frame_p99", "ms", 33.3},      {"zoom_frame_median", "ms", 16.7},   {"zoom_frame_p99", "ms", 33.3},
+    {"launch_to_first_mask", "s", 20},   {"k_change_to_mask", "s", 1},        {"b_q_change_to_mask", "s", 1},
+    {"b_k_change_to_mask", "s", 1},      {"layer_change_to_mask", "s", 0.2},  {"head_change_to_mask", "s", 0.2},
+    {"head_change_to_views", "s", 0.2},  {"r_m_change_to_decode", "s", 1},    {"idle_frame_median", "ms", 16},
+    {"idle_frame_p99", "ms", 33.3},      {"zoom_frame_median", "ms", 16},     {"zoom_frame_p99", "ms", 33.3},
 };
 const Target* target_of(const std::string& key) {
   for (const Target& t : kTargets)
