@@ -61,8 +61,7 @@ PrefillJob prefill_job(const LoadedModel& model, const ModelInfo& info, const Re
                                             [&](double f, const std::string& what) { return progress(f, what); });
   auto view = std::make_shared<AnalysisView>();
   view->analysis = view->prompt_run = job.prefill->prefill->prompt_result();
-  view->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  view->prefill_seconds = view->seconds;
+  view->prefill_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   view->model = info;
   view->prompt = r.prompt;
   const Tokenizer& tok = *model.model->tokenizer;
@@ -78,7 +77,6 @@ std::shared_ptr<const AnalysisView> decode_job(PrefillHandle& prefill, const Ana
   view->analysis = std::make_shared<PairedAnalysis>(prefill.prefill->decode(
       r.decode_steps, r.hip.refresh_every, [&](double f, const std::string& what) { return progress(f, what); }));
   view->decode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  view->seconds = view->prefill_seconds + view->decode_seconds;
   view->decode_dense_text.clear();
   view->decode_hip_text.clear();
   const Tokenizer& tok = *prefill.model->tokenizer;

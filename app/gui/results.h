@@ -46,8 +46,8 @@ struct AnalysisView {
   std::vector<std::string> prompt_tokens;     // (prompt ids) readable pieces, BOS included
   std::vector<std::string> decode_dense_text; // (decode steps) the dense side's greedy tokens
   std::vector<std::string> decode_hip_text;   // (decode steps)
-  double seconds = 0;                  // wall time of the paired run (prefill + decode)
-  double prefill_seconds = 0, decode_seconds = 0;
+  double prefill_seconds = 0, decode_seconds = 0;  // wall time of the paired run's two halves
+  double seconds() const { return prefill_seconds + decode_seconds; }
   int64_t tokens() const { return static_cast<int64_t>(analysis->prompt_ids.size()); }
   // The HiP side's attention inputs of one layer, a view into analysis->inputs; the layer must be
   // one the analysis kept (has_inputs).

@@ -88,6 +88,15 @@ std::shared_ptr<const Snapshot> Worker::snapshot() const {
   return published_;
 }
 
+void Worker::release_prefill() {
+  // The last prefill's KV caches go before a model loads or the next prefill allocates; its results
+  // on screen stay, but coming back to its settings runs it again.
+  std::lock_guard<std::mutex> lock(mutex_);
+  prefill_.reset();
+  prompt_view_.reset();
+  done_key_[kStageAnalysis].clear();
+}
+
 bool Worker::keep_going(int stage, const std::string& key) const {
   std::lock_guard<std::mutex> lock(mutex_);
   return !stop_ && !cancel_ && stage_key(stage, request_) == key;
@@ -199,14 +208,7 @@ bool Worker::step(const Request& r) {
           info.display_name = "synthetic " + std::to_string(r.model.synthetic_tokens) + "-token Q/K (no model)";
           info.max_seq_len = r.model.synthetic_tokens;
         } else {
-          {
-            // The last prefill's KV caches (on the old model's device) go before a model loads;
-            // its results stay on screen, but its settings run again if asked.
-            std::lock_guard<std::mutex> lock(mutex_);
-            prefill_.reset();
-            prompt_view_.reset();
-            done_key_[kStageAnalysis].clear();
-          }
+          release_prefill();  // its KV caches live on the old model's device
           model = load_model_job(r.model, info);
         }
         std::lock_guard<std::mutex> lock(mutex_);
@@ -224,15 +226,7 @@ bool Worker::step(const Request& r) {
         } else if (r.model.synthetic_tokens > 0) {
           a = synthetic_analysis(r.model.synthetic_tokens, r);
         } else {
-          {
-            // The last prefill's KV caches go before the next one allocates its own (two would double
-            // the run's memory at length); its results on screen stay, but coming back to its
-            // settings runs it again.
-            std::lock_guard<std::mutex> lock(mutex_);
-            prefill_.reset();
-            prompt_view_.reset();
-            done_key_[kStageAnalysis].clear();
-          }
+          release_prefill();  // two prefills' caches would double the run's memory at length
           PrefillJob job = prefill_job(*model_, *current_.model, r, progress);
           prefill = job.prefill;
           a = job.view;

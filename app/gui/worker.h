@@ -41,6 +41,7 @@ class Worker {
   void publish_locked();
   // Progress check of a running stage: no cancel, and the request still wants this stage's key.
   bool keep_going(int stage, const std::string& key) const;
+  void release_prefill();  // drops the last prefill (its KV caches) and forgets its key
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;

@@ -140,7 +140,7 @@ struct PairedPrefill::State {
         dense_cache(model->config, model->run, capacity),
         hip_cache(model->config, model->run, capacity),
         dense_prefill_time(model->config.n_layers),
-        hip_prefill_time(model->config.n_layers) {}
+        hip_prefill_time(hip_recorder()) {}  // model and options are set by now (declared first)
 
   void prefill();  // of prompt.prompt_ids
   PairedAnalysis decode(int64_t decode_steps, int64_t refresh_every, bool consume);
@@ -226,7 +226,6 @@ void PairedPrefill::State::prefill() {
   report(progress, 0.25, "HiP prefill");
   hip_attention.set_record_access(true);
   hip_attention.set_sync_timing(true);  // the latency breakdown splits mask estimation from sparse attention
-  hip_prefill_time = hip_recorder();
   hip_timer = &hip_prefill_time;
   for (int64_t l = 0; l < c.n_layers; ++l) {
     LayerViewsSetup setup;

@@ -276,7 +276,7 @@ std::vector<SelfTestStep> Soak::setup_steps() {
                          return "a soak parameter set is invalid: " + rule;
                      if (!s->error[kStageModel].empty()) return "the model did not load: " + s->error[kStageModel];
                      if (!s->error[kStageAnalysis].empty()) return "the analysis failed: " + s->error[kStageAnalysis];
-                     st->analysis_s = s->analysis->seconds;
+                     st->analysis_s = s->analysis->seconds();
                      st->current = 0;
                      return st->compare_or_store(st->set_of(*s->analysis), *s);
                    },
