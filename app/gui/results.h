@@ -141,6 +141,7 @@ struct Snapshot {
   std::shared_ptr<const std::vector<LatencySample>> latency_history;
   std::array<bool, kStageCount> stale{};          // the shown result is not the current request's
   std::array<std::string, kStageCount> error{};   // why a stage failed for the current request
+  std::array<double, kStageCount> stage_seconds{}; // wall time of each stage's last completed run
   bool busy = false;        // a stage is running
   int running_stage = -1;
   double fraction = 0;      // progress of the running stage

@@ -1,7 +1,8 @@
 #include "app/gui/worker.h"
 
-#include <cstdio>
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <exception>
 #include <stdexcept>
 
@@ -29,6 +30,13 @@ namespace {
 // decode half and the views (not generation) from the prefill's, the offloading replay from the
 // decode steps' access streams, the trace from the masks. The scheduler waits for these, and a new
 // result of `earlier` makes `later`'s stale.
+// The order stale stages run in: the viewed layer's views right after the prefill, before the decode
+// steps (which none of them reads), so a parameter change puts the mask on screen without waiting
+// for the decode half; generation last.
+constexpr int kStagePriority[] = {kStageModel, kStageAnalysis, kStageMasks, kStageTrace,   kStageDense,
+                                  kStageLocality, kStageDecode, kStageOffload, kStageGenerate};
+static_assert(sizeof(kStagePriority) / sizeof(kStagePriority[0]) == kStageCount, "every stage has a place");
+
 bool reads(int later, int earlier) {
   if (later <= earlier) return false;
   switch (earlier) {
@@ -154,7 +162,8 @@ bool Worker::step(const Request& r) {
     return true;
   };
   int stage = -1;
-  for (int s = 0; s < kStageCount && stage < 0; ++s) {
+  for (int s : kStagePriority) {
+    if (stage >= 0) break;
     if (!wanted(s)) continue;
     bool inputs_ready = true;
     for (int e = 0; e < s; ++e)
@@ -193,6 +202,7 @@ bool Worker::step(const Request& r) {
     return keep_going(stage, key[stage]);
   };
   progress(0.0, std::string(stage_name(stage)) + "...");
+  const auto stage_start = std::chrono::steady_clock::now();
   // Generation publishes its growing text; a cancelled or failed one puts the last complete result
   // back, so no half-written text is left on screen as if it were a result.
   const std::shared_ptr<const GenerateView> generate_before = current_.generate;
@@ -300,6 +310,7 @@ bool Worker::step(const Request& r) {
     std::lock_guard<std::mutex> lock(mutex_);
     done_key_[stage] = key[stage];
     failed_key_[stage].clear();
+    current_.stage_seconds[stage] = std::chrono::duration<double>(std::chrono::steady_clock::now() - stage_start).count();
     // The views read this stage's result, not just its inputs: a new result makes theirs stale even
     // when their keys come back (parameters A, then B with the masks cancelled, then A again: the
     // masks of A's first analysis must not pass for the masks of its new one).

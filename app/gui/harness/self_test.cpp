@@ -526,7 +526,9 @@ void SelfTest::build_capture_steps() {
   steps_.push_back({"close the capture: back to the live run",
                     [](AppState& s) { close_capture(s); },
                     [live](const AppState&, const Snapshot& snap) {
-                      return snap.analysis && snap.analysis != live->analysis && snap.masks && snap.masks->source == snap.analysis &&
+                      // The masks come from the prefill, before the decode steps replace the analysis.
+                      return snap.analysis && snap.analysis != live->analysis && snap.masks &&
+                             snap.masks->source->prefill_identity() == snap.analysis->prefill_identity() &&
                              snap.fresh(kStageAnalysis) && snap.fresh(kStageMasks) && !snap.busy;
                     },
                     [live](AppState& s, const Snapshot& snap) -> std::string {

@@ -61,6 +61,15 @@ std::string format(const char* f, ...) {
   return buf;
 }
 
+// Each stage's last completed run as the worker timed it (where a step's wait went): a stage that did
+// not re-run for the step keeps its earlier figure.
+std::string stage_times_text(const Snapshot& snap) {
+  std::string out = "stages (last run of each):";
+  for (int st = 0; st < kStageCount; ++st)
+    if (snap.stage_seconds[st] > 0) out += format(" %s %.2f s", stage_name(st), snap.stage_seconds[st]);
+  return out;
+}
+
 // Mean HiP-vs-oracle recall of the layer, or "n/a" where the oracle was not computed.
 std::string recall_text(const LayerMasks& m) {
   if (!m.has_oracle || m.recall.empty()) return format("n/a (no oracle above %lld tokens)", static_cast<long long>(kOracleMaxTokens));
@@ -284,6 +293,7 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
                           static_cast<long long>(snap.masks->layer), static_cast<long long>(snap.masks->hip.heads),
                           static_cast<long long>(snap.masks->hip.query_blocks), static_cast<long long>(snap.masks->hip.kb),
                           recall_text(*snap.masks).c_str(), snap.analysis ? latency_text(*snap.analysis).c_str() : "no latency"));
+         run->line(stage_times_text(snap));
          return "";
        },
        900, 1, true},
@@ -331,6 +341,7 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
                                static_cast<long long>(m.hip.query_blocks), run->masks ? recall_text(*run->masks).c_str() : "?",
                                recall_text(m).c_str(), run->analysis ? latency_text(*run->analysis).c_str() : "?",
                                latency_text(*snap.analysis).c_str()));
+              run->line(stage_times_text(snap));
               run->masks = snap.masks, run->analysis = snap.analysis;
               if (!changed) return "the mask did not change";
               return "";
@@ -360,6 +371,7 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
            const bool changed = run->masks && snap.masks->layer != run->masks->layer && snap.masks->hip.blocks != run->masks->hip.blocks;
            run->line(format("result: layer_change_to_mask changed %s (layer %d -> %d; recall %s -> %s)", changed ? "yes" : "NO", *from,
                             s.layer, run->masks ? recall_text(*run->masks).c_str() : "?", recall_text(*snap.masks).c_str()));
+           run->line(stage_times_text(snap));
            run->masks = snap.masks;
            return changed ? "" : "the mask did not change";
          },
@@ -422,6 +434,7 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
                             same_prefill ? "decode-only re-run, same prefill" : "the prefill re-ran too",
                             snap.analysis->analysis->decode.size(), static_cast<long long>(snap.analysis->analysis->mask_refreshes),
                             run->analysis ? latency_text(*run->analysis).c_str() : "?", latency_text(*snap.analysis).c_str()));
+           run->line(stage_times_text(snap));
            run->analysis = snap.analysis;
            return changed ? "" : "the decode results did not change";
          },
