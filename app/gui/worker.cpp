@@ -37,6 +37,9 @@ constexpr int kStagePriority[] = {kStageModel, kStageAnalysis, kStageMasks, kSta
                                   kStageLocality, kStageDecode, kStageOffload, kStageGenerate};
 static_assert(sizeof(kStagePriority) / sizeof(kStagePriority[0]) == kStageCount, "every stage has a place");
 
+// Thrown by a stage's checkpoint when a stage before it in kStagePriority became wanted.
+struct GiveWay {};
+
 bool reads(int later, int earlier) {
   if (later <= earlier) return false;
   switch (earlier) {
@@ -94,6 +97,17 @@ bool Worker::idle() const {
 std::shared_ptr<const Snapshot> Worker::snapshot() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return published_;
+}
+
+bool Worker::earlier_stage_wanted(int stage) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (int s : kStagePriority) {
+    if (s == stage) return false;
+    if (s == kStageDense && !request_.want_dense) continue;
+    const std::string key = stage_key(s, request_);
+    if (done_key_[s] != key && failed_key_[s] != key) return true;
+  }
+  return false;
 }
 
 void Worker::release_prefill() {
@@ -288,7 +302,12 @@ bool Worker::step(const Request& r) {
         break;
       }
       case kStageOffload: {
-        auto o = compute_offload(*current_.analysis, r);
+        // The replay takes seconds at length and reads no layer: it gives way to the views of a newly
+        // picked layer or head (it runs again after them), and stops on a cancel.
+        auto o = compute_offload(*current_.analysis, r, [&] {
+          if (!keep_going(stage, key[stage])) throw Cancelled();
+          if (earlier_stage_wanted(stage)) throw GiveWay();
+        });
         std::lock_guard<std::mutex> lock(mutex_);
         current_.offload = o;
         break;
@@ -318,6 +337,9 @@ bool Worker::step(const Request& r) {
       if (reads(later, stage)) done_key_[later].clear();
     current_.error[stage].clear();
     publish_locked();
+  } catch (const GiveWay&) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    publish_locked();  // not done, not failed: the next step runs the wanted stage, then this one again
   } catch (const Cancelled&) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stage_key(stage, request_) == key[stage]) {  // the user pressed cancel: failed until inputs change

@@ -42,6 +42,8 @@ class Worker {
   // Progress check of a running stage: no cancel, and the request still wants this stage's key.
   bool keep_going(int stage, const std::string& key) const;
   void release_prefill();  // drops the last prefill (its KV caches) and forgets its key
+  // A stage before `stage` in the run order is stale for the current request (and not failed).
+  bool earlier_stage_wanted(int stage) const;
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;
@@ -76,7 +78,10 @@ std::shared_ptr<const LayerMasks> compute_layer_masks(const std::shared_ptr<cons
 std::shared_ptr<const TraceView> compute_trace(const LayerMasks& m, const Request& r);
 std::shared_ptr<const DenseView> compute_dense(const AnalysisView& a, const Request& r);
 std::shared_ptr<const LocalityView> compute_locality(const AnalysisView& a, const Request& r);
-std::shared_ptr<const OffloadView> compute_offload(const AnalysisView& a, const Request& r);
+// `checkpoint` runs between its replays (one per bank size and context, about 0.3 s each at 32k
+// tokens) and may throw to stop it: the worker's stage gives way there.
+std::shared_ptr<const OffloadView> compute_offload(const AnalysisView& a, const Request& r,
+                                                   const std::function<void()>& checkpoint = {});
 // Random Q/K/V of `tokens` tokens (2 query heads, 1 KV head, d 64) with score locality, for the
 // frame-time check at prompt lengths the default model cannot hold.
 std::shared_ptr<const AnalysisView> synthetic_analysis(int64_t tokens, const Request& r);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <random>
 #include <sstream>
+#include <utility>
 
 #include "app/gui/worker.h"
 #include "engine/analysis/layer_view.h"
@@ -155,7 +156,11 @@ std::shared_ptr<const LocalityView> compute_locality(const AnalysisView& a, cons
   return v;
 }
 
-std::shared_ptr<const OffloadView> compute_offload(const AnalysisView& a, const Request& r) {
+std::shared_ptr<const OffloadView> compute_offload(const AnalysisView& a, const Request& r,
+                                                   const std::function<void()>& checkpoint) {
+  auto check = [&] {
+    if (checkpoint) checkpoint();
+  };
   auto v = std::make_shared<OffloadView>();
   offload::OffloadConfig& c = v->config;
   const auto& opt = a.analysis->options;
@@ -165,12 +170,20 @@ std::shared_ptr<const OffloadView> compute_offload(const AnalysisView& a, const 
   c.context_tokens = a.tokens() + static_cast<int64_t>(a.analysis->decode.size());
   c.mask_bytes_per_token = a.model.head_dim * a.model.element_bytes;
   c.sparse_bytes_per_token = 2 * a.model.head_dim * a.model.element_bytes;
+  check();
   v->result = offload::simulate_offloading(a.analysis->access, c);
   std::vector<int64_t> sizes;
   for (int64_t s = 8; s < 2 * c.context_tokens; s *= 2) sizes.push_back(s);
   sizes.push_back(c.context_tokens);
-  v->mask_curve = offload::hit_ratio_curve(a.analysis->access, c, offload::OffloadContext::Mask, sizes);
-  v->sparse_curve = offload::hit_ratio_curve(a.analysis->access, c, offload::OffloadContext::Sparse, sizes);
+  // One bank size at a time (each replays independently: the same points as one call over all sizes),
+  // so the stage can give way between them.
+  for (const auto& [context, curve] : {std::pair{offload::OffloadContext::Mask, &v->mask_curve},
+                                       std::pair{offload::OffloadContext::Sparse, &v->sparse_curve}})
+    for (int64_t size : sizes) {
+      check();
+      const std::vector<offload::HitRatioPoint> point = offload::hit_ratio_curve(a.analysis->access, c, context, {size});
+      curve->insert(curve->end(), point.begin(), point.end());
+    }
   return v;
 }
 
