@@ -189,10 +189,16 @@ class ComparePanel final : public Panel {
     double emax = 1e-9;
     for (const auto& l : pa.layers)
       for (const auto& h : l.heads) emax = std::max(emax, h.out_rel_err);
-    for (int h = 0; h < heads; ++h) {
-      const std::string lbl = fmt("head %d", h);
+    // Column labels that fit their cells: "head h", else the number alone, else every n-th number
+    // (32 heads in a narrow panel); cell values are drawn only where they fit (the tooltip has them).
+    const bool long_labels = ImGui::CalcTextSize(fmt("head %d", heads - 1).c_str()).x + 4 <= cell_w;
+    const float number_w = ImGui::CalcTextSize(fmt("%d", heads - 1).c_str()).x + 6;
+    const int label_every = long_labels ? 1 : std::max(1, static_cast<int>(std::ceil(number_w / std::max(1.0f, cell_w))));
+    for (int h = 0; h < heads; h += label_every) {
+      const std::string lbl = long_labels ? fmt("head %d", h) : fmt("%d", h);
       dl->AddText(ImVec2(o.x + label_w + h * cell_w + 3, o.y), t.text_dim, lbl.c_str());
     }
+    const bool values_fit = ImGui::CalcTextSize(metric_ == kError ? "0.000" : "0.00").x + 4 <= cell_w;
     for (size_t l = 0; l < pa.layers.size(); ++l) {
       const float y = o.y + cell_h * static_cast<float>(l + 1);
       const std::string lbl = fmt("layer %zu%s", l, pa.layers[l].dense ? " (d)" : "");
@@ -205,9 +211,11 @@ class ComparePanel final : public Panel {
         const ImVec2 a(o.x + label_w + h * cell_w, y), b(a.x + cell_w - 2, y + cell_h - 2);
         const viz::Rgb c = viz::colormap(viz::ColorMapKind::Viridis, tcol);
         dl->AddRectFilled(a, b, viz::pack_rgba(c));
-        const std::string txt = fmt(metric_ == kError ? "%.3f" : "%.2f", v);
-        const float lum = 0.3f * c.r + 0.6f * c.g + 0.1f * c.b;
-        dl->AddText(ImVec2(a.x + 3, a.y + 1), lum > 0.5f ? IM_COL32(0, 0, 0, 255) : IM_COL32(255, 255, 255, 255), txt.c_str());
+        if (values_fit) {
+          const std::string txt = fmt(metric_ == kError ? "%.3f" : "%.2f", v);
+          const float lum = 0.3f * c.r + 0.6f * c.g + 0.1f * c.b;
+          dl->AddText(ImVec2(a.x + 3, a.y + 1), lum > 0.5f ? IM_COL32(0, 0, 0, 255) : IM_COL32(255, 255, 255, 255), txt.c_str());
+        }
         if (static_cast<int>(l) == s.layer && h == s.head) dl->AddRect(a, b, t.accent, 0, 0, 2.0f);
         if (ImGui::IsMouseHoveringRect(a, b) && ImGui::IsWindowHovered()) {
           ImGui::SetTooltip("layer %zu head %d%s\nrecall %.3f (random %.3f)\nmass %.3f (random %.3f)\noutput error %.4f (random %.4f)",
