@@ -12,12 +12,16 @@
 namespace hipstudio::gui {
 
 std::string fmt(const char* format, ...) {
-  char buf[512];
-  va_list args;
+  // Any length: the scale self-test's log lines and long status messages pass 512 characters.
+  va_list args, again;
   va_start(args, format);
-  std::vsnprintf(buf, sizeof buf, format, args);
+  va_copy(again, args);
+  const int n = std::vsnprintf(nullptr, 0, format, args);
   va_end(args);
-  return buf;
+  std::string out(n > 0 ? static_cast<size_t>(n) : 0, '\0');
+  if (n > 0) std::vsnprintf(out.data(), out.size() + 1, format, again);
+  va_end(again);
+  return out;
 }
 
 ImVec2 PlotArea::at(double x, double y) const {

@@ -63,7 +63,7 @@ void empty_state(const char* message, const Theme& theme);
 // Vertical splitter between two areas: returns true while dragged, moving `position` (pixels).
 bool vertical_splitter(const char* id, float* position, float min_pos, float max_pos, float height);
 
-std::string fmt(const char* format, ...);
+std::string fmt(const char* format, ...) __attribute__((format(printf, 1, 2)));
 
 // Tokens laid out as wrapped text, each on its own background (BertViz style). `label(i)` is the
 // shown text, `background(i)` its colour (0: none), `outline` a token framed in the accent colour.

@@ -13,7 +13,7 @@ std::vector<float> host_floats(const at::Tensor& t) {
 }  // namespace
 
 TensorLayerInputs::TensorLayerInputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v)
-    : q_(q.clone(at::MemoryFormat::Contiguous)), k_(k.clone(at::MemoryFormat::Contiguous)), v_(v.clone(at::MemoryFormat::Contiguous)) {}
+    : q_(q.contiguous()), k_(k.clone(at::MemoryFormat::Contiguous)), v_(v.clone(at::MemoryFormat::Contiguous)) {}
 
 LayerInputArrays TensorLayerInputs::copy_to_host() const { return {host_floats(q_), host_floats(k_), host_floats(v_)}; }
 

@@ -8,8 +8,10 @@
 
 namespace hipstudio {
 
-// Inputs held as tensors on the run's device. The tensors are this object's own (contiguous
-// copies), so no cache or buffer of the run is kept alive or aliased by them.
+// Inputs held as tensors on the run's device. Keys and values are copied (they are views of the KV
+// cache, which decode steps write past the prompt and which must not be kept alive); the queries are
+// the layer's own tensor, which nothing writes after the attention call, so they are kept as they
+// are (made contiguous) rather than copied a second time.
 class TensorLayerInputs final : public LayerInputsSource {
  public:
   TensorLayerInputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v);

@@ -29,8 +29,8 @@ TEST(KeptInputs, ACpuRunKeepsHostFloatArrays) {
   EXPECT_EQ(in.host().v, floats(v));
 }
 
-// The tensor source keeps its own contiguous copies in the tensors' dtype: a later write to the run's
-// buffers (a KV cache reused by decode steps) does not reach them.
+// The tensor source keeps its own contiguous copies of the keys and values in the tensors' dtype: a
+// later write to the run's KV cache (decode steps) does not reach them.
 TEST(KeptInputs, TheTensorSourceOwnsItsCopiesInTheRunDtype) {
   const at::Tensor cache = at::randn({2, 16, 8}).to(at::kBFloat16);
   const at::Tensor k = cache.narrow(1, 0, 10), v = cache.narrow(1, 0, 10);  // non-contiguous views

@@ -38,6 +38,8 @@ std::string fail(const char* format, long long a = 0, long long b = 0) {
 // Between frames (no current window): whether any popup or modal is open.
 bool any_popup_open() { return ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId | ImGuiPopupFlags_AnyPopupLevel); }
 
+}  // namespace
+
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -45,7 +47,24 @@ double percentile(std::vector<double> v, double p) {
   return v[i];
 }
 
-}  // namespace
+SelfTestStep SelfTest::open_panel_step(Panel* panel, const std::string& name, double timeout_s,
+                                       std::function<void(const std::string& shot)> on_shot) {
+  return {name,
+          [this, panel](AppState& s) {
+            panel->open = true;
+            s.focus_panel = panel->id();
+            drawn_.clear();
+          },
+          [](const AppState&, const Snapshot&) { return true; },
+          [this, panel, on_shot](AppState&, const Snapshot&) -> std::string {
+            if (!drawn_.count(panel->id())) return "the panel did not draw";
+            if (screenshot_.empty()) return "";
+            pending_screenshot_ = with_suffix(screenshot_, panel->id());
+            if (on_shot) on_shot(pending_screenshot_);
+            return "";
+          },
+          timeout_s, 3};
+}
 
 std::string with_suffix(const std::string& path, const std::string& suffix) {
   const size_t dot = path.rfind(".png");
@@ -253,20 +272,7 @@ void SelfTest::build_steps() {
   // 6. Every panel draws.
   for (auto& p : panels_) {
     if (p->slot == PaneSlot::Sidebar) continue;
-    Panel* panel = p.get();
-    steps_.push_back({std::string("open panel '") + panel->title() + "'",
-                      [this, panel](AppState& s) {
-                        panel->open = true;
-                        s.focus_panel = panel->id();
-                        drawn_.clear();
-                      },
-                      [](const AppState&, const Snapshot&) { return true; },
-                      [this, panel](AppState&, const Snapshot&) -> std::string {
-                        if (!drawn_.count(panel->id())) return "the panel did not draw";
-                        if (!screenshot_.empty()) pending_screenshot_ = with_suffix(screenshot_, panel->id());
-                        return "";
-                      },
-                      30, 3});
+    steps_.push_back(open_panel_step(p.get(), std::string("open panel '") + p->title() + "'", 30));
   }
   // 7. Decode a few tokens: decode records and the offloading replay cover them.
   auto decoded = std::make_shared<Snapshot>();  // step 7's result, for 7a

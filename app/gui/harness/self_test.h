@@ -37,6 +37,8 @@ bool saved_ok(const AppState& s, const std::string& path);
 std::string read_file_bytes(const std::string& path);
 bool is_png_bytes(const std::string& bytes);
 bool is_svg_text(const std::string& xml);  // tags nest and close, the root element is <svg>
+// The p-quantile (0..1, nearest rank) of frame times; 0 for none.
+double percentile(std::vector<double> v, double p);
 
 struct SelfTestStep {
   std::string name;
@@ -93,6 +95,10 @@ class SelfTest {
 
  private:
   void build_steps();
+  // Opens a panel and checks it drew; with a screenshot path, saves <shot>-<panel id>.png and tells
+  // on_shot where.
+  SelfTestStep open_panel_step(Panel* panel, const std::string& name, double timeout_s,
+                               std::function<void(const std::string& shot)> on_shot = {});
   void build_view_steps();    // self_test_views.cpp: stale / dense layer / token / heads / linked
   void build_export_shot_steps();
   void build_capture_steps();

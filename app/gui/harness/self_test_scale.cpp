@@ -2,7 +2,6 @@
 // dtype, written to a timing log.
 #include <algorithm>
 #include <chrono>
-#include <cstdarg>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -15,6 +14,7 @@
 #include <unistd.h>
 
 #include "app/gui/harness/self_test.h"
+#include "app/gui/widgets.h"
 
 namespace hipstudio::gui {
 
@@ -44,50 +44,33 @@ const Target* target_of(const std::string& key) {
 
 constexpr int kMeasuredFrames = 120;
 
-double percentile_of(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t i = std::min(v.size() - 1, static_cast<size_t>(std::floor(p * static_cast<double>(v.size() - 1) + 0.5)));
-  return v[i];
-}
-
-std::string format(const char* f, ...) __attribute__((format(printf, 1, 2)));
-std::string format(const char* f, ...) {
-  char buf[1024];
-  va_list ap;
-  va_start(ap, f);
-  std::vsnprintf(buf, sizeof buf, f, ap);
-  va_end(ap);
-  return buf;
-}
-
 // Each stage's last completed run as the worker timed it (where a step's wait went): a stage that did
 // not re-run for the step keeps its earlier figure.
 std::string stage_times_text(const Snapshot& snap) {
   std::string out = "stages (last run of each):";
   for (int st = 0; st < kStageCount; ++st)
-    if (snap.stage_seconds[st] > 0) out += format(" %s %.2f s", stage_name(st), snap.stage_seconds[st]);
+    if (snap.stage_seconds[st] > 0) out += fmt(" %s %.2f s", stage_name(st), snap.stage_seconds[st]);
   return out;
 }
 
 // Mean HiP-vs-oracle recall of the layer, or "n/a" where the oracle was not computed.
 std::string recall_text(const LayerMasks& m) {
-  if (!m.has_oracle || m.recall.empty()) return format("n/a (no oracle above %lld tokens)", static_cast<long long>(kOracleMaxTokens));
+  if (!m.has_oracle || m.recall.empty()) return fmt("n/a (no oracle above %lld tokens)", static_cast<long long>(kOracleMaxTokens));
   double sum = 0;
   size_t n = 0;
   for (double r : m.recall)
     if (std::isfinite(r)) sum += r, ++n;
-  return n ? format("%.4f", sum / static_cast<double>(n)) : std::string("n/a");
+  return n ? fmt("%.4f", sum / static_cast<double>(n)) : std::string("n/a");
 }
 
 std::string latency_text(const AnalysisView& a) {
   const LatencySample l = latency_sample(*a.analysis);
-  return format("prefill HiP %.1f ms / dense %.1f ms, decode step HiP %.2f ms / dense %.2f ms", l.hip_ms, l.dense_ms,
+  return fmt("prefill HiP %.1f ms / dense %.1f ms, decode step HiP %.2f ms / dense %.2f ms", l.hip_ms, l.dense_ms,
                 l.hip_step_ms, l.dense_step_ms);
 }
 
 std::string knobs_text(const HipKnobs& k) {
-  return format("k %d, b_q %d, b_k %d, b_sq %d, b_sk %d, sink %d, window %d, l_d %d, r_m %d, decode steps %d", k.k, k.b_q, k.b_k,
+  return fmt("k %d, b_q %d, b_k %d, b_sq %d, b_sk %d, sink %d, window %d, l_d %d, r_m %d, decode steps %d", k.k, k.b_q, k.b_k,
                 k.b_sq, k.b_sk, k.sink, k.window, k.l_d, k.r_m, k.decode_steps);
 }
 
@@ -95,7 +78,7 @@ std::string knobs_text(const HipKnobs& k) {
 std::string knobs_change(const HipKnobs& a, const HipKnobs& b) {
   std::string out;
   auto one = [&](const char* name, int x, int y) {
-    if (x != y) out += (out.empty() ? "" : ", ") + format("%s %d -> %d", name, x, y);
+    if (x != y) out += (out.empty() ? "" : ", ") + fmt("%s %d -> %d", name, x, y);
   };
   one("k", a.k, b.k), one("b_q", a.b_q, b.b_q), one("b_k", a.b_k, b.b_k), one("b_sq", a.b_sq, b.b_sq), one("b_sk", a.b_sk, b.b_sk);
   one("sink", a.sink, b.sink), one("window", a.window, b.window), one("l_d", a.l_d, b.l_d), one("r_m", a.r_m, b.r_m);
@@ -167,17 +150,17 @@ struct ScaleRun {
   void timing(const std::string& key, double value) {
     const Target* t = target_of(key);
     if (t)
-      line(format("timing: %s %.2f %s (target <= %g %s: %s)", key.c_str(), value, t->unit, t->limit, t->unit,
+      line(fmt("timing: %s %.2f %s (target <= %g %s: %s)", key.c_str(), value, t->unit, t->limit, t->unit,
                   value <= t->limit ? "met" : "missed"));
     else
-      line(format("timing: %s %.2f s", key.c_str(), value));
+      line(fmt("timing: %s %.2f s", key.c_str(), value));
     settled[key] = true;
   }
   void fail(const std::string& key, const std::string& why) {
     if (settled[key]) return;
     const Target* t = target_of(key);
-    line(t ? format("timing: %s FAILED: %s (target <= %g %s)", key.c_str(), why.c_str(), t->limit, t->unit)
-           : format("timing: %s FAILED: %s", key.c_str(), why.c_str()));
+    line(t ? fmt("timing: %s FAILED: %s (target <= %g %s)", key.c_str(), why.c_str(), t->limit, t->unit)
+           : fmt("timing: %s FAILED: %s", key.c_str(), why.c_str()));
     settled[key] = true;
     ++failed;
   }
@@ -205,7 +188,7 @@ int scale_finish(ScaleRun& run) {
       ++missing;
     }
   const int bad = run.failed + missing;
-  run.line(format("result: %d of %zu measurements produced their result%s", static_cast<int>(run.expected.size()) - bad,
+  run.line(fmt("result: %d of %zu measurements produced their result%s", static_cast<int>(run.expected.size()) - bad,
                   run.expected.size(), bad ? "" : " (targets are benchmarks: a missed one is reported, not failed)"));
   return bad;
 }
@@ -277,18 +260,18 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
          run->n_layers = m.n_layers, run->n_heads = m.n_heads;
          run->line("device: " + m.device);
          run->line("dtype: " + s.dtype);
-         run->line(format("model: %s (%s, %lld layers, %lld heads, %lld KV heads, head dim %lld, context %lld)", m.display_name.c_str(),
+         run->line(fmt("model: %s (%s, %lld layers, %lld heads, %lld KV heads, head dim %lld, context %lld)", m.display_name.c_str(),
                           m.architecture.c_str(), static_cast<long long>(m.n_layers), static_cast<long long>(m.n_heads),
                           static_cast<long long>(m.n_kv_heads), static_cast<long long>(m.head_dim),
                           static_cast<long long>(m.max_seq_len)));
-         run->line(format("prompt_tokens: %lld", static_cast<long long>(snap.masks->source->tokens())));
+         run->line(fmt("prompt_tokens: %lld", static_cast<long long>(snap.masks->source->tokens())));
          run->line("knobs: " + knobs_text(s.applied));
-         run->line(format("view: layer %d, head %d", s.layer, s.head));
+         run->line(fmt("view: layer %d, head %d", s.layer, s.head));
          if (t < 0) return "cannot read the process start time (/proc/self/stat)";
-         if (run->t_model >= 0) run->line(format("info: launch_to_model_loaded %.2f s", run->t_model));
+         if (run->t_model >= 0) run->line(fmt("info: launch_to_model_loaded %.2f s", run->t_model));
          run->timing("launch_to_first_mask", t);
          run->masks = snap.masks, run->analysis = snap.analysis;
-         run->line(format("result: launch_to_first_mask changed yes (first mask of layer %lld: %lld heads x %lld query blocks x Kb %lld; "
+         run->line(fmt("result: launch_to_first_mask changed yes (first mask of layer %lld: %lld heads x %lld query blocks x Kb %lld; "
                           "recall %s; %s)",
                           static_cast<long long>(snap.masks->layer), static_cast<long long>(snap.masks->hip.heads),
                           static_cast<long long>(snap.masks->hip.query_blocks), static_cast<long long>(snap.masks->hip.kb),
@@ -334,7 +317,7 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
               const LayerMasks& m = *snap.masks;
               const bool changed = run->masks.get() != &m && (!run->masks || m.hip.blocks != run->masks->hip.blocks ||
                                                               m.hip.counts != run->masks->hip.counts);
-              run->line(format("result: %s changed %s (%s; Kb %lld -> %lld, query blocks %lld -> %lld; recall %s -> %s; latency %s -> %s)",
+              run->line(fmt("result: %s changed %s (%s; Kb %lld -> %lld, query blocks %lld -> %lld; recall %s -> %s; latency %s -> %s)",
                                key.c_str(), changed ? "yes" : "NO", knobs_change(*before, s.applied).c_str(),
                                static_cast<long long>(run->masks ? run->masks->hip.kb : 0), static_cast<long long>(m.hip.kb),
                                static_cast<long long>(run->masks ? run->masks->hip.query_blocks : 0),
@@ -369,7 +352,7 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
            if (run->phase++ == 0) return kMore;
            run->timing("layer_change_to_mask", run->elapsed());
            const bool changed = run->masks && snap.masks->layer != run->masks->layer && snap.masks->hip.blocks != run->masks->hip.blocks;
-           run->line(format("result: layer_change_to_mask changed %s (layer %d -> %d; recall %s -> %s)", changed ? "yes" : "NO", *from,
+           run->line(fmt("result: layer_change_to_mask changed %s (layer %d -> %d; recall %s -> %s)", changed ? "yes" : "NO", *from,
                             s.layer, run->masks ? recall_text(*run->masks).c_str() : "?", recall_text(*snap.masks).c_str()));
            run->line(stage_times_text(snap));
            run->masks = snap.masks;
@@ -393,7 +376,7 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
              ++run->phase;
              run->timing("head_change_to_mask", run->elapsed());
              const bool changed = *from != s.head && !same_head_rows(snap.masks->hip, *from, s.head);
-             run->line(format("result: head_change_to_mask changed %s (head %d -> %d of layer %d: the mask rows %s)",
+             run->line(fmt("result: head_change_to_mask changed %s (head %d -> %d of layer %d: the mask rows %s)",
                               changed ? "yes" : "NO", *from, s.head, s.layer, changed ? "differ" : "are the same"));
              if (!changed) run->line("result:   (a head whose mask equals the previous head's: the view still changed head)");
            }
@@ -429,7 +412,7 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
            run->timing("r_m_change_to_decode", run->elapsed());
            const bool changed = run->analysis && snap.analysis != run->analysis;
            const bool same_prefill = run->analysis && snap.analysis->prefill_identity() == run->analysis->prefill_identity();
-           run->line(format("result: r_m_change_to_decode changed %s (r_m %d -> %d; %s; %zu decode steps, %lld mask refreshes; latency %s -> %s)",
+           run->line(fmt("result: r_m_change_to_decode changed %s (r_m %d -> %d; %s; %zu decode steps, %lld mask refreshes; latency %s -> %s)",
                             changed ? "yes" : "NO", *rm_before, s.applied.r_m,
                             same_prefill ? "decode-only re-run, same prefill" : "the prefill re-ran too",
                             snap.analysis->analysis->decode.size(), static_cast<long long>(snap.analysis->analysis->mask_refreshes),
@@ -455,9 +438,9 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
            if (run->phase++ == 0) run->frames = &run->idle_ms;  // from the next frame on
            if (static_cast<int>(run->idle_ms.size()) < kMeasuredFrames) return kMore;
            run->frames = nullptr;
-           run->timing("idle_frame_median", percentile_of(run->idle_ms, 0.5));
-           run->timing("idle_frame_p99", percentile_of(run->idle_ms, 0.99));
-           run->line(format("result: idle frames %zu (mask view, fitted, every stage done)", run->idle_ms.size()));
+           run->timing("idle_frame_median", percentile(run->idle_ms, 0.5));
+           run->timing("idle_frame_p99", percentile(run->idle_ms, 0.99));
+           run->line(fmt("result: idle frames %zu (mask view, fitted, every stage done)", run->idle_ms.size()));
            return "";
          },
          600, 3},
@@ -483,11 +466,11 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
            }
            run->frames = nullptr;
            mouse_x = 0.01f, mouse_y = 0.99f;
-           run->timing("zoom_frame_median", percentile_of(run->zoom_ms, 0.5));
-           run->timing("zoom_frame_p99", percentile_of(run->zoom_ms, 0.99));
+           run->timing("zoom_frame_median", percentile(run->zoom_ms, 0.5));
+           run->timing("zoom_frame_p99", percentile(run->zoom_ms, 0.99));
            const double T = static_cast<double>(snap.masks->source->tokens());
            const bool zoomed = *min_span < T;
-           run->line(format("result: zoom frames %zu changed %s (wheel over the mask: narrowest span %.0f of %.0f tokens)",
+           run->line(fmt("result: zoom frames %zu changed %s (wheel over the mask: narrowest span %.0f of %.0f tokens)",
                             run->zoom_ms.size(), zoomed ? "yes" : "NO", zoomed ? *min_span : T, T));
            s.mask_view = MaskViewState{};
            return zoomed ? "" : "the wheel did not zoom the mask view";
@@ -501,21 +484,10 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
     for (auto& p : panels_) {
       if (p->slot == PaneSlot::Sidebar) continue;
       if (options.basic && std::string(p->id()) != "mask") continue;
-      Panel* panel = p.get();
-      steps_.push_back({std::string("screenshot of panel '") + panel->title() + "'",
-                        [this, panel](AppState& s) {
-                          panel->open = true;
-                          s.focus_panel = panel->id();
-                          drawn_.clear();
-                        },
-                        [](const AppState&, const Snapshot&) { return true; },
-                        [this, run, panel](AppState&, const Snapshot&) -> std::string {
-                          if (!drawn_.count(panel->id())) return "the panel did not draw";
-                          pending_screenshot_ = with_suffix(screenshot_, panel->id());
-                          run->line("screenshot: " + std::string(panel->id()) + " " + pending_screenshot_);
-                          return "";
-                        },
-                        120, 3});
+      steps_.push_back(open_panel_step(p.get(), std::string("screenshot of panel '") + p->title() + "'", 120,
+                                       [run, id = std::string(p->id())](const std::string& shot) {
+                                         run->line("screenshot: " + id + " " + shot);
+                                       }));
     }
     steps_.push_back({"screenshot of the main window",
                       [](AppState& s) { s.focus_panel = "mask"; },
