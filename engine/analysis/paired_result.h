@@ -25,6 +25,10 @@ struct AnalysisOptions {
   // --inputs-layers names.
   bool keep_all_layers = true;
   std::vector<int64_t> keep_layers;  // when !keep_all_layers
+  // -1: the prefill computes every layer's views (the command line). >= 0: only this layer's; the
+  // other kept layers' wait (LayerQuality::pending) for PairedPrefill::layer_views, so the GUI shows
+  // the viewed layer after the prefill alone and computes the rest in the background.
+  int64_t views_only_layer = -1;
   bool keeps(int64_t layer) const {
     if (keep_all_layers) return true;
     for (int64_t l : keep_layers)
@@ -46,6 +50,7 @@ struct HeadQuality {
 struct LayerQuality {
   int64_t layer = 0;
   bool dense = false;              // layer < l_d: the model runs it dense; the numbers say what HiP would do
+  bool pending = false;            // its views wait for PairedPrefill::layer_views (heads empty)
   std::vector<HeadQuality> heads;  // (n_heads)
 };
 

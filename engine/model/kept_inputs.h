@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 
 #include "engine/analysis/paired_result.h"
+#include "engine/model/layer_views_backend.h"
 
 namespace hipstudio {
 
@@ -25,6 +26,10 @@ class TensorLayerInputs final : public LayerInputsSource {
  private:
   at::Tensor q_, k_, v_;
 };
+
+// A kept layer as one whole-prompt chunk for the views layer: its tensors where the run keeps them
+// (TensorLayerInputs), else float32 tensors over the host arrays (which must outlive the chunk).
+LayerViewsChunk kept_layer_chunk(const LayerInputs& in);
 
 // q (heads, tokens, dim), k and v (kv_heads, tokens, dim), any dtype and device.
 LayerInputs keep_layer_inputs(int64_t layer, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v);

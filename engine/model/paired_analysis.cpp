@@ -119,7 +119,10 @@ struct PairedPrefill::State {
   // keys/values of the last: all of them; on the run's device in its dtype), and the layer call the observer saw, handed to the
   // views layer from the layer timer, which runs after the layer's timings are taken, so the views'
   // work never counts as HiP's latency.
-  std::vector<std::unique_ptr<LayerViewsBackend>> views;
+  std::vector<std::unique_ptr<LayerViewsBackend>> views;  // null for the layers it defers
+  // The deferred layers' HiP masks as the forward pass's kernels computed them (undefined on the
+  // CPU path, where the reference estimates its own): layer_views reads them later.
+  std::vector<at::Tensor> deferred_blocks;
   std::vector<std::vector<at::Tensor>> kept_q;
   std::vector<at::Tensor> kept_k, kept_v;
   LayerViewsChunk pending;
@@ -145,6 +148,11 @@ struct PairedPrefill::State {
   void prefill();  // of prompt.prompt_ids
   PairedAnalysis decode(int64_t decode_steps, int64_t refresh_every, bool consume);
   void install_callbacks();
+  // The prefill leaves a layer's views for later (options.views_only_layer) only where it keeps the
+  // layer's inputs to compute them from.
+  bool defers_views(int64_t l) const {
+    return options.views_only_layer >= 0 && l != options.views_only_layer && options.keeps(l);
+  }
   LatencyRecorder hip_recorder() const {
     LatencyRecorder r(model->config.n_layers);
     r.hip_side = true;
@@ -164,7 +172,10 @@ void PairedPrefill::State::install_callbacks() {
     hip_timer->on_layer(l, a, o);
     if (!prefilling) return;
     if (pending_layer == l) {
-      views[static_cast<size_t>(l)]->add_chunk(pending);
+      if (views[static_cast<size_t>(l)])
+        views[static_cast<size_t>(l)]->add_chunk(pending);
+      else
+        deferred_blocks[static_cast<size_t>(l)] = pending.hip_blocks;
       if (options.keeps(l)) {
         const size_t i = static_cast<size_t>(l);
         kept_q[i].push_back(pending.q);
@@ -227,7 +238,12 @@ void PairedPrefill::State::prefill() {
   hip_attention.set_record_access(true);
   hip_attention.set_sync_timing(true);  // the latency breakdown splits mask estimation from sparse attention
   hip_timer = &hip_prefill_time;
+  deferred_blocks.assign(static_cast<size_t>(c.n_layers), at::Tensor());
   for (int64_t l = 0; l < c.n_layers; ++l) {
+    if (defers_views(l)) {
+      views.push_back(nullptr);
+      continue;
+    }
     LayerViewsSetup setup;
     setup.layer = l;
     setup.prompt_tokens = n;
@@ -251,6 +267,14 @@ void PairedPrefill::State::prefill() {
   prefilling = false;
 
   for (int64_t l = 0; l < c.n_layers; ++l) {
+    if (!views[static_cast<size_t>(l)]) {
+      LayerQuality later;
+      later.layer = l;
+      later.dense = l < options.hip.dense_layers;
+      later.pending = true;
+      result.layers.push_back(std::move(later));
+      continue;
+    }
     report(progress, 0.85, "layer views, layer " + std::to_string(l));
     LayerViewsResult r = views[static_cast<size_t>(l)]->finish();
     views[static_cast<size_t>(l)].reset();
@@ -383,6 +407,42 @@ std::unique_ptr<PairedPrefill> PairedPrefill::run(std::shared_ptr<const Model> m
     state->prompt = PairedAnalysis{};
     state->progress = {};
     return std::unique_ptr<PairedPrefill>(new PairedPrefill(std::move(state)));
+  });
+}
+
+std::vector<int64_t> PairedPrefill::pending_views() const {
+  std::vector<int64_t> layers;
+  if (!state_->prompt_result) return layers;
+  for (const LayerQuality& q : state_->prompt_result->layers)
+    if (q.pending) layers.push_back(q.layer);
+  return layers;
+}
+
+LayerViewsResult PairedPrefill::layer_views(int64_t layer) const {
+  const State& s = *state_;
+  if (!s.prompt_result) throw std::logic_error("PairedPrefill::layer_views after finish()");
+  const PairedAnalysis& prompt = *s.prompt_result;
+  if (layer < 0 || layer >= static_cast<int64_t>(prompt.layers.size()) || !prompt.layers[static_cast<size_t>(layer)].pending)
+    throw std::logic_error("PairedPrefill::layer_views: layer " + std::to_string(layer) + " has no deferred views");
+  const LayerInputs* in = prompt.find_inputs(layer);
+  if (!in) throw std::logic_error("PairedPrefill::layer_views: the prefill kept no inputs of layer " + std::to_string(layer));
+  return guard_out_of_memory(s.model->run, "the layer views of layer " + std::to_string(layer), [&] {
+    c10::InferenceMode inference;
+    LayerViewsSetup setup;
+    setup.layer = layer;
+    setup.prompt_tokens = s.n;
+    setup.params = s.options.hip.hip;
+    setup.seed = s.options.random_seed;
+    setup.keep_masks = true;
+    // The same inputs and HiP mask the prefill would have given the views layer (kept_inputs.h).
+    LayerViewsChunk chunk = kept_layer_chunk(*in);
+    chunk.hip_blocks = s.deferred_blocks[static_cast<size_t>(layer)];
+    std::unique_ptr<LayerViewsBackend> views = make_layer_views(s.model->run.device, setup);
+    views->add_chunk(chunk);
+    LayerViewsResult r = views->finish();
+    r.quality.layer = layer;
+    r.quality.dense = layer < s.options.hip.dense_layers;
+    return r;
   });
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/model/hip_attention.h"
+#include "engine/model/layer_views_backend.h"
 #include "engine/model/memory_estimate.h"
 #include "engine/model/model.h"
 #include "engine/model/run_cancelled.h"
@@ -51,6 +52,12 @@ class PairedPrefill {
   // streams' steps are empty). Null after finish().
   std::shared_ptr<const PairedAnalysis> prompt_result() const;
   int64_t decode_room() const;
+  // The layers whose views the prefill deferred (AnalysisOptions::views_only_layer), ascending.
+  std::vector<int64_t> pending_views() const;
+  // One deferred layer's views (quality and masks) from its kept inputs and the HiP mask the
+  // prefill's kernels chose: what the prefill would have computed. The prompt's results stay as
+  // they are (the caller keeps what it computed); the layer must be one of pending_views().
+  LayerViewsResult layer_views(int64_t layer) const;
   // Greedy decoding on both sides from the end of the prompt: `decode_steps` (0..decode_room())
   // steps with HiP masks refreshed every `refresh_every` steps. Returns the prompt's results plus the
   // steps, what run_paired_analysis gives for these settings; callable again with other settings.

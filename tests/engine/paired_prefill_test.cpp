@@ -98,6 +98,58 @@ TEST(PairedPrefill, StepsPastTheRoomOrABadRmAreRefused) {
   expect_same_results(prefill->decode(4, 3), run_paired_analysis(default_model(), kStory, options_with(3, 4)), "after refusals");
 }
 
+// The GUI's viewed layer first: a prefill that computes one layer's views and defers the rest must
+// give, layer by layer, exactly what a prefill computing them all gives (quality and masks), and
+// nothing else of its results may differ.
+TEST(PairedPrefill, DeferredLayerViewsEqualThePrefillsOwn) {
+  AnalysisOptions o = options_with(4, 3);
+  auto all = PairedPrefill::run(default_model(), kStory, o, 3);
+  o.views_only_layer = 2;
+  auto first = PairedPrefill::run(default_model(), kStory, o, 3);
+  const PairedAnalysis& whole = *all->prompt_result();
+  const PairedAnalysis& part = *first->prompt_result();
+  const int64_t layers = default_model()->config.n_layers;
+  ASSERT_EQ(static_cast<int64_t>(part.layers.size()), layers);
+  EXPECT_TRUE(all->pending_views().empty());
+  std::vector<int64_t> expected_pending;
+  for (int64_t l = 0; l < layers; ++l)
+    if (l != 2) expected_pending.push_back(l);
+  EXPECT_EQ(first->pending_views(), expected_pending);
+  EXPECT_FALSE(part.layers[2].pending);
+  ASSERT_EQ(part.masks.size(), 1u);
+  EXPECT_EQ(part.masks[0].layer, 2);
+  EXPECT_EQ(part.dense.nll, whole.dense.nll);
+  EXPECT_EQ(part.hip.nll, whole.hip.nll);
+  EXPECT_THROW(first->layer_views(2), std::logic_error) << "layer 2's views are not pending";
+  for (int64_t l = 0; l < layers; ++l) {
+    SCOPED_TRACE("layer " + std::to_string(l));
+    const LayerQuality& want = whole.layers[static_cast<size_t>(l)];
+    const LayerViewsResult got = l == 2 ? LayerViewsResult{part.layers[2], true, part.masks[0]} : first->layer_views(l);
+    EXPECT_FALSE(got.quality.pending);
+    EXPECT_EQ(got.quality.dense, want.dense);
+    ASSERT_EQ(got.quality.heads.size(), want.heads.size());
+    for (size_t h = 0; h < want.heads.size(); ++h) {
+      EXPECT_EQ(got.quality.heads[h].recall, want.heads[h].recall) << "head " << h;
+      EXPECT_EQ(got.quality.heads[h].mass, want.heads[h].mass) << "head " << h;
+      EXPECT_EQ(got.quality.heads[h].out_rel_err, want.heads[h].out_rel_err) << "head " << h;
+      EXPECT_EQ(got.quality.heads[h].random_recall, want.heads[h].random_recall) << "head " << h;
+    }
+    const LayerMaskViews* m = whole.find_masks(l);
+    ASSERT_NE(m, nullptr);
+    ASSERT_TRUE(got.has_masks);
+    EXPECT_EQ(got.masks.hip.blocks, m->hip.blocks);
+    EXPECT_EQ(got.masks.oracle.blocks, m->oracle.blocks);
+    EXPECT_EQ(got.masks.random.blocks, m->random.blocks);
+    EXPECT_EQ(got.masks.recall, m->recall);
+  }
+  // Deferring changes nothing the decode half computes.
+  const PairedAnalysis a = first->decode(3, 4), b = all->decode(3, 4);
+  EXPECT_EQ(a.hip.generated, b.hip.generated);
+  EXPECT_EQ(a.dense.generated, b.dense.generated);
+  EXPECT_EQ(a.access.mask_keys, b.access.mask_keys);
+  EXPECT_EQ(a.access.sparse_keys, b.access.sparse_keys);
+}
+
 TEST(PairedPrefill, TheRoomStopsAtTheContext) {
   const int64_t n = static_cast<int64_t>(default_model()->tokenizer->encode(kStory, true).size());
   const int64_t context = default_model()->config.max_seq_len;
