@@ -1,6 +1,7 @@
 // The GUI's adapter to the engine: the one GUI file that includes LibTorch headers.
 #include "app/gui/engine_jobs.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include <c10/core/ScalarType.h>
@@ -53,6 +54,8 @@ PrefillJob prefill_job(const LoadedModel& model, const ModelInfo& info, const Re
   options.hip = r.hip;
   options.decode_steps = r.decode_steps;
   options.random_seed = r.seed;
+  // The viewed layer's views come with the prefill; the worker computes the others' after it.
+  options.views_only_layer = std::clamp<int64_t>(r.layer, 0, std::max<int64_t>(0, info.n_layers - 1));
   const auto start = std::chrono::steady_clock::now();
   PrefillJob job;
   job.prefill = std::make_shared<PrefillHandle>();
@@ -85,6 +88,11 @@ std::shared_ptr<const AnalysisView> decode_job(PrefillHandle& prefill, const Ana
     view->decode_hip_text.push_back(tok.token_text(d.hip_token));
   }
   return view;
+}
+
+DeferredLayerViews deferred_views_job(PrefillHandle& prefill, int64_t layer) {
+  LayerViewsResult r = prefill.prefill->layer_views(layer);
+  return {std::move(r.quality), std::move(r.masks)};
 }
 
 void generate_job(const LoadedModel& model, const ModelInfo& info, const Request& r,

@@ -35,6 +35,10 @@ PrefillJob prefill_job(const LoadedModel& model, const ModelInfo& info, const Re
 std::shared_ptr<const AnalysisView> decode_job(PrefillHandle& prefill, const AnalysisView& prompt_view, const Request& r,
                                                const JobProgress& progress);
 
+// The views of a layer whose views the prefill deferred (the prefill computes the viewed layer's
+// only, r.layer when it ran): as the prefill would have computed them, from the layer's kept inputs.
+DeferredLayerViews deferred_views_job(PrefillHandle& prefill, int64_t layer);
+
 // Continues the prompt greedily with dense attention, then with HiP; `update` receives the growing
 // view after every piece of text and returns false to cancel (throws Cancelled).
 void generate_job(const LoadedModel& model, const ModelInfo& info, const Request& r,

@@ -47,7 +47,7 @@ class ComparePanel final : public Panel {
                                : std::min((avail - ImGui::GetStyle().ItemSpacing.x * 2) / 2, ImGui::GetContentRegionAvail().y * 0.55f);
     draw_images(ctx, img);
     if (!a->model.synthetic) {
-      draw_heat_map(ctx, pa);
+      draw_heat_map(ctx, *a);
       draw_nll_text(ctx, *a);
     }
   }
@@ -164,9 +164,10 @@ class ComparePanel final : public Panel {
     cursor_q_ = hover_q, cursor_k_ = hover_k;  // drawn on both images next frame
   }
 
-  void draw_heat_map(PanelContext& ctx, const PairedAnalysis& pa) {
+  void draw_heat_map(PanelContext& ctx, const AnalysisView& view) {
     const Theme& t = ctx.theme;
     AppState& s = ctx.state;
+    const PairedAnalysis& pa = *view.analysis;
     ImGui::Text("Per head, all layers:");
     ImGui::SameLine();
     ImGui::RadioButton("recall", &metric_, kRecall);
@@ -179,8 +180,15 @@ class ComparePanel final : public Panel {
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("||O_hip - O_dense|| / ||O_dense|| (lower is better)");
     ImGui::SameLine();
     ImGui::TextDisabled("click a cell to view it");
-    if (pa.layers.empty() || pa.layers[0].heads.empty()) return;
-    const int heads = static_cast<int>(pa.layers[0].heads.size());
+    const size_t pending = view.views_pending().size();
+    if (pending) {
+      ImGui::SameLine();
+      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.warn), "(%zu layers' views still computing)", pending);
+    }
+    int heads = 0;
+    for (const auto& l : pa.layers)
+      if (const LayerQuality* q = view.layer_quality(l.layer)) heads = std::max(heads, static_cast<int>(q->heads.size()));
+    if (heads <= 0) return;
     const float cell_h = ImGui::GetTextLineHeight() + 2;
     const float label_w = ImGui::GetFontSize() * 5.5f;
     const float cell_w = std::min(ImGui::GetFontSize() * 4.5f, (ImGui::GetContentRegionAvail().x - label_w) / heads);
@@ -188,7 +196,8 @@ class ComparePanel final : public Panel {
     ImDrawList* dl = ImGui::GetWindowDrawList();
     double emax = 1e-9;
     for (const auto& l : pa.layers)
-      for (const auto& h : l.heads) emax = std::max(emax, h.out_rel_err);
+      if (const LayerQuality* q = view.layer_quality(l.layer))
+        for (const auto& h : q->heads) emax = std::max(emax, h.out_rel_err);
     // Column labels that fit their cells: "head h", else the number alone, else every n-th number
     // (32 heads in a narrow panel); cell values are drawn only where they fit (the tooltip has them).
     const bool long_labels = ImGui::CalcTextSize(fmt("head %d", heads - 1).c_str()).x + 4 <= cell_w;
@@ -203,12 +212,17 @@ class ComparePanel final : public Panel {
       const float y = o.y + cell_h * static_cast<float>(l + 1);
       const std::string lbl = fmt("layer %zu%s", l, pa.layers[l].dense ? " (d)" : "");
       dl->AddText(ImVec2(o.x, y + 1), t.text_dim, lbl.c_str());
+      const LayerQuality* lq = view.layer_quality(static_cast<int64_t>(l));
       for (int h = 0; h < heads; ++h) {
-        const HeadQuality& q = pa.layers[l].heads[static_cast<size_t>(h)];
+        const ImVec2 a(o.x + label_w + h * cell_w, y), b(a.x + cell_w - 2, y + cell_h - 2);
+        if (!lq || h >= static_cast<int>(lq->heads.size())) {  // its views are still computing
+          dl->AddRect(a, b, t.text_dim);
+          continue;
+        }
+        const HeadQuality& q = lq->heads[static_cast<size_t>(h)];
         double v = metric_ == kRecall ? q.recall : metric_ == kMass ? q.mass : q.out_rel_err;
         // Recall and mass: higher is better (viridis bright); error: lower is better (inverted).
         const double tcol = metric_ == kError ? 1.0 - v / emax : v;
-        const ImVec2 a(o.x + label_w + h * cell_w, y), b(a.x + cell_w - 2, y + cell_h - 2);
         const viz::Rgb c = viz::colormap(viz::ColorMapKind::Viridis, tcol);
         dl->AddRectFilled(a, b, viz::pack_rgba(c));
         if (values_fit) {

@@ -44,7 +44,7 @@ class HeadsPanel final : public Panel {
     const float spacing = ImGui::GetStyle().ItemSpacing.x;
     const int cols = std::max(1, std::min(static_cast<int>(heads), static_cast<int>((avail + spacing) / (ImGui::GetFontSize() * 12 + spacing))));
     const float side = (avail - spacing * static_cast<float>(cols - 1)) / static_cast<float>(cols);
-    const LayerQuality* lq = m->layer < static_cast<int64_t>(pa.layers.size()) ? &pa.layers[static_cast<size_t>(m->layer)] : nullptr;
+    const LayerQuality* lq = a.layer_quality(m->layer);
     for (int64_t h = 0; h < heads; ++h) {
       if (h % cols != 0) ImGui::SameLine();
       ImGui::BeginGroup();

@@ -66,9 +66,9 @@ class MaskPanel final : public Panel {
     const int64_t head = std::min<int64_t>(s.head, m.hip.heads - 1);
     const PairedAnalysis& pa = *m.source->analysis;
     // The head's recall as the views layer computed it (the number analyze and the heads view show).
-    const bool have_quality = m.layer < static_cast<int64_t>(pa.layers.size()) &&
-                              head < static_cast<int64_t>(pa.layers[static_cast<size_t>(m.layer)].heads.size());
-    const HeadQuality q = have_quality ? pa.layers[static_cast<size_t>(m.layer)].heads[static_cast<size_t>(head)] : HeadQuality{};
+    const LayerQuality* lq = m.source->layer_quality(m.layer);
+    const bool have_quality = lq && head < static_cast<int64_t>(lq->heads.size());
+    const HeadQuality q = have_quality ? lq->heads[static_cast<size_t>(head)] : HeadQuality{};
     const bool stale = view_stale(ctx, kStageMasks);
     StaleScope grey(stale);
     // A layer below l_d runs dense in the model: it is drawn dense unless asked what HiP would pick.

@@ -5,6 +5,7 @@
 // while the next one is computed.
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +32,15 @@ struct ModelInfo {
   int64_t element_bytes = 4;  // of the run dtype (KV bytes per token per head = head_dim x this)
 };
 
+// One layer's views computed after the prefill that deferred them (AnalysisOptions::views_only_layer:
+// the viewed layer's come with the prefill, the others' after it, one layer at a time).
+struct DeferredLayerViews {
+  LayerQuality quality;
+  LayerMaskViews masks;
+};
+// The deferred layers computed so far: replaced, never changed, as layers are added.
+using DeferredViews = std::map<int64_t, std::shared_ptr<const DeferredLayerViews>>;
+
 struct AnalysisView {
   std::shared_ptr<const PairedAnalysis> analysis;
   // The prefill this view's prompt results come from, shared by every decode re-run of it (an r_m
@@ -53,6 +63,16 @@ struct AnalysisView {
   // one the analysis kept (has_inputs).
   hip::AttentionInputs inputs(int64_t layer) const;
   bool has_inputs(int64_t layer) const { return analysis->find_inputs(layer) != nullptr; }
+  // The deferred layers' views computed so far, shared by the prefill's view and its decode re-runs.
+  std::shared_ptr<const DeferredViews> deferred;
+  // A layer's per-head numbers and masks wherever they were computed (with the prefill or after
+  // it); null while its views are pending, or (masks) where the run kept none.
+  const LayerQuality* layer_quality(int64_t layer) const;
+  const LayerMaskViews* layer_masks(int64_t layer) const;
+  // Layers whose views are still pending, ascending.
+  std::vector<int64_t> views_pending() const;
+  // The analysis with the deferred layers' views in place: what a capture of this run holds.
+  std::shared_ptr<const PairedAnalysis> with_deferred_views() const;
 };
 
 // All heads of one layer: the views layer's masks (HiP, oracle and random over the prompt, with
@@ -111,8 +131,9 @@ struct GenerateView {
 // kStageAnalysis is the paired run's prefill half (the prompt's results, which the layer views read);
 // kStageDecode its decode half (decode steps, access streams, decode latency), re-run alone when only
 // r_m or the number of decode steps changes.
+// kStageViews computes, in the background, the views of the layers the prefill deferred.
 enum Stage { kStageModel, kStageAnalysis, kStageDecode, kStageMasks, kStageTrace, kStageDense, kStageLocality,
-             kStageOffload, kStageGenerate, kStageCount };
+             kStageOffload, kStageViews, kStageGenerate, kStageCount };
 const char* stage_name(int stage);
 
 // One paired run's totals for the Latency panel's history.

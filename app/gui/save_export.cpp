@@ -133,6 +133,8 @@ std::string save_unavailable(const AppState& s, const Snapshot& snap) {
     return "no finished live run yet";
   if (snap.analysis->model.synthetic) return "the synthetic frame-stats run has no model to capture";
   if (snap.analysis->analysis->inputs.empty()) return "the run kept no Q/K/V";
+  if (const size_t left = snap.analysis->views_pending().size())
+    return "the other layers' views are still being computed (" + std::to_string(left) + " left)";
   return "";
 }
 
@@ -185,7 +187,7 @@ bool start_save_capture(AppState& s, const Snapshot& snap, const std::vector<std
       std::error_code ec;
       fs::create_directories(parent, ec);
       captures::check_folder_writable(fs::absolute(path).string(), "save");  // before the long build
-      captures::Capture c = captures::build_capture(*a->analysis, info, request, &oc);
+      captures::Capture c = captures::build_capture(*a->with_deferred_views(), info, request, &oc);
       c.images = captures::render_capture_images(c, figures);
       progress.set("saving capture " + path + ": writing...");
       captures::write_capture(path, c);
@@ -233,7 +235,7 @@ bool start_export_view(AppState& s, const Snapshot& snap, const ExportOptions& o
       request.traces = {{layer, head, query_block}};
       request.locality_deltas = with_delta(request.locality_deltas, delta);
       request.locality_bins = bins;
-      const captures::Capture c = captures::build_capture(*a->analysis, info, request, &oc);
+      const captures::Capture c = captures::build_capture(*a->with_deferred_views(), info, request, &oc);
       progress.set("exporting to " + o.dir + ": writing...");
       fs::create_directories(o.dir);
       const std::string lh = "_L" + std::to_string(layer) + "_H" + std::to_string(head);

@@ -33,8 +33,9 @@ namespace {
 // The order stale stages run in: the viewed layer's views right after the prefill, before the decode
 // steps (which none of them reads), so a parameter change puts the mask on screen without waiting
 // for the decode half; generation last.
-constexpr int kStagePriority[] = {kStageModel, kStageAnalysis, kStageMasks, kStageTrace,   kStageDense,
-                                  kStageLocality, kStageDecode, kStageOffload, kStageGenerate};
+// The other layers' views (the per-head table) follow the decode half, in the background.
+constexpr int kStagePriority[] = {kStageModel,  kStageAnalysis, kStageMasks,   kStageTrace, kStageDense,
+                                  kStageLocality, kStageDecode, kStageViews, kStageOffload, kStageGenerate};
 static_assert(sizeof(kStagePriority) / sizeof(kStagePriority[0]) == kStageCount, "every stage has a place");
 
 // Thrown by a stage's checkpoint when a stage before it in kStagePriority became wanted.
@@ -117,6 +118,30 @@ void Worker::release_prefill() {
   prefill_.reset();
   prompt_view_.reset();
   done_key_[kStageAnalysis].clear();
+}
+
+bool Worker::views_deferred(int64_t layer) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!prefill_ || !current_.analysis) return false;
+  const auto& layers = current_.analysis->analysis->layers;
+  return layer >= 0 && layer < static_cast<int64_t>(layers.size()) && layers[static_cast<size_t>(layer)].pending &&
+         !current_.analysis->layer_quality(layer);
+}
+
+void Worker::add_deferred_views(int64_t layer) {
+  auto computed = std::make_shared<const DeferredLayerViews>(deferred_views_job(*prefill_, layer));
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto set = std::make_shared<DeferredViews>(prompt_view_->deferred ? *prompt_view_->deferred : DeferredViews{});
+  (*set)[layer] = computed;
+  auto with_set = [&](const std::shared_ptr<const AnalysisView>& v) {
+    auto copy = std::make_shared<AnalysisView>(*v);
+    copy->deferred = set;
+    return std::shared_ptr<const AnalysisView>(copy);
+  };
+  // The analysis on screen is the prompt's view or a decode re-run of the same prefill.
+  const bool same_prefill = current_.analysis && current_.analysis->prefill_identity() == prompt_view_->prefill_identity();
+  prompt_view_ = with_set(prompt_view_);
+  if (same_prefill) current_.analysis = with_set(current_.analysis);
 }
 
 bool Worker::keep_going(int stage, const std::string& key) const {
@@ -278,7 +303,10 @@ bool Worker::step(const Request& r) {
         break;
       }
       case kStageMasks: {
-        auto m = compute_layer_masks(current_.analysis, clamp_selection(*current_.analysis, r));
+        const Request rc = clamp_selection(*current_.analysis, r);
+        // A layer whose views the prefill deferred and the background has not reached yet: now.
+        if (views_deferred(rc.layer)) add_deferred_views(rc.layer);
+        auto m = compute_layer_masks(current_.analysis, rc);
         std::lock_guard<std::mutex> lock(mutex_);
         current_.masks = m;
         break;
@@ -299,6 +327,20 @@ bool Worker::step(const Request& r) {
         auto l = compute_locality(*current_.analysis, clamp_selection(*current_.analysis, r));
         std::lock_guard<std::mutex> lock(mutex_);
         current_.locality = l;
+        break;
+      }
+      case kStageViews: {
+        // The deferred layers one at a time, each published as it lands; it gives way to a newly
+        // picked layer's or head's views between layers (the finished ones stay) and stops on a cancel.
+        const std::vector<int64_t> pending = current_.analysis->views_pending();
+        size_t done = 0;
+        for (int64_t layer : pending) {
+          if (!keep_going(stage, key[stage])) throw Cancelled();
+          if (earlier_stage_wanted(stage)) throw GiveWay();
+          if (views_deferred(layer)) add_deferred_views(layer);
+          progress(static_cast<double>(++done) / static_cast<double>(pending.size()),
+                   "layer views, layer " + std::to_string(layer));
+        }
         break;
       }
       case kStageOffload: {

@@ -42,6 +42,11 @@ class Worker {
   // Progress check of a running stage: no cancel, and the request still wants this stage's key.
   bool keep_going(int stage, const std::string& key) const;
   void release_prefill();  // drops the last prefill (its KV caches) and forgets its key
+  // Computes the views of a layer the last prefill deferred and puts them in the prompt's view and
+  // the analysis on screen (new views of both, sharing the deferred set).
+  void add_deferred_views(int64_t layer);
+  // The layer's views were deferred by the last prefill and are not computed yet.
+  bool views_deferred(int64_t layer) const;
   // A stage before `stage` in the run order is stale for the current request (and not failed).
   bool earlier_stage_wanted(int stage) const;
 

@@ -17,14 +17,8 @@
 namespace hipstudio::gui {
 
 const char* stage_name(int stage) {
-  static const char* names[] = {"model", "analysis", "decode", "masks", "trace", "dense", "locality", "offload", "generate"};
+  static const char* names[] = {"model", "analysis", "decode", "masks", "trace", "dense", "locality", "offload", "layer views", "generate"};
   return stage >= 0 && stage < kStageCount ? names[stage] : "?";
-}
-
-hip::AttentionInputs AnalysisView::inputs(int64_t layer) const {
-  const LayerInputs* in = analysis->find_inputs(layer);
-  if (!in) throw std::logic_error("the analysis kept no inputs of layer " + std::to_string(layer));
-  return layer_view(*in);
 }
 
 std::string stage_key(int stage, const Request& r) {
@@ -75,8 +69,8 @@ std::shared_ptr<const LayerMasks> compute_layer_masks(const std::shared_ptr<cons
   const auto start = std::chrono::steady_clock::now();
   auto m = std::make_shared<LayerMasks>();
   const PairedAnalysis& pa = *a->analysis;
-  if (const LayerMaskViews* kept = pa.find_masks(r.layer)) {
-    static_cast<LayerMaskViews&>(*m) = *kept;  // the views layer computed them during the run
+  if (const LayerMaskViews* kept = a->layer_masks(r.layer)) {
+    static_cast<LayerMaskViews&>(*m) = *kept;  // the views layer computed them (with the prefill or after it)
   } else {
     const hip::AttentionInputs in = a->inputs(r.layer);
     static_cast<LayerMaskViews&>(*m) = reference_layer_masks(in, pa.options.hip.hip, pa.options.random_seed, r.layer,

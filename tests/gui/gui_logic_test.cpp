@@ -97,6 +97,56 @@ TEST(GuiLogic, ViewsOnASyntheticAnalysisMatchTheKernels) {
   EXPECT_FALSE(l->curve.empty());
 }
 
+// A layer's views are found wherever they were computed (with the prefill, or deferred and added
+// after it), a pending layer has none, and the merged analysis (what a capture writes) holds every
+// computed layer's numbers and masks in layer order.
+TEST(GuiLogic, DeferredLayerViewsAreFoundAndMerged) {
+  auto pa = std::make_shared<PairedAnalysis>();
+  for (int64_t l = 0; l < 3; ++l) {
+    LayerQuality q;
+    q.layer = l;
+    q.pending = l != 1;
+    if (!q.pending) q.heads.assign(2, HeadQuality{0.5, 0.1, 0.6, 0.2, 0.01, 0.02});
+    pa->layers.push_back(q);
+    LayerInputs in;
+    in.layer = l;
+    pa->inputs.push_back(in);
+  }
+  LayerMaskViews prefill_masks;
+  prefill_masks.layer = 1;
+  pa->masks.push_back(prefill_masks);
+  AnalysisView v;
+  v.analysis = pa;
+  EXPECT_EQ(v.views_pending(), (std::vector<int64_t>{0, 2}));
+  EXPECT_EQ(v.layer_quality(0), nullptr);
+  ASSERT_NE(v.layer_quality(1), nullptr);
+  EXPECT_EQ(v.layer_masks(2), nullptr);
+  EXPECT_EQ(v.with_deferred_views(), pa) << "nothing deferred yet: the analysis itself";
+
+  auto later = std::make_shared<DeferredLayerViews>();
+  later->quality.layer = 2;
+  later->quality.heads.assign(2, HeadQuality{0.9, 0.1, 0.95, 0.2, 0.001, 0.02});
+  later->masks.layer = 2;
+  later->masks.recall = {0.9, 0.8};
+  auto set = std::make_shared<DeferredViews>();
+  (*set)[2] = later;
+  v.deferred = set;
+  EXPECT_EQ(v.views_pending(), (std::vector<int64_t>{0}));
+  ASSERT_NE(v.layer_quality(2), nullptr);
+  EXPECT_EQ(v.layer_quality(2)->heads[0].recall, 0.9);
+  ASSERT_NE(v.layer_masks(2), nullptr);
+  EXPECT_EQ(v.layer_masks(2)->recall, later->masks.recall);
+  const auto merged = v.with_deferred_views();
+  ASSERT_NE(merged, pa);
+  EXPECT_FALSE(merged->layers[2].pending);
+  EXPECT_EQ(merged->layers[2].heads[0].recall, 0.9);
+  EXPECT_TRUE(merged->layers[0].pending);
+  ASSERT_EQ(merged->masks.size(), 2u);
+  EXPECT_EQ(merged->masks[0].layer, 1);
+  EXPECT_EQ(merged->masks[1].layer, 2);
+  EXPECT_TRUE(pa->layers[2].pending) << "merging changed the analysis it merged from";
+}
+
 }  // namespace
 }  // namespace hipstudio::gui
 

@@ -449,7 +449,7 @@ void SelfTest::build_capture_steps() {
                     [](AppState& s) { s.focus_panel = "compare"; },
                     [](const AppState& s, const Snapshot& snap) {
                       return !s.capture && snap.analysis && snap.masks && snap.dense && snap.fresh(kStageAnalysis) &&
-                             snap.fresh(kStageMasks) && snap.fresh(kStageDense) && !snap.busy;
+                             snap.fresh(kStageMasks) && snap.fresh(kStageDense) && snap.fresh(kStageViews) && !snap.busy;
                     },
                     [live](AppState& s, const Snapshot& snap) -> std::string {
                       live->analysis = snap.analysis;
@@ -463,7 +463,7 @@ void SelfTest::build_capture_steps() {
                       request.views = {"mask"};
                       request.render_images = false;
                       try {  // what `hipstudio capture` does after its paired run
-                        captures::write_capture(live->path, captures::build_capture(*snap.analysis->analysis, info, request, nullptr));
+                        captures::write_capture(live->path, captures::build_capture(*snap.analysis->with_deferred_views(), info, request, nullptr));
                       } catch (const std::exception& e) {
                         return std::string("writing the capture failed: ") + e.what();
                       }

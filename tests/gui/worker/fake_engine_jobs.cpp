@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <stdexcept>
 #include <thread>
 
 #include "app/gui/engine_jobs.h"
@@ -56,6 +57,10 @@ std::shared_ptr<const AnalysisView> decode_job(PrefillHandle&, const AnalysisVie
   view->prompt_run = prompt_view.analysis;
   view->analysis = pa;
   return view;
+}
+
+DeferredLayerViews deferred_views_job(PrefillHandle&, int64_t layer) {
+  throw std::logic_error("the fake prefill defers no views (layer " + std::to_string(layer) + ")");
 }
 
 void generate_job(const LoadedModel&, const ModelInfo&, const Request& r,
