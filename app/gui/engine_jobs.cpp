@@ -56,6 +56,7 @@ PrefillJob prefill_job(const LoadedModel& model, const ModelInfo& info, const Re
   options.random_seed = r.seed;
   // The viewed layer's views come with the prefill; the worker computes the others' after it.
   options.views_only_layer = std::clamp<int64_t>(r.layer, 0, std::max<int64_t>(0, info.n_layers - 1));
+  options.keep_viewed_if_short = true;  // 128k tokens: the viewed layer's Q/K/V, not all 32 layers'
   const auto start = std::chrono::steady_clock::now();
   PrefillJob job;
   job.prefill = std::make_shared<PrefillHandle>();

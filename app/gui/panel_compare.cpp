@@ -180,10 +180,15 @@ class ComparePanel final : public Panel {
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("||O_hip - O_dense|| / ||O_dense|| (lower is better)");
     ImGui::SameLine();
     ImGui::TextDisabled("click a cell to view it");
-    const size_t pending = view.views_pending().size();
-    if (pending) {
+    size_t computing = 0, not_kept = 0;
+    for (int64_t l : view.views_pending()) ++(view.has_inputs(l) ? computing : not_kept);
+    if (computing) {
       ImGui::SameLine();
-      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.warn), "(%zu layers' views still computing)", pending);
+      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.warn), "(%zu layers' views still computing)", computing);
+    }
+    if (not_kept) {
+      ImGui::SameLine();
+      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.warn), "(%zu layers not kept at this length: pick one to compute it)", not_kept);
     }
     int heads = 0;
     for (const auto& l : pa.layers)
@@ -215,8 +220,19 @@ class ComparePanel final : public Panel {
       const LayerQuality* lq = view.layer_quality(static_cast<int64_t>(l));
       for (int h = 0; h < heads; ++h) {
         const ImVec2 a(o.x + label_w + h * cell_w, y), b(a.x + cell_w - 2, y + cell_h - 2);
-        if (!lq || h >= static_cast<int>(lq->heads.size())) {  // its views are still computing
+        if (!lq || h >= static_cast<int>(lq->heads.size())) {
+          // Still computing, or (a long prompt) its inputs were not kept: picking it runs its prefill.
           dl->AddRect(a, b, t.text_dim);
+          if (ImGui::IsMouseHoveringRect(a, b) && ImGui::IsWindowHovered()) {
+            ImGui::SetTooltip("layer %zu head %d: %s", l, h,
+                              view.has_inputs(static_cast<int64_t>(l))
+                                  ? "its views are still being computed"
+                                  : "its inputs were not kept (not enough GPU memory for every layer's): click to run the HiP prefill keeping it");
+            if (ImGui::IsMouseClicked(0)) {
+              s.layer = static_cast<int>(l);
+              s.head = h;
+            }
+          }
           continue;
         }
         const HeadQuality& q = lq->heads[static_cast<size_t>(h)];

@@ -125,7 +125,7 @@ bool Worker::views_deferred(int64_t layer) const {
   if (!prefill_ || !current_.analysis) return false;
   const auto& layers = current_.analysis->analysis->layers;
   return layer >= 0 && layer < static_cast<int64_t>(layers.size()) && layers[static_cast<size_t>(layer)].pending &&
-         !current_.analysis->layer_quality(layer);
+         !current_.analysis->layer_quality(layer) && current_.analysis->has_inputs(layer);
 }
 
 void Worker::add_deferred_views(int64_t layer) {
@@ -304,6 +304,13 @@ bool Worker::step(const Request& r) {
       }
       case kStageMasks: {
         const Request rc = clamp_selection(*current_.analysis, r);
+        if (prefill_ && !current_.analysis->has_inputs(rc.layer)) {
+          // A long prompt keeps the viewed layer's inputs only: another layer needs a prefill that
+          // keeps it (the analysis stage runs again for the request's layer, then the views).
+          std::lock_guard<std::mutex> lock(mutex_);
+          done_key_[kStageAnalysis].clear();
+          throw GiveWay();
+        }
         // A layer whose views the prefill deferred and the background has not reached yet: now.
         if (views_deferred(rc.layer)) add_deferred_views(rc.layer);
         auto m = compute_layer_masks(current_.analysis, rc);

@@ -48,6 +48,16 @@ std::string stage_key(int stage, const Request& r) {
 
 Request clamp_selection(const AnalysisView& a, Request r) {
   const auto& inputs = a.analysis->inputs;
+  if (a.prompt_run && !a.analysis->layers.empty() && !inputs.empty()) {
+    // A live run: any layer of the model (one whose inputs a long prompt did not keep runs a
+    // prefill that keeps it).
+    r.layer = std::clamp<int64_t>(r.layer, 0, static_cast<int64_t>(a.analysis->layers.size()) - 1);
+    r.head = std::clamp<int64_t>(r.head, 0, std::max<int64_t>(0, inputs.front().heads - 1));
+    const int64_t bq = a.analysis->options.hip.hip.b_q;
+    r.query_block = std::clamp<int64_t>(r.query_block, 0, std::max<int64_t>(0, (a.tokens() + bq - 1) / bq - 1));
+    r.delta = std::max<int64_t>(1, r.delta);
+    return r;
+  }
   if (inputs.empty()) {
     r.layer = std::max<int64_t>(0, r.layer);
     return r;

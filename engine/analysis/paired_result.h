@@ -29,6 +29,9 @@ struct AnalysisOptions {
   // other kept layers' wait (LayerQuality::pending) for PairedPrefill::layer_views, so the GUI shows
   // the viewed layer after the prefill alone and computes the rest in the background.
   int64_t views_only_layer = -1;
+  // With views_only_layer: where keeping every layer's inputs does not fit the device, keep that
+  // layer's only (the GUI at 128k tokens); the other layers' views then need a prefill that keeps them.
+  bool keep_viewed_if_short = false;
   bool keeps(int64_t layer) const {
     if (keep_all_layers) return true;
     for (int64_t l : keep_layers)

@@ -104,7 +104,7 @@ struct PairedPrefill::State {
   int64_t n = 0;            // prompt tokens
   int64_t decode_room = 0;  // decode steps the caches have room for
   DenseAttention dense_attention;
-  HipAttention hip_attention;
+  std::unique_ptr<HipAttention> hip_attention;  // replaced by rerun_hip (its settings are fixed)
   Transformer dense_model, hip_model;
   KVCache dense_cache, hip_cache;
   LatencyRecorder dense_prefill_time, hip_prefill_time;
@@ -137,7 +137,7 @@ struct PairedPrefill::State {
   State(std::shared_ptr<const Model> m, const AnalysisOptions& o, int64_t capacity)
       : model(std::move(m)),
         options(o),
-        hip_attention(o.hip, model->config.n_layers),
+        hip_attention(std::make_unique<HipAttention>(o.hip, model->config.n_layers)),
         dense_model(model, capacity),
         hip_model(model, capacity),
         dense_cache(model->config, model->run, capacity),
@@ -145,14 +145,16 @@ struct PairedPrefill::State {
         dense_prefill_time(model->config.n_layers),
         hip_prefill_time(hip_recorder()) {}  // model and options are set by now (declared first)
 
-  void prefill();  // of prompt.prompt_ids
+  void prefill();  // of prompt.prompt_ids: the dense side, then hip_prefill()
+  void hip_prefill();  // the HiP side, its views and the prompt's metrics, against dense_hidden
+  // The dense side's last-layer rows of the prompt: kept, so that new HiP settings re-run the HiP
+  // side alone (rerun_hip) and compare it with the same dense rows.
+  at::Tensor dense_hidden;
   PairedAnalysis decode(int64_t decode_steps, int64_t refresh_every, bool consume);
   void install_callbacks();
-  // The prefill leaves a layer's views for later (options.views_only_layer) only where it keeps the
-  // layer's inputs to compute them from.
-  bool defers_views(int64_t l) const {
-    return options.views_only_layer >= 0 && l != options.views_only_layer && options.keeps(l);
-  }
+  // The prefill leaves a layer's views for later (options.views_only_layer).
+  // A deferred layer the prefill does not keep stays pending: its views need a prefill that keeps it.
+  bool defers_views(int64_t l) const { return options.views_only_layer >= 0 && l != options.views_only_layer; }
   LatencyRecorder hip_recorder() const {
     LatencyRecorder r(model->config.n_layers);
     r.hip_side = true;
@@ -187,7 +189,7 @@ void PairedPrefill::State::install_callbacks() {
     }
     report(progress, 0.25 + 0.6 * (static_cast<double>(++calls) / passes), "HiP prefill, layer " + std::to_string(l));
   });
-  hip_attention.set_observer([this](const HipLayerEvent& e) {
+  hip_attention->set_observer([this](const HipLayerEvent& e) {
     hip_timer->mask_seconds[static_cast<size_t>(e.layer)] = e.mask_seconds;
     hip_timer->record_seconds[static_cast<size_t>(e.layer)] = e.record_seconds;
     if (!e.call->decoding) {
@@ -230,13 +232,32 @@ void PairedPrefill::State::prefill() {
   calls = 0;
   std::vector<at::Tensor> dense_rows;
   for (const auto& r : chunks) dense_rows.push_back(dense_model.forward_hidden(chunk_ids(r), dense_cache, dense_attention));
-  const at::Tensor dense_hidden = at::cat(dense_rows);
+  dense_hidden = at::cat(dense_rows);
   dense_rows.clear();
+  hip_prefill();
+}
+
+void PairedPrefill::State::hip_prefill() {
+  const ModelConfig& c = model->config;
+  PairedAnalysis& result = prompt;
+  result.options = options;
+  result.options.decode_steps = 0;
+  const std::vector<std::pair<int64_t, int64_t>> chunks = {{0, n}};
+  auto chunk_ids = [&](const std::pair<int64_t, int64_t>& r) {
+    return std::vector<int32_t>(result.prompt_ids.begin() + r.first, result.prompt_ids.begin() + r.second);
+  };
+  passes = static_cast<double>(chunks.size()) * static_cast<double>(c.n_layers);
+  install_callbacks();
 
   // ---- prefill, HiP side; the views layer takes each layer's attention as it runs ---------------
   report(progress, 0.25, "HiP prefill");
-  hip_attention.set_record_access(true);
-  hip_attention.set_sync_timing(true);  // the latency breakdown splits mask estimation from sparse attention
+  prefilling = true;
+  views.clear();
+  deferred_blocks.clear();
+  pending = LayerViewsChunk{};  // what a cancelled run may have left
+  pending_layer = -1;
+  hip_attention->set_record_access(true);
+  hip_attention->set_sync_timing(true);  // the latency breakdown splits mask estimation from sparse attention
   hip_timer = &hip_prefill_time;
   deferred_blocks.assign(static_cast<size_t>(c.n_layers), at::Tensor());
   for (int64_t l = 0; l < c.n_layers; ++l) {
@@ -261,7 +282,7 @@ void PairedPrefill::State::prefill() {
   streams.heads = c.n_heads;
   streams.first_layer = options.hip.dense_layers;
   std::vector<at::Tensor> hip_rows;
-  for (const auto& r : chunks) hip_rows.push_back(hip_model.forward_hidden(chunk_ids(r), hip_cache, hip_attention));
+  for (const auto& r : chunks) hip_rows.push_back(hip_model.forward_hidden(chunk_ids(r), hip_cache, *hip_attention));
   const at::Tensor hip_hidden = at::cat(hip_rows);
   hip_rows.clear();
   prefilling = false;
@@ -310,6 +331,41 @@ void PairedPrefill::State::prefill() {
   report(progress, 1.0, "prefill done");
 }
 
+void PairedPrefill::rerun_hip(const AnalysisOptions& options, const AnalysisProgress& progress) {
+  State& s = *state_;
+  if (!s.prompt_result) throw std::logic_error("PairedPrefill::rerun_hip after finish()");
+  validate_hip_model_params(options.hip);
+  AnalysisOptions kept = options;
+  kept.decode_steps = s.options.decode_steps;
+  kept.context_limit = s.options.context_limit;
+  kept.force_dense_tokens = s.options.force_dense_tokens;
+  // A prefill that fell back to keeping the viewed layer's inputs (memory) does so again.
+  if (!s.options.keep_all_layers && options.keep_all_layers && options.keep_viewed_if_short && options.views_only_layer >= 0) {
+    kept.keep_all_layers = false;
+    kept.keep_layers = {options.views_only_layer};
+  }
+  std::shared_ptr<PairedAnalysis> before = std::move(s.prompt_result);
+  struct Detach {
+    State& s;
+    ~Detach() { s.progress = {}; }
+  } detach{s};
+  guard_out_of_memory(s.model->run, "the HiP prefill", [&] {
+    c10::InferenceMode inference;
+    s.options = kept;
+    s.hip_attention = std::make_unique<HipAttention>(kept.hip, s.model->config.n_layers);
+    s.hip_cache.truncate(0);
+    s.hip_prefill_time = s.hip_recorder();
+    s.progress = progress;
+    s.prompt = PairedAnalysis{};
+    s.prompt.prompt_ids = before->prompt_ids;
+    before.reset();  // its kept inputs go with the last holder (the screen's view), not with this run
+    s.hip_prefill();  // on a throw, prompt_result stays null: this prefill decodes no more
+    return 0;
+  });
+  s.prompt_result = std::make_shared<PairedAnalysis>(std::move(s.prompt));
+  s.prompt = PairedAnalysis{};
+}
+
 PairedAnalysis PairedPrefill::State::decode(int64_t decode_steps, int64_t refresh_every, bool consume) {
   // The decode steps add to a copy of the prompt's results, or to the results themselves on the last
   // decode when no one else holds them (run_paired_analysis: no second copy of the kept inputs).
@@ -325,7 +381,7 @@ PairedAnalysis PairedPrefill::State::decode(int64_t decode_steps, int64_t refres
   // with no cached decode masks, as after its prefill.
   dense_cache.truncate(n);
   hip_cache.truncate(n);
-  hip_attention.set_refresh_every(refresh_every);
+  hip_attention->set_refresh_every(refresh_every);
   LatencyRecorder dense_decode_time(model->config.n_layers);
   LatencyRecorder hip_decode_time = hip_recorder();
   dense_timer = &dense_decode_time;
@@ -345,7 +401,7 @@ PairedAnalysis PairedPrefill::State::decode(int64_t decode_steps, int64_t refres
     const int32_t hip_input = options.force_dense_tokens ? dense_token : hip_token;
     const at::Tensor d = dense_model.forward({dense_token}, dense_cache, dense_attention, LogitsFor::LastToken, Phase::Decode);
     current_step = &record;
-    const at::Tensor h = hip_model.forward({hip_input}, hip_cache, hip_attention, LogitsFor::LastToken, Phase::Decode);
+    const at::Tensor h = hip_model.forward({hip_input}, hip_cache, *hip_attention, LogitsFor::LastToken, Phase::Decode);
     current_step = nullptr;
     dense_token = static_cast<int32_t>(d[0].argmax().item<int64_t>());
     hip_token = static_cast<int32_t>(h[0].argmax().item<int64_t>());
@@ -392,12 +448,25 @@ std::unique_ptr<PairedPrefill> PairedPrefill::run(std::shared_ptr<const Model> m
     // less than this run's own steps (plan_run then names the limit if those do not fit).
     const int64_t context = options.context_limit > 0 ? options.context_limit : c.max_seq_len;
     const int64_t room = std::max(options.decode_steps, std::min(decode_room, context - n));
-    AnalysisOptions planned = options;
-    planned.decode_steps = room;
-    AnalysisMemoryShape extras;
-    const RunMemoryShape shape = paired_analysis_shape(*model, n, planned, extras);
-    const ContextPlan plan = plan_run(c, model->run, shape, options.context_limit);
-    auto state = std::make_unique<State>(model, options, plan.capacity);
+    AnalysisOptions kept = options;
+    auto plan_with = [&](const AnalysisOptions& o) {
+      AnalysisOptions planned = o;
+      planned.decode_steps = room;
+      AnalysisMemoryShape extras;
+      const RunMemoryShape shape = paired_analysis_shape(*model, n, planned, extras);
+      return plan_run(c, model->run, shape, options.context_limit);
+    };
+    ContextPlan plan;
+    try {
+      plan = plan_with(kept);
+    } catch (const InputError&) {
+      if (!options.keep_viewed_if_short || options.views_only_layer < 0 || !options.keep_all_layers) throw;
+      // Every layer's Q/K/V do not fit: the viewed layer's only (a refusal now names this smaller run).
+      kept.keep_all_layers = false;
+      kept.keep_layers = {options.views_only_layer};
+      plan = plan_with(kept);
+    }
+    auto state = std::make_unique<State>(model, kept, plan.capacity);
     state->n = n;
     state->decode_room = room;
     state->progress = progress;

@@ -52,6 +52,11 @@ class PairedPrefill {
   // streams' steps are empty). Null after finish().
   std::shared_ptr<const PairedAnalysis> prompt_result() const;
   int64_t decode_room() const;
+  // The HiP prefill again with other HiP settings (parameters, l_d, seed, kept and viewed layers),
+  // against the same dense prefill, whose cache and last rows stay: what run() with these options
+  // gives, without the dense side's time. The prompt, decode room and context stay. On a throw
+  // (cancel, out of memory) the prefill can decode no more (logic_error): run a new one.
+  void rerun_hip(const AnalysisOptions& options, const AnalysisProgress& progress = {});
   // The layers whose views the prefill deferred (AnalysisOptions::views_only_layer), ascending.
   std::vector<int64_t> pending_views() const;
   // One deferred layer's views (quality and masks) from its kept inputs and the HiP mask the

@@ -8,6 +8,7 @@
 #include "engine/formats/errors.h"
 #include "kernels/hip_params.h"
 #include "engine/model/paired_analysis.h"
+#include "engine/model/run_cancelled.h"
 #include "tests/engine/engine_fixture.h"
 #include "tests/engine/hip_test_setup.h"
 
@@ -148,6 +149,28 @@ TEST(PairedPrefill, DeferredLayerViewsEqualThePrefillsOwn) {
   EXPECT_EQ(a.dense.generated, b.dense.generated);
   EXPECT_EQ(a.access.mask_keys, b.access.mask_keys);
   EXPECT_EQ(a.access.sparse_keys, b.access.sparse_keys);
+}
+
+// New HiP settings re-run the HiP side only, against the kept dense prefill: the results must be a
+// fresh run's with those settings, prompt and decode steps alike, and a cancelled re-run must leave
+// a prefill that refuses to decode rather than one that decodes from a half-written cache.
+TEST(PairedPrefill, HipRerunsEqualFreshRunsWithTheirSettings) {
+  AnalysisOptions first = options_with(4, 3);
+  auto prefill = PairedPrefill::run(default_model(), kStory, first, 3);
+  AnalysisOptions other = first;
+  other.hip.hip.k = 16;
+  other.hip.dense_layers = 2;
+  other.random_seed = 9;
+  prefill->rerun_hip(other);
+  const PairedAnalysis rerun = prefill->decode(3, 4);
+  expect_same_results(rerun, run_paired_analysis(default_model(), kStory, other), "k 16, l_d 2");
+  // Back to the first settings: the dense side was never re-run and still matches.
+  prefill->rerun_hip(first);
+  expect_same_results(prefill->decode(3, 4), run_paired_analysis(default_model(), kStory, first), "back to the first");
+
+  EXPECT_THROW(prefill->rerun_hip(other, [](double, const std::string& what) { return what.rfind("HiP prefill, layer 2", 0) != 0; }),
+               RunCancelled);
+  EXPECT_THROW(prefill->decode(3, 4), std::logic_error) << "a cancelled re-run left a prefill that decodes";
 }
 
 TEST(PairedPrefill, TheRoomStopsAtTheContext) {
