@@ -49,7 +49,9 @@ struct PrefillHandle {
   std::unique_ptr<PairedPrefill> prefill;
 };
 
-PrefillJob prefill_job(const LoadedModel& model, const ModelInfo& info, const Request& r, const JobProgress& progress) {
+namespace {
+
+AnalysisOptions analysis_options(const ModelInfo& info, const Request& r) {
   AnalysisOptions options;
   options.hip = r.hip;
   options.decode_steps = r.decode_steps;
@@ -57,21 +59,43 @@ PrefillJob prefill_job(const LoadedModel& model, const ModelInfo& info, const Re
   // The viewed layer's views come with the prefill; the worker computes the others' after it.
   options.views_only_layer = std::clamp<int64_t>(r.layer, 0, std::max<int64_t>(0, info.n_layers - 1));
   options.keep_viewed_if_short = true;  // 128k tokens: the viewed layer's Q/K/V, not all 32 layers'
+  return options;
+}
+
+std::shared_ptr<const AnalysisView> prompt_view(const PrefillHandle& handle, const ModelInfo& info, const Request& r,
+                                                double seconds) {
+  auto view = std::make_shared<AnalysisView>();
+  view->analysis = view->prompt_run = handle.prefill->prompt_result();
+  view->prefill_seconds = seconds;
+  view->model = info;
+  view->prompt = r.prompt;
+  const Tokenizer& tok = *handle.model->tokenizer;
+  for (int32_t id : view->analysis->prompt_ids) view->prompt_tokens.push_back(tok.token_text(id));
+  return view;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+PrefillJob prefill_job(const LoadedModel& model, const ModelInfo& info, const Request& r, const JobProgress& progress) {
   const auto start = std::chrono::steady_clock::now();
   PrefillJob job;
   job.prefill = std::make_shared<PrefillHandle>();
   job.prefill->model = model.model;
-  job.prefill->prefill = PairedPrefill::run(model.model, r.prompt, options, decode_room(r),
+  job.prefill->prefill = PairedPrefill::run(model.model, r.prompt, analysis_options(info, r), decode_room(r),
                                             [&](double f, const std::string& what) { return progress(f, what); });
-  auto view = std::make_shared<AnalysisView>();
-  view->analysis = view->prompt_run = job.prefill->prefill->prompt_result();
-  view->prefill_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  view->model = info;
-  view->prompt = r.prompt;
-  const Tokenizer& tok = *model.model->tokenizer;
-  for (int32_t id : view->analysis->prompt_ids) view->prompt_tokens.push_back(tok.token_text(id));
-  job.view = view;
+  job.view = prompt_view(*job.prefill, info, r, seconds_since(start));
   return job;
+}
+
+std::shared_ptr<const AnalysisView> rerun_hip_job(PrefillHandle& prefill, const ModelInfo& info, const Request& r,
+                                                  const JobProgress& progress) {
+  const auto start = std::chrono::steady_clock::now();
+  prefill.prefill->rerun_hip(analysis_options(info, r), [&](double f, const std::string& what) { return progress(f, what); });
+  return prompt_view(prefill, info, r, seconds_since(start));
 }
 
 std::shared_ptr<const AnalysisView> decode_job(PrefillHandle& prefill, const AnalysisView& prompt_view, const Request& r,

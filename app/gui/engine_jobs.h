@@ -30,6 +30,11 @@ struct PrefillJob {
   std::shared_ptr<const AnalysisView> view;
 };
 PrefillJob prefill_job(const LoadedModel& model, const ModelInfo& info, const Request& r, const JobProgress& progress);
+// The HiP prefill alone again, for a request that differs from the prefill's only in what the HiP
+// side reads (HiP parameters, l_d, seed, viewed layer): the dense prefill and its cache stay. The
+// prompt view it returns is the new prompt results'. On a throw the handle decodes no more: drop it.
+std::shared_ptr<const AnalysisView> rerun_hip_job(PrefillHandle& prefill, const ModelInfo& info, const Request& r,
+                                                  const JobProgress& progress);
 // r.decode_steps steps with r.hip.refresh_every from the end of the prompt: the prompt view's
 // results plus the steps. The handle is used by one job at a time (the worker's thread).
 std::shared_ptr<const AnalysisView> decode_job(PrefillHandle& prefill, const AnalysisView& prompt_view, const Request& r,

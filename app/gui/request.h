@@ -44,6 +44,9 @@ inline constexpr int64_t kGuiDecodeRoom = 64;
 
 // One key per stage: equal keys mean the stage's result is still valid.
 std::string stage_key(int stage, const Request& r);
+// What the dense prefill reads (model, prompt, decode room): a request that keeps it and changes
+// only what the HiP side reads re-runs the HiP prefill alone.
+std::string dense_prefill_key(const Request& r);
 
 // The decode room a request's prefill plans: the slider's range, or more steps typed past it
 // (Ctrl+click), which then key a new prefill with that room.

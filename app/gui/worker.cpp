@@ -117,6 +117,7 @@ void Worker::release_prefill() {
   std::lock_guard<std::mutex> lock(mutex_);
   prefill_.reset();
   prompt_view_.reset();
+  prefill_dense_key_.clear();
   done_key_[kStageAnalysis].clear();
 }
 
@@ -274,6 +275,15 @@ bool Worker::step(const Request& r) {
           a = r.model.capture_view;
         } else if (r.model.synthetic_tokens > 0) {
           a = synthetic_analysis(r.model.synthetic_tokens, r);
+        } else if (prefill_ && prefill_dense_key_ == dense_prefill_key(r)) {
+          // Only what the HiP side reads changed: its prefill alone, against the same dense one.
+          try {
+            a = rerun_hip_job(*prefill_, *current_.model, r, progress);
+          } catch (...) {
+            release_prefill();  // half re-run: it decodes no more
+            throw;
+          }
+          prefill = prefill_;
         } else {
           release_prefill();  // two prefills' caches would double the run's memory at length
           PrefillJob job = prefill_job(*model_, *current_.model, r, progress);
@@ -281,6 +291,7 @@ bool Worker::step(const Request& r) {
           a = job.view;
         }
         std::lock_guard<std::mutex> lock(mutex_);
+        prefill_dense_key_ = prefill ? dense_prefill_key(r) : std::string();
         prefill_ = prefill;
         prompt_view_ = a;
         prefill_decoded_ = false;

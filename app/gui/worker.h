@@ -66,6 +66,7 @@ class Worker {
   // analysis stage of a model run, null for captures and synthetic runs.
   std::shared_ptr<PrefillHandle> prefill_;
   std::shared_ptr<const AnalysisView> prompt_view_;
+  std::string prefill_dense_key_;  // dense_prefill_key of prefill_'s request
   bool prefill_decoded_ = false;  // a decode run already reported prefill_'s timings to the history
   Snapshot current_;
   std::array<std::string, kStageCount> done_key_;

@@ -46,6 +46,11 @@ std::string stage_key(int stage, const Request& r) {
   return k.str();
 }
 
+std::string dense_prefill_key(const Request& r) {
+  return stage_key(kStageModel, r) + "|P" + std::to_string(std::hash<std::string>{}(r.prompt)) + '|' +
+         std::to_string(r.prompt.size()) + "|room" + std::to_string(decode_room(r));
+}
+
 Request clamp_selection(const AnalysisView& a, Request r) {
   const auto& inputs = a.analysis->inputs;
   if (a.prompt_run && !a.analysis->layers.empty() && !inputs.empty()) {

@@ -44,6 +44,11 @@ PrefillJob prefill_job(const LoadedModel&, const ModelInfo&, const Request& r, c
   return {std::make_shared<PrefillHandle>(), fake_analysis(prompt_only)};
 }
 
+std::shared_ptr<const AnalysisView> rerun_hip_job(PrefillHandle&, const ModelInfo& info, const Request& r,
+                                                  const JobProgress& progress) {
+  return prefill_job(LoadedModel{}, info, r, progress).view;  // counts as a prefill run
+}
+
 std::shared_ptr<const AnalysisView> decode_job(PrefillHandle&, const AnalysisView& prompt_view, const Request& r,
                                                const JobProgress& progress) {
   for (int i = 0; i < kFakeDecodeChecks; ++i) {
