@@ -55,6 +55,52 @@ TEST(HipModelCuda, Fp32PrefillAndCachedDecodeMatchTheCpuReference) {
   EXPECT_LE(diff, 1e-3);
 }
 
+// The GUI's prefill on CUDA: views of the viewed layer with it, the others' later from the kept
+// device tensors and the kernels' masks; and new HiP settings re-run the HiP side alone. Both must
+// give what a whole CUDA prefill with those settings gives.
+TEST(HipModelCuda, DeferredViewsAndHipRerunEqualWholeCudaPrefills) {
+  REQUIRE_CUDA_KERNELS();
+  auto model = load("cuda", "f32");
+  AnalysisOptions o;
+  o.hip = params();
+  auto whole = PairedPrefill::run(model, kStory, o, 4);
+  AnalysisOptions first = o;
+  first.views_only_layer = 3;
+  auto part = PairedPrefill::run(model, kStory, first, 4);
+  const PairedAnalysis& w = *whole->prompt_result();
+  double max_diff = 0;
+  for (int64_t l : part->pending_views()) {
+    const LayerViewsResult r = part->layer_views(l);
+    const LayerMaskViews* m = w.find_masks(l);
+    ASSERT_NE(m, nullptr);
+    EXPECT_EQ(r.masks.hip.blocks, m->hip.blocks) << "layer " << l;
+    EXPECT_EQ(r.masks.oracle.blocks, m->oracle.blocks) << "layer " << l;
+    for (size_t h = 0; h < r.quality.heads.size(); ++h) {
+      max_diff = std::max(max_diff, std::abs(r.quality.heads[h].recall - w.layers[static_cast<size_t>(l)].heads[h].recall));
+      max_diff = std::max(max_diff, std::abs(r.quality.heads[h].out_rel_err - w.layers[static_cast<size_t>(l)].heads[h].out_rel_err));
+    }
+  }
+  std::printf("[gpu] deferred layer views vs the prefill's own: max metric diff %.3g over %zu layers\n", max_diff,
+              part->pending_views().size());
+  EXPECT_LE(max_diff, 1e-9);
+
+  AnalysisOptions other = o;
+  other.hip.hip.k = 16;
+  part->rerun_hip(other);
+  const PairedAnalysis rerun = part->decode(4, o.hip.refresh_every);
+  const PairedAnalysis fresh = run_paired_analysis(model, kStory, [&] {
+    AnalysisOptions f = other;
+    f.decode_steps = 4;
+    return f;
+  }());
+  EXPECT_EQ(rerun.hip.generated, fresh.hip.generated);
+  EXPECT_EQ(rerun.dense.generated, fresh.dense.generated);
+  double nll_diff = 0;
+  for (size_t i = 0; i < rerun.hip.nll.size(); ++i) nll_diff = std::max(nll_diff, std::abs(rerun.hip.nll[i] - fresh.hip.nll[i]));
+  std::printf("[gpu] HiP re-run vs a fresh CUDA run: max HiP nll diff %.3g\n", nll_diff);
+  EXPECT_LE(nll_diff, 1e-4);
+}
+
 TEST(HipModelCuda, Bf16AnalysisMatchesCpuMetricsWithinBf16Tolerance) {
   REQUIRE_CUDA_KERNELS();
   AnalysisOptions o;
