@@ -120,6 +120,11 @@ DeferredLayerViews deferred_views_job(PrefillHandle& prefill, int64_t layer) {
   return {std::move(r.quality), std::move(r.masks)};
 }
 
+std::optional<DeviceTrace> device_trace_job(const LayerInputs& inputs, const hip::HipParams& p, int64_t head,
+                                            int64_t query_block) {
+  return trace_on_device(inputs, p, head, query_block);
+}
+
 void generate_job(const LoadedModel& model, const ModelInfo& info, const Request& r,
                   const std::function<bool(const GenerateView&)>& update) {
   GenerateView view;

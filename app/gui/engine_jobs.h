@@ -4,10 +4,12 @@
 // worker compile fast.
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "app/gui/request.h"
 #include "app/gui/results.h"
+#include "engine/model/device_trace.h"
 #include "engine/model/run_cancelled.h"
 
 namespace hipstudio::gui {
@@ -43,6 +45,11 @@ std::shared_ptr<const AnalysisView> decode_job(PrefillHandle& prefill, const Ana
 // The views of a layer whose views the prefill deferred (the prefill computes the viewed layer's
 // only, r.layer when it ran): as the prefill would have computed them, from the layer's kept inputs.
 DeferredLayerViews deferred_views_job(PrefillHandle& prefill, int64_t layer);
+
+// The Iterations view's trace and oracle scores from the CUDA kernels, where the layer's inputs
+// are on the device (engine/model/device_trace.h); empty elsewhere (the worker uses the reference).
+std::optional<DeviceTrace> device_trace_job(const LayerInputs& inputs, const hip::HipParams& p, int64_t head,
+                                            int64_t query_block);
 
 // Continues the prompt greedily with dense attention, then with HiP; `update` receives the growing
 // view after every piece of text and returns false to cancel (throws Cancelled).

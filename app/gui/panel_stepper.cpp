@@ -75,6 +75,7 @@ class StepperPanel final : public Panel {
                 static_cast<long long>(tr.row_begin), static_cast<long long>(tr.row_end - 1),
                 static_cast<long long>(tr.lo), static_cast<long long>(tr.hi), static_cast<long long>(tr.hi - tr.lo),
                 static_cast<long long>(v.params.k / v.params.b_k));
+    if (!v.source.empty()) ImGui::TextDisabled("traced by the %s", v.source.c_str());
     if (tr.hi <= tr.lo) {
       ImGui::TextWrapped("Nothing to search: this block's keys are all sink or sliding window (attended densely). "
                          "Pick a later query block (Down arrow, or click lower in the mask view).");

@@ -89,6 +89,7 @@ struct TraceView {
   int64_t layer = 0, head = 0, query_block = 0;
   hip::HipParams params;
   hip::MaskTrace trace;
+  std::string source;                     // what traced it: the CUDA kernels or the CPU reference
   std::vector<int32_t> oracle_blocks;     // the oracle's selection for this block
   std::vector<double> oracle_scores;      // (hi - lo) oracle block scores, block lo first
   std::vector<viz::TraceStep> steps;      // initial nodes, then one per iteration

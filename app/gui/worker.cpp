@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <stdexcept>
 
 #include "app/gui/engine_jobs.h"
@@ -330,7 +331,13 @@ bool Worker::step(const Request& r) {
         break;
       }
       case kStageTrace: {
-        auto t = compute_trace(*current_.masks, clamp_selection(*current_.analysis, r));
+        const Request rc = clamp_selection(*current_.analysis, r);
+        const LayerMasks& m = *current_.masks;
+        const LayerInputs* in = m.source->analysis->find_inputs(m.layer);
+        std::optional<DeviceTrace> dev;
+        if (in) dev = device_trace_job(*in, m.params, rc.head, rc.query_block);
+        auto t = dev ? compute_trace(m, rc, std::move(dev->trace), std::move(dev->oracle_scores), "CUDA kernels' trace")
+                     : compute_trace(m, rc);
         std::lock_guard<std::mutex> lock(mutex_);
         current_.trace = t;
         break;

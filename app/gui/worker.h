@@ -81,7 +81,10 @@ Request clamp_selection(const AnalysisView& a, Request r);
 
 // The stage computations that need no LibTorch (worker_views.cpp), usable from the self-test.
 std::shared_ptr<const LayerMasks> compute_layer_masks(const std::shared_ptr<const AnalysisView>& a, const Request& r);
-std::shared_ptr<const TraceView> compute_trace(const LayerMasks& m, const Request& r);
+std::shared_ptr<const TraceView> compute_trace(const LayerMasks& m, const Request& r);  // the reference's
+// The same view from a trace and oracle scores computed elsewhere (the CUDA kernels'); `source` names it.
+std::shared_ptr<const TraceView> compute_trace(const LayerMasks& m, const Request& r, hip::MaskTrace trace,
+                                               std::vector<double> oracle_scores, const std::string& source);
 std::shared_ptr<const DenseView> compute_dense(const AnalysisView& a, const Request& r);
 std::shared_ptr<const LocalityView> compute_locality(const AnalysisView& a, const Request& r);
 // `checkpoint` runs between its replays (one per bank size and context, about 0.3 s each at 32k

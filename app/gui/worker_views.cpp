@@ -97,16 +97,23 @@ std::shared_ptr<const LayerMasks> compute_layer_masks(const std::shared_ptr<cons
 }
 
 std::shared_ptr<const TraceView> compute_trace(const LayerMasks& m, const Request& r) {
+  const hip::AttentionInputs in = m.source->inputs(m.layer);
+  return compute_trace(m, r, hip::trace_block_mask(in, m.params, r.head, r.query_block),
+                       hip::oracle_block_scores(in, m.params, r.head, r.query_block), "float64 CPU reference");
+}
+
+std::shared_ptr<const TraceView> compute_trace(const LayerMasks& m, const Request& r, hip::MaskTrace trace,
+                                               std::vector<double> oracle_scores, const std::string& source) {
   auto t = std::make_shared<TraceView>();
   t->layer = m.layer;
   t->head = r.head;
   t->query_block = r.query_block;
   t->params = m.params;
-  const hip::AttentionInputs in = m.source->inputs(m.layer);
-  t->trace = hip::trace_block_mask(in, m.params, r.head, r.query_block);
+  t->source = source;
+  t->trace = std::move(trace);
   const int32_t* e = m.hip.row(r.head, r.query_block);
   t->engine_blocks.assign(e, e + m.hip.count(r.head, r.query_block));
-  t->oracle_scores = hip::oracle_block_scores(in, m.params, r.head, r.query_block);
+  t->oracle_scores = std::move(oracle_scores);
   // The oracle's selection for this block from its scores (kernels/oracle.h: the Kb best, ties to
   // the smaller block; all of them when N <= Kb): O(T d), so it exists at any prompt length.
   const int64_t kb = hip::hip_kb(m.params), lo = t->trace.lo;

@@ -7,11 +7,15 @@
 #include <gtest/gtest.h>
 
 #include "engine/formats/model_source.h"
+#include "engine/analysis/layer_view.h"
+#include "engine/model/device_trace.h"
 #include "engine/model/generation.h"
 #include "engine/model/hip_attention.h"
 #include "engine/model/kv_cache.h"
 #include "engine/model/paired_analysis.h"
 #include "engine/model/transformer.h"
+#include "kernels/hip_trace.h"
+#include "kernels/oracle.h"
 #include "kernels/torch/hip_torch.h"
 #include "tests/engine/hip_test_setup.h"
 #include "tests/gpu/require_cuda_kernels.h"
@@ -99,6 +103,53 @@ TEST(HipModelCuda, DeferredViewsAndHipRerunEqualWholeCudaPrefills) {
   for (size_t i = 0; i < rerun.hip.nll.size(); ++i) nll_diff = std::max(nll_diff, std::abs(rerun.hip.nll[i] - fresh.hip.nll[i]));
   std::printf("[gpu] HiP re-run vs a fresh CUDA run: max HiP nll diff %.3g\n", nll_diff);
   EXPECT_LE(nll_diff, 1e-4);
+}
+
+// The Iterations view on CUDA traces with the kernels on the kept device tensors: in fp32 the
+// trace (initial nodes, every iteration's branches and survivors, the final mask) and the oracle's
+// block scores must be the float64 CPU reference's on the same inputs.
+TEST(HipModelCuda, KernelTraceOfAKeptLayerEqualsTheCpuTraceInFp32) {
+  REQUIRE_CUDA_KERNELS();
+  AnalysisOptions o;
+  o.hip = params();
+  o.views_only_layer = 2;
+  auto prefill = PairedPrefill::run(load("cuda", "f32"), kStory, o, 0);
+  const PairedAnalysis& pa = *prefill->prompt_result();
+  const LayerInputs* in = pa.find_inputs(2);
+  ASSERT_NE(in, nullptr);
+  const hip::AttentionInputs host = layer_view(*in);
+  const int64_t blocks = (in->tokens + o.hip.hip.b_q - 1) / o.hip.hip.b_q;
+  int traced = 0;
+  double worst = 0;
+  for (int64_t head : {int64_t{0}, in->heads - 1})
+    for (int64_t qb : {int64_t{0}, blocks / 2, blocks - 1}) {
+      SCOPED_TRACE("head " + std::to_string(head) + " query block " + std::to_string(qb));
+      const std::optional<DeviceTrace> dev = trace_on_device(*in, o.hip.hip, head, qb);
+      ASSERT_TRUE(dev.has_value()) << "a CUDA run's kept layer was not traced on the device";
+      const hip::MaskTrace cpu = hip::trace_block_mask(host, o.hip.hip, head, qb);
+      EXPECT_EQ(dev->trace.lo, cpu.lo);
+      EXPECT_EQ(dev->trace.hi, cpu.hi);
+      EXPECT_EQ(dev->trace.initial_begin, cpu.initial_begin);
+      EXPECT_EQ(dev->trace.initial_end, cpu.initial_end);
+      ASSERT_EQ(dev->trace.iterations.size(), cpu.iterations.size());
+      for (size_t it = 0; it < cpu.iterations.size(); ++it) {
+        const auto& a = dev->trace.iterations[it].branches;
+        const auto& b = cpu.iterations[it].branches;
+        ASSERT_EQ(a.size(), b.size()) << "iteration " << it;
+        for (size_t j = 0; j < b.size(); ++j) {
+          EXPECT_EQ(a[j].begin, b[j].begin) << "iteration " << it << " branch " << j;
+          EXPECT_EQ(a[j].end, b[j].end) << "iteration " << it << " branch " << j;
+          EXPECT_EQ(a[j].kept, b[j].kept) << "iteration " << it << " branch " << j;
+        }
+      }
+      EXPECT_EQ(dev->trace.blocks, cpu.blocks);
+      const std::vector<double> ref = hip::oracle_block_scores(host, o.hip.hip, head, qb);
+      ASSERT_EQ(dev->oracle_scores.size(), ref.size());
+      for (size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, std::abs(dev->oracle_scores[i] - ref[i]) / (1 + std::abs(ref[i])));
+      ++traced;
+    }
+  std::printf("[gpu] kernel trace vs CPU trace, fp32: %d blocks traced, max oracle score rel diff %.3g\n", traced, worst);
+  EXPECT_LE(worst, 1e-9);
 }
 
 TEST(HipModelCuda, Bf16AnalysisMatchesCpuMetricsWithinBf16Tolerance) {

@@ -68,6 +68,10 @@ DeferredLayerViews deferred_views_job(PrefillHandle&, int64_t layer) {
   throw std::logic_error("the fake prefill defers no views (layer " + std::to_string(layer) + ")");
 }
 
+std::optional<DeviceTrace> device_trace_job(const LayerInputs&, const hip::HipParams&, int64_t, int64_t) {
+  return std::nullopt;  // the fake's inputs are host arrays: the reference traces them
+}
+
 void generate_job(const LoadedModel&, const ModelInfo&, const Request& r,
                   const std::function<bool(const GenerateView&)>& update) {
   GenerateView view;
