@@ -5,6 +5,7 @@
 
 #include "app/gui/results.h"
 #include "engine/analysis/layer_view.h"
+#include "kernels/shape_only_inputs.h"
 
 namespace hipstudio::gui {
 
@@ -12,6 +13,17 @@ hip::AttentionInputs AnalysisView::inputs(int64_t layer) const {
   const LayerInputs* in = analysis->find_inputs(layer);
   if (!in) throw std::logic_error("the analysis kept no inputs of layer " + std::to_string(layer));
   return layer_view(*in);
+}
+
+bool AnalysisView::host_ready(int64_t layer) const {
+  const LayerInputs* in = analysis->find_inputs(layer);
+  return in && in->host_ready();
+}
+
+hip::AttentionInputs AnalysisView::shape(int64_t layer) const {
+  const LayerInputs* in = analysis->find_inputs(layer);
+  if (!in) throw std::logic_error("the analysis kept no inputs of layer " + std::to_string(layer));
+  return hip::shape_only_inputs(in->heads, in->kv_heads, in->tokens, in->tokens, in->dim);
 }
 
 const LayerQuality* AnalysisView::layer_quality(int64_t layer) const {

@@ -125,6 +125,10 @@ std::optional<DeviceTrace> device_trace_job(const LayerInputs& inputs, const hip
   return trace_on_device(inputs, p, head, query_block);
 }
 
+std::optional<PooledProbabilities> device_dense_job(const LayerInputs& inputs, int64_t head, int max_side) {
+  return dense_image_on_device(inputs, head, max_side);
+}
+
 void generate_job(const LoadedModel& model, const ModelInfo& info, const Request& r,
                   const std::function<bool(const GenerateView&)>& update) {
   GenerateView view;

@@ -9,6 +9,7 @@
 
 #include "app/gui/request.h"
 #include "app/gui/results.h"
+#include "engine/model/device_dense_image.h"
 #include "engine/model/device_trace.h"
 #include "engine/model/run_cancelled.h"
 
@@ -50,6 +51,10 @@ DeferredLayerViews deferred_views_job(PrefillHandle& prefill, int64_t layer);
 // are on the device (engine/model/device_trace.h); empty elsewhere (the worker uses the reference).
 std::optional<DeviceTrace> device_trace_job(const LayerInputs& inputs, const hip::HipParams& p, int64_t head,
                                             int64_t query_block);
+
+// The dense probability image pooled on the device (engine/model/device_dense_image.h), at any
+// length; empty where the layer's inputs are on the host (the worker uses the reference).
+std::optional<PooledProbabilities> device_dense_job(const LayerInputs& inputs, int64_t head, int max_side);
 
 // Continues the prompt greedily with dense attention, then with HiP; `update` receives the growing
 // view after every piece of text and returns false to cancel (throws Cancelled).

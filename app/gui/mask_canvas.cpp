@@ -87,7 +87,8 @@ MaskCanvasEvents MaskCanvas::draw(const char* id, const std::shared_ptr<const La
                                   const Theme& theme) {
   MaskCanvasEvents ev;
   const LayerMasks& masks = *masks_ptr;
-  const hip::AttentionInputs in = a.inputs(masks.layer);
+  const hip::AttentionInputs in = a.inputs_or_shape(masks.layer);
+  const bool probe = a.host_ready(masks.layer);  // hover values read the layer on the host
   const int64_t T = in.tk;
   if (masks_ptr != picture_source_ || head != picture_head_ || dense_ != picture_dense_) {
     picture_ = dense_ ? viz::make_dense_picture(in.tq, in.tk, masks.params)
@@ -173,13 +174,15 @@ MaskCanvasEvents MaskCanvas::draw(const char* id, const std::shared_ptr<const La
       ev.hovered_key = j;
       if (interactive) {
         const uint8_t f = viz::mask_cell_flags(picture_, i, j);
-        const viz::ProbeValue pv = probe_.at(in, head, i, j);
+        const viz::ProbeValue pv = probe ? probe_.at(in, head, i, j) : viz::ProbeValue{};
         ImGui::BeginTooltip();
         ImGui::Text("query %lld %s  (block %lld)", static_cast<long long>(i), token_label(a, i).c_str(),
                     static_cast<long long>(i / masks.params.b_q));
         ImGui::Text("key   %lld %s  (block %lld)", static_cast<long long>(j), token_label(a, j).c_str(),
                     static_cast<long long>(j / masks.params.b_k));
-        if (!pv.visible) {
+        if (!probe && j <= i) {
+          ImGui::TextDisabled("score and probability after the layer's host copy (the locality view makes it)");
+        } else if (!pv.visible) {
           ImGui::TextDisabled("future key: masked by causality");
         } else {
           ImGui::Text("score q.k/sqrt(d) %.3f   dense probability %.4f", pv.score, pv.probability);

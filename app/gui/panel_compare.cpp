@@ -71,10 +71,11 @@ class ComparePanel final : public Panel {
       ImGui::TextWrapped("Dense probabilities skipped above %lld tokens (O(T^2) per head).", static_cast<long long>(kOracleMaxTokens));
     } else if (d && ctx.snap.analysis && ctx.snap.analysis->has_inputs(d->layer)) {
       StaleScope grey(view_stale(ctx, kStageDense));
-      ImGui::TextWrapped("Dense softmax probabilities, layer %lld head %lld (log colour)", static_cast<long long>(d->layer),
-                         static_cast<long long>(d->head));
+      ImGui::TextWrapped("Dense softmax probabilities, layer %lld head %lld (log colour; %s)", static_cast<long long>(d->layer),
+                         static_cast<long long>(d->head), d->source.c_str());
       const AnalysisView& a = *ctx.snap.analysis;
-      const hip::AttentionInputs in = a.inputs(d->layer);
+      const hip::AttentionInputs in = a.inputs_or_shape(d->layer);
+      const bool probe = a.host_ready(d->layer);  // hover values read the layer on the host
       // Log scale from 1e-4 of the largest probability up to it.
       scale_hi_ = std::max(1e-6, static_cast<double>(d->max_prob));
       scale_lo_ = scale_hi_ * 1e-4;
@@ -115,12 +116,14 @@ class ComparePanel final : public Panel {
         const auto i = static_cast<int64_t>(v.y0 + (mp.y - p0.y) / px_per_cell);
         const auto j = static_cast<int64_t>(v.x0 + (mp.x - p0.x) / px_per_cell);
         hover_q = i, hover_k = j;
-        const viz::ProbeValue pv = probe_.at(in, d->head, i, j);
+        const viz::ProbeValue pv = probe ? probe_.at(in, d->head, i, j) : viz::ProbeValue{};
         ImGui::BeginTooltip();
         ImGui::Text("query %lld %s, key %lld %s", static_cast<long long>(i), token_label(a, i).c_str(), static_cast<long long>(j),
                     token_label(a, j).c_str());
         if (pv.visible) {
           ImGui::Text("dense probability %.5f (score %.3f)", pv.probability, pv.score);
+        } else if (!probe) {
+          ImGui::TextDisabled("values after the layer's host copy (the locality view makes it)");
         } else {
           ImGui::TextDisabled("future key (causal mask)");
         }

@@ -35,6 +35,10 @@ class TokenPanel final : public Panel {
       return;
     }
     const AnalysisView& a = *m->source;
+    if (!a.host_ready(m->layer)) {  // its rows read the layer on the host: wait for the worker's copy
+      empty_state("Copying the layer's Q/K/V to the host (the locality view makes the copy)...", t);
+      return;
+    }
     const hip::AttentionInputs in = a.inputs(m->layer);
     const int64_t head = std::min<int64_t>(s.head, m->hip.heads - 1);
     const int last = static_cast<int>(in.tq - 1);

@@ -63,6 +63,13 @@ struct AnalysisView {
   // one the analysis kept (has_inputs).
   hip::AttentionInputs inputs(int64_t layer) const;
   bool has_inputs(int64_t layer) const { return analysis->find_inputs(layer) != nullptr; }
+  // The layer's inputs can be read on the host without waiting for a device-to-host copy (the
+  // drawing thread's hover probes ask first; the worker's CPU stages make the copy).
+  bool host_ready(int64_t layer) const;
+  // The layer's shapes only (data pointers at a dummy): what drawing needs, with no copy.
+  hip::AttentionInputs shape(int64_t layer) const;
+  // The inputs where they can be read at once, else the shapes (check host_ready before reading).
+  hip::AttentionInputs inputs_or_shape(int64_t layer) const { return host_ready(layer) ? inputs(layer) : shape(layer); }
   // The deferred layers' views computed so far, shared by the prefill's view and its decode re-runs.
   std::shared_ptr<const DeferredViews> deferred;
   // A layer's per-head numbers and masks wherever they were computed (with the prefill or after
@@ -83,7 +90,8 @@ struct LayerMasks : LayerMaskViews {
   double seconds = 0;
 };
 
-constexpr int64_t kOracleMaxTokens = 8192;  // also bounds the dense-probability image
+constexpr int64_t kOracleMaxTokens = 8192;  // also bounds the CPU's dense-probability image
+constexpr int kDenseImageSide = 1024;        // texels a side of the dense-probability image
 
 struct TraceView {
   int64_t layer = 0, head = 0, query_block = 0;
@@ -99,6 +107,7 @@ struct TraceView {
 struct DenseView {
   int64_t layer = 0, head = 0;
   viz::HeatGrid probs;  // max-pooled causal softmax probabilities (NaN = future)
+  std::string source;   // where it was computed: the device or the CPU reference
   float max_prob = 0;
   float scale_max = 0;  // 99.5th percentile of the pooled values: the colour scale saturates there
 };

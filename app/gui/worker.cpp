@@ -343,7 +343,20 @@ bool Worker::step(const Request& r) {
         break;
       }
       case kStageDense: {
-        auto d = compute_dense(*current_.analysis, clamp_selection(*current_.analysis, r));
+        const Request rc = clamp_selection(*current_.analysis, r);
+        const LayerInputs* in = current_.analysis->analysis->find_inputs(rc.layer);
+        std::optional<PooledProbabilities> pooled;
+        if (in) pooled = device_dense_job(*in, rc.head, kDenseImageSide);
+        std::shared_ptr<const DenseView> d;
+        if (pooled) {
+          viz::HeatGrid grid;
+          grid.rows = pooled->rows;
+          grid.cols = pooled->cols;
+          grid.values = std::move(pooled->values);
+          d = compute_dense(rc, std::move(grid), "device, max-pooled");
+        } else {
+          d = compute_dense(*current_.analysis, rc);
+        }
         std::lock_guard<std::mutex> lock(mutex_);
         current_.dense = d;
         break;

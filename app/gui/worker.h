@@ -85,7 +85,9 @@ std::shared_ptr<const TraceView> compute_trace(const LayerMasks& m, const Reques
 // The same view from a trace and oracle scores computed elsewhere (the CUDA kernels'); `source` names it.
 std::shared_ptr<const TraceView> compute_trace(const LayerMasks& m, const Request& r, hip::MaskTrace trace,
                                                std::vector<double> oracle_scores, const std::string& source);
-std::shared_ptr<const DenseView> compute_dense(const AnalysisView& a, const Request& r);
+std::shared_ptr<const DenseView> compute_dense(const AnalysisView& a, const Request& r);  // the reference's
+// The same view from an image pooled elsewhere (on the device); `source` names it.
+std::shared_ptr<const DenseView> compute_dense(const Request& r, viz::HeatGrid probs, const std::string& source);
 std::shared_ptr<const LocalityView> compute_locality(const AnalysisView& a, const Request& r);
 // `checkpoint` runs between its replays (one per bank size and context, about 0.3 s each at 32k
 // tokens) and may throw to stop it: the worker's stage gives way there.

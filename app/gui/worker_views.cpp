@@ -131,12 +131,22 @@ std::shared_ptr<const TraceView> compute_trace(const LayerMasks& m, const Reques
 }
 
 std::shared_ptr<const DenseView> compute_dense(const AnalysisView& a, const Request& r) {
+  const hip::AttentionInputs in = a.inputs(r.layer);
+  if (in.tk > kOracleMaxTokens) {  // O(T^2 d) on the CPU: skipped at this length (the view says so)
+    auto d = std::make_shared<DenseView>();
+    d->layer = r.layer;
+    d->head = r.head;
+    return d;
+  }
+  return compute_dense(r, viz::dense_probability_image(in, r.head, kDenseImageSide), "float64 CPU reference");
+}
+
+std::shared_ptr<const DenseView> compute_dense(const Request& r, viz::HeatGrid probs, const std::string& source) {
   auto d = std::make_shared<DenseView>();
   d->layer = r.layer;
   d->head = r.head;
-  const hip::AttentionInputs in = a.inputs(r.layer);
-  if (in.tk > kOracleMaxTokens) return d;  // O(T^2 d): skipped at this length (the view says so)
-  d->probs = viz::dense_probability_image(in, r.head, 1024);
+  d->source = source;
+  d->probs = std::move(probs);
   std::vector<float> vals;
   for (float v : d->probs.values)
     if (v == v) vals.push_back(v), d->max_prob = std::max(d->max_prob, v);

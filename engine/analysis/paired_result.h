@@ -1,6 +1,7 @@
 #pragma once
 // What a paired (dense vs HiP) run produces: plain data with shapes in comments, no tensors, so the
 // GUI, the JSON/CSV exporters and the capture files read it without LibTorch.
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -127,15 +128,20 @@ struct LayerInputs {
     Store& s = *store_;
     std::call_once(s.once, [&s] {
       if (s.source) s.arrays = s.source->copy_to_host();
+      s.copied.store(true, std::memory_order_release);
     });
     return s.arrays;
   }
   // Where the inputs live when not (only) on the host, or null.
   const LayerInputsSource* source() const { return store_->source.get(); }
+  // host() returns at once: the arrays are there (a CPU run, or a device run's copy already made).
+  // The GUI's drawing thread asks before it reads them, so it never waits for a copy.
+  bool host_ready() const { return !store_->source || store_->copied.load(std::memory_order_acquire); }
 
  private:
   struct Store {
     std::once_flag once;
+    std::atomic<bool> copied{false};
     LayerInputArrays arrays;
     std::shared_ptr<const LayerInputsSource> source;
   };

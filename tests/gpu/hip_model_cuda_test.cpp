@@ -8,6 +8,7 @@
 
 #include "engine/formats/model_source.h"
 #include "engine/analysis/layer_view.h"
+#include "engine/model/device_dense_image.h"
 #include "engine/model/device_trace.h"
 #include "engine/model/generation.h"
 #include "engine/model/hip_attention.h"
@@ -17,6 +18,7 @@
 #include "kernels/hip_trace.h"
 #include "kernels/oracle.h"
 #include "kernels/torch/hip_torch.h"
+#include "viz/attention_probe.h"
 #include "tests/engine/hip_test_setup.h"
 #include "tests/gpu/require_cuda_kernels.h"
 
@@ -150,6 +152,36 @@ TEST(HipModelCuda, KernelTraceOfAKeptLayerEqualsTheCpuTraceInFp32) {
     }
   std::printf("[gpu] kernel trace vs CPU trace, fp32: %d blocks traced, max oracle score rel diff %.3g\n", traced, worst);
   EXPECT_LE(worst, 1e-9);
+}
+
+// Side by side's dense probabilities on CUDA, pooled on the device: cell for cell the CPU image
+// (viz::dense_probability_image) of the same kept layer in fp32, unpooled and pooled (16 texels a
+// side over the prompt's rows and keys), NaN exactly where no visible key falls.
+TEST(HipModelCuda, DeviceDenseImageEqualsTheCpuImageInFp32) {
+  REQUIRE_CUDA_KERNELS();
+  AnalysisOptions o;
+  o.hip = params();
+  o.views_only_layer = 1;
+  auto prefill = PairedPrefill::run(load("cuda", "f32"), kStory, o, 0);
+  const LayerInputs* in = prefill->prompt_result()->find_inputs(1);
+  ASSERT_NE(in, nullptr);
+  const hip::AttentionInputs host = layer_view(*in);
+  double worst = 0;
+  for (int side : {1024, 16})
+    for (int64_t head : {int64_t{0}, in->heads - 1}) {
+      SCOPED_TRACE("side " + std::to_string(side) + " head " + std::to_string(head));
+      const std::optional<PooledProbabilities> dev = dense_image_on_device(*in, head, side);
+      ASSERT_TRUE(dev.has_value());
+      const viz::HeatGrid cpu = viz::dense_probability_image(host, head, side);
+      ASSERT_EQ(dev->rows, cpu.rows);
+      ASSERT_EQ(dev->cols, cpu.cols);
+      for (size_t i = 0; i < cpu.values.size(); ++i) {
+        ASSERT_EQ(std::isnan(dev->values[i]), std::isnan(cpu.values[i])) << "cell " << i;
+        if (!std::isnan(cpu.values[i])) worst = std::max(worst, std::abs(double(dev->values[i]) - double(cpu.values[i])));
+      }
+    }
+  std::printf("[gpu] device dense image vs CPU image, fp32: max abs diff %.3g\n", worst);
+  EXPECT_LE(worst, 1e-6);
 }
 
 TEST(HipModelCuda, Bf16AnalysisMatchesCpuMetricsWithinBf16Tolerance) {

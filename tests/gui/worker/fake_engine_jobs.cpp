@@ -72,6 +72,8 @@ std::optional<DeviceTrace> device_trace_job(const LayerInputs&, const hip::HipPa
   return std::nullopt;  // the fake's inputs are host arrays: the reference traces them
 }
 
+std::optional<PooledProbabilities> device_dense_job(const LayerInputs&, int64_t, int) { return std::nullopt; }
+
 void generate_job(const LoadedModel&, const ModelInfo&, const Request& r,
                   const std::function<bool(const GenerateView&)>& update) {
   GenerateView view;
