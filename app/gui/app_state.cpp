@@ -74,6 +74,7 @@ Request make_request(const AppState& s) {
   r.bins = s.bins;
   r.generate_id = s.generate_id;
   r.generate_tokens = s.generate_tokens;
+  r.latency_tokens = s.latency_tokens;
   if (s.capture) {  // read-only: the capture's model, prompt and parameters, never the sliders'
     const AnalysisView& a = *s.capture->analysis;
     const AnalysisOptions& o = a.analysis->options;

@@ -92,6 +92,7 @@ struct Selection {
   int kv_context = 0;      // 0 mask, 1 sparse
   uint64_t generate_id = 0;
   int generate_tokens = 48;
+  int64_t latency_tokens = 0;  // Latency panel: 0 the viewed layer, else a "what if" length
 
   // Called when the user steps past the initial nodes of a block; repeats are ignored.
   void record_stepped_block(const SteppedBlock& b);

@@ -7,6 +7,7 @@
 #include <c10/core/ScalarType.h>
 
 #include "app/common/model_options.h"
+#include "engine/model/attention_timing.h"
 #include "engine/model/device.h"
 #include "engine/model/generation.h"
 #include "engine/model/hip_attention.h"
@@ -127,6 +128,15 @@ std::optional<DeviceTrace> device_trace_job(const LayerInputs& inputs, const hip
 
 std::optional<PooledProbabilities> device_dense_job(const LayerInputs& inputs, int64_t head, int max_side) {
   return dense_image_on_device(inputs, head, max_side);
+}
+
+std::optional<AttentionTiming> latency_job(const LoadedModel& model, const LayerInputs* inputs, const hip::HipParams& p,
+                                           int64_t tokens, const std::function<bool()>& keep_going) {
+  TimingOptions options;
+  options.keep_going = keep_going;
+  if (tokens > 0) return time_attention_at_length(*model.model, tokens, p, options);
+  if (!inputs) return std::nullopt;
+  return time_layer_attention(*inputs, p, options);
 }
 
 void generate_job(const LoadedModel& model, const ModelInfo& info, const Request& r,

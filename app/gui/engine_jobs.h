@@ -56,6 +56,12 @@ std::optional<DeviceTrace> device_trace_job(const LayerInputs& inputs, const hip
 // length; empty where the layer's inputs are on the host (the worker uses the reference).
 std::optional<PooledProbabilities> device_dense_job(const LayerInputs& inputs, int64_t head, int max_side);
 
+// The Latency panel's timing (engine/model/attention_timing.h): the layer's own inputs when
+// `tokens` is 0, else random inputs of the model's shapes at `tokens`; empty off CUDA.
+// keep_going() false between repeats throws Cancelled.
+std::optional<AttentionTiming> latency_job(const LoadedModel& model, const LayerInputs* inputs, const hip::HipParams& p,
+                                           int64_t tokens, const std::function<bool()>& keep_going);
+
 // Continues the prompt greedily with dense attention, then with HiP; `update` receives the growing
 // view after every piece of text and returns false to cancel (throws Cancelled).
 void generate_job(const LoadedModel& model, const ModelInfo& info, const Request& r,

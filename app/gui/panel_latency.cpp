@@ -2,6 +2,8 @@
 // attention, the rest), per layer and in total, HiP vs dense with the speedup, and a history as the
 // sliders move. The device and backend that produced the numbers are always on screen.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <string>
 
 #include <imgui.h>
@@ -13,11 +15,80 @@ namespace hipstudio::gui {
 
 namespace {
 
+// "What if" lengths of the timing: the viewed layer's own inputs, or random ones at these lengths.
+constexpr int64_t kWhatIfTokens[] = {0, 8192, 32768, 131072};
+
 class LatencyPanel final : public Panel {
  public:
   const char* id() const override { return "latency"; }
   const char* title() const override { return "Latency"; }
   PaneSlot default_slot() const override { return PaneSlot::Right; }
+
+  // The device timing of one attention layer (the latency stage): CUDA-event medians with spread.
+  void draw_device_timing(PanelContext& ctx) {
+    const Theme& t = ctx.theme;
+    AppState& s = ctx.state;
+    int pick = 0;
+    for (int i = 0; i < 4; ++i)
+      if (kWhatIfTokens[i] == s.latency_tokens) pick = i;
+    const std::string own = fmt("layer %d's own inputs", s.layer);
+    const char* names[] = {own.c_str(), "8k tokens (random inputs, the model's shapes)", "32k tokens (random inputs)",
+                           "128k tokens (random inputs)"};
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 20);
+    if (ImGui::Combo("time attention on", &pick, names, 4)) s.latency_tokens = kWhatIfTokens[pick];
+    const auto& lv = ctx.snap.latency;
+    StaleScope grey(view_stale(ctx, kStageLatency));
+    if (!lv || !lv->timing) {
+      ImGui::TextDisabled("%s", ctx.snap.busy ? "Timing the attention on the device..." : "No device timing yet.");
+      return;
+    }
+    const AttentionTiming& a = *lv->timing;
+    ImGui::PushTextWrapPos(0);
+    ImGui::TextDisabled("%s, %lld tokens (%lld heads, %lld KV heads, d %lld, %s) on %s: CUDA events, median +- half the "
+                        "interquartile range of %d repeats after %d warm-up calls, HiP and dense interleaved",
+                        a.layer >= 0 ? fmt("layer %lld", static_cast<long long>(a.layer)).c_str() : "random inputs",
+                        static_cast<long long>(a.tokens), static_cast<long long>(a.heads), static_cast<long long>(a.kv_heads),
+                        static_cast<long long>(a.dim), a.dtype.c_str(), a.device.c_str(), a.prefill_mask.repeats, a.warmup);
+    ImGui::PopTextWrapPos();
+    if (ImGui::BeginTable("##devtime", 5, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchProp)) {
+      for (const char* h : {"one layer, ms", "HiP mask", "HiP sparse", "HiP total", "dense"})
+        ImGui::TableSetupColumn(h, ImGuiTableColumnFlags_WidthStretch, 1.0f);
+      ImGui::TableHeadersRow();
+      auto cell = [](const TimedMs& m) {
+        ImGui::TableNextColumn();
+        if (std::isnan(m.median)) ImGui::TextDisabled("n/a");
+        else ImGui::Text("%.3f +- %.3f", m.median, m.spread);
+      };
+      auto row = [&](const char* name, const TimedMs& mask, const TimedMs& sparse, double total, const TimedMs& dense) {
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(name);
+        cell(mask);
+        cell(sparse);
+        ImGui::TableNextColumn();
+        ImGui::Text("%.3f", total);
+        cell(dense);
+      };
+      row("prefill", a.prefill_mask, a.prefill_sparse, a.prefill_hip(), a.prefill_dense);
+      row("decode step, refresh", a.decode_mask, a.decode_sparse, a.refresh_step(), a.decode_dense);
+      TimedMs none;
+      none.median = std::numeric_limits<double>::quiet_NaN();
+      row("decode step, cached", none, a.decode_sparse, a.cached_step(), a.decode_dense);
+      ImGui::EndTable();
+    }
+    auto speed = [&](const char* what, double dense, double hip) {
+      const double x = AttentionTiming::ratio(dense, hip);
+      ImGui::Text("%s:", what);
+      ImGui::SameLine();
+      if (std::isnan(dense) || x <= 0) ImGui::TextDisabled("no dense kernel ran these shapes");
+      else ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(x >= 1 ? t.good : t.bad), "HiP %.2fx dense", x);
+    };
+    speed(fmt("Prefill (dense: %s)", a.dense_prefill_backend.c_str()).c_str(), a.prefill_dense.median, a.prefill_hip());
+    ImGui::SameLine();
+    speed(fmt("  decode step refresh (dense: %s)", a.dense_decode_backend.c_str()).c_str(), a.decode_dense.median, a.refresh_step());
+    ImGui::SameLine();
+    speed("  cached", a.decode_dense.median, a.cached_step());
+  }
 
   void draw(PanelContext& ctx) override {
     const Theme& t = ctx.theme;
@@ -38,8 +109,12 @@ class LatencyPanel final : public Panel {
                          "measurement, so no speedup is shown. Run on CUDA for HiP's kernels.", a->model.device.c_str());
     } else {
       ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.good), "Measured on %s", a->model.device.c_str());
+      ImGui::PopTextWrapPos();
+      draw_device_timing(ctx);
+      ImGui::PushTextWrapPos(0);
+      ImGui::Separator();
     }
-    ImGui::TextDisabled("Wall-clock of one paired run, %lld prompt tokens; decode = mean per step over %zu steps",
+    ImGui::TextDisabled("Wall-clock of one paired run (the analysis's instrumented run, not a speed benchmark), %lld prompt tokens; decode = mean per step over %zu steps",
                         static_cast<long long>(a->tokens()), pa.decode.size());
     ImGui::PopTextWrapPos();
     if (ImGui::BeginTable("##lat", 6, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchProp)) {

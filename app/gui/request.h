@@ -36,6 +36,9 @@ struct Request {
   uint64_t generate_id = 0;      // bumped by the Generate button; 0: nothing asked
   int64_t generate_tokens = 48;
   bool want_dense = true;        // dense probability image (side by side) is needed
+  // The Latency panel's timing: 0 times the viewed layer's own inputs; > 0 random inputs of the
+  // model's attention shapes at this length (the "what if" readout).
+  int64_t latency_tokens = 0;
 };
 
 // Decode steps the GUI's analysis leaves room for in its KV caches (the decode slider's maximum),

@@ -6,10 +6,12 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "engine/analysis/attention_timing_result.h"
 #include "engine/analysis/paired_result.h"
 #include "engine/offload/offload_result.h"
 #include "engine/offload/offload_simulator.h"
@@ -112,6 +114,14 @@ struct DenseView {
   float scale_max = 0;  // 99.5th percentile of the pooled values: the colour scale saturates there
 };
 
+// The Latency panel's device timing (engine/analysis/attention_timing_result.h); empty on the CPU,
+// where HiP runs the float64 reference and no speed is measured.
+struct LatencyView {
+  std::optional<AttentionTiming> timing;
+  int64_t layer = 0;          // the viewed layer when it was requested
+  int64_t requested_tokens = 0;  // Request::latency_tokens
+};
+
 struct LocalityView {
   int64_t layer = 0, head = 0;
   int64_t delta = 0;                  // the histogram's Delta
@@ -142,8 +152,9 @@ struct GenerateView {
 // kStageDecode its decode half (decode steps, access streams, decode latency), re-run alone when only
 // r_m or the number of decode steps changes.
 // kStageViews computes, in the background, the views of the layers the prefill deferred.
+// kStageLatency times the viewed layer's attention (or a "what if" length) with CUDA events.
 enum Stage { kStageModel, kStageAnalysis, kStageDecode, kStageMasks, kStageTrace, kStageDense, kStageLocality,
-             kStageOffload, kStageViews, kStageGenerate, kStageCount };
+             kStageOffload, kStageLatency, kStageViews, kStageGenerate, kStageCount };
 const char* stage_name(int stage);
 
 // One paired run's totals for the Latency panel's history.
@@ -166,6 +177,7 @@ struct Snapshot {
   std::shared_ptr<const DenseView> dense;
   std::shared_ptr<const LocalityView> locality;
   std::shared_ptr<const OffloadView> offload;
+  std::shared_ptr<const LatencyView> latency;
   std::shared_ptr<const GenerateView> generate;
   // Every paired run's latency since the app started, oldest first: appended by the worker as each
   // run finishes, whether or not the Latency panel is open.

@@ -35,8 +35,9 @@ namespace {
 // steps (which none of them reads), so a parameter change puts the mask on screen without waiting
 // for the decode half; generation last.
 // The other layers' views (the per-head table) follow the decode half, in the background.
-constexpr int kStagePriority[] = {kStageModel,  kStageAnalysis, kStageMasks,   kStageTrace, kStageDense,
-                                  kStageLocality, kStageDecode, kStageViews, kStageOffload, kStageGenerate};
+// The viewed layer's timing follows its views (the k, b_q, b_k change's "new latency").
+constexpr int kStagePriority[] = {kStageModel,    kStageAnalysis, kStageMasks, kStageTrace,   kStageDense,  kStageLocality,
+                                  kStageLatency,  kStageDecode,   kStageViews, kStageOffload, kStageGenerate};
 static_assert(sizeof(kStagePriority) / sizeof(kStagePriority[0]) == kStageCount, "every stage has a place");
 
 // Thrown by a stage's checkpoint when a stage before it in kStagePriority became wanted.
@@ -365,6 +366,19 @@ bool Worker::step(const Request& r) {
         auto l = compute_locality(*current_.analysis, clamp_selection(*current_.analysis, r));
         std::lock_guard<std::mutex> lock(mutex_);
         current_.locality = l;
+        break;
+      }
+      case kStageLatency: {
+        auto v = std::make_shared<LatencyView>();
+        const Request rc = clamp_selection(*current_.analysis, r);
+        v->layer = rc.layer;
+        v->requested_tokens = r.latency_tokens;
+        if (model_ && !r.model.capture_view && r.model.synthetic_tokens == 0)
+          v->timing = latency_job(*model_, current_.analysis->analysis->find_inputs(rc.layer),
+                                  current_.analysis->analysis->options.hip.hip, r.latency_tokens,
+                                  [&] { return keep_going(stage, key[stage]); });
+        std::lock_guard<std::mutex> lock(mutex_);
+        current_.latency = v;
         break;
       }
       case kStageViews: {

@@ -17,7 +17,7 @@
 namespace hipstudio::gui {
 
 const char* stage_name(int stage) {
-  static const char* names[] = {"model", "analysis", "decode", "masks", "trace", "dense", "locality", "offload", "layer views", "generate"};
+  static const char* names[] = {"model", "analysis", "decode", "masks", "trace", "dense", "locality", "offload", "latency", "layer views", "generate"};
   return stage >= 0 && stage < kStageCount ? names[stage] : "?";
 }
 
@@ -40,6 +40,7 @@ std::string stage_key(int stage, const Request& r) {
     case kStageDense: k << "|L" << r.layer << "|H" << r.head << (r.want_dense ? "" : "|off"); break;
     case kStageLocality: k << "|L" << r.layer << "|H" << r.head << "|D" << r.delta << "|B" << r.bins; break;
     case kStageOffload: k << "|c" << r.cache_factor; break;
+    case kStageLatency: k << "|L" << r.layer << "|T" << r.latency_tokens; break;
     case kStageGenerate: k << "|G" << r.generate_id << '|' << r.generate_tokens; break;
     default: break;
   }

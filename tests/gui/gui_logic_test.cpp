@@ -46,7 +46,9 @@ TEST(GuiLogic, ChangesInvalidateOnlyTheirStages) {
   EXPECT_EQ(with([](AppState& t) { ++t.head; }), (std::vector<int>{kStageTrace, kStageDense, kStageLocality}));
   EXPECT_EQ(with([](AppState& t) { ++t.query_block; }), (std::vector<int>{kStageTrace}));
   EXPECT_EQ(with([](AppState& t) { ++t.layer; }),
-            (std::vector<int>{kStageMasks, kStageTrace, kStageDense, kStageLocality}));
+            (std::vector<int>{kStageMasks, kStageTrace, kStageDense, kStageLocality, kStageLatency}));
+  // The Latency panel's "what if" length re-times, nothing else.
+  EXPECT_EQ(with([](AppState& t) { t.latency_tokens = 32768; }), (std::vector<int>{kStageLatency}));
   EXPECT_EQ(with([](AppState& t) { t.applied.cache_factor = 3; }), (std::vector<int>{kStageOffload}));
   EXPECT_EQ(with([](AppState& t) { t.delta = 20; }), (std::vector<int>{kStageLocality}));
   EXPECT_EQ(with([](AppState& t) { ++t.generate_id; }), (std::vector<int>{kStageGenerate}));

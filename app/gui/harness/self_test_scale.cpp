@@ -69,6 +69,21 @@ std::string latency_text(const AnalysisView& a) {
                 l.hip_step_ms, l.dense_step_ms);
 }
 
+// The Latency panel's device timing of the viewed layer (CUDA events), where one was measured.
+std::string device_timing_text(const Snapshot& snap) {
+  if (!snap.latency || !snap.latency->timing) return "device timing: none (not on CUDA, or not measured yet)";
+  const AttentionTiming& a = *snap.latency->timing;
+  return fmt("device timing (layer %lld, %lld tokens, median of %d, %s): prefill HiP %.3f ms (mask %.3f +- %.3f, sparse %.3f +- %.3f) "
+             "vs dense %.3f +- %.3f ms (%s) = %.2fx; decode step refresh %.4f / cached %.4f vs dense %.4f ms (%s) = %.2fx / %.2fx",
+             static_cast<long long>(a.layer), static_cast<long long>(a.tokens), a.prefill_mask.repeats,
+             snap.fresh(kStageLatency) ? "fresh" : "stale", a.prefill_hip(), a.prefill_mask.median, a.prefill_mask.spread,
+             a.prefill_sparse.median, a.prefill_sparse.spread, a.prefill_dense.median, a.prefill_dense.spread,
+             a.dense_prefill_backend.c_str(), AttentionTiming::ratio(a.prefill_dense.median, a.prefill_hip()), a.refresh_step(),
+             a.cached_step(), a.decode_dense.median, a.dense_decode_backend.c_str(),
+             AttentionTiming::ratio(a.decode_dense.median, a.refresh_step()),
+             AttentionTiming::ratio(a.decode_dense.median, a.cached_step()));
+}
+
 std::string knobs_text(const HipKnobs& k) {
   return fmt("k %d, b_q %d, b_k %d, b_sq %d, b_sk %d, sink %d, window %d, l_d %d, r_m %d, decode steps %d", k.k, k.b_q, k.b_k,
                 k.b_sq, k.b_sk, k.sink, k.window, k.l_d, k.r_m, k.decode_steps);
@@ -223,6 +238,7 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
   // ... and the prefill and decode halves (recall and latency) too.
   auto all_ready = [mask_ready](const AppState& s, const Snapshot& snap) {
     return mask_ready(s, snap) && snap.analysis && snap.fresh(kStageAnalysis) && snap.fresh(kStageDecode) &&
+           snap.fresh(kStageLatency) &&
            snap.analysis->analysis->options.hip.hip.k == s.applied.k;
   };
   auto errors = [](const Snapshot& snap) {
@@ -277,6 +293,7 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
                           static_cast<long long>(snap.masks->hip.query_blocks), static_cast<long long>(snap.masks->hip.kb),
                           recall_text(*snap.masks).c_str(), snap.analysis ? latency_text(*snap.analysis).c_str() : "no latency"));
          run->line(stage_times_text(snap));
+              run->line(device_timing_text(snap));
          return "";
        },
        900, 1, true},
@@ -325,6 +342,7 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
                                recall_text(m).c_str(), run->analysis ? latency_text(*run->analysis).c_str() : "?",
                                latency_text(*snap.analysis).c_str()));
               run->line(stage_times_text(snap));
+              run->line(device_timing_text(snap));
               run->masks = snap.masks, run->analysis = snap.analysis;
               if (!changed) return "the mask did not change";
               return "";
@@ -355,6 +373,7 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
            run->line(fmt("result: layer_change_to_mask changed %s (layer %d -> %d; recall %s -> %s)", changed ? "yes" : "NO", *from,
                             s.layer, run->masks ? recall_text(*run->masks).c_str() : "?", recall_text(*snap.masks).c_str()));
            run->line(stage_times_text(snap));
+              run->line(device_timing_text(snap));
            run->masks = snap.masks;
            return changed ? "" : "the mask did not change";
          },
@@ -418,6 +437,7 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
                             snap.analysis->analysis->decode.size(), static_cast<long long>(snap.analysis->analysis->mask_refreshes),
                             run->analysis ? latency_text(*run->analysis).c_str() : "?", latency_text(*snap.analysis).c_str()));
            run->line(stage_times_text(snap));
+              run->line(device_timing_text(snap));
            run->analysis = snap.analysis;
            return changed ? "" : "the decode results did not change";
          },

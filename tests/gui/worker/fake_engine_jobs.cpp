@@ -74,6 +74,11 @@ std::optional<DeviceTrace> device_trace_job(const LayerInputs&, const hip::HipPa
 
 std::optional<PooledProbabilities> device_dense_job(const LayerInputs&, int64_t, int) { return std::nullopt; }
 
+std::optional<AttentionTiming> latency_job(const LoadedModel&, const LayerInputs*, const hip::HipParams&, int64_t,
+                                           const std::function<bool()>&) {
+  return std::nullopt;  // the fake runs on no device: nothing to time
+}
+
 void generate_job(const LoadedModel&, const ModelInfo&, const Request& r,
                   const std::function<bool(const GenerateView&)>& update) {
   GenerateView view;

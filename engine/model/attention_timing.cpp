@@ -1,0 +1,161 @@
+#include "engine/model/attention_timing.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
+
+#include "engine/formats/errors.h"
+#include "engine/model/device.h"
+#include "engine/model/device_timer.h"
+#include "engine/model/kept_inputs.h"
+#include "engine/model/run_cancelled.h"
+#include "kernels/torch/hip_torch.h"
+
+namespace hipstudio {
+
+namespace {
+
+using hip_torch::DenseBackend;
+
+TimedMs summarize(std::vector<double> ms) {
+  TimedMs t;
+  t.repeats = static_cast<int>(ms.size());
+  if (ms.empty()) {
+    t.median = t.spread = std::numeric_limits<double>::quiet_NaN();
+    return t;
+  }
+  std::sort(ms.begin(), ms.end());
+  const size_t n = ms.size();
+  t.median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+  t.spread = 0.5 * (ms[(3 * n) / 4 < n ? (3 * n) / 4 : n - 1] - ms[n / 4]);
+  return t;
+}
+
+template <class F>
+double event_ms(F&& fn) {
+  DeviceTimer timer(true);
+  timer.start();
+  fn();
+  return timer.stop_seconds() * 1e3;
+}
+
+// The fastest dense backend that runs `call` (a few warmed-up calls each); kAuto with NaN if none does.
+template <class F>
+DenseBackend fastest_dense(F&& call) {
+  DenseBackend best = DenseBackend::kAuto;
+  double best_ms = std::numeric_limits<double>::infinity();
+  if (!hip_torch::dense_attention_supported()) return best;
+  for (DenseBackend b : {DenseBackend::kFlash, DenseBackend::kCuDNN, DenseBackend::kEfficient}) {
+    try {
+      call(b);  // warm-up (plans, workspaces)
+      double ms = std::numeric_limits<double>::infinity();
+      for (int i = 0; i < 3; ++i) ms = std::min(ms, event_ms([&] { call(b); }));
+      if (ms < best_ms) best_ms = ms, best = b;
+    } catch (const std::exception&) {
+      // this backend does not run these shapes here (e.g. cuDNN's SDPA without its library)
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+AttentionTiming time_attention(const at::Tensor& q3, const at::Tensor& k3, const at::Tensor& v3, const hip::HipParams& p,
+                               const TimingOptions& options) {
+  if (!q3.is_cuda()) throw InputError("attention timing needs CUDA tensors: the CPU path is a correctness reference");
+  c10::InferenceMode inference;
+  hip::validate_hip_params(p);
+  const int64_t hq = q3.size(0), T = q3.size(1);
+  AttentionTiming out;
+  out.tokens = T;
+  out.heads = hq;
+  out.kv_heads = k3.size(0);
+  out.dim = q3.size(2);
+  out.device = device_description(RunDevice{q3.device(), q3.scalar_type()});
+  out.dtype = std::string(c10::toString(q3.scalar_type()));
+  out.warmup = options.warmup;
+  const at::Tensor q = q3.unsqueeze(0), k = k3.unsqueeze(0), v = v3.unsqueeze(0);
+  const at::Tensor q1 = q.narrow(2, T - 1, 1);  // the decode step's query: the last position
+
+  // Prefill: the whole prompt, causal. Dense SDPA wants the KV heads expanded (hip_torch.h).
+  hip_torch::MaskTensors masks = hip_torch::estimate_masks(q, k, p);
+  at::Tensor out_prefill = at::empty_like(q);
+  const at::Tensor ke = hip_torch::expand_kv_heads(k, hq), ve = hip_torch::expand_kv_heads(v, hq);
+  const DenseBackend prefill_backend =
+      fastest_dense([&](DenseBackend b) { hip_torch::dense_attention(q, ke, ve, true, b); });
+  // Decode: one query over every key, GQA folded into rows (no copy).
+  hip_torch::MaskTensors step_masks = hip_torch::estimate_masks(q1, k, p);
+  at::Tensor out_step = at::empty_like(q1);
+  const DenseBackend decode_backend = fastest_dense([&](DenseBackend b) { hip_torch::dense_decode(q1, k, v, b); });
+  out.dense_prefill_backend = prefill_backend == DenseBackend::kAuto ? "none" : hip_torch::dense_backend_name(prefill_backend);
+  out.dense_decode_backend = decode_backend == DenseBackend::kAuto ? "none" : hip_torch::dense_backend_name(decode_backend);
+
+  struct Part {
+    std::function<void()> run;
+    std::vector<double> ms;
+  };
+  std::vector<Part> hip_parts = {
+      {[&] { hip_torch::estimate_masks_into(masks, q, k, p); }, {}},
+      {[&] { hip_torch::sparse_attention(q, k, v, masks.blocks, masks.counts, p, {}, 0, out_prefill); }, {}},
+      {[&] { hip_torch::estimate_masks_into(step_masks, q1, k, p); }, {}},
+      {[&] { hip_torch::sparse_attention(q1, k, v, step_masks.blocks, step_masks.counts, p, {}, 0, out_step); }, {}},
+  };
+  std::vector<Part> dense_parts;
+  if (prefill_backend != DenseBackend::kAuto)
+    dense_parts.push_back({[&] { hip_torch::dense_attention(q, ke, ve, true, prefill_backend); }, {}});
+  if (decode_backend != DenseBackend::kAuto)
+    dense_parts.push_back({[&] { hip_torch::dense_decode(q1, k, v, decode_backend); }, {}});
+  for (int w = 0; w < options.warmup; ++w) {
+    for (Part& part : hip_parts) part.run();
+    for (Part& part : dense_parts) part.run();
+  }
+  for (int r = 0; r < options.repeats; ++r) {
+    if (options.keep_going && !options.keep_going()) throw RunCancelled();
+    auto side = [](std::vector<Part>& parts) {
+      for (Part& part : parts) part.ms.push_back(event_ms(part.run));
+    };
+    if (r % 2 == 0) {
+      side(hip_parts);
+      side(dense_parts);
+    } else {
+      side(dense_parts);
+      side(hip_parts);
+    }
+  }
+  out.prefill_mask = summarize(hip_parts[0].ms);
+  out.prefill_sparse = summarize(hip_parts[1].ms);
+  out.decode_mask = summarize(hip_parts[2].ms);
+  out.decode_sparse = summarize(hip_parts[3].ms);
+  size_t d = 0;
+  out.prefill_dense = prefill_backend != DenseBackend::kAuto ? summarize(dense_parts[d++].ms) : summarize({});
+  out.decode_dense = decode_backend != DenseBackend::kAuto ? summarize(dense_parts[d++].ms) : summarize({});
+  return out;
+}
+
+std::optional<AttentionTiming> time_layer_attention(const LayerInputs& inputs, const hip::HipParams& p,
+                                                    const TimingOptions& options) {
+  const auto* kept = dynamic_cast<const TensorLayerInputs*>(inputs.source());
+  if (!kept || !kept->q().is_cuda()) return std::nullopt;
+  AttentionTiming t = time_attention(kept->q(), kept->k(), kept->v(), p, options);
+  t.layer = inputs.layer;
+  return t;
+}
+
+std::optional<AttentionTiming> time_attention_at_length(const Model& model, int64_t tokens, const hip::HipParams& p,
+                                                        const TimingOptions& options) {
+  if (!model.run.device.is_cuda()) return std::nullopt;
+  if (tokens < 2) throw InputError("the timing length must be at least 2 tokens");
+  c10::InferenceMode inference;
+  const ModelConfig& c = model.config;
+  const auto opts = at::TensorOptions().device(model.run.device).dtype(model.run.dtype);
+  const at::Tensor q = at::randn({c.n_heads, tokens, c.head_dim}, opts);
+  const at::Tensor k = at::randn({c.n_kv_heads, tokens, c.head_dim}, opts);
+  const at::Tensor v = at::randn({c.n_kv_heads, tokens, c.head_dim}, opts);
+  return time_attention(q, k, v, p, options);
+}
+
+}  // namespace hipstudio
