@@ -48,10 +48,6 @@ ScoreLocality score_locality(const AttentionInputs& in, const HipParams& p, int6
   for (int64_t delta : lp.deltas) {
     if (delta < 1) throw HipParamError("Delta (" + std::to_string(delta) + ") must be >= 1");
   }
-  ScoreLocality out;
-  out.head = head;
-  out.queries = queries;
-
   // Scores of every query over its visible keys.
   const int64_t g = kv_head(in, head);
   std::vector<std::vector<double>> scores;
@@ -66,7 +62,19 @@ ScoreLocality score_locality(const AttentionInputs& in, const HipParams& p, int6
     for (int64_t j = 0; j <= e; ++j) s[j] = dot_f64(q_row(in, head, i), k_row(in, g, j), in.d);
     scores.push_back(std::move(s));
   }
+  return score_locality_of_scores(scores, head, queries, lp);
+}
 
+ScoreLocality score_locality_of_scores(const std::vector<std::vector<double>>& scores, int64_t head,
+                                       const std::vector<int64_t>& queries, const LocalityParams& lp) {
+  if (lp.bins < 1) throw HipParamError("histogram bins (" + std::to_string(lp.bins) + ") must be >= 1");
+  for (int64_t delta : lp.deltas) {
+    if (delta < 1) throw HipParamError("Delta (" + std::to_string(delta) + ") must be >= 1");
+  }
+  if (scores.size() != queries.size()) throw AttentionInputError("one score row per query expected");
+  ScoreLocality out;
+  out.head = head;
+  out.queries = queries;
   for (int64_t delta : lp.deltas) {
     DeltaStats st;
     st.delta = delta;

@@ -139,6 +139,11 @@ std::optional<AttentionTiming> latency_job(const LoadedModel& model, const Layer
   return time_layer_attention(*inputs, p, options);
 }
 
+std::optional<std::vector<std::vector<double>>> device_score_rows_job(const LayerInputs& inputs, int64_t head,
+                                                                      const std::vector<int64_t>& queries) {
+  return score_rows_on_device(inputs, head, queries);
+}
+
 void generate_job(const LoadedModel& model, const ModelInfo& info, const Request& r,
                   const std::function<bool(const GenerateView&)>& update) {
   GenerateView view;

@@ -181,7 +181,7 @@ MaskCanvasEvents MaskCanvas::draw(const char* id, const std::shared_ptr<const La
         ImGui::Text("key   %lld %s  (block %lld)", static_cast<long long>(j), token_label(a, j).c_str(),
                     static_cast<long long>(j / masks.params.b_k));
         if (!probe && j <= i) {
-          ImGui::TextDisabled("score and probability after the layer's host copy (the locality view makes it)");
+          ImGui::TextDisabled("score and probability after the layer's host copy (made in the background)");
         } else if (!pv.visible) {
           ImGui::TextDisabled("future key: masked by causality");
         } else {

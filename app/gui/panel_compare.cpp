@@ -123,7 +123,7 @@ class ComparePanel final : public Panel {
         if (pv.visible) {
           ImGui::Text("dense probability %.5f (score %.3f)", pv.probability, pv.score);
         } else if (!probe) {
-          ImGui::TextDisabled("values after the layer's host copy (the locality view makes it)");
+          ImGui::TextDisabled("values after the layer's host copy (made in the background)");
         } else {
           ImGui::TextDisabled("future key (causal mask)");
         }

@@ -36,7 +36,7 @@ class TokenPanel final : public Panel {
     }
     const AnalysisView& a = *m->source;
     if (!a.host_ready(m->layer)) {  // its rows read the layer on the host: wait for the worker's copy
-      empty_state("Copying the layer's Q/K/V to the host (the locality view makes the copy)...", t);
+      empty_state("Copying the layer's Q/K/V to the host (in the background)...", t);
       return;
     }
     const hip::AttentionInputs in = a.inputs(m->layer);

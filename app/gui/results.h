@@ -129,6 +129,7 @@ struct LocalityView {
   std::vector<double> fitted;         // (bins) fitted normal counts
   std::vector<hip::DeltaStats> curve; // mean / std vs Delta
   int64_t queries = 0;
+  std::string source;                 // where the scores came from: the device or the CPU reference
 };
 
 struct OffloadView {

@@ -363,7 +363,11 @@ bool Worker::step(const Request& r) {
         break;
       }
       case kStageLocality: {
-        auto l = compute_locality(*current_.analysis, clamp_selection(*current_.analysis, r));
+        const Request rc = clamp_selection(*current_.analysis, r);
+        const LayerInputs* in = current_.analysis->analysis->find_inputs(rc.layer);
+        std::optional<std::vector<std::vector<double>>> rows;
+        if (in) rows = device_score_rows_job(*in, rc.head, locality_queries(in->tokens));
+        auto l = rows ? compute_locality(*current_.analysis, rc, *rows) : compute_locality(*current_.analysis, rc);
         std::lock_guard<std::mutex> lock(mutex_);
         current_.locality = l;
         break;
@@ -384,6 +388,10 @@ bool Worker::step(const Request& r) {
       case kStageViews: {
         // The deferred layers one at a time, each published as it lands; it gives way to a newly
         // picked layer's or head's views between layers (the finished ones stay) and stops on a cancel.
+        // First the viewed layer's host copy (the hover values read it; every view of it is computed
+        // on the device), then the deferred layers.
+        if (const LayerInputs* in = current_.analysis->analysis->find_inputs(clamp_selection(*current_.analysis, r).layer))
+          if (!in->host_ready()) (void)in->host();
         const std::vector<int64_t> pending = current_.analysis->views_pending();
         size_t done = 0;
         for (int64_t layer : pending) {

@@ -41,6 +41,7 @@ std::string stage_key(int stage, const Request& r) {
     case kStageLocality: k << "|L" << r.layer << "|H" << r.head << "|D" << r.delta << "|B" << r.bins; break;
     case kStageOffload: k << "|c" << r.cache_factor; break;
     case kStageLatency: k << "|L" << r.layer << "|T" << r.latency_tokens; break;
+    case kStageViews: k << "|L" << r.layer; break;  // it makes the viewed layer's host copy first
     case kStageGenerate: k << "|G" << r.generate_id << '|' << r.generate_tokens; break;
     default: break;
   }
@@ -159,18 +160,20 @@ std::shared_ptr<const DenseView> compute_dense(const Request& r, viz::HeatGrid p
   return d;
 }
 
-std::shared_ptr<const LocalityView> compute_locality(const AnalysisView& a, const Request& r) {
-  const hip::AttentionInputs in = a.inputs(r.layer);
-  // Queries from the second half of the prompt (they see the most keys), at most 64 of them.
-  std::vector<int64_t> queries;
-  const int64_t first = in.tq / 2, n = std::min<int64_t>(64, in.tq - first);
-  for (int64_t i = 0; i < n; ++i) queries.push_back(first + i * (in.tq - first) / n);
+namespace {
+
+// Queries from the second half of the prompt (they see the most keys), at most 64 of them, and
+// the Deltas: the one asked for, then a geometric sweep for the mean / std curve.
+hip::LocalityParams locality_params(const Request& r, int64_t tokens) {
   hip::LocalityParams lp;
   lp.bins = r.bins;
   lp.deltas.push_back(std::max<int64_t>(1, r.delta));
-  for (int64_t d = 1; d < in.tk; d = d < 8 ? d + 1 : d * 5 / 4) lp.deltas.push_back(d);
-  hip::HipParams p = a.analysis->options.hip.hip;
-  const hip::ScoreLocality s = hip::score_locality(in, p, r.head, queries, lp);
+  for (int64_t d = 1; d < tokens; d = d < 8 ? d + 1 : d * 5 / 4) lp.deltas.push_back(d);
+  return lp;
+}
+
+std::shared_ptr<const LocalityView> locality_view(const Request& r, const hip::LocalityParams& lp, const hip::ScoreLocality& s,
+                                                  const std::string& source) {
   auto v = std::make_shared<LocalityView>();
   v->layer = r.layer;
   v->head = r.head;
@@ -179,8 +182,33 @@ std::shared_ptr<const LocalityView> compute_locality(const AnalysisView& a, cons
   v->fitted = viz::fitted_normal_counts(v->histogram);
   for (size_t i = 1; i < s.deltas.size(); ++i)
     if (s.deltas[i].pairs > 0) v->curve.push_back(s.deltas[i]);
-  v->queries = static_cast<int64_t>(queries.size());
+  v->queries = static_cast<int64_t>(s.queries.size());
+  v->source = source;
   return v;
+}
+
+}  // namespace
+
+std::vector<int64_t> locality_queries(int64_t tokens) {
+  std::vector<int64_t> queries;
+  const int64_t first = tokens / 2, n = std::min<int64_t>(64, tokens - first);
+  for (int64_t i = 0; i < n; ++i) queries.push_back(first + i * (tokens - first) / n);
+  return queries;
+}
+
+std::shared_ptr<const LocalityView> compute_locality(const AnalysisView& a, const Request& r) {
+  const hip::AttentionInputs in = a.inputs(r.layer);
+  const hip::LocalityParams lp = locality_params(r, in.tk);
+  const hip::HipParams p = a.analysis->options.hip.hip;
+  return locality_view(r, lp, hip::score_locality(in, p, r.head, locality_queries(in.tq), lp), "float64 CPU reference");
+}
+
+std::shared_ptr<const LocalityView> compute_locality(const AnalysisView& a, const Request& r,
+                                                     const std::vector<std::vector<double>>& scores) {
+  const hip::AttentionInputs in = a.shape(r.layer);
+  const hip::LocalityParams lp = locality_params(r, in.tk);
+  return locality_view(r, lp, hip::score_locality_of_scores(scores, r.head, locality_queries(in.tq), lp),
+                       "scores on the device");
 }
 
 std::shared_ptr<const OffloadView> compute_offload(const AnalysisView& a, const Request& r,

@@ -9,6 +9,7 @@
 #include "engine/formats/model_source.h"
 #include "engine/analysis/layer_view.h"
 #include "engine/model/device_dense_image.h"
+#include "engine/model/device_score_rows.h"
 #include "engine/model/device_trace.h"
 #include "engine/model/generation.h"
 #include "engine/model/hip_attention.h"
@@ -17,6 +18,7 @@
 #include "engine/model/transformer.h"
 #include "kernels/hip_trace.h"
 #include "kernels/oracle.h"
+#include "kernels/score_locality.h"
 #include "kernels/torch/hip_torch.h"
 #include "viz/attention_probe.h"
 #include "tests/engine/hip_test_setup.h"
@@ -182,6 +184,39 @@ TEST(HipModelCuda, DeviceDenseImageEqualsTheCpuImageInFp32) {
     }
   std::printf("[gpu] device dense image vs CPU image, fp32: max abs diff %.3g\n", worst);
   EXPECT_LE(worst, 1e-6);
+}
+
+// Score locality on CUDA: the sampled query rows' scores come from the device; in fp32 the
+// statistics built from them must be the float64 reference's on the host copy of the same layer.
+TEST(HipModelCuda, DeviceScoreRowsGiveTheReferenceLocalityInFp32) {
+  REQUIRE_CUDA_KERNELS();
+  AnalysisOptions o;
+  o.hip = params();
+  o.views_only_layer = 4;
+  auto prefill = PairedPrefill::run(load("cuda", "f32"), kStory, o, 0);
+  const LayerInputs* in = prefill->prompt_result()->find_inputs(4);
+  ASSERT_NE(in, nullptr);
+  const hip::AttentionInputs host = layer_view(*in);
+  std::vector<int64_t> queries;
+  for (int64_t i = in->tokens / 2; i < in->tokens; i += 3) queries.push_back(i);
+  hip::LocalityParams lp;
+  lp.bins = 20;
+  lp.deltas = {1, 2, 5, 9};
+  double worst = 0;
+  for (int64_t head : {int64_t{0}, in->heads - 1}) {
+    const auto rows = score_rows_on_device(*in, head, queries);
+    ASSERT_TRUE(rows.has_value());
+    const hip::ScoreLocality dev = hip::score_locality_of_scores(*rows, head, queries, lp);
+    const hip::ScoreLocality ref = hip::score_locality(host, o.hip.hip, head, queries, lp);
+    ASSERT_EQ(dev.deltas.size(), ref.deltas.size());
+    for (size_t i = 0; i < ref.deltas.size(); ++i) {
+      EXPECT_EQ(dev.deltas[i].pairs, ref.deltas[i].pairs);
+      worst = std::max({worst, std::abs(dev.deltas[i].mean - ref.deltas[i].mean), std::abs(dev.deltas[i].stddev - ref.deltas[i].stddev)});
+      EXPECT_EQ(dev.deltas[i].counts, ref.deltas[i].counts) << "head " << head << " Delta " << ref.deltas[i].delta;
+    }
+  }
+  std::printf("[gpu] locality from device score rows vs the reference, fp32: max mean/std diff %.3g\n", worst);
+  EXPECT_LE(worst, 1e-9);
 }
 
 TEST(HipModelCuda, Bf16AnalysisMatchesCpuMetricsWithinBf16Tolerance) {

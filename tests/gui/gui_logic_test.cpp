@@ -46,7 +46,7 @@ TEST(GuiLogic, ChangesInvalidateOnlyTheirStages) {
   EXPECT_EQ(with([](AppState& t) { ++t.head; }), (std::vector<int>{kStageTrace, kStageDense, kStageLocality}));
   EXPECT_EQ(with([](AppState& t) { ++t.query_block; }), (std::vector<int>{kStageTrace}));
   EXPECT_EQ(with([](AppState& t) { ++t.layer; }),
-            (std::vector<int>{kStageMasks, kStageTrace, kStageDense, kStageLocality, kStageLatency}));
+            (std::vector<int>{kStageMasks, kStageTrace, kStageDense, kStageLocality, kStageLatency, kStageViews}));
   // The Latency panel's "what if" length re-times, nothing else.
   EXPECT_EQ(with([](AppState& t) { t.latency_tokens = 32768; }), (std::vector<int>{kStageLatency}));
   EXPECT_EQ(with([](AppState& t) { t.applied.cache_factor = 3; }), (std::vector<int>{kStageOffload}));

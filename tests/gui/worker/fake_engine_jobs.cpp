@@ -79,6 +79,11 @@ std::optional<AttentionTiming> latency_job(const LoadedModel&, const LayerInputs
   return std::nullopt;  // the fake runs on no device: nothing to time
 }
 
+std::optional<std::vector<std::vector<double>>> device_score_rows_job(const LayerInputs&, int64_t,
+                                                                      const std::vector<int64_t>&) {
+  return std::nullopt;
+}
+
 void generate_job(const LoadedModel&, const ModelInfo&, const Request& r,
                   const std::function<bool(const GenerateView&)>& update) {
   GenerateView view;
