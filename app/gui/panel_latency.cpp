@@ -51,13 +51,13 @@ class LatencyPanel final : public Panel {
                         static_cast<long long>(a.dim), a.dtype.c_str(), a.device.c_str(), a.prefill_mask.repeats, a.warmup);
     ImGui::PopTextWrapPos();
     if (ImGui::BeginTable("##devtime", 5, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchProp)) {
-      for (const char* h : {"one layer, ms", "HiP mask", "HiP sparse", "HiP total", "dense"})
-        ImGui::TableSetupColumn(h, ImGuiTableColumnFlags_WidthStretch, 1.0f);
+      ImGui::TableSetupColumn("ms, one layer", ImGuiTableColumnFlags_WidthStretch, 1.3f);
+      for (const char* h : {"HiP mask", "HiP sparse", "HiP total", "dense"}) ImGui::TableSetupColumn(h, ImGuiTableColumnFlags_WidthStretch, 1.0f);
       ImGui::TableHeadersRow();
       auto cell = [](const TimedMs& m) {
         ImGui::TableNextColumn();
         if (std::isnan(m.median)) ImGui::TextDisabled("n/a");
-        else ImGui::Text("%.3f +- %.3f", m.median, m.spread);
+        else ImGui::Text("%.3f +-%.3f", m.median, m.spread);
       };
       auto row = [&](const char* name, const TimedMs& mask, const TimedMs& sparse, double total, const TimedMs& dense) {
         ImGui::TableNextRow();
@@ -70,10 +70,10 @@ class LatencyPanel final : public Panel {
         cell(dense);
       };
       row("prefill", a.prefill_mask, a.prefill_sparse, a.prefill_hip(), a.prefill_dense);
-      row("decode step, refresh", a.decode_mask, a.decode_sparse, a.refresh_step(), a.decode_dense);
+      row("decode, refresh", a.decode_mask, a.decode_sparse, a.refresh_step(), a.decode_dense);
       TimedMs none;
       none.median = std::numeric_limits<double>::quiet_NaN();
-      row("decode step, cached", none, a.decode_sparse, a.cached_step(), a.decode_dense);
+      row("decode, cached", none, a.decode_sparse, a.cached_step(), a.decode_dense);
       ImGui::EndTable();
     }
     auto speed = [&](const char* what, double dense, double hip) {
@@ -83,11 +83,11 @@ class LatencyPanel final : public Panel {
       if (std::isnan(dense) || x <= 0) ImGui::TextDisabled("no dense kernel ran these shapes");
       else ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(x >= 1 ? t.good : t.bad), "HiP %.2fx dense", x);
     };
-    speed(fmt("Prefill (dense: %s)", a.dense_prefill_backend.c_str()).c_str(), a.prefill_dense.median, a.prefill_hip());
-    ImGui::SameLine();
-    speed(fmt("  decode step refresh (dense: %s)", a.dense_decode_backend.c_str()).c_str(), a.decode_dense.median, a.refresh_step());
-    ImGui::SameLine();
-    speed("  cached", a.decode_dense.median, a.cached_step());
+    // One line each: the panel is narrow beside the views.
+    speed(fmt("Prefill vs dense %s", a.dense_prefill_backend.c_str()).c_str(), a.prefill_dense.median, a.prefill_hip());
+    speed(fmt("Decode step with a mask refresh vs dense %s", a.dense_decode_backend.c_str()).c_str(), a.decode_dense.median,
+          a.refresh_step());
+    speed("Decode step with the cached mask", a.decode_dense.median, a.cached_step());
   }
 
   void draw(PanelContext& ctx) override {

@@ -337,7 +337,7 @@ bool Worker::step(const Request& r) {
         const LayerInputs* in = m.source->analysis->find_inputs(m.layer);
         std::optional<DeviceTrace> dev;
         if (in) dev = device_trace_job(*in, m.params, rc.head, rc.query_block);
-        auto t = dev ? compute_trace(m, rc, std::move(dev->trace), std::move(dev->oracle_scores), "CUDA kernels' trace")
+        auto t = dev ? compute_trace(m, rc, std::move(dev->trace), std::move(dev->oracle_scores), "CUDA kernels")
                      : compute_trace(m, rc);
         std::lock_guard<std::mutex> lock(mutex_);
         current_.trace = t;
