@@ -9,6 +9,7 @@
 #include "app/common/model_options.h"
 #include "engine/model/attention_timing.h"
 #include "engine/model/device.h"
+#include "engine/model/out_of_memory.h"
 #include "engine/model/generation.h"
 #include "engine/model/hip_attention.h"
 #include "engine/model/paired_analysis.h"
@@ -134,9 +135,11 @@ std::optional<AttentionTiming> latency_job(const LoadedModel& model, const Layer
                                            int64_t tokens, const std::function<bool()>& keep_going) {
   TimingOptions options;
   options.keep_going = keep_going;
-  if (tokens > 0) return time_attention_at_length(*model.model, tokens, p, options);
-  if (!inputs) return std::nullopt;
-  return time_layer_attention(*inputs, p, options);
+  return guard_out_of_memory(model.model->run, "the attention timing", [&]() -> std::optional<AttentionTiming> {
+    if (tokens > 0) return time_attention_at_length(*model.model, tokens, p, options);
+    if (!inputs) return std::nullopt;
+    return time_layer_attention(*inputs, p, options);
+  });
 }
 
 std::optional<std::vector<std::vector<double>>> device_score_rows_job(const LayerInputs& inputs, int64_t head,

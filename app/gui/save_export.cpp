@@ -133,8 +133,13 @@ std::string save_unavailable(const AppState& s, const Snapshot& snap) {
     return "no finished live run yet";
   if (snap.analysis->model.synthetic) return "the synthetic frame-stats run has no model to capture";
   if (snap.analysis->analysis->inputs.empty()) return "the run kept no Q/K/V";
-  if (const size_t left = snap.analysis->views_pending().size())
-    return "the other layers' views are still being computed (" + std::to_string(left) + " left)";
+  size_t computing = 0, not_kept = 0;
+  for (int64_t l : snap.analysis->views_pending()) ++(snap.analysis->has_inputs(l) ? computing : not_kept);
+  if (not_kept)
+    return "this long prompt kept " + std::to_string(snap.analysis->analysis->inputs.size()) +
+           " layer's Q/K/V only (GPU memory), and a capture holds every layer's numbers: capture it with "
+           "`hipstudio capture` on the command line, which computes them layer by layer";
+  if (computing) return "the other layers' views are still being computed (" + std::to_string(computing) + " left)";
   return "";
 }
 

@@ -102,13 +102,30 @@ std::shared_ptr<const Snapshot> Worker::snapshot() const {
   return published_;
 }
 
+bool Worker::runnable(int s, const Request& r, const std::array<std::string, kStageCount>& key) const {
+  auto up_to_date = [&](int st) { return done_key_[st] == key[st]; };
+  if (up_to_date(s) || failed_key_[s] == key[s]) return false;
+  if (s == kStageGenerate && r.generate_id == 0) return false;
+  if (s == kStageDense && !r.want_dense) return false;
+  for (int e = 0; e < s; ++e)
+    if (reads(s, e) && !up_to_date(e)) return false;  // its inputs are not there (yet, or they failed)
+  // Generation reads only the model, but runs after the analysis so that the views come first.
+  if (s == kStageGenerate && !(up_to_date(kStageAnalysis) && up_to_date(kStageDecode))) return false;
+  const bool synthetic = r.model.synthetic_tokens > 0;
+  if (synthetic && (s == kStageOffload || s == kStageGenerate)) return false;
+  if (r.model.capture_view && s == kStageGenerate) return false;  // no model behind a capture
+  return true;
+}
+
 bool Worker::earlier_stage_wanted(int stage) const {
+  // Only a stage the scheduler would run next counts: one waiting on a failed input never runs, and
+  // giving way to it would spin.
   std::lock_guard<std::mutex> lock(mutex_);
+  std::array<std::string, kStageCount> key;
+  for (int s = 0; s < kStageCount; ++s) key[s] = stage_key(s, request_);
   for (int s : kStagePriority) {
     if (s == stage) return false;
-    if (s == kStageDense && !request_.want_dense) continue;
-    const std::string key = stage_key(s, request_);
-    if (done_key_[s] != key && failed_key_[s] != key) return true;
+    if (runnable(s, request_, key)) return true;
   }
   return false;
 }
@@ -196,28 +213,12 @@ bool Worker::step(const Request& r) {
     for (int s = 0; s < kStageCount; ++s)
       if (failed_key_[s] != key[s]) failed_key_[s].clear();
   }
-  auto up_to_date = [&](int s) { return done_key_[s] == key[s]; };
-  auto wanted = [&](int s) {
-    if (up_to_date(s) || failed_key_[s] == key[s]) return false;
-    if (s == kStageGenerate && r.generate_id == 0) return false;
-    if (s == kStageDense && !r.want_dense) return false;
-    return true;
-  };
   int stage = -1;
-  for (int s : kStagePriority) {
-    if (stage >= 0) break;
-    if (!wanted(s)) continue;
-    bool inputs_ready = true;
-    for (int e = 0; e < s; ++e)
-      if (reads(s, e) && !up_to_date(e)) inputs_ready = false;
-    if (!inputs_ready) continue;
-    // Generation reads only the model, but runs after the analysis so that the views come first.
-    if (s == kStageGenerate && !(up_to_date(kStageAnalysis) && up_to_date(kStageDecode))) continue;
-    const bool synthetic = r.model.synthetic_tokens > 0;
-    if (synthetic && (s == kStageOffload || s == kStageGenerate)) continue;
-    if (r.model.capture_view && s == kStageGenerate) continue;  // no model behind a capture
-    stage = s;
-  }
+  for (int s : kStagePriority)
+    if (runnable(s, r, key)) {
+      stage = s;
+      break;
+    }
   if (stage < 0) return false;
   {
     // A cancel stops the worker, not just one stage: a stage without progress checks runs to its
@@ -277,20 +278,28 @@ bool Worker::step(const Request& r) {
           a = r.model.capture_view;
         } else if (r.model.synthetic_tokens > 0) {
           a = synthetic_analysis(r.model.synthetic_tokens, r);
-        } else if (prefill_ && prefill_dense_key_ == dense_prefill_key(r)) {
-          // Only what the HiP side reads changed: its prefill alone, against the same dense one.
-          try {
-            a = rerun_hip_job(*prefill_, *current_.model, r, progress);
-          } catch (...) {
-            release_prefill();  // half re-run: it decodes no more
-            throw;
-          }
-          prefill = prefill_;
         } else {
-          release_prefill();  // two prefills' caches would double the run's memory at length
-          PrefillJob job = prefill_job(*model_, *current_.model, r, progress);
-          prefill = job.prefill;
-          a = job.view;
+          if (prefill_ && prefill_dense_key_ == dense_prefill_key(r)) {
+            // Only what the HiP side reads changed: its prefill alone, against the same dense one.
+            try {
+              a = rerun_hip_job(*prefill_, *current_.model, r, progress);
+              prefill = prefill_;
+            } catch (const Cancelled&) {
+              release_prefill();  // half re-run: it decodes no more
+              throw;
+            } catch (const std::exception& e) {
+              // E.g. out of memory beside the results on screen: a whole prefill plans its memory
+              // (and keeps the viewed layer's inputs only where all do not fit).
+              std::fprintf(stderr, "hipstudio gui: the HiP-only prefill failed (%s); running both prefills\n", e.what());
+              release_prefill();
+            }
+          }
+          if (!a) {
+            release_prefill();  // two prefills' caches would double the run's memory at length
+            PrefillJob job = prefill_job(*model_, *current_.model, r, progress);
+            prefill = job.prefill;
+            a = job.view;
+          }
         }
         std::lock_guard<std::mutex> lock(mutex_);
         prefill_dense_key_ = prefill ? dense_prefill_key(r) : std::string();
@@ -304,7 +313,12 @@ bool Worker::step(const Request& r) {
         // A capture or a synthetic run has no model behind it: its analysis is already whole.
         if (r.model.capture_view || r.model.synthetic_tokens > 0) break;
         if (!prefill_) throw std::logic_error("the decode steps have no prefill to run from");
-        std::shared_ptr<const AnalysisView> a = decode_job(*prefill_, *prompt_view_, r, progress);
+        // The greedy steps (seconds at length) give way between steps to a newly picked layer's or
+        // head's views and run again after them (each run starts over from the prompt's end).
+        std::shared_ptr<const AnalysisView> a = decode_job(*prefill_, *prompt_view_, r, [&](double f, const std::string& what) {
+          if (earlier_stage_wanted(stage)) throw GiveWay();
+          return progress(f, what);
+        });
         std::lock_guard<std::mutex> lock(mutex_);
         current_.analysis = a;
         auto history = std::make_shared<std::vector<LatencySample>>(
@@ -379,8 +393,10 @@ bool Worker::step(const Request& r) {
         v->requested_tokens = r.latency_tokens;
         if (model_ && !r.model.capture_view && r.model.synthetic_tokens == 0)
           v->timing = latency_job(*model_, current_.analysis->analysis->find_inputs(rc.layer),
-                                  current_.analysis->analysis->options.hip.hip, r.latency_tokens,
-                                  [&] { return keep_going(stage, key[stage]); });
+                                  current_.analysis->analysis->options.hip.hip, r.latency_tokens, [&] {
+                                    if (earlier_stage_wanted(stage)) throw GiveWay();  // a new head's views first
+                                    return keep_going(stage, key[stage]);
+                                  });
         std::lock_guard<std::mutex> lock(mutex_);
         current_.latency = v;
         break;

@@ -47,7 +47,10 @@ class Worker {
   void add_deferred_views(int64_t layer);
   // The layer's views were deferred by the last prefill and are not computed yet.
   bool views_deferred(int64_t layer) const;
-  // A stage before `stage` in the run order is stale for the current request (and not failed).
+  // The scheduler would run stage `s` for request r (keys: r's): stale, not failed, its inputs up to
+  // date, not skipped for this kind of run. Reads done_key_ / failed_key_: the worker thread, or under mutex_.
+  bool runnable(int s, const Request& r, const std::array<std::string, kStageCount>& key) const;
+  // A stage before `stage` in the run order is runnable for the current request.
   bool earlier_stage_wanted(int stage) const;
 
   mutable std::mutex mutex_;

@@ -29,9 +29,15 @@ TimedMs summarize(std::vector<double> ms) {
     return t;
   }
   std::sort(ms.begin(), ms.end());
-  const size_t n = ms.size();
-  t.median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
-  t.spread = 0.5 * (ms[(3 * n) / 4 < n ? (3 * n) / 4 : n - 1] - ms[n / 4]);
+  // Quantiles by linear interpolation between order statistics (numpy's default).
+  auto quantile = [&](double q) {
+    const double at = q * static_cast<double>(ms.size() - 1);
+    const auto lo = static_cast<size_t>(at);
+    const size_t hi = std::min(lo + 1, ms.size() - 1);
+    return ms[lo] + (at - static_cast<double>(lo)) * (ms[hi] - ms[lo]);
+  };
+  t.median = quantile(0.5);
+  t.spread = 0.5 * (quantile(0.75) - quantile(0.25));
   return t;
 }
 

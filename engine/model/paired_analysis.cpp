@@ -176,7 +176,7 @@ void PairedPrefill::State::install_callbacks() {
     if (pending_layer == l) {
       if (views[static_cast<size_t>(l)])
         views[static_cast<size_t>(l)]->add_chunk(pending);
-      else
+      else if (options.keeps(l))  // layer_views reads it; a layer not kept can never be computed
         deferred_blocks[static_cast<size_t>(l)] = pending.hip_blocks;
       if (options.keeps(l)) {
         const size_t i = static_cast<size_t>(l);
@@ -487,8 +487,8 @@ std::vector<int64_t> PairedPrefill::pending_views() const {
   return layers;
 }
 
-LayerViewsResult PairedPrefill::layer_views(int64_t layer) const {
-  const State& s = *state_;
+LayerViewsResult PairedPrefill::layer_views(int64_t layer) {
+  State& s = *state_;
   if (!s.prompt_result) throw std::logic_error("PairedPrefill::layer_views after finish()");
   const PairedAnalysis& prompt = *s.prompt_result;
   if (layer < 0 || layer >= static_cast<int64_t>(prompt.layers.size()) || !prompt.layers[static_cast<size_t>(layer)].pending)
@@ -509,6 +509,8 @@ LayerViewsResult PairedPrefill::layer_views(int64_t layer) const {
     std::unique_ptr<LayerViewsBackend> views = make_layer_views(s.model->run.device, setup);
     views->add_chunk(chunk);
     LayerViewsResult r = views->finish();
+    // The caller keeps the result: the kernels' mask is not needed again (a second call estimates it).
+    s.deferred_blocks[static_cast<size_t>(layer)] = at::Tensor();
     r.quality.layer = layer;
     r.quality.dense = layer < s.options.hip.dense_layers;
     return r;

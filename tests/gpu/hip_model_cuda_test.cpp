@@ -76,6 +76,7 @@ TEST(HipModelCuda, DeferredViewsAndHipRerunEqualWholeCudaPrefills) {
   first.views_only_layer = 3;
   auto part = PairedPrefill::run(model, kStory, first, 4);
   const PairedAnalysis& w = *whole->prompt_result();
+  ASSERT_EQ(part->pending_views().size(), w.layers.size() - 1) << "every layer but the viewed one is deferred";
   double max_diff = 0;
   for (int64_t l : part->pending_views()) {
     const LayerViewsResult r = part->layer_views(l);
