@@ -12,6 +12,8 @@ namespace {
 
 double normal_cdf(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
 
+}  // namespace
+
 double kl_histogram_vs_normal(const DeltaStats& st) {
   if (st.pairs == 0) return std::numeric_limits<double>::quiet_NaN();
   if (st.stddev == 0) return 0.0;
@@ -34,8 +36,6 @@ double kl_histogram_vs_normal(const DeltaStats& st) {
   }
   return kl;
 }
-
-}  // namespace
 
 ScoreLocality score_locality(const AttentionInputs& in, const HipParams& p, int64_t head,
                              const std::vector<int64_t>& queries, const LocalityParams& lp) {

@@ -40,7 +40,11 @@ struct ScoreLocality {
 ScoreLocality score_locality(const AttentionInputs& in, const HipParams& p, int64_t head,
                              const std::vector<int64_t>& queries, const LocalityParams& lp);
 
-// The same statistics from score rows computed elsewhere (the GUI's device path): scores[i] holds
+// KL(histogram || fitted normal) of a DeltaStats whose pairs, mean, stddev, range and counts are set:
+// the kl_to_normal rule above, for statistics computed elsewhere (the GUI's device path).
+double kl_histogram_vs_normal(const DeltaStats& st);
+
+// The same statistics from score rows computed elsewhere: scores[i] holds
 // dot(q, k_j) of queries[i] over its visible keys [0, e], as score_locality computes them.
 ScoreLocality score_locality_of_scores(const std::vector<std::vector<double>>& scores, int64_t head,
                                        const std::vector<int64_t>& queries, const LocalityParams& lp);

@@ -142,9 +142,9 @@ std::optional<AttentionTiming> latency_job(const LoadedModel& model, const Layer
   });
 }
 
-std::optional<std::vector<std::vector<double>>> device_score_rows_job(const LayerInputs& inputs, int64_t head,
-                                                                      const std::vector<int64_t>& queries) {
-  return score_rows_on_device(inputs, head, queries);
+std::optional<hip::ScoreLocality> device_locality_job(const LayerInputs& inputs, int64_t head,
+                                                      const std::vector<int64_t>& queries, const hip::LocalityParams& lp) {
+  return score_locality_on_device(inputs, head, queries, lp);
 }
 
 void generate_job(const LoadedModel& model, const ModelInfo& info, const Request& r,

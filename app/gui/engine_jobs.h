@@ -10,7 +10,7 @@
 #include "app/gui/request.h"
 #include "app/gui/results.h"
 #include "engine/model/device_dense_image.h"
-#include "engine/model/device_score_rows.h"
+#include "engine/model/device_locality.h"
 #include "engine/model/device_trace.h"
 #include "engine/model/run_cancelled.h"
 
@@ -63,10 +63,10 @@ std::optional<PooledProbabilities> device_dense_job(const LayerInputs& inputs, i
 std::optional<AttentionTiming> latency_job(const LoadedModel& model, const LayerInputs* inputs, const hip::HipParams& p,
                                            int64_t tokens, const std::function<bool()>& keep_going);
 
-// Score rows of a few queries on the device (engine/model/device_score_rows.h); empty where the
-// layer's inputs are on the host.
-std::optional<std::vector<std::vector<double>>> device_score_rows_job(const LayerInputs& inputs, int64_t head,
-                                                                      const std::vector<int64_t>& queries);
+// Score locality of a few queries computed on the device (engine/model/device_locality.h); empty
+// where the layer's inputs are on the host.
+std::optional<hip::ScoreLocality> device_locality_job(const LayerInputs& inputs, int64_t head,
+                                                      const std::vector<int64_t>& queries, const hip::LocalityParams& lp);
 
 // Continues the prompt greedily with dense attention, then with HiP; `update` receives the growing
 // view after every piece of text and returns false to cancel (throws Cancelled).

@@ -379,9 +379,9 @@ bool Worker::step(const Request& r) {
       case kStageLocality: {
         const Request rc = clamp_selection(*current_.analysis, r);
         const LayerInputs* in = current_.analysis->analysis->find_inputs(rc.layer);
-        std::optional<std::vector<std::vector<double>>> rows;
-        if (in) rows = device_score_rows_job(*in, rc.head, locality_queries(in->tokens));
-        auto l = rows ? compute_locality(*current_.analysis, rc, *rows) : compute_locality(*current_.analysis, rc);
+        std::optional<hip::ScoreLocality> on_device;
+        if (in) on_device = device_locality_job(*in, rc.head, locality_queries(in->tokens), locality_params(rc, in->tokens));
+        auto l = on_device ? compute_locality(rc, *on_device) : compute_locality(*current_.analysis, rc);
         std::lock_guard<std::mutex> lock(mutex_);
         current_.locality = l;
         break;

@@ -160,10 +160,7 @@ std::shared_ptr<const DenseView> compute_dense(const Request& r, viz::HeatGrid p
   return d;
 }
 
-namespace {
-
-// Queries from the second half of the prompt (they see the most keys), at most 64 of them, and
-// the Deltas: the one asked for, then a geometric sweep for the mean / std curve.
+// The Deltas: the one asked for, then a geometric sweep for the mean / std curve.
 hip::LocalityParams locality_params(const Request& r, int64_t tokens) {
   hip::LocalityParams lp;
   lp.bins = r.bins;
@@ -171,6 +168,8 @@ hip::LocalityParams locality_params(const Request& r, int64_t tokens) {
   for (int64_t d = 1; d < tokens; d = d < 8 ? d + 1 : d * 5 / 4) lp.deltas.push_back(d);
   return lp;
 }
+
+namespace {
 
 std::shared_ptr<const LocalityView> locality_view(const Request& r, const hip::LocalityParams& lp, const hip::ScoreLocality& s,
                                                   const std::string& source) {
@@ -189,6 +188,7 @@ std::shared_ptr<const LocalityView> locality_view(const Request& r, const hip::L
 
 }  // namespace
 
+// Queries from the second half of the prompt (they see the most keys), at most 64 of them.
 std::vector<int64_t> locality_queries(int64_t tokens) {
   std::vector<int64_t> queries;
   const int64_t first = tokens / 2, n = std::min<int64_t>(64, tokens - first);
@@ -203,12 +203,10 @@ std::shared_ptr<const LocalityView> compute_locality(const AnalysisView& a, cons
   return locality_view(r, lp, hip::score_locality(in, p, r.head, locality_queries(in.tq), lp), "float64 CPU reference");
 }
 
-std::shared_ptr<const LocalityView> compute_locality(const AnalysisView& a, const Request& r,
-                                                     const std::vector<std::vector<double>>& scores) {
-  const hip::AttentionInputs in = a.shape(r.layer);
-  const hip::LocalityParams lp = locality_params(r, in.tk);
-  return locality_view(r, lp, hip::score_locality_of_scores(scores, r.head, locality_queries(in.tq), lp),
-                       "scores on the device");
+std::shared_ptr<const LocalityView> compute_locality(const Request& r, const hip::ScoreLocality& stats) {
+  hip::LocalityParams lp;
+  for (const hip::DeltaStats& d : stats.deltas) lp.deltas.push_back(d.delta);
+  return locality_view(r, lp, stats, "computed on the device");
 }
 
 std::shared_ptr<const OffloadView> compute_offload(const AnalysisView& a, const Request& r,

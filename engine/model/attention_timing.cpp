@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <string>
+#include <mutex>
+#include <tuple>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -68,6 +72,27 @@ DenseBackend fastest_dense(F&& call) {
   return best;
 }
 
+// The fastest backend of a shape, found once per process: every knob change times the same dense
+// shapes again, and trying each backend (cuDNN plans every new shape) took longer than the timing
+// itself (0.3-0.6 s of a 32k layer's 0.6-1.2 s). The dense side is still timed on every call.
+using ShapeKey = std::tuple<std::string, int, int, std::vector<int64_t>, std::vector<int64_t>>;
+template <class F>
+DenseBackend fastest_dense_cached(const std::string& kind, const at::Tensor& q, const at::Tensor& k, F&& call) {
+  static std::mutex mutex;
+  static std::map<ShapeKey, DenseBackend> found;
+  const ShapeKey key{kind, static_cast<int>(q.scalar_type()), static_cast<int>(q.get_device()), q.sizes().vec(),
+                     k.sizes().vec()};
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    const auto it = found.find(key);
+    if (it != found.end()) return it->second;
+  }
+  const DenseBackend best = fastest_dense(std::forward<F>(call));
+  std::lock_guard<std::mutex> lock(mutex);
+  found[key] = best;
+  return best;
+}
+
 }  // namespace
 
 AttentionTiming time_attention(const at::Tensor& q3, const at::Tensor& k3, const at::Tensor& v3, const hip::HipParams& p,
@@ -92,11 +117,12 @@ AttentionTiming time_attention(const at::Tensor& q3, const at::Tensor& k3, const
   at::Tensor out_prefill = at::empty_like(q);
   const at::Tensor ke = hip_torch::expand_kv_heads(k, hq), ve = hip_torch::expand_kv_heads(v, hq);
   const DenseBackend prefill_backend =
-      fastest_dense([&](DenseBackend b) { hip_torch::dense_attention(q, ke, ve, true, b); });
+      fastest_dense_cached("prefill", q, k, [&](DenseBackend b) { hip_torch::dense_attention(q, ke, ve, true, b); });
   // Decode: one query over every key, GQA folded into rows (no copy).
   hip_torch::MaskTensors step_masks = hip_torch::estimate_masks(q1, k, p);
   at::Tensor out_step = at::empty_like(q1);
-  const DenseBackend decode_backend = fastest_dense([&](DenseBackend b) { hip_torch::dense_decode(q1, k, v, b); });
+  const DenseBackend decode_backend =
+      fastest_dense_cached("decode", q1, k, [&](DenseBackend b) { hip_torch::dense_decode(q1, k, v, b); });
   out.dense_prefill_backend = prefill_backend == DenseBackend::kAuto ? "none" : hip_torch::dense_backend_name(prefill_backend);
   out.dense_decode_backend = decode_backend == DenseBackend::kAuto ? "none" : hip_torch::dense_backend_name(decode_backend);
 

@@ -32,6 +32,9 @@ struct LayerViewsSetup {
   // Tensor implementation: bytes of one (heads of a KV group, query rows, keys) score tile; the
   // query rows of a tile follow from it (a multiple of b_q). Tests shrink it to cover the tiling.
   int64_t tile_bytes = kLayerViewsTileBytes;
+  // Tensor implementation: a whole-prompt chunk of bf16/f16 CUDA inputs takes the fused route
+  // (dense rows from the flash kernel, see tensor_layer_views.cpp); tests turn it off to compare.
+  bool fused_dense = true;
 };
 
 // One prefill chunk of the layer: post-RoPE queries of rows [first_row, first_row + tq) and the
@@ -49,6 +52,7 @@ struct LayerViewsResult {
   LayerQuality quality;
   bool has_masks = false;
   LayerMaskViews masks;  // when setup.keep_masks
+  bool fused_dense = false;  // the tensor implementation's fused route ran (tensor_layer_views.cpp)
 };
 
 class LayerViewsBackend {

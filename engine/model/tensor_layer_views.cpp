@@ -8,11 +8,19 @@
 //    is P restricted to those keys and renormalised, against the dense output P V.
 // Scores are float64 for float32 (and float64) inputs, so masks and oracle match the reference
 // exactly; float32 for bf16/f16 inputs (their products are exact in float32, sums are not).
+//
+// A whole-prompt chunk of bf16/f16 CUDA inputs takes the fused route (fused_dense_rows): the dense
+// output and each row's log-sum-exp come from the fused flash kernel, the oracle's scores are formed
+// for the sampled rows only, and mass and output error are computed from the attended keys' scores,
+// gathered: no (rows x keys) probability tile is ever written. That is what makes a layer's views
+// at 32k-128k tokens take a fraction of a second instead of seconds. The dense output then carries
+// the run dtype's rounding (about 2e-3 relative), as the model's own dense attention does.
 #include <cmath>
 #include <limits>
 #include <stdexcept>
 
 #include <ATen/ATen.h>
+#include <torch/version.h>
 
 #include "engine/model/host_inputs.h"
 #include "engine/model/layer_views_backend.h"
@@ -67,6 +75,33 @@ at::Tensor oracle_selection(const at::Tensor& scores, const at::Tensor& in_range
   return at::where(small, range, chosen);
 }
 
+// One KV group's dense attention output (G, T, d) in the compute type and each row's natural
+// log-sum-exp of the scaled scores (G, T), from the fused flash kernel; false where it does not run
+// these shapes (the caller then forms the probabilities itself).
+struct DenseRows {
+  at::Tensor out, lse;
+};
+bool fused_dense_rows(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale, at::ScalarType compute,
+                      DenseRows& rows) {
+#if TORCH_VERSION_MAJOR >= 2
+  try {
+    const int64_t G = q.size(0);
+    const at::Tensor qb = q.unsqueeze(0).contiguous();
+    const at::Tensor kb = k.unsqueeze(0).unsqueeze(0).expand({1, G, k.size(0), k.size(1)}).contiguous();
+    const at::Tensor vb = v.unsqueeze(0).unsqueeze(0).expand({1, G, v.size(0), v.size(1)}).contiguous();
+    auto r = at::_scaled_dot_product_flash_attention(qb, kb, vb, 0.0, /*is_causal=*/true, false, scale);
+    rows.out = std::get<0>(r).squeeze(0).to(compute);
+    rows.lse = std::get<1>(r).squeeze(0).to(compute);
+    return rows.lse.dim() == 2 && rows.lse.size(1) == q.size(1);
+  } catch (const std::exception&) {
+    return false;
+  }
+#else
+  (void)q, (void)k, (void)v, (void)scale, (void)compute, (void)rows;
+  return false;
+#endif
+}
+
 class TensorLayerViews final : public LayerViewsBackend {
  public:
   explicit TensorLayerViews(const LayerViewsSetup& setup) : setup_(setup) {
@@ -83,7 +118,7 @@ class TensorLayerViews final : public LayerViewsBackend {
   void start(const LayerViewsChunk& chunk);
   at::Tensor hip_mask_of(const LayerViewsChunk& chunk) const;
   void tile(const LayerViewsChunk& chunk, const at::Tensor& hip_blocks, const at::Tensor& random_blocks, int64_t group,
-            const at::Tensor& kg, const at::Tensor& vg, int64_t r0, int64_t r1);
+            const at::Tensor& kg, const at::Tensor& vg, const DenseRows* fused, int64_t r0, int64_t r1);
 
   LayerViewsSetup setup_;
   int64_t rows_ = 0;  // query rows seen
@@ -96,6 +131,7 @@ class TensorLayerViews final : public LayerViewsBackend {
   // keep_masks: per chunk, on the host, HiP's and the oracle's blocks and counts, both recall tables.
   std::vector<at::Tensor> hip_blocks_, hip_counts_, oracle_blocks_, recall_rows_, random_recall_rows_;
   at::Tensor chunk_oracle_, chunk_recall_, chunk_random_recall_;  // (hq, chunk query blocks, ...) being filled
+  int64_t fused_groups_ = 0;  // KV groups that took the fused route (the result says so)
 };
 
 void TensorLayerViews::start(const LayerViewsChunk& chunk) {
@@ -147,10 +183,17 @@ void TensorLayerViews::add_chunk(const LayerViewsChunk& chunk) {
   const int64_t keys = chunk.k.size(1), element = static_cast<int64_t>(c10::elementSize(compute_));
   const int64_t fit = setup_.tile_bytes / std::max<int64_t>(1, group * keys * element);
   const int64_t rows_per_tile = std::max<int64_t>(1, fit / p.b_q) * p.b_q;
+  // The fused route: a whole prompt (top-left causal is then the prompt's own) in a fused kernel's dtype.
+  const bool fusable = setup_.fused_dense && chunk.q.is_cuda() && compute_ == at::kFloat && chunk.first_row == 0 &&
+                       keys == tq;
   for (int64_t g = 0; g < hkv_; ++g) {
     const at::Tensor kg = chunk.k[g].to(compute_), vg = chunk.v[g].to(compute_);
+    DenseRows dense;
+    const bool fused = fusable && fused_dense_rows(chunk.q.narrow(0, g * group, group), chunk.k[g], chunk.v[g],
+                                                   1.0 / std::sqrt(static_cast<double>(d_)), compute_, dense);
+    fused_groups_ += fused ? 1 : 0;
     for (int64_t r0 = 0; r0 < tq; r0 += rows_per_tile)
-      tile(chunk, hip_blocks, random_blocks, g, kg, vg, r0, std::min(tq, r0 + rows_per_tile));
+      tile(chunk, hip_blocks, random_blocks, g, kg, vg, fused ? &dense : nullptr, r0, std::min(tq, r0 + rows_per_tile));
   }
   if (setup_.keep_masks) {
     hip_blocks_.push_back(hip_blocks.to(at::kCPU, at::kInt));
@@ -161,9 +204,11 @@ void TensorLayerViews::add_chunk(const LayerViewsChunk& chunk) {
   rows_ += tq;
 }
 
-// One KV group's heads over chunk rows [r0, r1): every number of the module comment.
+// One KV group's heads over chunk rows [r0, r1): every number of the module comment. `fused`: the
+// group's dense rows from the fused kernel (the fused route), else null.
 void TensorLayerViews::tile(const LayerViewsChunk& chunk, const at::Tensor& hip_blocks, const at::Tensor& random_blocks,
-                            int64_t g, const at::Tensor& kg, const at::Tensor& vg, int64_t r0, int64_t r1) {
+                            int64_t g, const at::Tensor& kg, const at::Tensor& vg, const DenseRows* fused, int64_t r0,
+                            int64_t r1) {
   const hip::HipParams& p = setup_.params;
   const int64_t G = hq_ / hkv_, rows = r1 - r0, nq = ceil_div(rows, p.b_q), padded = nq * p.b_q;
   const int64_t first = chunk.first_row + r0;  // position of the tile's first row
@@ -174,13 +219,29 @@ void TensorLayerViews::tile(const LayerViewsChunk& chunk, const at::Tensor& hip_
 
   at::Tensor q = chunk.q.narrow(0, g * G, G).narrow(1, r0, rows).to(compute_);
   if (padded > rows) q = at::constant_pad_nd(q, {0, 0, 0, padded - rows});
-  at::Tensor s = at::matmul(q, kg.narrow(0, 0, keys).t());  // (G, padded, keys) raw scores
-  if (padded > rows) s.narrow(1, rows, padded - rows).fill_(kNegInf);
 
   // ---- oracle: block scores over sampled rows and every key of a block, top kb per query block
-  at::Tensor row_max = s.view({G, nq, p.b_q, keys}).slice(2, 0, p.b_q, p.b_sq).amax(2);  // (G, nq, keys)
+  at::Tensor s;  // (G, padded, keys) raw scores: the unfused route's probabilities are made from them
+  at::Tensor row_max;  // (G, nq, keys): each query block's max over its sampled rows
+  if (fused) {
+    // Only the sampled rows' scores; padding rows (past the prompt) never win a max.
+    const int64_t sampled = ceil_div(p.b_q, p.b_sq);
+    at::Tensor ss = at::matmul(q.view({G, nq, p.b_q, d_}).slice(2, 0, p.b_q, p.b_sq).reshape({G, nq * sampled, d_}),
+                               kg.narrow(0, 0, keys).t())
+                        .view({G, nq, sampled, keys});
+    if (padded > rows) {
+      const at::Tensor row = (at::arange(nq, long_opts) * p.b_q).unsqueeze(1) + (at::arange(sampled, long_opts) * p.b_sq).unsqueeze(0);
+      ss.masked_fill_(row.ge(rows).view({1, nq, sampled, 1}), kNegInf);
+    }
+    row_max = ss.amax(2);
+  } else {
+    s = at::matmul(q, kg.narrow(0, 0, keys).t());
+    if (padded > rows) s.narrow(1, rows, padded - rows).fill_(kNegInf);
+    row_max = s.view({G, nq, p.b_q, keys}).slice(2, 0, p.b_q, p.b_sq).amax(2);
+  }
   if (key_blocks * p.b_k > keys) row_max = at::constant_pad_nd(row_max, {0, key_blocks * p.b_k - keys}, kNegInf);
   const at::Tensor block_scores = row_max.view({G, nq, key_blocks, p.b_k}).amax(-1);
+  row_max = at::Tensor();
   std::vector<int64_t> hi(static_cast<size_t>(nq));
   const int64_t lo = p.sink / p.b_k;
   for (int64_t j = 0; j < nq; ++j) hi[j] = std::max(lo, hip::floor_div(first + j * p.b_q + 1 - p.window, p.b_k));
@@ -206,29 +267,41 @@ void TensorLayerViews::tile(const LayerViewsChunk& chunk, const at::Tensor& hip_
     chunk_random_recall_.narrow(0, g * G, G).narrow(1, qb, nq).copy_(random_recall);
   }
 
-  // ---- dense probabilities (causal), padded rows made finite and weighted out
-  if (padded > rows) s.narrow(1, rows, padded - rows).fill_(0);
-  s.mul_(1.0 / std::sqrt(static_cast<double>(d_)));
-  if (keys > first + 1) {  // keys after the first row's position: hidden from the rows before them
-    const at::Tensor later = at::arange(first + 1, keys, long_opts).unsqueeze(0);
-    const at::Tensor positions = at::arange(first, first + padded, long_opts).unsqueeze(1);
-    s.narrow(2, first + 1, keys - first - 1).masked_fill_(later.gt(positions), kNegInf);
-  }
-  const at::Tensor probs = at::softmax(s, -1);
+  // ---- dense output and what a selection keeps. The sink, a selection's blocks' keys and the dense
+  // tail of each query block are disjoint ranges (key_set.cpp), at most W keys; padding entries weigh
+  // 0. Reading W keys per row instead of masking all of them keeps this part small.
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d_));
   const at::Tensor weight = at::arange(padded, long_opts).lt(rows).to(at::kDouble);  // (padded)
   const at::Tensor v = vg.narrow(0, 0, keys);
-  const at::Tensor dense = at::matmul(probs, v);  // (G, padded, d)
+  at::Tensor probs, dense, lse;
+  if (fused) {
+    dense = fused->out.narrow(1, r0, rows);
+    lse = fused->lse.narrow(1, r0, rows);
+    if (padded > rows) {
+      dense = at::constant_pad_nd(dense, {0, 0, 0, padded - rows});
+      lse = at::constant_pad_nd(lse, {0, padded - rows});
+    }
+  } else {
+    // Probabilities (causal), padded rows made finite and weighted out.
+    if (padded > rows) s.narrow(1, rows, padded - rows).fill_(0);
+    s.mul_(scale);
+    if (keys > first + 1) {  // keys after the first row's position: hidden from the rows before them
+      const at::Tensor later = at::arange(first + 1, keys, long_opts).unsqueeze(0);
+      const at::Tensor positions = at::arange(first, first + padded, long_opts).unsqueeze(1);
+      s.narrow(2, first + 1, keys - first - 1).masked_fill_(later.gt(positions), kNegInf);
+    }
+    probs = at::softmax(s, -1);
+    s = at::Tensor();
+    dense = at::matmul(probs, v);  // (G, padded, d)
+  }
   dense_norm_.narrow(0, g * G, G).add_((dense.to(at::kDouble).pow(2).sum(-1) * weight).sum(-1));
 
-  // ---- what a selection keeps, gathered: the sink, its blocks' keys and the dense tail of each
-  // query block are disjoint ranges (key_set.cpp), at most W keys; causality is already in P and
-  // padding entries weigh 0. Reading W columns of P instead of masking all of them keeps this part
-  // small next to the score tile.
   const int64_t tail = p.window + p.b_k + p.b_q;  // keys from dense_from to the block's last row
   const int64_t width = p.sink + kb_ * p.b_k + tail;
   const at::Tensor sink_ids = at::arange(p.sink, long_opts).view({1, 1, p.sink}).expand({G, nq, p.sink});
   const at::Tensor tail_ids =
       (hi_t * p.b_k).view({1, nq, 1}) + at::arange(tail, long_opts).view({1, 1, tail});  // (1, nq, tail)
+  const at::Tensor row_positions = at::arange(first, first + padded, long_opts).view({1, nq, p.b_q, 1});
   auto score = [&](const at::Tensor& blocks, at::Tensor& mass_sum, at::Tensor& error_sum) {
     const at::Tensor rows = blocks.narrow(0, g * G, G).narrow(1, qb, nq).to(at::kLong);  // (G, nq, kb)
     const at::Tensor block_ids =
@@ -236,12 +309,22 @@ void TensorLayerViews::tile(const LayerViewsChunk& chunk, const at::Tensor& hip_
     at::Tensor ids = at::cat({sink_ids, block_ids.view({G, nq, kb_ * p.b_k}), tail_ids.expand({G, nq, tail})}, -1);
     const at::Tensor valid = ids.lt(keys);
     ids = ids.masked_fill(valid.logical_not(), 0);  // (G, nq, width), every id a real key
-    const at::Tensor weights = probs.view({G, nq, p.b_q, keys})
-                                   .gather(-1, ids.unsqueeze(2).expand({G, nq, p.b_q, width}))
-                                   .mul(valid.unsqueeze(2).to(compute_));  // (G, nq, b_q, width)
-    const at::Tensor mass = weights.sum(-1);                                 // (G, nq, b_q)
-    mass_sum.narrow(0, g * G, G).add_((mass.reshape({G, padded}).to(at::kDouble) * weight).sum(-1));
     const at::Tensor values = v.index_select(0, ids.reshape({-1})).view({G, nq, width, d_});
+    at::Tensor weights;  // (G, nq, b_q, width): each row's dense probability of each attended key
+    if (fused) {
+      // exp(scaled score - the row's log-sum-exp), causal: a tail key after the row's position is 0.
+      const at::Tensor k_ids = kg.index_select(0, ids.reshape({-1})).view({G, nq, width, d_});
+      const at::Tensor scores = at::matmul(q.view({G, nq, p.b_q, d_}), k_ids.transpose(-1, -2));
+      const at::Tensor seen = valid.unsqueeze(2).logical_and(ids.unsqueeze(2).le(row_positions));
+      weights = (scores * scale - lse.view({G, nq, p.b_q, 1})).masked_fill_(seen.logical_not(), kNegInf).exp_();
+    } else {
+      // causality is already in P
+      weights = probs.view({G, nq, p.b_q, keys})
+                    .gather(-1, ids.unsqueeze(2).expand({G, nq, p.b_q, width}))
+                    .mul(valid.unsqueeze(2).to(compute_));
+    }
+    const at::Tensor mass = weights.sum(-1);  // (G, nq, b_q)
+    mass_sum.narrow(0, g * G, G).add_((mass.reshape({G, padded}).to(at::kDouble) * weight).sum(-1));
     const at::Tensor out = (at::matmul(weights, values) / mass.unsqueeze(-1)).reshape({G, padded, d_});
     error_sum.narrow(0, g * G, G).add_(((out - dense).to(at::kDouble).pow(2).sum(-1) * weight).sum(-1));
   };
@@ -261,6 +344,7 @@ LayerViewsResult TensorLayerViews::finish() {
   };
   LayerViewsResult r;
   r.quality.layer = setup_.layer;
+  r.fused_dense = fused_groups_ > 0;
   const double blocks = static_cast<double>(query_blocks_), queries = static_cast<double>(setup_.prompt_tokens);
   for (int64_t h = 0; h < hq_; ++h) {
     HeadQuality q;

@@ -55,6 +55,13 @@ TEST(AttentionTimingCuda, MediansOfInterleavedRepeatsAt8k) {
   // Attention over k = 512 of 8192 keys reads a sixteenth of dense's: slower than dense would mean
   // the timing measured something else.
   EXPECT_LT(t.prefill_sparse.median, t.prefill_dense.median);
+  // A second timing of the same shapes (the next knob change) reuses the backend choice and still
+  // times the dense side.
+  o.keep_going = {};
+  const AttentionTiming again = time_attention(q, k, v, paper_params(), o);
+  EXPECT_EQ(again.dense_prefill_backend, t.dense_prefill_backend);
+  EXPECT_EQ(again.dense_decode_backend, t.dense_decode_backend);
+  EXPECT_EQ(again.prefill_dense.repeats, 5);
   int calls = 0;
   o.keep_going = [&] { return ++calls < 2; };
   EXPECT_THROW(time_attention(q, k, v, paper_params(), o), RunCancelled);

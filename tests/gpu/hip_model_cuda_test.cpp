@@ -9,7 +9,7 @@
 #include "engine/formats/model_source.h"
 #include "engine/analysis/layer_view.h"
 #include "engine/model/device_dense_image.h"
-#include "engine/model/device_score_rows.h"
+#include "engine/model/device_locality.h"
 #include "engine/model/device_trace.h"
 #include "engine/model/generation.h"
 #include "engine/model/hip_attention.h"
@@ -187,9 +187,9 @@ TEST(HipModelCuda, DeviceDenseImageEqualsTheCpuImageInFp32) {
   EXPECT_LE(worst, 1e-6);
 }
 
-// Score locality on CUDA: the sampled query rows' scores come from the device; in fp32 the
-// statistics built from them must be the float64 reference's on the host copy of the same layer.
-TEST(HipModelCuda, DeviceScoreRowsGiveTheReferenceLocalityInFp32) {
+// Score locality on CUDA: the sampled query rows' scores and every statistic come from the device;
+// in fp32 they must be the float64 reference's on the host copy of the same layer.
+TEST(HipModelCuda, DeviceLocalityEqualsTheReferenceInFp32) {
   REQUIRE_CUDA_KERNELS();
   AnalysisOptions o;
   o.hip = params();
@@ -205,18 +205,19 @@ TEST(HipModelCuda, DeviceScoreRowsGiveTheReferenceLocalityInFp32) {
   lp.deltas = {1, 2, 5, 9};
   double worst = 0;
   for (int64_t head : {int64_t{0}, in->heads - 1}) {
-    const auto rows = score_rows_on_device(*in, head, queries);
-    ASSERT_TRUE(rows.has_value());
-    const hip::ScoreLocality dev = hip::score_locality_of_scores(*rows, head, queries, lp);
+    const auto dev = score_locality_on_device(*in, head, queries, lp);
+    ASSERT_TRUE(dev.has_value());
     const hip::ScoreLocality ref = hip::score_locality(host, o.hip.hip, head, queries, lp);
-    ASSERT_EQ(dev.deltas.size(), ref.deltas.size());
+    ASSERT_EQ(dev->deltas.size(), ref.deltas.size());
     for (size_t i = 0; i < ref.deltas.size(); ++i) {
-      EXPECT_EQ(dev.deltas[i].pairs, ref.deltas[i].pairs);
-      worst = std::max({worst, std::abs(dev.deltas[i].mean - ref.deltas[i].mean), std::abs(dev.deltas[i].stddev - ref.deltas[i].stddev)});
-      EXPECT_EQ(dev.deltas[i].counts, ref.deltas[i].counts) << "head " << head << " Delta " << ref.deltas[i].delta;
+      EXPECT_EQ(dev->deltas[i].pairs, ref.deltas[i].pairs);
+      worst = std::max({worst, std::abs(dev->deltas[i].mean - ref.deltas[i].mean),
+                        std::abs(dev->deltas[i].stddev - ref.deltas[i].stddev),
+                        std::abs(dev->deltas[i].kl_to_normal - ref.deltas[i].kl_to_normal)});
+      EXPECT_EQ(dev->deltas[i].counts, ref.deltas[i].counts) << "head " << head << " Delta " << ref.deltas[i].delta;
     }
   }
-  std::printf("[gpu] locality from device score rows vs the reference, fp32: max mean/std diff %.3g\n", worst);
+  std::printf("[gpu] locality computed on the device vs the reference, fp32: max mean/std/KL diff %.3g\n", worst);
   EXPECT_LE(worst, 1e-9);
 }
 

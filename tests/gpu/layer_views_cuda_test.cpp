@@ -2,6 +2,8 @@
 // with HiP's mask taken from the CUDA kernels, as the forward pass hands it over; and the paired
 // analysis on CUDA in fp32 against the same analysis on the CPU, layer by layer, for stories15M and a
 // tiny random checkpoint with grouped-query attention.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include <ATen/ATen.h>
@@ -81,6 +83,55 @@ TEST(LayerViewsCuda, Bf16WithinBf16Tolerance) {
                 c.name.c_str(), recall, all);
     EXPECT_LE(recall, 0.05) << c.name;  // the kernels' bf16 tensor-core scores may flip near-ties
     EXPECT_LE(all, 0.05) << c.name;
+  }
+}
+
+// The fused route (a whole-prompt bf16 chunk: dense rows and log-sum-exp from the flash kernel, the
+// oracle's sampled rows only, the attended keys' scores gathered) against the unfused route on the same
+// inputs and mask, and against the float64 reference. A wrong log-sum-exp or causal rule would show in
+// the mass at once; the output error may differ by the flash output's bf16 rounding.
+TEST(LayerViewsCuda, Bf16FusedRouteEqualsTheUnfusedRoute) {
+  REQUIRE_CUDA_KERNELS();
+  for (LayerViewsCase c : cuda_cases()) {
+    c.chunk = 0;  // the fused route takes whole prompts
+    const auto in = testing::layer_views_inputs(c, 13);
+    const at::Tensor q = in.q.to(at::kBFloat16), k = in.k.to(at::kBFloat16), v = in.v.to(at::kBFloat16);
+    const LayerViewsResult ref = compute_layer_views(q, k, v, testing::layer_views_setup(c), true);
+    auto run = [&](bool fused) {
+      LayerViewsSetup setup = testing::layer_views_setup(c);
+      setup.fused_dense = fused;
+      auto views = make_tensor_layer_views(setup);
+      LayerViewsChunk chunk;
+      chunk.q = q.cuda();
+      chunk.k = k.cuda();
+      chunk.v = v.cuda();
+      chunk.hip_blocks = kernel_mask(c, chunk.q, chunk.k);
+      views->add_chunk(chunk);
+      return views->finish();
+    };
+    const LayerViewsResult fused = run(true), plain = run(false);
+    EXPECT_TRUE(fused.fused_dense) << c.name;
+    EXPECT_FALSE(plain.fused_dense) << c.name;
+    EXPECT_EQ(fused.masks.hip.blocks, plain.masks.hip.blocks) << c.name;
+    size_t oracle_diff = 0;
+    for (size_t i = 0; i < fused.masks.oracle.blocks.size(); ++i)
+      oracle_diff += fused.masks.oracle.blocks[i] != plain.masks.oracle.blocks[i] ? 1 : 0;
+    double recall = 0, mass = 0, error = 0;
+    for (size_t h = 0; h < fused.quality.heads.size(); ++h) {
+      const HeadQuality &a = fused.quality.heads[h], &b = plain.quality.heads[h];
+      recall = std::max({recall, std::abs(a.recall - b.recall), std::abs(a.random_recall - b.random_recall)});
+      mass = std::max({mass, std::abs(a.mass - b.mass), std::abs(a.random_mass - b.random_mass)});
+      error = std::max({error, std::abs(a.out_rel_err - b.out_rel_err), std::abs(a.random_out_rel_err - b.random_out_rel_err)});
+    }
+    const double vs_reference = max_quality_diff(fused.quality, ref.quality);
+    std::printf("[gpu] layer views %s bf16, fused vs unfused route: %zu of %zu oracle entries differ, max recall diff %.3g, "
+                "mass diff %.3g, error diff %.3g; fused vs float64 reference %.3g\n",
+                c.name.c_str(), oracle_diff, fused.masks.oracle.blocks.size(), recall, mass, error, vs_reference);
+    EXPECT_LE(static_cast<double>(oracle_diff), 1e-3 * static_cast<double>(fused.masks.oracle.blocks.size()) + 2) << c.name;
+    EXPECT_LE(recall, 0.01) << c.name;
+    EXPECT_LE(mass, 1e-4) << c.name;
+    EXPECT_LE(error, 1e-2) << c.name;
+    EXPECT_LE(vs_reference, 0.05) << c.name;
   }
 }
 

@@ -79,8 +79,8 @@ std::optional<AttentionTiming> latency_job(const LoadedModel&, const LayerInputs
   return std::nullopt;  // the fake runs on no device: nothing to time
 }
 
-std::optional<std::vector<std::vector<double>>> device_score_rows_job(const LayerInputs&, int64_t,
-                                                                      const std::vector<int64_t>&) {
+std::optional<hip::ScoreLocality> device_locality_job(const LayerInputs&, int64_t, const std::vector<int64_t>&,
+                                                      const hip::LocalityParams&) {
   return std::nullopt;
 }
 

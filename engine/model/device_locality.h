@@ -1,0 +1,28 @@
+#pragma once
+// Score locality (kernels/score_locality.h) computed where a CUDA run keeps the layer's tensors: the
+// sampled query rows' scores, every Delta's pair differences, moments, range and histogram on the
+// device, two transfers of a few numbers per Delta back. The float64 reference's rules throughout
+// (its two passes, its binning, its KL via hip::kl_histogram_vs_normal); tests compare the two.
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "engine/analysis/paired_result.h"
+#include "kernels/score_locality.h"
+
+namespace hipstudio {
+
+// q (heads, tokens, dim), k (kv_heads, tokens, dim) on any device, causal prefill: query i sees keys
+// [0, i]. Scores are float64 for float32/float64 inputs, float32 (then widened) for bf16/f16; the
+// statistics are float64. Throws hip::AttentionInputError / HipParamError as the reference does.
+hip::ScoreLocality score_locality_of_tensors(const at::Tensor& q, const at::Tensor& k, int64_t head,
+                                             const std::vector<int64_t>& queries, const hip::LocalityParams& lp);
+
+// The same for a kept layer whose tensors live on a CUDA device; empty for host arrays.
+std::optional<hip::ScoreLocality> score_locality_on_device(const LayerInputs& inputs, int64_t head,
+                                                           const std::vector<int64_t>& queries,
+                                                           const hip::LocalityParams& lp);
+
+}  // namespace hipstudio
