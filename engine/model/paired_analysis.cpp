@@ -146,7 +146,33 @@ struct PairedPrefill::State {
         hip_prefill_time(hip_recorder()) {}  // model and options are set by now (declared first)
 
   void prefill();  // of prompt.prompt_ids: the dense side, then hip_prefill()
-  void hip_prefill();  // the HiP side, its views and the prompt's metrics, against dense_hidden
+  // The HiP side, its views and the prompt's metrics, against dense_hidden: every layer, or from
+  // hip_from on (rerun_hip), with `carried` the kept inputs of the layers below it.
+  void hip_prefill(const std::vector<LayerInputs>& carried = {});
+  // The HiP side's residual stream entering its first HiP layer (hip_entry_layer = l_d), kept so that
+  // a change of HiP settings re-runs the layers it reaches only (rerun_hip): the layers below l_d are
+  // dense on this side, and their results do not depend on HiP's settings.
+  at::Tensor hip_entry;
+  int64_t hip_entry_layer = -1;
+  int64_t hip_from = 0;  // the first layer the last HiP prefill ran
+  // One layer's views from kept inputs and the HiP mask the kernels chose (undefined: the views layer
+  // estimates it): what the prefill computes for that layer.
+  LayerViewsResult views_of_kept(const LayerInputs& in, int64_t layer, const at::Tensor& hip_blocks, bool keep_masks) const {
+    LayerViewsSetup setup;
+    setup.layer = layer;
+    setup.prompt_tokens = n;
+    setup.params = options.hip.hip;
+    setup.seed = options.random_seed;
+    setup.keep_masks = keep_masks;
+    LayerViewsChunk chunk = kept_layer_chunk(in);  // the same inputs the prefill gave the views layer
+    chunk.hip_blocks = hip_blocks;
+    std::unique_ptr<LayerViewsBackend> views = make_layer_views(model->run.device, setup);
+    views->add_chunk(chunk);
+    LayerViewsResult r = views->finish();
+    r.quality.layer = layer;
+    r.quality.dense = layer < options.hip.dense_layers;
+    return r;
+  }
   // The dense side's last-layer rows of the prompt: kept, so that new HiP settings re-run the HiP
   // side alone (rerun_hip) and compare it with the same dense rows.
   at::Tensor dense_hidden;
@@ -222,7 +248,7 @@ void PairedPrefill::State::prefill() {
   auto chunk_ids = [&](const std::pair<int64_t, int64_t>& r) {
     return std::vector<int32_t>(result.prompt_ids.begin() + r.first, result.prompt_ids.begin() + r.second);
   };
-  passes = static_cast<double>(chunks.size()) * static_cast<double>(c.n_layers);
+  passes = static_cast<double>(chunks.size()) * static_cast<double>(c.n_layers - hip_from);
   install_callbacks();
 
   // ---- prefill, dense side ----------------------------------------------------------------------
@@ -237,7 +263,7 @@ void PairedPrefill::State::prefill() {
   hip_prefill();
 }
 
-void PairedPrefill::State::hip_prefill() {
+void PairedPrefill::State::hip_prefill(const std::vector<LayerInputs>& carried) {
   const ModelConfig& c = model->config;
   PairedAnalysis& result = prompt;
   result.options = options;
@@ -261,7 +287,7 @@ void PairedPrefill::State::hip_prefill() {
   hip_timer = &hip_prefill_time;
   deferred_blocks.assign(static_cast<size_t>(c.n_layers), at::Tensor());
   for (int64_t l = 0; l < c.n_layers; ++l) {
-    if (defers_views(l)) {
+    if (defers_views(l) || l < hip_from) {  // a layer not run again: from its carried inputs below
       views.push_back(nullptr);
       continue;
     }
@@ -282,12 +308,36 @@ void PairedPrefill::State::hip_prefill() {
   streams.heads = c.n_heads;
   streams.first_layer = options.hip.dense_layers;
   std::vector<at::Tensor> hip_rows;
-  for (const auto& r : chunks) hip_rows.push_back(hip_model.forward_hidden(chunk_ids(r), hip_cache, *hip_attention));
+  const int64_t entry_layer = options.hip.dense_layers;
+  const bool keep_entry = entry_layer > 0 && entry_layer < c.n_layers && chunks.size() == 1;
+  at::Tensor entry;
+  for (const auto& r : chunks) {
+    if (hip_from > 0)
+      hip_rows.push_back(hip_model.forward_hidden_from(hip_from, hip_entry, hip_cache, *hip_attention, entry_layer, &entry));
+    else
+      hip_rows.push_back(hip_model.forward_hidden(chunk_ids(r), hip_cache, *hip_attention, Phase::Prefill,
+                                                  keep_entry ? entry_layer : -1, &entry));
+  }
+  hip_entry = keep_entry ? entry : at::Tensor();
+  hip_entry_layer = keep_entry ? entry_layer : -1;
+  entry = at::Tensor();
   const at::Tensor hip_hidden = at::cat(hip_rows);
   hip_rows.clear();
   prefilling = false;
 
+  auto find_carried = [&](int64_t l) -> const LayerInputs* {
+    for (const LayerInputs& in : carried)
+      if (in.layer == l) return &in;
+    return nullptr;
+  };
   for (int64_t l = 0; l < c.n_layers; ++l) {
+    if (l < hip_from && !defers_views(l)) {  // not run again: its views from the same inputs as before
+      report(progress, 0.85, "layer views, layer " + std::to_string(l));
+      LayerViewsResult r = views_of_kept(*find_carried(l), l, at::Tensor(), options.keeps(l));
+      result.layers.push_back(std::move(r.quality));
+      if (r.has_masks) result.masks.push_back(std::move(r.masks));
+      continue;
+    }
     if (!views[static_cast<size_t>(l)]) {
       LayerQuality later;
       later.layer = l;
@@ -307,6 +357,11 @@ void PairedPrefill::State::hip_prefill() {
   views.clear();
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const size_t i = static_cast<size_t>(l);
+    if (l < hip_from) {
+      const LayerInputs* in = find_carried(l);
+      if (in && options.keeps(l)) result.inputs.push_back(*in);
+      continue;
+    }
     if (kept_q[i].empty()) continue;
     const at::Tensor q = kept_q[i].size() == 1 ? kept_q[i][0] : at::cat(kept_q[i], 1);
     result.inputs.push_back(keep_layer_inputs(l, q, kept_k[i], kept_v[i]));
@@ -345,6 +400,19 @@ void PairedPrefill::rerun_hip(const AnalysisOptions& options, const AnalysisProg
     kept.keep_layers = {options.views_only_layer};
   }
   std::shared_ptr<PairedAnalysis> before = std::move(s.prompt_result);
+  // The layers below the first one the change reaches are not run again: below the old and the new
+  // l_d both sides of this model are dense. They resume from the stream kept at the old l_d when the
+  // new l_d is not lower, and the layers below it whose inputs the new run keeps or must view were
+  // kept by the last run (their inputs are carried; their views are recomputed with the new settings).
+  int64_t from = s.hip_entry.defined() && kept.hip.dense_layers >= s.hip_entry_layer ? s.hip_entry_layer : 0;
+  std::vector<LayerInputs> carried;
+  for (int64_t l = 0; l < from; ++l) {
+    const bool needed = kept.keeps(l) || !(kept.views_only_layer >= 0 && l != kept.views_only_layer);
+    const LayerInputs* in = before->find_inputs(l);
+    if (in) carried.push_back(*in);
+    else if (needed) from = 0;
+  }
+  if (from == 0) carried.clear();
   struct Detach {
     State& s;
     ~Detach() { s.progress = {}; }
@@ -353,13 +421,17 @@ void PairedPrefill::rerun_hip(const AnalysisOptions& options, const AnalysisProg
     c10::InferenceMode inference;
     s.options = kept;
     s.hip_attention = std::make_unique<HipAttention>(kept.hip, s.model->config.n_layers);
-    s.hip_cache.truncate(0);
+    s.hip_cache.truncate(0);  // the layers below `from` keep the prompt's keys and values they wrote
+    const LatencyRecorder last = std::move(s.hip_prefill_time);
     s.hip_prefill_time = s.hip_recorder();
+    for (int64_t l = 0; l < from; ++l) s.hip_prefill_time.layers[static_cast<size_t>(l)] = last.layers[static_cast<size_t>(l)];
+    s.hip_from = from;
+    if (from == 0) s.hip_entry = at::Tensor();  // a whole run keeps a new one
     s.progress = progress;
     s.prompt = PairedAnalysis{};
     s.prompt.prompt_ids = before->prompt_ids;
     before.reset();  // its kept inputs go with the last holder (the screen's view), not with this run
-    s.hip_prefill();  // on a throw, prompt_result stays null: this prefill decodes no more
+    s.hip_prefill(carried);  // on a throw, prompt_result stays null: this prefill decodes no more
     return 0;
   });
   s.prompt_result = std::make_shared<PairedAnalysis>(std::move(s.prompt));
@@ -430,6 +502,7 @@ PairedPrefill::~PairedPrefill() = default;
 
 std::shared_ptr<const PairedAnalysis> PairedPrefill::prompt_result() const { return state_->prompt_result; }
 int64_t PairedPrefill::decode_room() const { return state_->decode_room; }
+int64_t PairedPrefill::hip_first_layer() const { return state_->hip_from; }
 
 std::unique_ptr<PairedPrefill> PairedPrefill::run(std::shared_ptr<const Model> model, const std::string& prompt,
                                                   const AnalysisOptions& options, int64_t decode_room,
@@ -497,22 +570,9 @@ LayerViewsResult PairedPrefill::layer_views(int64_t layer) {
   if (!in) throw std::logic_error("PairedPrefill::layer_views: the prefill kept no inputs of layer " + std::to_string(layer));
   return guard_out_of_memory(s.model->run, "the layer views of layer " + std::to_string(layer), [&] {
     c10::InferenceMode inference;
-    LayerViewsSetup setup;
-    setup.layer = layer;
-    setup.prompt_tokens = s.n;
-    setup.params = s.options.hip.hip;
-    setup.seed = s.options.random_seed;
-    setup.keep_masks = true;
-    // The same inputs and HiP mask the prefill would have given the views layer (kept_inputs.h).
-    LayerViewsChunk chunk = kept_layer_chunk(*in);
-    chunk.hip_blocks = s.deferred_blocks[static_cast<size_t>(layer)];
-    std::unique_ptr<LayerViewsBackend> views = make_layer_views(s.model->run.device, setup);
-    views->add_chunk(chunk);
-    LayerViewsResult r = views->finish();
+    LayerViewsResult r = s.views_of_kept(*in, layer, s.deferred_blocks[static_cast<size_t>(layer)], true);
     // The caller keeps the result: the kernels' mask is not needed again (a second call estimates it).
     s.deferred_blocks[static_cast<size_t>(layer)] = at::Tensor();
-    r.quality.layer = layer;
-    r.quality.dense = layer < s.options.hip.dense_layers;
     return r;
   });
 }

@@ -56,7 +56,11 @@ class PairedPrefill {
   // against the same dense prefill, whose cache and last rows stay: what run() with these options
   // gives, without the dense side's time. The prompt, decode room and context stay. On a throw
   // (cancel, out of memory) the prefill can decode no more (logic_error): run a new one.
+  // Only the layers the change reaches run again: from the old l_d on when the new l_d is not lower
+  // (the layers below are dense on both sides, and their kept inputs carry over), else every layer.
   void rerun_hip(const AnalysisOptions& options, const AnalysisProgress& progress = {});
+  // The first layer the last HiP prefill ran (0 for a whole one).
+  int64_t hip_first_layer() const;
   // The layers whose views the prefill deferred (AnalysisOptions::views_only_layer), ascending.
   std::vector<int64_t> pending_views() const;
   // One deferred layer's views (quality and masks) from its kept inputs and the HiP mask the

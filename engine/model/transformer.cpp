@@ -34,9 +34,8 @@ at::Tensor Transformer::logits_of(const at::Tensor& hidden) const {
 }
 
 at::Tensor Transformer::forward_hidden(const std::vector<int32_t>& tokens, KVCache& cache, AttentionBackend& attention,
-                                       Phase phase) const {
+                                       Phase phase, int64_t entry_of, at::Tensor* entry) const {
   c10::InferenceMode inference;
-  const ModelConfig& c = model_->config;
   const ModelWeights& w = model_->weights;
   const int64_t T = static_cast<int64_t>(tokens.size());
   const int64_t start = cache.length();
@@ -59,7 +58,30 @@ at::Tensor Transformer::forward_hidden(const std::vector<int32_t>& tokens, KVCac
 
   at::Tensor ids = at::tensor(at::IntArrayRef(std::vector<int64_t>(tokens.begin(), tokens.end())), at::kLong)
                        .to(model_->run.device);
-  at::Tensor x = w.embedding.index_select(0, ids);  // [T, dim]
+  return run_layers(0, w.embedding.index_select(0, ids), cache, attention, phase, entry_of, entry);  // x: [T, dim]
+}
+
+at::Tensor Transformer::forward_hidden_from(int64_t first, const at::Tensor& input, KVCache& cache, AttentionBackend& attention,
+                                            int64_t entry_of, at::Tensor* entry) const {
+  c10::InferenceMode inference;
+  const int64_t T = input.size(0), start = cache.length();
+  if (first < 0 || first > model_->config.n_layers) throw std::logic_error("forward_hidden_from: no layer " + std::to_string(first));
+  if (T == 0 || start + T > max_positions_ || start + T > cache.capacity())
+    throw std::logic_error("forward_hidden_from past the prepared context: " + std::to_string(start + T) + " positions");
+  last_step_graphed_ = false;
+  if (entry && entry_of == first) {  // the entry asked for is the input itself
+    *entry = input;
+    entry = nullptr;
+  }
+  // The layers write the stream in place (blocks of rows): `input` must stay for the next re-run.
+  return run_layers(first, input.clone(), cache, attention, Phase::Prefill, entry_of, entry);
+}
+
+at::Tensor Transformer::run_layers(int64_t first, at::Tensor x, KVCache& cache, AttentionBackend& attention, Phase phase,
+                                   int64_t entry_of, at::Tensor* entry) const {
+  const ModelConfig& c = model_->config;
+  const ModelWeights& w = model_->weights;
+  const int64_t T = x.size(0), start = cache.length();
   const int64_t qd = c.q_dim(), hd = c.head_dim;
   // Row-wise work (norms, projections, RoPE, MLP) runs in blocks of `rows` to bound activations;
   // attention sees the call's rows at once, so a whole prompt is one causal attention call per layer.
@@ -68,7 +90,8 @@ at::Tensor Transformer::forward_hidden(const std::vector<int32_t>& tokens, KVCac
 
   const bool cuda = model_->run.device.is_cuda();
   DeviceTimer layer_time(cuda), attention_time(cuda);
-  for (int64_t l = 0; l < c.n_layers; ++l) {
+  for (int64_t l = first; l < c.n_layers; ++l) {
+    if (entry && l == entry_of) *entry = x.clone();
     if (timer_) layer_time.start();
     double attention_seconds = 0.0;
     const LayerWeights& layer = w.layers[l];

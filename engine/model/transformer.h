@@ -56,13 +56,24 @@ class Transformer {
   // The same pass without the final RMSNorm and classifier: the residual stream [T, dim] in the
   // run's dtype, on the run's device. Callers that need the logits of many positions (the paired analysis) turn a few rows
   // at a time into logits with logits_of instead of holding [T, vocab].
+  // A prefill may hand back a copy of the residual stream entering layer `entry_of` in *entry (what
+  // forward_hidden_from takes to re-run the layers from there on).
   at::Tensor forward_hidden(const std::vector<int32_t>& tokens, KVCache& cache, AttentionBackend& attention,
-                            Phase phase = Phase::Prefill) const;
+                            Phase phase = Phase::Prefill, int64_t entry_of = -1, at::Tensor* entry = nullptr) const;
+  // The prefill again from layer `first` on: `input` [T, dim] is the residual stream entering it (as
+  // forward_hidden handed it back; not modified), and the cache's layers below `first` already hold
+  // these T positions from the cache's length on (what an earlier pass over the same rows wrote).
+  // Runs layers [first, n_layers) and advances the cache by T: the same result as forward_hidden
+  // when the layers below `first` would compute what they computed before.
+  at::Tensor forward_hidden_from(int64_t first, const at::Tensor& input, KVCache& cache, AttentionBackend& attention,
+                                 int64_t entry_of = -1, at::Tensor* entry = nullptr) const;
   // Logits [rows, vocab] of residual-stream rows [rows, dim] (final RMSNorm, classifier), float32
   // on the run's device.
   at::Tensor logits_of(const at::Tensor& hidden) const;
 
  private:
+  at::Tensor run_layers(int64_t first, at::Tensor x, KVCache& cache, AttentionBackend& attention, Phase phase,
+                        int64_t entry_of, at::Tensor* entry) const;
   std::shared_ptr<const Model> model_;
   int64_t max_positions_;
   // Rows of the row-wise work per block (kCudaPrefillRows on CUDA; unbounded on the CPU, whose

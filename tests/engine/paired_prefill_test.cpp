@@ -162,11 +162,39 @@ TEST(PairedPrefill, HipRerunsEqualFreshRunsWithTheirSettings) {
   other.hip.dense_layers = 2;
   other.random_seed = 9;
   prefill->rerun_hip(other);
+  EXPECT_EQ(prefill->hip_first_layer(), 1) << "l_d 1 -> 2: layer 0 is dense either way";
   const PairedAnalysis rerun = prefill->decode(3, 4);
   expect_same_results(rerun, run_paired_analysis(default_model(), kStory, other), "k 16, l_d 2");
-  // Back to the first settings: the dense side was never re-run and still matches.
+  // Back to the first settings: the dense side was never re-run and still matches. l_d goes down:
+  // the stream entering layer 1 was not kept, so every layer runs.
   prefill->rerun_hip(first);
+  EXPECT_EQ(prefill->hip_first_layer(), 0);
   expect_same_results(prefill->decode(3, 4), run_paired_analysis(default_model(), kStory, first), "back to the first");
+  // k and b_q alone, the viewed layer below l_d and one above it: from l_d on.
+  for (int64_t viewed : {int64_t{0}, int64_t{4}}) {
+    AnalysisOptions next = first;
+    next.hip.hip.k = viewed == 0 ? 24 : 12;
+    next.hip.hip.b_q = viewed == 0 ? 16 : 8;
+    next.views_only_layer = viewed;
+    prefill->rerun_hip(next);
+    EXPECT_EQ(prefill->hip_first_layer(), 1) << "viewed layer " << viewed;
+    PairedAnalysis resumed = prefill->decode(3, 4);
+    next.views_only_layer = -1;
+    const PairedAnalysis whole = run_paired_analysis(default_model(), kStory, next);
+    for (LayerQuality& q : resumed.layers)
+      if (q.pending) {  // the deferred layers' views, as the GUI computes them later
+        LayerViewsResult r = prefill->layer_views(q.layer);
+        q = r.quality;
+      }
+    EXPECT_FALSE(resumed.layers[static_cast<size_t>(viewed)].pending);
+    ASSERT_EQ(resumed.layers.size(), whole.layers.size());
+    for (size_t l = 0; l < whole.layers.size(); ++l)
+      for (size_t h = 0; h < whole.layers[l].heads.size(); ++h)
+        EXPECT_EQ(resumed.layers[l].heads[h].recall, whole.layers[l].heads[h].recall) << l << "/" << h;
+    EXPECT_EQ(resumed.hip.nll, whole.hip.nll) << "viewed layer " << viewed;
+    EXPECT_EQ(resumed.hip.generated, whole.hip.generated) << "viewed layer " << viewed;
+    EXPECT_EQ(resumed.inputs.size(), whole.inputs.size());
+  }
 
   EXPECT_THROW(prefill->rerun_hip(other, [](double, const std::string& what) { return what.rfind("HiP prefill, layer 2", 0) != 0; }),
                RunCancelled);
