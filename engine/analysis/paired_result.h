@@ -33,6 +33,9 @@ struct AnalysisOptions {
   // With views_only_layer: where keeping every layer's inputs does not fit the device, keep that
   // layer's only (the GUI at 128k tokens); the other layers' views then need a prefill that keeps them.
   bool keep_viewed_if_short = false;
+  // With views_only_layer: the HiP prefill stops after that layer and the rest waits for
+  // PairedPrefill::finish_hip, so the viewed layer's results come first (the GUI's knob changes).
+  bool viewed_layer_first = false;
   bool keeps(int64_t layer) const {
     if (keep_all_layers) return true;
     for (int64_t l : keep_layers)
@@ -160,6 +163,11 @@ struct PairedAnalysis {
   AccessStreams access;
   std::vector<LayerInputs> inputs;  // (kept layers, ascending) HiP side, prompt only
   std::vector<LayerMaskViews> masks;  // (kept layers, ascending) HiP's, the oracle's and the random masks
+  // -1: the HiP side ran every layer. >= 0 (AnalysisOptions::viewed_layer_first): it has run through
+  // this layer only, so the layers above have no results yet (pending, no inputs) and the per-token
+  // metrics of both sides (nll, ppl, KL, top-1) are not computed yet (empty, 0).
+  int64_t hip_through_layer = -1;
+  bool hip_partial() const { return hip_through_layer >= 0; }
 
   // The kept inputs / masks of `layer`, or null when the run did not keep them.
   const LayerInputs* find_inputs(int64_t layer) const {

@@ -155,6 +155,14 @@ struct PairedPrefill::State {
   at::Tensor hip_entry;
   int64_t hip_entry_layer = -1;
   int64_t hip_from = 0;  // the first layer the last HiP prefill ran
+  // The viewed-layer-first prefill's stream entering the first layer it left (hip_mid_layer), for
+  // finish_hip; undefined (-1) when the HiP side is whole.
+  at::Tensor hip_mid;
+  int64_t hip_mid_layer = -1;
+  at::Tensor run_hip_layers(int64_t first, int64_t last, const at::Tensor& input);
+  void take_kept_inputs(int64_t layer, PairedAnalysis& result);
+  void prompt_metrics(const at::Tensor& hip_hidden, PairedAnalysis& result);
+  void finish_hip();
   // One layer's views from kept inputs and the HiP mask the kernels chose (undefined: the views layer
   // estimates it): what the prefill computes for that layer.
   LayerViewsResult views_of_kept(const LayerInputs& in, int64_t layer, const at::Tensor& hip_blocks, bool keep_masks) const {
@@ -307,22 +315,15 @@ void PairedPrefill::State::hip_prefill(const std::vector<LayerInputs>& carried) 
   streams.layers = std::max<int64_t>(0, c.n_layers - options.hip.dense_layers);
   streams.heads = c.n_heads;
   streams.first_layer = options.hip.dense_layers;
-  std::vector<at::Tensor> hip_rows;
-  const int64_t entry_layer = options.hip.dense_layers;
-  const bool keep_entry = entry_layer > 0 && entry_layer < c.n_layers && chunks.size() == 1;
-  at::Tensor entry;
-  for (const auto& r : chunks) {
-    if (hip_from > 0)
-      hip_rows.push_back(hip_model.forward_hidden_from(hip_from, hip_entry, hip_cache, *hip_attention, entry_layer, &entry));
-    else
-      hip_rows.push_back(hip_model.forward_hidden(chunk_ids(r), hip_cache, *hip_attention, Phase::Prefill,
-                                                  keep_entry ? entry_layer : -1, &entry));
-  }
-  hip_entry = keep_entry ? entry : at::Tensor();
-  hip_entry_layer = keep_entry ? entry_layer : -1;
-  entry = at::Tensor();
-  const at::Tensor hip_hidden = at::cat(hip_rows);
-  hip_rows.clear();
+  // With options.viewed_layer_first, the layers up to the viewed one run now and the rest in
+  // finish_hip(): the viewed layer's results come out after a fraction of the layers.
+  const int64_t viewed = options.views_only_layer;
+  const int64_t stop = options.viewed_layer_first && viewed >= 0 && viewed + 1 < c.n_layers && chunks.size() == 1
+                           ? std::max(hip_from, viewed + 1)
+                           : c.n_layers;
+  const at::Tensor input = hip_from > 0 ? hip_entry : hip_model.embed(chunk_ids(chunks.front()));
+  if (chunks.size() != 1 && hip_from > 0) throw std::logic_error("a resumed HiP prefill is one chunk");
+  at::Tensor stream = run_hip_layers(hip_from, stop, input);
   prefilling = false;
 
   auto find_carried = [&](int64_t l) -> const LayerInputs* {
@@ -338,7 +339,7 @@ void PairedPrefill::State::hip_prefill(const std::vector<LayerInputs>& carried) 
       if (r.has_masks) result.masks.push_back(std::move(r.masks));
       continue;
     }
-    if (!views[static_cast<size_t>(l)]) {
+    if (!views[static_cast<size_t>(l)] || l >= stop) {
       LayerQuality later;
       later.layer = l;
       later.dense = l < options.hip.dense_layers;
@@ -355,24 +356,61 @@ void PairedPrefill::State::hip_prefill(const std::vector<LayerInputs>& carried) 
     if (r.has_masks) result.masks.push_back(std::move(r.masks));
   }
   views.clear();
-  for (int64_t l = 0; l < c.n_layers; ++l) {
-    const size_t i = static_cast<size_t>(l);
+  for (int64_t l = 0; l < std::min(stop, c.n_layers); ++l) {
     if (l < hip_from) {
       const LayerInputs* in = find_carried(l);
       if (in && options.keeps(l)) result.inputs.push_back(*in);
       continue;
     }
-    if (kept_q[i].empty()) continue;
-    const at::Tensor q = kept_q[i].size() == 1 ? kept_q[i][0] : at::cat(kept_q[i], 1);
-    result.inputs.push_back(keep_layer_inputs(l, q, kept_k[i], kept_v[i]));
-    kept_q[i].clear();
-    kept_k[i] = kept_v[i] = at::Tensor();
+    take_kept_inputs(l, result);
   }
-  kept_q.clear();
-  kept_k.clear();
-  kept_v.clear();
+  if (stop < c.n_layers) {
+    hip_mid = stream;
+    hip_mid_layer = stop;
+    result.hip_through_layer = stop - 1;
+    report(progress, 1.0, "HiP prefill through layer " + std::to_string(stop - 1));
+    return;
+  }
+  hip_mid = at::Tensor();
+  hip_mid_layer = -1;
+  prompt_metrics(stream, result);
+}
 
-  // ---- prompt metrics, a block of rows at a time on the device ------------------------------------
+// Layers [first, last) of the HiP side from `input` (the stream entering `first`), the views layer
+// and the kept inputs taking each layer's attention as it runs; keeps the stream entering l_d when it
+// passes there. Returns the stream entering `last`.
+at::Tensor PairedPrefill::State::run_hip_layers(int64_t first, int64_t last, const at::Tensor& input) {
+  const int64_t entry_layer = options.hip.dense_layers;
+  const bool keep_entry = entry_layer > 0 && entry_layer < model->config.n_layers;
+  at::Tensor entry;
+  prefilling = true;
+  struct Done {
+    bool& flag;
+    ~Done() { flag = false; }
+  } done{prefilling};
+  at::Tensor stream =
+      hip_model.forward_hidden_from(first, input, hip_cache, *hip_attention, keep_entry ? entry_layer : -1, &entry, last);
+  if (entry.defined()) {
+    hip_entry = entry;
+    hip_entry_layer = entry_layer;
+  } else if (first == 0) {  // a whole run that stopped below l_d: the old stream no longer holds
+    hip_entry = at::Tensor();
+    hip_entry_layer = -1;
+  }
+  return stream;
+}
+
+void PairedPrefill::State::take_kept_inputs(int64_t l, PairedAnalysis& result) {
+  const size_t i = static_cast<size_t>(l);
+  if (i >= kept_q.size() || kept_q[i].empty()) return;
+  const at::Tensor q = kept_q[i].size() == 1 ? kept_q[i][0] : at::cat(kept_q[i], 1);
+  result.inputs.push_back(keep_layer_inputs(l, q, kept_k[i], kept_v[i]));
+  kept_q[i].clear();
+  kept_k[i] = kept_v[i] = at::Tensor();
+}
+
+// ---- prompt metrics, a block of rows at a time on the device ------------------------------------
+void PairedPrefill::State::prompt_metrics(const at::Tensor& hip_hidden, PairedAnalysis& result) {
   report(progress, 0.95, "per-token metrics");
   const PairedTokenMetrics metrics = paired_token_metrics(dense_model, dense_hidden, hip_hidden, result.prompt_ids);
   result.dense.nll = metrics.dense_nll;
@@ -383,7 +421,39 @@ void PairedPrefill::State::hip_prefill(const std::vector<LayerInputs>& carried) 
   result.top1_agreement = metrics.top1_agreement;
   dense_next = metrics.dense_last;
   hip_next = metrics.hip_last;
+  result.hip_through_layer = -1;
   report(progress, 1.0, "prefill done");
+}
+
+// The layers a viewed-layer-first prefill left (hip_mid_layer on), their kept inputs and the prompt's
+// metrics, into a copy of the partial results. Restartable: a throw leaves the partial state as it was.
+void PairedPrefill::State::finish_hip() {
+  const ModelConfig& c = model->config;
+  PairedAnalysis result = *prompt_result;
+  report(progress, 0.0, "HiP prefill from layer " + std::to_string(hip_mid_layer));
+  install_callbacks();
+  pending = LayerViewsChunk{};
+  pending_layer = -1;
+  views.clear();  // the layers left are all deferred
+  views.resize(static_cast<size_t>(c.n_layers));
+  kept_q.assign(static_cast<size_t>(c.n_layers), {});
+  kept_k.assign(static_cast<size_t>(c.n_layers), at::Tensor());
+  kept_v.assign(static_cast<size_t>(c.n_layers), at::Tensor());
+  for (int64_t l = hip_mid_layer; l < c.n_layers; ++l) deferred_blocks[static_cast<size_t>(l)] = at::Tensor();
+  hip_timer = &hip_prefill_time;
+  passes = static_cast<double>(c.n_layers - hip_mid_layer);
+  calls = 0;
+  hip_cache.truncate(0);  // the layers below hip_mid_layer hold the prompt's keys and values
+  const at::Tensor stream = run_hip_layers(hip_mid_layer, c.n_layers, hip_mid);
+  views.clear();
+  for (int64_t l = hip_mid_layer; l < c.n_layers; ++l) take_kept_inputs(l, result);
+  kept_q.clear();
+  kept_k.clear();
+  kept_v.clear();
+  prompt_metrics(stream, result);
+  hip_mid = at::Tensor();
+  hip_mid_layer = -1;
+  prompt_result = std::make_shared<PairedAnalysis>(std::move(result));
 }
 
 void PairedPrefill::rerun_hip(const AnalysisOptions& options, const AnalysisProgress& progress) {
@@ -503,6 +573,22 @@ PairedPrefill::~PairedPrefill() = default;
 std::shared_ptr<const PairedAnalysis> PairedPrefill::prompt_result() const { return state_->prompt_result; }
 int64_t PairedPrefill::decode_room() const { return state_->decode_room; }
 int64_t PairedPrefill::hip_first_layer() const { return state_->hip_from; }
+bool PairedPrefill::hip_pending() const { return state_->prompt_result && state_->hip_mid_layer >= 0; }
+
+void PairedPrefill::finish_hip(const AnalysisProgress& progress) {
+  State& s = *state_;
+  if (!hip_pending()) throw std::logic_error("PairedPrefill::finish_hip: the HiP side is whole");
+  struct Detach {
+    State& s;
+    ~Detach() { s.progress = {}; }
+  } detach{s};
+  guard_out_of_memory(s.model->run, "the HiP prefill", [&] {
+    c10::InferenceMode inference;
+    s.progress = progress;
+    s.finish_hip();
+    return 0;
+  });
+}
 
 std::unique_ptr<PairedPrefill> PairedPrefill::run(std::shared_ptr<const Model> model, const std::string& prompt,
                                                   const AnalysisOptions& options, int64_t decode_room,
@@ -588,6 +674,7 @@ PairedAnalysis PairedPrefill::finish(int64_t decode_steps, int64_t refresh_every
 PairedAnalysis PairedPrefill::decode_steps_run(int64_t decode_steps, int64_t refresh_every, const AnalysisProgress& progress,
                                                bool consume) {
   if (!state_->prompt_result) throw std::logic_error("PairedPrefill::decode after finish()");
+  if (state_->hip_mid_layer >= 0) throw std::logic_error("PairedPrefill::decode before finish_hip()");
   if (decode_steps < 0 || decode_steps > state_->decode_room)
     throw InputError("this prefill left room for " + std::to_string(state_->decode_room) + " decode steps, not " +
                      std::to_string(decode_steps) + ": run the prefill again with more room");

@@ -61,6 +61,12 @@ class PairedPrefill {
   void rerun_hip(const AnalysisOptions& options, const AnalysisProgress& progress = {});
   // The first layer the last HiP prefill ran (0 for a whole one).
   int64_t hip_first_layer() const;
+  // With AnalysisOptions::viewed_layer_first, run() and rerun_hip() stop after the viewed layer
+  // (prompt_result()->hip_through_layer says where): the layers above and the prompt's metrics wait
+  // for finish_hip(), which replaces prompt_result() with the whole results. A throw (cancel, out of
+  // memory) leaves the partial results, and finish_hip can be called again. Decoding needs it done.
+  bool hip_pending() const;
+  void finish_hip(const AnalysisProgress& progress = {});
   // The layers whose views the prefill deferred (AnalysisOptions::views_only_layer), ascending.
   std::vector<int64_t> pending_views() const;
   // One deferred layer's views (quality and masks) from its kept inputs and the HiP mask the

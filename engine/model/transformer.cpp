@@ -36,7 +36,6 @@ at::Tensor Transformer::logits_of(const at::Tensor& hidden) const {
 at::Tensor Transformer::forward_hidden(const std::vector<int32_t>& tokens, KVCache& cache, AttentionBackend& attention,
                                        Phase phase, int64_t entry_of, at::Tensor* entry) const {
   c10::InferenceMode inference;
-  const ModelWeights& w = model_->weights;
   const int64_t T = static_cast<int64_t>(tokens.size());
   const int64_t start = cache.length();
   if (T == 0) throw std::invalid_argument("forward needs at least one token");
@@ -56,16 +55,23 @@ at::Tensor Transformer::forward_hidden(const std::vector<int32_t>& tokens, KVCac
     return x;
   }
 
+  return run_layers(0, model_->config.n_layers, embed(tokens), cache, attention, phase, entry_of, entry);
+}
+
+at::Tensor Transformer::embed(const std::vector<int32_t>& tokens) const {
+  c10::InferenceMode inference;
   at::Tensor ids = at::tensor(at::IntArrayRef(std::vector<int64_t>(tokens.begin(), tokens.end())), at::kLong)
                        .to(model_->run.device);
-  return run_layers(0, w.embedding.index_select(0, ids), cache, attention, phase, entry_of, entry);  // x: [T, dim]
+  return model_->weights.embedding.index_select(0, ids);  // [T, dim]
 }
 
 at::Tensor Transformer::forward_hidden_from(int64_t first, const at::Tensor& input, KVCache& cache, AttentionBackend& attention,
-                                            int64_t entry_of, at::Tensor* entry) const {
+                                            int64_t entry_of, at::Tensor* entry, int64_t last) const {
   c10::InferenceMode inference;
-  const int64_t T = input.size(0), start = cache.length();
-  if (first < 0 || first > model_->config.n_layers) throw std::logic_error("forward_hidden_from: no layer " + std::to_string(first));
+  const int64_t T = input.size(0), start = cache.length(), layers = model_->config.n_layers;
+  if (last < 0) last = layers;
+  if (first < 0 || last > layers || first > last)
+    throw std::logic_error("forward_hidden_from: no layers [" + std::to_string(first) + ", " + std::to_string(last) + ")");
   if (T == 0 || start + T > max_positions_ || start + T > cache.capacity())
     throw std::logic_error("forward_hidden_from past the prepared context: " + std::to_string(start + T) + " positions");
   last_step_graphed_ = false;
@@ -73,12 +79,16 @@ at::Tensor Transformer::forward_hidden_from(int64_t first, const at::Tensor& inp
     *entry = input;
     entry = nullptr;
   }
+  if (first == last) {  // nothing to run: the stream entering `last` is the input
+    cache.advance(T);
+    return input;
+  }
   // The layers write the stream in place (blocks of rows): `input` must stay for the next re-run.
-  return run_layers(first, input.clone(), cache, attention, Phase::Prefill, entry_of, entry);
+  return run_layers(first, last, input.clone(), cache, attention, Phase::Prefill, entry_of, entry);
 }
 
-at::Tensor Transformer::run_layers(int64_t first, at::Tensor x, KVCache& cache, AttentionBackend& attention, Phase phase,
-                                   int64_t entry_of, at::Tensor* entry) const {
+at::Tensor Transformer::run_layers(int64_t first, int64_t last, at::Tensor x, KVCache& cache, AttentionBackend& attention,
+                                   Phase phase, int64_t entry_of, at::Tensor* entry) const {
   const ModelConfig& c = model_->config;
   const ModelWeights& w = model_->weights;
   const int64_t T = x.size(0), start = cache.length();
@@ -90,7 +100,7 @@ at::Tensor Transformer::run_layers(int64_t first, at::Tensor x, KVCache& cache, 
 
   const bool cuda = model_->run.device.is_cuda();
   DeviceTimer layer_time(cuda), attention_time(cuda);
-  for (int64_t l = first; l < c.n_layers; ++l) {
+  for (int64_t l = first; l < last; ++l) {
     if (entry && l == entry_of) *entry = x.clone();
     if (timer_) layer_time.start();
     double attention_seconds = 0.0;

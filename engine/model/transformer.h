@@ -60,20 +60,23 @@ class Transformer {
   // forward_hidden_from takes to re-run the layers from there on).
   at::Tensor forward_hidden(const std::vector<int32_t>& tokens, KVCache& cache, AttentionBackend& attention,
                             Phase phase = Phase::Prefill, int64_t entry_of = -1, at::Tensor* entry = nullptr) const;
-  // The prefill again from layer `first` on: `input` [T, dim] is the residual stream entering it (as
-  // forward_hidden handed it back; not modified), and the cache's layers below `first` already hold
-  // these T positions from the cache's length on (what an earlier pass over the same rows wrote).
-  // Runs layers [first, n_layers) and advances the cache by T: the same result as forward_hidden
-  // when the layers below `first` would compute what they computed before.
+  // The prefill's layers [first, last) (last < 0: to the end): `input` [T, dim] is the residual
+  // stream entering `first` (the embeddings for 0, else as forward_hidden handed it back; not
+  // modified), and the cache's layers below `first` already hold these T positions from the cache's
+  // length on (what an earlier pass over the same rows wrote). Returns the stream entering `last`
+  // (the last layer's output for the end) and advances the cache by T: with last < 0, the same
+  // result as forward_hidden when the layers below `first` would compute what they computed before.
   at::Tensor forward_hidden_from(int64_t first, const at::Tensor& input, KVCache& cache, AttentionBackend& attention,
-                                 int64_t entry_of = -1, at::Tensor* entry = nullptr) const;
+                                 int64_t entry_of = -1, at::Tensor* entry = nullptr, int64_t last = -1) const;
+  // The embeddings of `tokens` [T, dim]: the stream entering layer 0.
+  at::Tensor embed(const std::vector<int32_t>& tokens) const;
   // Logits [rows, vocab] of residual-stream rows [rows, dim] (final RMSNorm, classifier), float32
   // on the run's device.
   at::Tensor logits_of(const at::Tensor& hidden) const;
 
  private:
-  at::Tensor run_layers(int64_t first, at::Tensor x, KVCache& cache, AttentionBackend& attention, Phase phase,
-                        int64_t entry_of, at::Tensor* entry) const;
+  at::Tensor run_layers(int64_t first, int64_t last, at::Tensor x, KVCache& cache, AttentionBackend& attention,
+                        Phase phase, int64_t entry_of, at::Tensor* entry) const;
   std::shared_ptr<const Model> model_;
   int64_t max_positions_;
   // Rows of the row-wise work per block (kCudaPrefillRows on CUDA; unbounded on the CPU, whose

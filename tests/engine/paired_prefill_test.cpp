@@ -3,6 +3,7 @@
 // on that prefill before, and the prefill's own results must not change.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "engine/formats/errors.h"
@@ -199,6 +200,62 @@ TEST(PairedPrefill, HipRerunsEqualFreshRunsWithTheirSettings) {
   EXPECT_THROW(prefill->rerun_hip(other, [](double, const std::string& what) { return what.rfind("HiP prefill, layer 2", 0) != 0; }),
                RunCancelled);
   EXPECT_THROW(prefill->decode(3, 4), std::logic_error) << "a cancelled re-run left a prefill that decodes";
+}
+
+// The viewed layer first: the HiP prefill stops after the viewed layer (its views are there, the
+// layers above wait, decoding is refused), and finish_hip brings the whole results, exactly a whole
+// prefill's; a cancelled finish leaves the partial results and can run again. The same through
+// rerun_hip with new settings (which resumes at l_d).
+TEST(PairedPrefill, ViewedLayerFirstThenTheRestEqualsAWholePrefill) {
+  const int64_t layers = default_model()->config.n_layers;
+  AnalysisOptions o = options_with(4, 3);
+  o.views_only_layer = 2;
+  o.viewed_layer_first = true;
+  auto prefill = PairedPrefill::run(default_model(), kStory, o, 3);
+  auto check = [&](const AnalysisOptions& settings, const std::string& what) {
+    SCOPED_TRACE(what);
+    ASSERT_TRUE(prefill->hip_pending());
+    const std::shared_ptr<const PairedAnalysis> part = prefill->prompt_result();
+    EXPECT_EQ(part->hip_through_layer, 2);
+    EXPECT_TRUE(part->hip.nll.empty());
+    EXPECT_FALSE(part->layers[2].pending);
+    ASSERT_NE(part->find_masks(2), nullptr);
+    for (int64_t l = 3; l < layers; ++l) {
+      EXPECT_TRUE(part->layers[static_cast<size_t>(l)].pending) << l;
+      EXPECT_EQ(part->find_inputs(l), nullptr) << l;
+    }
+    EXPECT_THROW(prefill->decode(3, 4), std::logic_error);
+    EXPECT_THROW(prefill->finish_hip([](double, const std::string& w) { return w.rfind("HiP prefill, layer 4", 0) != 0; }),
+                 RunCancelled);
+    EXPECT_TRUE(prefill->hip_pending()) << "a cancelled finish leaves the partial results";
+    EXPECT_EQ(prefill->prompt_result(), part);
+    prefill->finish_hip();
+    EXPECT_FALSE(prefill->hip_pending());
+    EXPECT_EQ(prefill->prompt_result()->hip_through_layer, -1);
+    EXPECT_EQ(part->hip_through_layer, 2) << "the partial results a view holds are not changed";
+    PairedAnalysis got = prefill->decode(3, 4);
+    for (LayerQuality& q : got.layers)
+      if (q.pending) {  // as the GUI's background stage computes them
+        LayerViewsResult r = prefill->layer_views(q.layer);
+        q = r.quality;
+        got.masks.push_back(r.masks);
+      }
+    std::sort(got.masks.begin(), got.masks.end(), [](const LayerMaskViews& a, const LayerMaskViews& b) { return a.layer < b.layer; });
+    AnalysisOptions whole_options = settings;
+    whole_options.views_only_layer = -1;
+    whole_options.viewed_layer_first = false;
+    const PairedAnalysis whole = run_paired_analysis(default_model(), kStory, whole_options);
+    expect_same_results(got, whole, what);
+    for (size_t l = 0; l < whole.layers.size(); ++l)
+      for (size_t h = 0; h < whole.layers[l].heads.size(); ++h)
+        EXPECT_EQ(got.layers[l].heads[h].mass, whole.layers[l].heads[h].mass) << l << "/" << h;
+  };
+  check(o, "first prefill");
+  AnalysisOptions other = o;
+  other.hip.hip.k = 24;
+  prefill->rerun_hip(other);
+  EXPECT_EQ(prefill->hip_first_layer(), 1);
+  check(other, "k 24");
 }
 
 TEST(PairedPrefill, TheRoomStopsAtTheContext) {
