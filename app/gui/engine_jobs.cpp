@@ -61,6 +61,7 @@ AnalysisOptions analysis_options(const ModelInfo& info, const Request& r) {
   // The viewed layer's views come with the prefill; the worker computes the others' after it.
   options.views_only_layer = std::clamp<int64_t>(r.layer, 0, std::max<int64_t>(0, info.n_layers - 1));
   options.keep_viewed_if_short = true;  // 128k tokens: the viewed layer's Q/K/V, not all 32 layers'
+  options.viewed_layer_first = true;    // the HiP layers above it follow (the HiP layers stage)
   return options;
 }
 
@@ -68,6 +69,7 @@ std::shared_ptr<const AnalysisView> prompt_view(const PrefillHandle& handle, con
                                                 double seconds) {
   auto view = std::make_shared<AnalysisView>();
   view->analysis = view->prompt_run = handle.prefill->prompt_result();
+  view->prefill_run = std::make_shared<const int>(0);
   view->prefill_seconds = seconds;
   view->model = info;
   view->prompt = r.prompt;
@@ -98,6 +100,18 @@ std::shared_ptr<const AnalysisView> rerun_hip_job(PrefillHandle& prefill, const 
   const auto start = std::chrono::steady_clock::now();
   prefill.prefill->rerun_hip(analysis_options(info, r), [&](double f, const std::string& what) { return progress(f, what); });
   return prompt_view(prefill, info, r, seconds_since(start));
+}
+
+bool hip_pending_job(const PrefillHandle& prefill) { return prefill.prefill->hip_pending(); }
+
+std::shared_ptr<const AnalysisView> finish_hip_job(PrefillHandle& prefill, const AnalysisView& partial,
+                                                   const JobProgress& progress) {
+  const auto start = std::chrono::steady_clock::now();
+  prefill.prefill->finish_hip([&](double f, const std::string& what) { return progress(f, what); });
+  auto view = std::make_shared<AnalysisView>(partial);  // model, prompt tokens, the views computed meanwhile
+  view->analysis = view->prompt_run = prefill.prefill->prompt_result();
+  view->prefill_seconds = partial.prefill_seconds + seconds_since(start);
+  return view;
 }
 
 std::shared_ptr<const AnalysisView> decode_job(PrefillHandle& prefill, const AnalysisView& prompt_view, const Request& r,

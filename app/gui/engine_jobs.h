@@ -39,6 +39,12 @@ PrefillJob prefill_job(const LoadedModel& model, const ModelInfo& info, const Re
 // prompt view it returns is the new prompt results'. On a throw the handle decodes no more: drop it.
 std::shared_ptr<const AnalysisView> rerun_hip_job(PrefillHandle& prefill, const ModelInfo& info, const Request& r,
                                                   const JobProgress& progress);
+// The HiP layers above the viewed one, which the prefill (or re-run) left: the whole prompt results,
+// as a copy of `partial` (the prompt's view so far, with the views computed meanwhile). On a throw
+// the partial results stay and the job can run again.
+bool hip_pending_job(const PrefillHandle& prefill);
+std::shared_ptr<const AnalysisView> finish_hip_job(PrefillHandle& prefill, const AnalysisView& partial,
+                                                   const JobProgress& progress);
 // r.decode_steps steps with r.hip.refresh_every from the end of the prompt: the prompt view's
 // results plus the steps. The handle is used by one job at a time (the worker's thread).
 std::shared_ptr<const AnalysisView> decode_job(PrefillHandle& prefill, const AnalysisView& prompt_view, const Request& r,

@@ -35,6 +35,9 @@ class ComparePanel final : public Panel {
     StaleScope grey(view_stale(ctx, kStageAnalysis));
     if (a->model.synthetic) {
       ImGui::TextDisabled("Synthetic Q/K: no model, so no perplexity or per-head table.");
+    } else if (pa.hip_partial()) {
+      ImGui::TextWrapped("Perplexity, KL and top-1 agreement: after the HiP layers above layer %lld (running now; the "
+                         "viewed layer's results came first)", static_cast<long long>(pa.hip_through_layer));
     } else {
       ImGui::TextWrapped("Perplexity: dense %.3f, HiP %.3f (%+.2f%%)   KL(dense||HiP) %.4f nats/token   top-1 agreement %.1f%%",
                   pa.dense.ppl, pa.hip.ppl, (pa.hip.ppl / pa.dense.ppl - 1) * 100, pa.kl, pa.top1_agreement * 100);
@@ -48,7 +51,7 @@ class ComparePanel final : public Panel {
     draw_images(ctx, img);
     if (!a->model.synthetic) {
       draw_heat_map(ctx, *a);
-      draw_nll_text(ctx, *a);
+      if (!pa.hip_partial()) draw_nll_text(ctx, *a);
     }
   }
 
@@ -183,8 +186,13 @@ class ComparePanel final : public Panel {
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("||O_hip - O_dense|| / ||O_dense|| (lower is better)");
     ImGui::SameLine();
     ImGui::TextDisabled("click a cell to view it");
-    size_t computing = 0, not_kept = 0;
-    for (int64_t l : view.views_pending()) ++(view.has_inputs(l) ? computing : not_kept);
+    size_t computing = 0, not_kept = 0, not_run = 0;
+    for (int64_t l : view.views_pending())
+      ++(view.has_inputs(l) ? computing : pa.hip_partial() && l > pa.hip_through_layer ? not_run : not_kept);
+    if (not_run) {
+      ImGui::SameLine();
+      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.warn), "(%zu HiP layers above the viewed one still running)", not_run);
+    }
     if (computing) {
       ImGui::SameLine();
       ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.warn), "(%zu layers' views still computing)", computing);

@@ -49,7 +49,13 @@ struct AnalysisView {
   // change makes a new view with the same prompt_run, and the layer views computed from it stay
   // valid); null where `analysis` is its own (a capture, a synthetic run).
   std::shared_ptr<const PairedAnalysis> prompt_run;
-  const PairedAnalysis* prefill_identity() const { return prompt_run ? prompt_run.get() : analysis.get(); }
+  // One per prefill run (a prefill or a HiP-only re-run), kept when the HiP layers above the viewed
+  // one complete its prompt results (prompt_run changes, the run and its layer views do not).
+  std::shared_ptr<const int> prefill_run;
+  const void* prefill_identity() const {
+    if (prefill_run) return prefill_run.get();
+    return prompt_run ? prompt_run.get() : analysis.get();
+  }
   // The prefill's own view: the prompt's results with no decode steps yet (on screen when the
   // decode half after a new prefill is still running, or was cancelled).
   bool prompt_only() const { return prompt_run && prompt_run == analysis; }
@@ -152,9 +158,11 @@ struct GenerateView {
 // kStageAnalysis is the paired run's prefill half (the prompt's results, which the layer views read);
 // kStageDecode its decode half (decode steps, access streams, decode latency), re-run alone when only
 // r_m or the number of decode steps changes.
+// kStageHipRest runs the HiP layers above the viewed one: the analysis stage stops after the viewed
+// layer (its views first), and the metrics, the decode half and the other layers' views wait for it.
 // kStageViews computes, in the background, the views of the layers the prefill deferred.
 // kStageLatency times the viewed layer's attention (or a "what if" length) with CUDA events.
-enum Stage { kStageModel, kStageAnalysis, kStageDecode, kStageMasks, kStageTrace, kStageDense, kStageLocality,
+enum Stage { kStageModel, kStageAnalysis, kStageHipRest, kStageDecode, kStageMasks, kStageTrace, kStageDense, kStageLocality,
              kStageOffload, kStageLatency, kStageViews, kStageGenerate, kStageCount };
 const char* stage_name(int stage);
 

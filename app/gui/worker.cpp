@@ -35,9 +35,10 @@ namespace {
 // steps (which none of them reads), so a parameter change puts the mask on screen without waiting
 // for the decode half; generation last.
 // The other layers' views (the per-head table) follow the decode half, in the background.
-// The viewed layer's timing follows its views (the k, b_q, b_k change's "new latency").
-constexpr int kStagePriority[] = {kStageModel,    kStageAnalysis, kStageMasks, kStageTrace,   kStageDense,  kStageLocality,
-                                  kStageLatency,  kStageDecode,   kStageViews, kStageOffload, kStageGenerate};
+// The viewed layer's timing follows its views (the k, b_q, b_k change's "new latency"); then the HiP
+// layers above the viewed one, which the decode half and the other layers' views read.
+constexpr int kStagePriority[] = {kStageModel,   kStageAnalysis, kStageMasks,  kStageTrace, kStageDense,   kStageLocality,
+                                  kStageLatency, kStageHipRest,  kStageDecode, kStageViews, kStageOffload, kStageGenerate};
 static_assert(sizeof(kStagePriority) / sizeof(kStagePriority[0]) == kStageCount, "every stage has a place");
 
 // Thrown by a stage's checkpoint when a stage before it in kStagePriority became wanted.
@@ -49,6 +50,7 @@ bool reads(int later, int earlier) {
     case kStageModel: return true;
     case kStageAnalysis: return later != kStageGenerate;
     case kStageDecode: return later == kStageOffload;
+    case kStageHipRest: return later == kStageDecode || later == kStageViews || later == kStageOffload;
     case kStageMasks: return later == kStageTrace;
     default: return false;
   }
@@ -162,6 +164,15 @@ void Worker::add_deferred_views(int64_t layer) {
   const bool same_prefill = current_.analysis && current_.analysis->prefill_identity() == prompt_view_->prefill_identity();
   prompt_view_ = with_set(prompt_view_);
   if (same_prefill) current_.analysis = with_set(current_.analysis);
+}
+
+void Worker::finish_hip_rest(const std::function<bool(double, const std::string&)>& progress) {
+  std::shared_ptr<const AnalysisView> whole = finish_hip_job(*prefill_, *prompt_view_, progress);
+  std::lock_guard<std::mutex> lock(mutex_);
+  // The analysis on screen is the prompt's view (the decode half waits for this stage).
+  const bool same_prefill = current_.analysis && current_.analysis->prefill_identity() == prompt_view_->prefill_identity();
+  prompt_view_ = whole;
+  if (same_prefill) current_.analysis = whole;
 }
 
 bool Worker::keep_going(int stage, const std::string& key) const {
@@ -309,6 +320,16 @@ bool Worker::step(const Request& r) {
         current_.analysis = a;
         break;
       }
+      case kStageHipRest: {
+        // Gives way between layers to a newly picked layer's or head's views (it starts over from
+        // the viewed layer when it runs again).
+        if (!prefill_ || !hip_pending_job(*prefill_)) break;
+        finish_hip_rest([&](double f, const std::string& what) {
+          if (earlier_stage_wanted(stage)) throw GiveWay();
+          return progress(f, what);
+        });
+        break;
+      }
       case kStageDecode: {
         // A capture or a synthetic run has no model behind it: its analysis is already whole.
         if (r.model.capture_view || r.model.synthetic_tokens > 0) break;
@@ -331,6 +352,9 @@ bool Worker::step(const Request& r) {
       }
       case kStageMasks: {
         const Request rc = clamp_selection(*current_.analysis, r);
+        const PairedAnalysis& shown = *current_.analysis->analysis;
+        if (prefill_ && shown.hip_partial() && rc.layer > shown.hip_through_layer && hip_pending_job(*prefill_))
+          finish_hip_rest(progress);  // a layer above where the HiP side stopped: the rest of it now
         if (prefill_ && !current_.analysis->has_inputs(rc.layer)) {
           // A long prompt keeps the viewed layer's inputs only: another layer needs a prefill that
           // keeps it (the analysis stage runs again for the request's layer, then the views).

@@ -17,7 +17,7 @@
 namespace hipstudio::gui {
 
 const char* stage_name(int stage) {
-  static const char* names[] = {"model", "analysis", "decode", "masks", "trace", "dense", "locality", "offload", "latency", "layer views", "generate"};
+  static const char* names[] = {"model", "analysis", "HiP layers", "decode", "masks", "trace", "dense", "locality", "offload", "latency", "layer views", "generate"};
   return stage >= 0 && stage < kStageCount ? names[stage] : "?";
 }
 
@@ -30,7 +30,7 @@ std::string stage_key(int stage, const Request& r) {
   k << "|P" << std::hash<std::string>{}(r.prompt) << '|' << r.prompt.size() << "|h" << h.k << ',' << h.b_q << ','
     << h.b_k << ',' << h.b_sq << ',' << h.b_sk << ',' << h.sink << ',' << h.window << ',' << h.rho << "|ld"
     << r.hip.dense_layers << "|s" << r.seed << "|room" << decode_room(r);
-  if (stage == kStageAnalysis) return k.str();
+  if (stage == kStageAnalysis || stage == kStageHipRest) return k.str();
   // What only decoding reads (r_m, the steps) keys the decode half and what reads its results.
   if (stage == kStageDecode || stage == kStageOffload || stage == kStageGenerate) k << "|rm" << r.hip.refresh_every;
   if (stage == kStageDecode || stage == kStageOffload) k << "|n" << r.decode_steps;

@@ -188,11 +188,15 @@ struct Soak::State {
     // with no decode steps) on screen: they match a set's prompt results, not its steps.
     const bool prompt_only = s.analysis->prompt_only();
     if (prompt_only && !s.stale[kStageDecode]) return "a prompt-only analysis passes for a fresh decode";
+    // A cancel while the HiP layers above the viewed one run leaves the prefill's partial results
+    // (the viewed layer's, no metrics yet): complete for what they show, and marked as waiting.
+    const bool partial = s.analysis->analysis->hip_partial();
+    if (partial && !s.stale[kStageHipRest]) return "a partial prefill passes for a whole one";
     const int a_set = set_of(*s.analysis, prompt_only);
     if (a_set < 0) return "the analysis on screen has parameters of no complete run";
     if (auto it = refs.find(a_set); it != refs.end()) {
       const PairedAnalysis& a = *s.analysis->analysis;
-      if (a.dense.ppl != it->second.dense_ppl || a.hip.ppl != it->second.hip_ppl ||
+      if ((!partial && (a.dense.ppl != it->second.dense_ppl || a.hip.ppl != it->second.hip_ppl)) ||
           (!prompt_only && a.hip.generated != it->second.hip_generated))
         return "the analysis on screen differs from its set's complete run";
     }
@@ -407,7 +411,8 @@ std::vector<SelfTestStep> Soak::loop_steps() {
                            st->worst_idle_s = std::max(st->worst_idle_s, idle_s);
                            ++st->cancels;
                            const bool run_cancelled =
-                               n->error[kStageAnalysis] == "cancelled" || n->error[kStageDecode] == "cancelled";
+                               n->error[kStageAnalysis] == "cancelled" || n->error[kStageHipRest] == "cancelled" ||
+                               n->error[kStageDecode] == "cancelled";
                            if (run_cancelled) ++st->cancelled_analyses;
                            std::printf("soak:   cancel after %.0f ms (at %s): idle %.0f ms later, %s\n", st->delay_s * 1e3,
                                        st->landed.c_str(), idle_s * 1e3,

@@ -49,6 +49,12 @@ std::shared_ptr<const AnalysisView> rerun_hip_job(PrefillHandle&, const ModelInf
   return prefill_job(LoadedModel{}, info, r, progress).view;  // counts as a prefill run
 }
 
+bool hip_pending_job(const PrefillHandle&) { return false; }  // the fake's prefill is always whole
+
+std::shared_ptr<const AnalysisView> finish_hip_job(PrefillHandle&, const AnalysisView&, const JobProgress&) {
+  throw std::logic_error("the fake prefill leaves no HiP layers");
+}
+
 std::shared_ptr<const AnalysisView> decode_job(PrefillHandle&, const AnalysisView& prompt_view, const Request& r,
                                                const JobProgress& progress) {
   for (int i = 0; i < kFakeDecodeChecks; ++i) {
