@@ -7,10 +7,12 @@
 #include <optional>
 #include <vector>
 
-#include <ATen/core/Tensor.h>
-
 #include "engine/analysis/paired_result.h"
 #include "kernels/score_locality.h"
+
+namespace at {
+class Tensor;  // this header stays free of LibTorch's (the GUI includes it)
+}  // namespace at
 
 namespace hipstudio {
 
