@@ -131,8 +131,8 @@ std::shared_ptr<const AnalysisView> decode_job(PrefillHandle& prefill, const Ana
   return view;
 }
 
-DeferredLayerViews deferred_views_job(PrefillHandle& prefill, int64_t layer) {
-  LayerViewsResult r = prefill.prefill->layer_views(layer);
+DeferredLayerViews deferred_views_job(PrefillHandle& prefill, int64_t layer, const std::function<void()>& checkpoint) {
+  LayerViewsResult r = prefill.prefill->layer_views(layer, checkpoint);
   return {std::move(r.quality), std::move(r.masks)};
 }
 

@@ -52,7 +52,8 @@ std::shared_ptr<const AnalysisView> decode_job(PrefillHandle& prefill, const Ana
 
 // The views of a layer whose views the prefill deferred (the prefill computes the viewed layer's
 // only, r.layer when it ran): as the prefill would have computed them, from the layer's kept inputs.
-DeferredLayerViews deferred_views_job(PrefillHandle& prefill, int64_t layer);
+// `checkpoint` runs between the layer's KV groups and may throw (the background stage gives way).
+DeferredLayerViews deferred_views_job(PrefillHandle& prefill, int64_t layer, const std::function<void()>& checkpoint = {});
 
 // The Iterations view's trace and oracle scores from the CUDA kernels, where the layer's inputs
 // are on the device (engine/model/device_trace.h); empty elsewhere (the worker uses the reference).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <optional>
 #include <stdexcept>
@@ -150,8 +151,8 @@ bool Worker::views_deferred(int64_t layer) const {
          !current_.analysis->layer_quality(layer) && current_.analysis->has_inputs(layer);
 }
 
-void Worker::add_deferred_views(int64_t layer) {
-  auto computed = std::make_shared<const DeferredLayerViews>(deferred_views_job(*prefill_, layer));
+void Worker::add_deferred_views(int64_t layer, const std::function<void()>& checkpoint) {
+  auto computed = std::make_shared<const DeferredLayerViews>(deferred_views_job(*prefill_, layer, checkpoint));
   std::lock_guard<std::mutex> lock(mutex_);
   auto set = std::make_shared<DeferredViews>(prompt_view_->deferred ? *prompt_view_->deferred : DeferredViews{});
   (*set)[layer] = computed;
@@ -244,7 +245,17 @@ bool Worker::step(const Request& r) {
     }
   }
 
+  // HIPSTUDIO_WORKER_TRACE=1: every new progress message of a stage on stderr, seconds since the
+  // stage started (where a slow step's time goes; the device self-tests keep it in their logs).
+  static const bool trace = std::getenv("HIPSTUDIO_WORKER_TRACE") != nullptr;
+  std::string traced_what;
+  const auto traced_start = std::chrono::steady_clock::now();
   auto progress = [&](double f, const std::string& what) {
+    if (trace && what != traced_what) {
+      traced_what = what;
+      std::fprintf(stderr, "worker: %s +%.3f s %s\n", stage_name(stage),
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - traced_start).count(), what.c_str());
+    }
     {
       std::lock_guard<std::mutex> lock(mutex_);
       current_.busy = true;
@@ -437,7 +448,11 @@ bool Worker::step(const Request& r) {
         for (int64_t layer : pending) {
           if (!keep_going(stage, key[stage])) throw Cancelled();
           if (earlier_stage_wanted(stage)) throw GiveWay();
-          if (views_deferred(layer)) add_deferred_views(layer);
+          if (views_deferred(layer))
+            add_deferred_views(layer, [&] {  // a layer's views take a few tenths of a second at 32k
+              if (!keep_going(stage, key[stage])) throw Cancelled();
+              if (earlier_stage_wanted(stage)) throw GiveWay();
+            });
           progress(static_cast<double>(++done) / static_cast<double>(pending.size()),
                    "layer views, layer " + std::to_string(layer));
         }
@@ -472,6 +487,7 @@ bool Worker::step(const Request& r) {
     done_key_[stage] = key[stage];
     failed_key_[stage].clear();
     current_.stage_seconds[stage] = std::chrono::duration<double>(std::chrono::steady_clock::now() - stage_start).count();
+    if (trace) std::fprintf(stderr, "worker: %s done in %.3f s\n", stage_name(stage), current_.stage_seconds[stage]);
     // The views read this stage's result, not just its inputs: a new result makes theirs stale even
     // when their keys come back (parameters A, then B with the masks cancelled, then A again: the
     // masks of A's first analysis must not pass for the masks of its new one).

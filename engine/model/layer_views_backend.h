@@ -9,6 +9,7 @@
 // Both follow the reference's definitions (kernels/oracle.h, attention_metrics.h, key_set.h) and
 // the one seeding rule of layer_views.h; tests run them against each other.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -35,6 +36,9 @@ struct LayerViewsSetup {
   // Tensor implementation: a whole-prompt chunk of bf16/f16 CUDA inputs takes the fused route
   // (dense rows from the flash kernel, see tensor_layer_views.cpp); tests turn it off to compare.
   bool fused_dense = true;
+  // Tensor implementation: called between KV groups; it may throw to stop the layer (the GUI's
+  // background views give way to a newly picked layer there).
+  std::function<void()> checkpoint;
 };
 
 // One prefill chunk of the layer: post-RoPE queries of rows [first_row, first_row + tq) and the

@@ -165,8 +165,10 @@ struct PairedPrefill::State {
   void finish_hip();
   // One layer's views from kept inputs and the HiP mask the kernels chose (undefined: the views layer
   // estimates it): what the prefill computes for that layer.
-  LayerViewsResult views_of_kept(const LayerInputs& in, int64_t layer, const at::Tensor& hip_blocks, bool keep_masks) const {
+  LayerViewsResult views_of_kept(const LayerInputs& in, int64_t layer, const at::Tensor& hip_blocks, bool keep_masks,
+                                 const std::function<void()>& checkpoint = {}) const {
     LayerViewsSetup setup;
+    setup.checkpoint = checkpoint;
     setup.layer = layer;
     setup.prompt_tokens = n;
     setup.params = options.hip.hip;
@@ -646,7 +648,7 @@ std::vector<int64_t> PairedPrefill::pending_views() const {
   return layers;
 }
 
-LayerViewsResult PairedPrefill::layer_views(int64_t layer) {
+LayerViewsResult PairedPrefill::layer_views(int64_t layer, const std::function<void()>& checkpoint) {
   State& s = *state_;
   if (!s.prompt_result) throw std::logic_error("PairedPrefill::layer_views after finish()");
   const PairedAnalysis& prompt = *s.prompt_result;
@@ -656,7 +658,7 @@ LayerViewsResult PairedPrefill::layer_views(int64_t layer) {
   if (!in) throw std::logic_error("PairedPrefill::layer_views: the prefill kept no inputs of layer " + std::to_string(layer));
   return guard_out_of_memory(s.model->run, "the layer views of layer " + std::to_string(layer), [&] {
     c10::InferenceMode inference;
-    LayerViewsResult r = s.views_of_kept(*in, layer, s.deferred_blocks[static_cast<size_t>(layer)], true);
+    LayerViewsResult r = s.views_of_kept(*in, layer, s.deferred_blocks[static_cast<size_t>(layer)], true, checkpoint);
     // The caller keeps the result: the kernels' mask is not needed again (a second call estimates it).
     s.deferred_blocks[static_cast<size_t>(layer)] = at::Tensor();
     return r;

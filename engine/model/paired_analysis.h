@@ -72,7 +72,8 @@ class PairedPrefill {
   // One deferred layer's views (quality and masks) from its kept inputs and the HiP mask the
   // prefill's kernels chose: what the prefill would have computed. The prompt's results stay as
   // they are (the caller keeps what it computed); the layer must be one of pending_views().
-  LayerViewsResult layer_views(int64_t layer);
+  // `checkpoint` runs between the layer's KV groups and may throw to stop it (nothing changes then).
+  LayerViewsResult layer_views(int64_t layer, const std::function<void()>& checkpoint = {});
   // Greedy decoding on both sides from the end of the prompt: `decode_steps` (0..decode_room())
   // steps with HiP masks refreshed every `refresh_every` steps. Returns the prompt's results plus the
   // steps, what run_paired_analysis gives for these settings; callable again with other settings.

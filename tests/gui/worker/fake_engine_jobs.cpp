@@ -70,7 +70,7 @@ std::shared_ptr<const AnalysisView> decode_job(PrefillHandle&, const AnalysisVie
   return view;
 }
 
-DeferredLayerViews deferred_views_job(PrefillHandle&, int64_t layer) {
+DeferredLayerViews deferred_views_job(PrefillHandle&, int64_t layer, const std::function<void()>&) {
   throw std::logic_error("the fake prefill defers no views (layer " + std::to_string(layer) + ")");
 }
 
