@@ -54,20 +54,28 @@ double event_ms(F&& fn) {
 }
 
 // The fastest dense backend that runs `call` (a few warmed-up calls each); kAuto with NaN if none does.
+// keep_going (may be empty) is asked between calls: at 128k tokens the trials take seconds.
 template <class F>
-DenseBackend fastest_dense(F&& call) {
+DenseBackend fastest_dense(F&& call, const std::function<bool()>& keep_going) {
   DenseBackend best = DenseBackend::kAuto;
   double best_ms = std::numeric_limits<double>::infinity();
   if (!hip_torch::dense_attention_supported()) return best;
+  auto check = [&] {
+    if (keep_going && !keep_going()) throw RunCancelled();
+  };
   for (DenseBackend b : {DenseBackend::kFlash, DenseBackend::kCuDNN, DenseBackend::kEfficient}) {
+    check();
     try {
       call(b);  // warm-up (plans, workspaces)
-      double ms = std::numeric_limits<double>::infinity();
-      for (int i = 0; i < 3; ++i) ms = std::min(ms, event_ms([&] { call(b); }));
-      if (ms < best_ms) best_ms = ms, best = b;
     } catch (const std::exception&) {
-      // this backend does not run these shapes here (e.g. cuDNN's SDPA without its library)
+      continue;  // this backend does not run these shapes here (e.g. cuDNN's SDPA without its library)
     }
+    double ms = std::numeric_limits<double>::infinity();
+    for (int i = 0; i < 3; ++i) {
+      check();
+      ms = std::min(ms, event_ms([&] { call(b); }));
+    }
+    if (ms < best_ms) best_ms = ms, best = b;
   }
   return best;
 }
@@ -77,7 +85,8 @@ DenseBackend fastest_dense(F&& call) {
 // itself (0.3-0.6 s of a 32k layer's 0.6-1.2 s). The dense side is still timed on every call.
 using ShapeKey = std::tuple<std::string, int, int, std::vector<int64_t>, std::vector<int64_t>>;
 template <class F>
-DenseBackend fastest_dense_cached(const std::string& kind, const at::Tensor& q, const at::Tensor& k, F&& call) {
+DenseBackend fastest_dense_cached(const std::string& kind, const at::Tensor& q, const at::Tensor& k,
+                                  const std::function<bool()>& keep_going, F&& call) {
   static std::mutex mutex;
   static std::map<ShapeKey, DenseBackend> found;
   const ShapeKey key{kind, static_cast<int>(q.scalar_type()), static_cast<int>(q.get_device()), q.sizes().vec(),
@@ -87,7 +96,7 @@ DenseBackend fastest_dense_cached(const std::string& kind, const at::Tensor& q, 
     const auto it = found.find(key);
     if (it != found.end()) return it->second;
   }
-  const DenseBackend best = fastest_dense(std::forward<F>(call));
+  const DenseBackend best = fastest_dense(std::forward<F>(call), keep_going);
   std::lock_guard<std::mutex> lock(mutex);
   found[key] = best;
   return best;
@@ -117,12 +126,12 @@ AttentionTiming time_attention(const at::Tensor& q3, const at::Tensor& k3, const
   at::Tensor out_prefill = at::empty_like(q);
   const at::Tensor ke = hip_torch::expand_kv_heads(k, hq), ve = hip_torch::expand_kv_heads(v, hq);
   const DenseBackend prefill_backend =
-      fastest_dense_cached("prefill", q, k, [&](DenseBackend b) { hip_torch::dense_attention(q, ke, ve, true, b); });
+      fastest_dense_cached("prefill", q, k, options.keep_going, [&](DenseBackend b) { hip_torch::dense_attention(q, ke, ve, true, b); });
   // Decode: one query over every key, GQA folded into rows (no copy).
   hip_torch::MaskTensors step_masks = hip_torch::estimate_masks(q1, k, p);
   at::Tensor out_step = at::empty_like(q1);
   const DenseBackend decode_backend =
-      fastest_dense_cached("decode", q1, k, [&](DenseBackend b) { hip_torch::dense_decode(q1, k, v, b); });
+      fastest_dense_cached("decode", q1, k, options.keep_going, [&](DenseBackend b) { hip_torch::dense_decode(q1, k, v, b); });
   out.dense_prefill_backend = prefill_backend == DenseBackend::kAuto ? "none" : hip_torch::dense_backend_name(prefill_backend);
   out.dense_decode_backend = decode_backend == DenseBackend::kAuto ? "none" : hip_torch::dense_backend_name(decode_backend);
 

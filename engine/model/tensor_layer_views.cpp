@@ -48,16 +48,18 @@ at::Tensor selection_of(const at::Tensor& blocks, int64_t key_blocks) {
   return sel.narrow(-1, 0, key_blocks);
 }
 
-// Ascending -1 padded block lists (..., kb) int32 of a selection (..., key_blocks) holding at most kb.
+// Ascending -1 padded block lists (..., kb) int32 of a selection (..., key_blocks) holding at most kb:
+// each selected block goes to its rank among the selected (a running count), the rest to a dropped
+// column. A scatter, where a top-k over every row of key blocks cost seconds at 128k tokens.
 at::Tensor blocks_of(const at::Tensor& sel, int64_t kb) {
   const int64_t n = sel.size(-1);
-  at::Tensor index = at::arange(n, sel.options().dtype(at::kLong)).expand(sel.sizes()).masked_fill(sel.logical_not(), n);
-  if (n < kb) {
-    std::vector<int64_t> pad{0, kb - n};
-    index = at::constant_pad_nd(index, pad, static_cast<double>(n));
-  }
-  at::Tensor smallest = std::get<0>(index.topk(kb, -1, /*largest=*/false, /*sorted=*/true));
-  return smallest.masked_fill(smallest.eq(n), -1).to(at::kInt);
+  const auto longs = sel.options().dtype(at::kLong);
+  const at::Tensor rank = (sel.to(at::kLong).cumsum(-1) - 1).clamp_max(kb).masked_fill(sel.logical_not(), kb);
+  std::vector<int64_t> shape(sel.sizes().begin(), sel.sizes().end());
+  shape.back() = kb + 1;
+  at::Tensor out = at::full(shape, -1, longs);
+  out.scatter_(-1, rank, at::arange(n, longs).expand(sel.sizes()).contiguous());
+  return out.narrow(-1, 0, kb).to(at::kInt);
 }
 
 // The oracle's choice per query block (kernels/oracle.h): every block of the range when it holds
@@ -196,10 +198,19 @@ void TensorLayerViews::add_chunk(const LayerViewsChunk& chunk) {
   // Query rows per tile: the score tile (group heads, rows, visible keys) within tile_bytes.
   const int64_t keys = chunk.k.size(1), element = static_cast<int64_t>(c10::elementSize(compute_));
   const int64_t fit = setup_.tile_bytes / std::max<int64_t>(1, group * keys * element);
-  const int64_t rows_per_tile = std::max<int64_t>(1, fit / p.b_q) * p.b_q;
+  int64_t rows_per_tile = std::max<int64_t>(1, fit / p.b_q) * p.b_q;
   // The fused route: a whole prompt (top-left causal is then the prompt's own) in a fused kernel's dtype.
   const bool fusable = setup_.fused_dense && chunk.q.is_cuda() && compute_ == at::kFloat && chunk.first_row == 0 &&
                        keys == tq;
+  if (fusable) {
+    // The fused route never holds a (rows x keys) tile (its scores come in sub-tiles of query blocks,
+    // fused_oracle_rows): a tile is bounded by its per-query-block tensors (block scores and the
+    // oracle's temporaries over the key blocks, the gathered keys and values, the attended scores),
+    // so it takes many more rows, and the per-tile work (top-k, launches) runs far fewer times.
+    const int64_t key_blocks = ceil_div(keys, p.b_k), width = p.sink + kb_ * p.b_k + p.window + p.b_k + p.b_q;
+    const int64_t per_block = group * element * (6 * key_blocks + 4 * width * d_ + 3 * p.b_q * width);
+    rows_per_tile = std::max(rows_per_tile, std::max<int64_t>(1, setup_.tile_bytes / std::max<int64_t>(1, per_block)) * p.b_q);
+  }
   for (int64_t g = 0; g < hkv_; ++g) {
     if (setup_.checkpoint) setup_.checkpoint();
     const at::Tensor kg = chunk.k[g].to(compute_), vg = chunk.v[g].to(compute_);
@@ -239,17 +250,23 @@ void TensorLayerViews::tile(const LayerViewsChunk& chunk, const at::Tensor& hip_
   at::Tensor s;  // (G, padded, keys) raw scores: the unfused route's probabilities are made from them
   at::Tensor row_max;  // (G, nq, keys): each query block's max over its sampled rows
   if (fused) {
-    // Only the sampled rows' scores; padding rows (past the prompt) never win a max.
+    // Only the sampled rows' scores, a few query blocks at a time within tile_bytes; padding rows
+    // (past the prompt) never win a max.
     const int64_t sampled = ceil_div(p.b_q, p.b_sq);
+    const int64_t step = std::max<int64_t>(1, setup_.tile_bytes / std::max<int64_t>(1, G * sampled * keys * 4));
+    const at::Tensor qs = q.view({G, nq, p.b_q, d_}).slice(2, 0, p.b_q, p.b_sq);
+    const at::Tensor kt = kg.narrow(0, 0, keys).t();
     const Tf32Products tf32;
-    at::Tensor ss = at::matmul(q.view({G, nq, p.b_q, d_}).slice(2, 0, p.b_q, p.b_sq).reshape({G, nq * sampled, d_}),
-                               kg.narrow(0, 0, keys).t())
-                        .view({G, nq, sampled, keys});
-    if (padded > rows) {
-      const at::Tensor row = (at::arange(nq, long_opts) * p.b_q).unsqueeze(1) + (at::arange(sampled, long_opts) * p.b_sq).unsqueeze(0);
-      ss.masked_fill_(row.ge(rows).view({1, nq, sampled, 1}), kNegInf);
+    row_max = at::empty({G, nq, keys}, q.options());
+    for (int64_t j0 = 0; j0 < nq; j0 += step) {
+      const int64_t n = std::min(step, nq - j0);
+      at::Tensor ss = at::matmul(qs.narrow(1, j0, n).reshape({G, n * sampled, d_}), kt).view({G, n, sampled, keys});
+      if ((j0 + n) * p.b_q > rows) {
+        const at::Tensor row = ((at::arange(n, long_opts) + j0) * p.b_q).unsqueeze(1) + (at::arange(sampled, long_opts) * p.b_sq).unsqueeze(0);
+        ss.masked_fill_(row.ge(rows).view({1, n, sampled, 1}), kNegInf);
+      }
+      row_max.narrow(1, j0, n).copy_(ss.amax(2));
     }
-    row_max = ss.amax(2);
   } else {
     s = at::matmul(q, kg.narrow(0, 0, keys).t());
     if (padded > rows) s.narrow(1, rows, padded - rows).fill_(kNegInf);

@@ -43,7 +43,7 @@ TEST(AttentionTimingCuda, MediansOfInterleavedRepeatsAt8k) {
               t.prefill_hip(), t.prefill_mask.median, t.prefill_mask.spread, t.prefill_sparse.median, t.prefill_sparse.spread,
               t.prefill_dense.median, t.prefill_dense.spread, t.dense_prefill_backend.c_str(), t.refresh_step(),
               t.cached_step(), t.decode_dense.median, t.dense_decode_backend.c_str());
-  EXPECT_EQ(asked, 5) << "keep_going is asked once a repeat";
+  EXPECT_GE(asked, 5) << "keep_going is asked once a repeat (and between the backend trials)";
   EXPECT_EQ(t.tokens, T);
   for (const TimedMs* m : {&t.prefill_mask, &t.prefill_sparse, &t.prefill_dense, &t.decode_mask, &t.decode_sparse, &t.decode_dense}) {
     EXPECT_EQ(m->repeats, 5);
@@ -57,8 +57,9 @@ TEST(AttentionTimingCuda, MediansOfInterleavedRepeatsAt8k) {
   EXPECT_LT(t.prefill_sparse.median, t.prefill_dense.median);
   // A second timing of the same shapes (the next knob change) reuses the backend choice and still
   // times the dense side.
-  o.keep_going = {};
+  asked = 0;
   const AttentionTiming again = time_attention(q, k, v, paper_params(), o);
+  EXPECT_EQ(asked, 5) << "the backend choice is reused: keep_going is asked once a repeat only";
   EXPECT_EQ(again.dense_prefill_backend, t.dense_prefill_backend);
   EXPECT_EQ(again.dense_decode_backend, t.dense_decode_backend);
   EXPECT_EQ(again.prefill_dense.repeats, 5);
