@@ -29,8 +29,10 @@ struct Target {
   const char* unit;  // "s" or "ms"
   double limit;
 };
-// Issue 19's targets at 32k tokens (a k change at 128k has its own: <= 3 s).
+// Issue 19's targets at 32k tokens; k_change_to_viewed_layer (the new mask and recall of the viewed
+// layer, before its device timing) has the 128k target.
 const Target kTargets[] = {
+    {"k_change_to_viewed_layer", "s", 3},
     {"launch_to_first_mask", "s", 20},   {"k_change_to_mask", "s", 1},        {"b_q_change_to_mask", "s", 1},
     {"b_k_change_to_mask", "s", 1},      {"layer_change_to_mask", "s", 0.2},  {"head_change_to_mask", "s", 0.2},
     {"head_change_to_views", "s", 0.2},  {"r_m_change_to_decode", "s", 1},    {"idle_frame_median", "ms", 16},
@@ -302,7 +304,8 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
 
   // 2. Knob changes: each to the new mask, recall and latency of the viewed layer.
   enum class Knob { k, b_q, b_k };
-  auto knob_step = [&](Knob which, const std::string& key) -> SelfTestStep {
+  // `viewed_key`, where given, is timed when the viewed layer's new mask and recall are on screen.
+  auto knob_step = [&](Knob which, const std::string& key, const std::string& viewed_key = {}) -> SelfTestStep {
     auto before = std::make_shared<HipKnobs>();
     return {key,
             [this, run, which, before](AppState& s) {
@@ -323,14 +326,24 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
               mouse_x = 0.01f, mouse_y = 0.99f;
               run->act();
             },
-            [all_ready, errors](const AppState& s, const Snapshot& snap) {
+            [mask_ready, errors](const AppState& s, const Snapshot& snap) {
               return !s.invalid.empty() || !errors(snap).empty() ||
-                     (s.applied.k == s.knobs.k && s.applied.b_q == s.knobs.b_q && s.applied.b_k == s.knobs.b_k && all_ready(s, snap));
+                     (s.applied.k == s.knobs.k && s.applied.b_q == s.knobs.b_q && s.applied.b_k == s.knobs.b_k &&
+                      mask_ready(s, snap) && snap.analysis && snap.fresh(kStageAnalysis));
             },
-            [run, key, before, errors](AppState& s, const Snapshot& snap) -> std::string {
+            [run, key, viewed_key, before, errors, all_ready](AppState& s, const Snapshot& snap) -> std::string {
               if (!s.invalid.empty()) return "the knobs are refused: " + s.invalid;
               if (!errors(snap).empty()) return errors(snap);
-              if (run->phase++ == 0) return kMore;
+              if (run->phase == 0) {  // this frame draws the new mask and recall; timed when drawn
+                ++run->phase;
+                return kMore;
+              }
+              if (run->phase == 1) {
+                ++run->phase;
+                if (!viewed_key.empty()) run->timing(viewed_key, run->elapsed());
+              }
+              if (!all_ready(s, snap)) return kMore;  // and the latency stage's timing of the layer
+              if (run->phase++ == 2) return kMore;
               run->timing(key, run->elapsed());
               const LayerMasks& m = *snap.masks;
               const bool changed = run->masks.get() != &m && (!run->masks || m.hip.blocks != run->masks->hip.blocks ||
@@ -350,7 +363,7 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
             },
             600, 1};
   };
-  add(knob_step(Knob::k, "k_change_to_mask"), {"k_change_to_mask"});
+  add(knob_step(Knob::k, "k_change_to_mask", "k_change_to_viewed_layer"), {"k_change_to_viewed_layer", "k_change_to_mask"});
   if (!options.basic) {
     add(knob_step(Knob::b_q, "b_q_change_to_mask"), {"b_q_change_to_mask"});
     add(knob_step(Knob::b_k, "b_k_change_to_mask"), {"b_k_change_to_mask"});
