@@ -364,7 +364,8 @@ bool Worker::step(const Request& r) {
       case kStageMasks: {
         const Request rc = clamp_selection(*current_.analysis, r);
         const PairedAnalysis& shown = *current_.analysis->analysis;
-        if (prefill_ && shown.hip_partial() && rc.layer > shown.hip_through_layer && hip_pending_job(*prefill_))
+        if (prefill_ && shown.hip_partial() && rc.layer > shown.hip_through_layer && shown.options.keeps(rc.layer) &&
+            hip_pending_job(*prefill_))
           finish_hip_rest(progress);  // a layer above where the HiP side stopped: the rest of it now
         if (prefill_ && !current_.analysis->has_inputs(rc.layer)) {
           // A long prompt keeps the viewed layer's inputs only: another layer needs a prefill that

@@ -16,6 +16,7 @@
 #include "engine/model/device.h"
 #include "engine/model/device_timer.h"
 #include "engine/model/kept_inputs.h"
+#include "engine/model/out_of_memory.h"
 #include "engine/model/run_cancelled.h"
 #include "kernels/torch/hip_torch.h"
 
@@ -55,8 +56,9 @@ double event_ms(F&& fn) {
 
 // The fastest dense backend that runs `call` (a few warmed-up calls each); kAuto with NaN if none does.
 // keep_going (may be empty) is asked between calls: at 128k tokens the trials take seconds.
+// *transient: a backend failed for lack of memory (the choice may differ another time).
 template <class F>
-DenseBackend fastest_dense(F&& call, const std::function<bool()>& keep_going) {
+DenseBackend fastest_dense(F&& call, const std::function<bool()>& keep_going, bool* transient) {
   DenseBackend best = DenseBackend::kAuto;
   double best_ms = std::numeric_limits<double>::infinity();
   if (!hip_torch::dense_attention_supported()) return best;
@@ -67,8 +69,11 @@ DenseBackend fastest_dense(F&& call, const std::function<bool()>& keep_going) {
     check();
     try {
       call(b);  // warm-up (plans, workspaces)
-    } catch (const std::exception&) {
+    } catch (const c10::Error& e) {
+      if (is_out_of_memory(e)) *transient = true;
       continue;  // this backend does not run these shapes here (e.g. cuDNN's SDPA without its library)
+    } catch (const std::exception&) {
+      continue;
     }
     double ms = std::numeric_limits<double>::infinity();
     for (int i = 0; i < 3; ++i) {
@@ -96,7 +101,9 @@ DenseBackend fastest_dense_cached(const std::string& kind, const at::Tensor& q, 
     const auto it = found.find(key);
     if (it != found.end()) return it->second;
   }
-  const DenseBackend best = fastest_dense(std::forward<F>(call), keep_going);
+  bool transient = false;
+  const DenseBackend best = fastest_dense(std::forward<F>(call), keep_going, &transient);
+  if (transient || best == DenseBackend::kAuto) return best;  // not a lasting answer: tried again next time
   std::lock_guard<std::mutex> lock(mutex);
   found[key] = best;
   return best;

@@ -43,8 +43,9 @@ hip::ScoreLocality score_locality_of_tensors(const at::Tensor& q, const at::Tens
     if (i < 0 || i >= tokens)
       throw hip::AttentionInputError("query " + std::to_string(i) + " is outside the " + std::to_string(tokens) + " queries");
   c10::InferenceMode inference;
-  const bool exact = q.scalar_type() == at::kFloat || q.scalar_type() == at::kDouble;
-  const auto type = exact ? at::kDouble : at::kFloat;
+  // float64 products whatever the dtype, as the reference's dot_f64 on the same values: the pair
+  // differences cancel, and float32 sums would move the range and the bins.
+  const auto type = at::kDouble;
   const at::Tensor index = at::tensor(queries, at::kLong).to(q.device());
   const at::Tensor rows = q[head].index_select(0, index).to(type);
   const at::Tensor keys = k[head / (heads / k.size(0))].to(type);

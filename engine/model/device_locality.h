@@ -17,8 +17,7 @@ class Tensor;  // this header stays free of LibTorch's (the GUI includes it)
 namespace hipstudio {
 
 // q (heads, tokens, dim), k (kv_heads, tokens, dim) on any device, causal prefill: query i sees keys
-// [0, i]. Scores are float64 for float32/float64 inputs, float32 (then widened) for bf16/f16; the
-// statistics are float64. Throws hip::AttentionInputError / HipParamError as the reference does.
+// [0, i]. Scores and statistics are float64 (products of the inputs' values, as the reference's). Throws hip::AttentionInputError / HipParamError as the reference does.
 hip::ScoreLocality score_locality_of_tensors(const at::Tensor& q, const at::Tensor& k, int64_t head,
                                              const std::vector<int64_t>& queries, const hip::LocalityParams& lp);
 

@@ -108,9 +108,10 @@ MemoryEstimate estimate_run_memory(const ModelConfig& c, const RunDevice& run, c
     const uint64_t n = u(s.prompt_tokens);
     const uint64_t qkv_elems = (H + 2 * KVH) * n * d;
     const uint64_t kept = std::min<uint64_t>(L, u(a->kept_layers));
-    // Both sides' residual streams over the prompt (the per-token metrics read them at the end), and
-    // the HiP side's entering its first HiP layer (kept so a HiP change re-runs only the layers it reaches).
-    add(memory_line::kHidden, 3 * n * dim * e, MemoryPlace::Device);
+    // Both sides' residual streams over the prompt (the per-token metrics read them at the end), the
+    // HiP side's entering its first HiP layer (kept so a HiP change re-runs only the layers it reaches)
+    // and entering the layer above the viewed one (the GUI's viewed layer first, until the rest runs).
+    add(memory_line::kHidden, 4 * n * dim * e, MemoryPlace::Device);
     // The kept layers' Q/K/V (PairedAnalysis::inputs, kept_inputs.h): the run's tensors on a device,
     // float32 host arrays on the CPU.
     add(memory_line::kKeptQkv, kept * qkv_elems * (cuda ? e : 4), MemoryPlace::Device);

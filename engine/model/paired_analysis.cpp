@@ -258,7 +258,7 @@ void PairedPrefill::State::prefill() {
   auto chunk_ids = [&](const std::pair<int64_t, int64_t>& r) {
     return std::vector<int32_t>(result.prompt_ids.begin() + r.first, result.prompt_ids.begin() + r.second);
   };
-  passes = static_cast<double>(chunks.size()) * static_cast<double>(c.n_layers - hip_from);
+  passes = static_cast<double>(chunks.size()) * static_cast<double>(c.n_layers);
   install_callbacks();
 
   // ---- prefill, dense side ----------------------------------------------------------------------
@@ -323,6 +323,7 @@ void PairedPrefill::State::hip_prefill(const std::vector<LayerInputs>& carried) 
   const int64_t stop = options.viewed_layer_first && viewed >= 0 && viewed + 1 < c.n_layers && chunks.size() == 1
                            ? std::max(hip_from, viewed + 1)
                            : c.n_layers;
+  passes = static_cast<double>(std::max<int64_t>(1, stop - hip_from));  // the layers this call runs
   const at::Tensor input = hip_from > 0 ? hip_entry : hip_model.embed(chunk_ids(chunks.front()));
   if (chunks.size() != 1 && hip_from > 0) throw std::logic_error("a resumed HiP prefill is one chunk");
   at::Tensor stream = run_hip_layers(hip_from, stop, input);
@@ -443,10 +444,22 @@ void PairedPrefill::State::finish_hip() {
   kept_v.assign(static_cast<size_t>(c.n_layers), at::Tensor());
   for (int64_t l = hip_mid_layer; l < c.n_layers; ++l) deferred_blocks[static_cast<size_t>(l)] = at::Tensor();
   hip_timer = &hip_prefill_time;
+  // A retry after a throw times these layers again: their earlier (partial) figures go.
+  for (int64_t l = hip_mid_layer; l < c.n_layers; ++l) hip_prefill_time.layers[static_cast<size_t>(l)] = ComponentMs{};
   passes = static_cast<double>(c.n_layers - hip_mid_layer);
   calls = 0;
   hip_cache.truncate(0);  // the layers below hip_mid_layer hold the prompt's keys and values
-  const at::Tensor stream = run_hip_layers(hip_mid_layer, c.n_layers, hip_mid);
+  at::Tensor stream;
+  try {
+    stream = run_hip_layers(hip_mid_layer, c.n_layers, hip_mid);
+  } catch (...) {  // a cancel or give-way: the layer a half run held goes now, not at the retry
+    pending = LayerViewsChunk{};
+    pending_layer = -1;
+    kept_q.clear();
+    kept_k.clear();
+    kept_v.clear();
+    throw;
+  }
   views.clear();
   for (int64_t l = hip_mid_layer; l < c.n_layers; ++l) take_kept_inputs(l, result);
   kept_q.clear();

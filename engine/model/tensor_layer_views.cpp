@@ -198,7 +198,8 @@ void TensorLayerViews::add_chunk(const LayerViewsChunk& chunk) {
   // Query rows per tile: the score tile (group heads, rows, visible keys) within tile_bytes.
   const int64_t keys = chunk.k.size(1), element = static_cast<int64_t>(c10::elementSize(compute_));
   const int64_t fit = setup_.tile_bytes / std::max<int64_t>(1, group * keys * element);
-  int64_t rows_per_tile = std::max<int64_t>(1, fit / p.b_q) * p.b_q;
+  const int64_t rows_per_tile = std::max<int64_t>(1, fit / p.b_q) * p.b_q;
+  int64_t fused_rows_per_tile = rows_per_tile;
   // The fused route: a whole prompt (top-left causal is then the prompt's own) in a fused kernel's dtype.
   const bool fusable = setup_.fused_dense && chunk.q.is_cuda() && compute_ == at::kFloat && chunk.first_row == 0 &&
                        keys == tq;
@@ -209,7 +210,8 @@ void TensorLayerViews::add_chunk(const LayerViewsChunk& chunk) {
     // so it takes many more rows, and the per-tile work (top-k, launches) runs far fewer times.
     const int64_t key_blocks = ceil_div(keys, p.b_k), width = p.sink + kb_ * p.b_k + p.window + p.b_k + p.b_q;
     const int64_t per_block = group * element * (6 * key_blocks + 4 * width * d_ + 3 * p.b_q * width);
-    rows_per_tile = std::max(rows_per_tile, std::max<int64_t>(1, setup_.tile_bytes / std::max<int64_t>(1, per_block)) * p.b_q);
+    fused_rows_per_tile =
+        std::max(rows_per_tile, std::max<int64_t>(1, setup_.tile_bytes / std::max<int64_t>(1, per_block)) * p.b_q);
   }
   for (int64_t g = 0; g < hkv_; ++g) {
     if (setup_.checkpoint) setup_.checkpoint();
@@ -218,8 +220,9 @@ void TensorLayerViews::add_chunk(const LayerViewsChunk& chunk) {
     const bool fused = fusable && fused_dense_rows(chunk.q.narrow(0, g * group, group), chunk.k[g], chunk.v[g],
                                                    1.0 / std::sqrt(static_cast<double>(d_)), compute_, dense);
     fused_groups_ += fused ? 1 : 0;
-    for (int64_t r0 = 0; r0 < tq; r0 += rows_per_tile)
-      tile(chunk, hip_blocks, random_blocks, g, kg, vg, fused ? &dense : nullptr, r0, std::min(tq, r0 + rows_per_tile));
+    const int64_t rows = fused ? fused_rows_per_tile : rows_per_tile;  // a group the flash kernel refused: plain tiles
+    for (int64_t r0 = 0; r0 < tq; r0 += rows)
+      tile(chunk, hip_blocks, random_blocks, g, kg, vg, fused ? &dense : nullptr, r0, std::min(tq, r0 + rows));
   }
   if (setup_.keep_masks) {
     hip_blocks_.push_back(hip_blocks.to(at::kCPU, at::kInt));
