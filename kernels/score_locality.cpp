@@ -14,6 +14,13 @@ double normal_cdf(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
 
 }  // namespace
 
+void validate_locality_params(const LocalityParams& lp) {
+  if (lp.bins < 1) throw HipParamError("histogram bins (" + std::to_string(lp.bins) + ") must be >= 1");
+  for (int64_t delta : lp.deltas) {
+    if (delta < 1) throw HipParamError("Delta (" + std::to_string(delta) + ") must be >= 1");
+  }
+}
+
 double kl_histogram_vs_normal(const DeltaStats& st) {
   if (st.pairs == 0) return std::numeric_limits<double>::quiet_NaN();
   if (st.stddev == 0) return 0.0;
@@ -44,10 +51,7 @@ ScoreLocality score_locality(const AttentionInputs& in, const HipParams& p, int6
     throw AttentionInputError("head " + std::to_string(head) + " is outside the " + std::to_string(in.hq) +
                               " query heads");
   }
-  if (lp.bins < 1) throw HipParamError("histogram bins (" + std::to_string(lp.bins) + ") must be >= 1");
-  for (int64_t delta : lp.deltas) {
-    if (delta < 1) throw HipParamError("Delta (" + std::to_string(delta) + ") must be >= 1");
-  }
+  validate_locality_params(lp);
   // Scores of every query over its visible keys.
   const int64_t g = kv_head(in, head);
   std::vector<std::vector<double>> scores;
@@ -67,10 +71,7 @@ ScoreLocality score_locality(const AttentionInputs& in, const HipParams& p, int6
 
 ScoreLocality score_locality_of_scores(const std::vector<std::vector<double>>& scores, int64_t head,
                                        const std::vector<int64_t>& queries, const LocalityParams& lp) {
-  if (lp.bins < 1) throw HipParamError("histogram bins (" + std::to_string(lp.bins) + ") must be >= 1");
-  for (int64_t delta : lp.deltas) {
-    if (delta < 1) throw HipParamError("Delta (" + std::to_string(delta) + ") must be >= 1");
-  }
+  validate_locality_params(lp);
   if (scores.size() != queries.size()) throw AttentionInputError("one score row per query expected");
   ScoreLocality out;
   out.head = head;

@@ -40,6 +40,9 @@ struct ScoreLocality {
 ScoreLocality score_locality(const AttentionInputs& in, const HipParams& p, int64_t head,
                              const std::vector<int64_t>& queries, const LocalityParams& lp);
 
+// Throws HipParamError for bins < 1 or a Delta < 1 (every implementation checks the same rules).
+void validate_locality_params(const LocalityParams& lp);
+
 // KL(histogram || fitted normal) of a DeltaStats whose pairs, mean, stddev, range and counts are set:
 // the kl_to_normal rule above, for statistics computed elsewhere (the GUI's device path).
 double kl_histogram_vs_normal(const DeltaStats& st);

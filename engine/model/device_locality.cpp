@@ -36,9 +36,7 @@ hip::ScoreLocality score_locality_of_tensors(const at::Tensor& q, const at::Tens
   const int64_t heads = q.size(0), tokens = q.size(1);
   if (head < 0 || head >= heads)
     throw hip::AttentionInputError("head " + std::to_string(head) + " is outside the " + std::to_string(heads) + " query heads");
-  if (lp.bins < 1) throw hip::HipParamError("histogram bins (" + std::to_string(lp.bins) + ") must be >= 1");
-  for (int64_t delta : lp.deltas)
-    if (delta < 1) throw hip::HipParamError("Delta (" + std::to_string(delta) + ") must be >= 1");
+  hip::validate_locality_params(lp);
   for (int64_t i : queries)
     if (i < 0 || i >= tokens)
       throw hip::AttentionInputError("query " + std::to_string(i) + " is outside the " + std::to_string(tokens) + " queries");

@@ -163,6 +163,21 @@ struct PairedPrefill::State {
   void take_kept_inputs(int64_t layer, PairedAnalysis& result);
   void prompt_metrics(const at::Tensor& hip_hidden, PairedAnalysis& result);
   void finish_hip();
+  // A HiP-side run: `body` with `with` as the progress (detached however it ends), in inference
+  // mode, out-of-memory errors named as the HiP prefill's.
+  template <class Body>
+  void run_hip_side(const AnalysisProgress& with, Body&& body) {
+    struct Detach {
+      State& s;
+      ~Detach() { s.progress = {}; }
+    } detach{*this};
+    guard_out_of_memory(model->run, "the HiP prefill", [&] {
+      c10::InferenceMode inference;
+      progress = with;
+      body();
+      return 0;
+    });
+  }
   // One layer's views from kept inputs and the HiP mask the kernels chose (undefined: the views layer
   // estimates it): what the prefill computes for that layer.
   LayerViewsResult views_of_kept(const LayerInputs& in, int64_t layer, const at::Tensor& hip_blocks, bool keep_masks,
@@ -498,12 +513,7 @@ void PairedPrefill::rerun_hip(const AnalysisOptions& options, const AnalysisProg
     else if (needed) from = 0;
   }
   if (from == 0) carried.clear();
-  struct Detach {
-    State& s;
-    ~Detach() { s.progress = {}; }
-  } detach{s};
-  guard_out_of_memory(s.model->run, "the HiP prefill", [&] {
-    c10::InferenceMode inference;
+  s.run_hip_side(progress, [&] {
     s.options = kept;
     s.hip_attention = std::make_unique<HipAttention>(kept.hip, s.model->config.n_layers);
     s.hip_cache.truncate(0);  // the layers below `from` keep the prompt's keys and values they wrote
@@ -512,12 +522,10 @@ void PairedPrefill::rerun_hip(const AnalysisOptions& options, const AnalysisProg
     for (int64_t l = 0; l < from; ++l) s.hip_prefill_time.layers[static_cast<size_t>(l)] = last.layers[static_cast<size_t>(l)];
     s.hip_from = from;
     if (from == 0) s.hip_entry = at::Tensor();  // a whole run keeps a new one
-    s.progress = progress;
     s.prompt = PairedAnalysis{};
     s.prompt.prompt_ids = before->prompt_ids;
     before.reset();  // its kept inputs go with the last holder (the screen's view), not with this run
     s.hip_prefill(carried);  // on a throw, prompt_result stays null: this prefill decodes no more
-    return 0;
   });
   s.prompt_result = std::make_shared<PairedAnalysis>(std::move(s.prompt));
   s.prompt = PairedAnalysis{};
@@ -593,16 +601,7 @@ bool PairedPrefill::hip_pending() const { return state_->prompt_result && state_
 void PairedPrefill::finish_hip(const AnalysisProgress& progress) {
   State& s = *state_;
   if (!hip_pending()) throw std::logic_error("PairedPrefill::finish_hip: the HiP side is whole");
-  struct Detach {
-    State& s;
-    ~Detach() { s.progress = {}; }
-  } detach{s};
-  guard_out_of_memory(s.model->run, "the HiP prefill", [&] {
-    c10::InferenceMode inference;
-    s.progress = progress;
-    s.finish_hip();
-    return 0;
-  });
+  s.run_hip_side(progress, [&] { s.finish_hip(); });
 }
 
 std::unique_ptr<PairedPrefill> PairedPrefill::run(std::shared_ptr<const Model> model, const std::string& prompt,
