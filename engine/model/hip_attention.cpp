@@ -249,13 +249,12 @@ at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& stat
   if (need_host_mask) {
     state.decode_mask = host_mask;
     event.mask = &state.decode_mask;
-    // The keys the refresh's search read come from the kernels' own traces (one head per traced
-    // launch, each a decode-sized search); the keys attention read from the mask and the shapes.
+    // The keys the refresh's search read come from the kernels' own traces (every head's in one
+    // traced launch of a decode-sized search); the keys attention read from the mask and the shapes.
     // Nothing copies K/V to the host: at 32k tokens that copy and a CPU search took seconds a step.
     const auto recording = std::chrono::steady_clock::now();
     std::vector<hip::MaskTrace> traces;
-    if (event.refreshed)
-      for (int64_t h = 0; h < heads; ++h) traces.push_back(hip_torch::estimate_masks_traced(call.q, call.k, p, h, 0).second);
+    if (event.refreshed) traces = hip_torch::estimate_masks_traced_every_head(call.q, call.k, p, 0).second;
     record_access(hip::shape_only_inputs(heads, call.k.size(0), call.q.size(1), call.k.size(1), call.q.size(2)), host_mask,
                   traces, event);
     event.record_seconds = seconds_since(recording);  // the traced launches synchronize

@@ -57,8 +57,13 @@ struct MaskLaunch {
   int32_t* iterations = nullptr;    // (batch, hq, qbs) or null
   int64_t* branches = nullptr;      // (batch, hq, qbs) or null
   // Trace of one (batch, head, query block); trace_head < 0: none. trace_buffer: mask_trace_bytes(kb).
+  // trace_every_head: instead every head of (trace_batch, trace_query_block), head h's trace at byte
+  // h * mask_trace_bytes(kb) of a buffer of hq traces (one launch where a decode refresh's recording
+  // needs them all: a launch per head cost ~0.7 ms each, 1024 a refresh step of an 8B model).
   int64_t trace_batch = 0, trace_head = -1, trace_query_block = -1;
+  bool trace_every_head = false;
   void* trace_buffer = nullptr;
+  bool traced() const { return trace_head >= 0 || trace_every_head; }
   void* stream = nullptr;           // cudaStream_t; null: legacy default stream
   // Warp-search path (bf16/f16 without a trace, Kb <= 256, <= 32 sampled rows, d 64 or 128): warps
   // per search, 0 = chosen by size; tests force 1..16 (a power of two, <= 4 above 16 sampled rows).

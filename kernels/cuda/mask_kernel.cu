@@ -73,6 +73,8 @@ struct MaskArgs {
   int32_t* iterations;
   int64_t* branches;
   int64_t trace_batch, trace_head, trace_qb;
+  bool trace_every_head;
+  size_t trace_stride;  // bytes between heads' traces (trace_every_head)
   uint8_t* trace;
   Smem sm;
   int r_max;      // sampled rows of a full query block
@@ -312,9 +314,10 @@ __global__ void __launch_bounds__(kThreads, 3) hip_mask_kernel(const MaskArgs a)
   int32_t* out = a.blocks + item * a.kb;
   const DevRange sr = dev_search_range(a.hip, a.positions, a.tq, a.tk, qb);
   const int64_t n = sr.hi - sr.lo;
-  const bool traced = a.trace && b == a.trace_batch && h == a.trace_head && qb == a.trace_qb;
-  int32_t* trace_ints = reinterpret_cast<int32_t*>(a.trace);
-  TraceEntry* trace_entries = traced ? reinterpret_cast<TraceEntry*>(a.trace + trace_entries_offset(a.kb)) : nullptr;
+  const bool traced = a.trace && b == a.trace_batch && qb == a.trace_qb && (a.trace_every_head || h == a.trace_head);
+  uint8_t* trace = traced && a.trace_every_head ? a.trace + static_cast<size_t>(h) * a.trace_stride : a.trace;
+  int32_t* trace_ints = reinterpret_cast<int32_t*>(trace);
+  TraceEntry* trace_entries = traced ? reinterpret_cast<TraceEntry*>(trace + trace_entries_offset(a.kb)) : nullptr;
 
   if (n <= a.kb) {  // the whole range fits in the budget
     for (int j = tid; j < kb; j += kThreads) out[j] = j < n ? static_cast<int32_t>(sr.lo + j) : -1;
@@ -634,7 +637,7 @@ void estimate_masks(const MaskLaunch& l) {
   const int64_t kb = hip::hip_kb(p);
   if (kb > kMaxKb) throw_arg("k / b_k = " + std::to_string(kb) + " exceeds the kernel's limit of " + std::to_string(kMaxKb));
   if (l.d > 256) throw_arg("head dimension " + std::to_string(l.d) + " exceeds 256");
-  if (l.trace_head >= 0 && !l.trace_buffer) throw_arg("a trace request needs trace_buffer (mask_trace_bytes)");
+  if (l.traced() && !l.trace_buffer) throw_arg("a trace request needs trace_buffer (mask_trace_bytes)");
 
   if (l.ctas_per_search >= 0 && cluster_mask_eligible(l)) {  // v16: few searches (decode), a CTA or cluster each
     const int64_t items = l.batch * l.hq * ((l.tq + p.b_q - 1) / p.b_q);
@@ -657,7 +660,8 @@ void estimate_masks(const MaskLaunch& l) {
   a.qbs = (l.tq + p.b_q - 1) / p.b_q, a.kb = kb, a.hip = p;
   a.blocks = l.blocks, a.counts = l.counts, a.iterations = l.iterations, a.branches = l.branches;
   a.trace_batch = l.trace_batch, a.trace_head = l.trace_head, a.trace_qb = l.trace_query_block;
-  a.trace = l.trace_head >= 0 ? static_cast<uint8_t*>(l.trace_buffer) : nullptr;
+  a.trace_every_head = l.trace_every_head, a.trace_stride = mask_trace_bytes(kb);
+  a.trace = l.traced() ? static_cast<uint8_t*>(l.trace_buffer) : nullptr;
   a.r_max = static_cast<int>((p.b_q + p.b_sq - 1) / p.b_sq);
   a.r16 = (a.r_max + 15) / 16 * 16;
   a.d16 = static_cast<int>((l.d + 15) / 16 * 16);
@@ -673,8 +677,8 @@ void estimate_masks(const MaskLaunch& l) {
   a.sm = layout(kb, exact, a.r_max, a.r16, a.d16, a.q_ld, a.k_ld, a.chunk);
   const int64_t ctas = l.batch * l.hq * a.qbs;
   if (ctas >= (int64_t{1} << 31)) throw_arg("too many (batch, head, query block) items for one launch");
-  if (l.trace_head >= 0) {
-    if (l.trace_head >= l.hq || l.trace_query_block < 0 || l.trace_query_block >= a.qbs || l.trace_batch < 0 ||
+  if (l.traced()) {
+    if ((!l.trace_every_head && l.trace_head >= l.hq) || l.trace_query_block < 0 || l.trace_query_block >= a.qbs || l.trace_batch < 0 ||
         l.trace_batch >= l.batch)
       throw_arg("trace request outside the heads x query blocks");
   }

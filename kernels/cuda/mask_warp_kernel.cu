@@ -407,7 +407,7 @@ bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 
 
 bool warp_mask_eligible(const MaskLaunch& l) {
   const hip::HipParams& p = l.hip;
-  if (l.dtype == DType::kF32 || l.trace_head >= 0) return false;
+  if (l.dtype == DType::kF32 || l.traced()) return false;
   const int64_t kb = hip::hip_kb(p), kpr = p.b_k / p.b_sk;
   const int64_t rows = (std::min(p.b_q, l.tq) + p.b_sq - 1) / p.b_sq;  // of the fullest query block
   const bool kpr_ok = kpr == 1 || kpr == 2 || kpr == 4 || kpr == 8;

@@ -92,6 +92,8 @@ void check_pair(const at::Tensor& q, const Shape& qs, const at::Tensor& k, const
     fail("query heads (" + std::to_string(qs.heads) + ") must be a multiple of " + kname + " heads (" + std::to_string(ks.heads) + ")");
 }
 
+// trace_head: the head to trace, kEveryHead for all of them (hq traces in *trace_buf), < 0 none.
+constexpr int64_t kEveryHead = -2;
 MaskTensors run_masks(const at::Tensor& q, const at::Tensor& k, const hip::HipParams& p, const at::Tensor& positions,
                       int64_t trace_head, int64_t trace_qb, int64_t trace_batch, at::Tensor* trace_buf,
                       const MaskTensors* into = nullptr) {
@@ -131,8 +133,10 @@ MaskTensors run_masks(const at::Tensor& q, const at::Tensor& k, const hip::HipPa
   l.blocks = m.blocks.data_ptr<int32_t>(), l.counts = m.counts.data_ptr<int32_t>();
   l.iterations = m.iterations.data_ptr<int32_t>(), l.branches = m.branches.data_ptr<int64_t>();
   if (trace_buf) {
-    *trace_buf = at::empty({static_cast<int64_t>(gpu::mask_trace_bytes(kb))}, q.options().dtype(at::kByte));
-    l.trace_head = trace_head, l.trace_query_block = trace_qb, l.trace_batch = trace_batch;
+    const int64_t traces = trace_head == kEveryHead ? qs.heads : 1;
+    *trace_buf = at::empty({traces * static_cast<int64_t>(gpu::mask_trace_bytes(kb))}, q.options().dtype(at::kByte));
+    l.trace_every_head = trace_head == kEveryHead;
+    l.trace_head = l.trace_every_head ? -1 : trace_head, l.trace_query_block = trace_qb, l.trace_batch = trace_batch;
     l.trace_buffer = trace_buf->data_ptr();
   }
   gpu::estimate_masks(l);
@@ -169,22 +173,49 @@ void estimate_masks_into(MaskTensors& out, const at::Tensor& q, const at::Tensor
   run_masks(q, k, p, positions, -1, -1, 0, nullptr, &out);
 }
 
-std::pair<MaskTensors, hip::MaskTrace> estimate_masks_traced(const at::Tensor& q, const at::Tensor& k,
-                                                             const hip::HipParams& p, int64_t head,
-                                                             int64_t query_block, const at::Tensor& positions,
-                                                             int64_t batch) {
+namespace {
+// The masks and the traces of query block `query_block` of batch entry `batch`: head `head`'s, or
+// every head's (head kEveryHead), in one launch.
+std::pair<MaskTensors, std::vector<hip::MaskTrace>> masks_with_traces(const at::Tensor& q, const at::Tensor& k,
+                                                                      const hip::HipParams& p, int64_t head,
+                                                                      int64_t query_block, const at::Tensor& positions,
+                                                                      int64_t batch) {
   at::Tensor buf;
   MaskTensors m = run_masks(q, k, p, positions, head, query_block, batch, &buf);
   const at::Tensor host = buf.to(at::kCPU);
-  std::vector<uint8_t> bytes(host.data_ptr<uint8_t>(), host.data_ptr<uint8_t>() + host.numel());
+  const uint8_t* data = host.data_ptr<uint8_t>();
   hip::AttentionInputs in;
   const at::Tensor hpos = positions.defined() ? positions.to(at::kCPU).contiguous() : positions;
   in.positions = hpos.defined() ? hpos.data_ptr<int64_t>() : nullptr;
   in.tq = q.size(-2), in.tk = k.size(-2);
   const hip::SearchRange sr = hip::search_range(in, p, query_block);
-  hip::MaskTrace t = gpu::decode_mask_trace(bytes, hip::hip_kb(p), head, query_block, sr.row_begin, sr.row_end, sr.p0,
-                                            sr.lo, sr.hi, sr.dense_from);
-  return {std::move(m), std::move(t)};
+  const int64_t kb = hip::hip_kb(p);
+  const auto each = static_cast<int64_t>(gpu::mask_trace_bytes(kb));
+  std::vector<hip::MaskTrace> traces;
+  for (int64_t i = 0; (i + 1) * each <= host.numel(); ++i) {
+    const std::vector<uint8_t> bytes(data + i * each, data + (i + 1) * each);
+    traces.push_back(gpu::decode_mask_trace(bytes, kb, head == kEveryHead ? i : head, query_block, sr.row_begin,
+                                            sr.row_end, sr.p0, sr.lo, sr.hi, sr.dense_from));
+  }
+  return {std::move(m), std::move(traces)};
+}
+}  // namespace
+
+std::pair<MaskTensors, hip::MaskTrace> estimate_masks_traced(const at::Tensor& q, const at::Tensor& k,
+                                                             const hip::HipParams& p, int64_t head,
+                                                             int64_t query_block, const at::Tensor& positions,
+                                                             int64_t batch) {
+  auto [m, traces] = masks_with_traces(q, k, p, head, query_block, positions, batch);
+  return {std::move(m), std::move(traces.front())};
+}
+
+std::pair<MaskTensors, std::vector<hip::MaskTrace>> estimate_masks_traced_every_head(const at::Tensor& q,
+                                                                                     const at::Tensor& k,
+                                                                                     const hip::HipParams& p,
+                                                                                     int64_t query_block,
+                                                                                     const at::Tensor& positions,
+                                                                                     int64_t batch) {
+  return masks_with_traces(q, k, p, kEveryHead, query_block, positions, batch);
 }
 
 namespace {
@@ -264,6 +295,12 @@ void estimate_masks_into(MaskTensors&, const at::Tensor&, const at::Tensor&, con
 std::pair<MaskTensors, hip::MaskTrace> estimate_masks_traced(const at::Tensor&, const at::Tensor&,
                                                              const hip::HipParams&, int64_t, int64_t,
                                                              const at::Tensor&, int64_t) {
+  throw std::runtime_error(cuda_kernels_status());
+}
+std::pair<MaskTensors, std::vector<hip::MaskTrace>> estimate_masks_traced_every_head(const at::Tensor&,
+                                                                                     const at::Tensor&,
+                                                                                     const hip::HipParams&, int64_t,
+                                                                                     const at::Tensor&, int64_t) {
   throw std::runtime_error(cuda_kernels_status());
 }
 at::Tensor sparse_attention(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,

@@ -14,6 +14,7 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "kernels/hip_params.h"
 #include "kernels/hip_trace.h"
@@ -42,6 +43,10 @@ std::pair<MaskTensors, hip::MaskTrace> estimate_masks_traced(const at::Tensor& q
                                                              const hip::HipParams& p, int64_t head,
                                                              int64_t query_block, const at::Tensor& positions = at::Tensor(),
                                                              int64_t batch = 0);
+// Same, plus the traces of query block `query_block` of every head (head h at [h]), in one launch.
+std::pair<MaskTensors, std::vector<hip::MaskTrace>> estimate_masks_traced_every_head(
+    const at::Tensor& q, const at::Tensor& k, const hip::HipParams& p, int64_t query_block,
+    const at::Tensor& positions = at::Tensor(), int64_t batch = 0);
 // A (3-D) mask copied to the host as the reference's MaskResult (dense_from from the search ranges).
 hip::MaskResult to_mask_result(const MaskTensors& m, const hip::HipParams& p, int64_t tq, int64_t tk,
                                const at::Tensor& positions = at::Tensor());

@@ -89,6 +89,28 @@ TEST(HipCudaMask, F32MasksIdenticalToCpuReference) {
   }
 }
 
+// Returns the branches compared and how many were identical (range, representative, score, kept).
+std::pair<size_t, size_t> expect_same_trace(const hip::MaskTrace& ref, const hip::MaskTrace& got) {
+  EXPECT_EQ(got.head, ref.head);
+  EXPECT_EQ(got.lo, ref.lo);
+  EXPECT_EQ(got.hi, ref.hi);
+  EXPECT_EQ(got.initial_begin, ref.initial_begin);
+  EXPECT_EQ(got.initial_end, ref.initial_end);
+  EXPECT_EQ(got.iterations.size(), ref.iterations.size());
+  size_t branches = 0, same = 0;
+  for (size_t it = 0; it < std::min(ref.iterations.size(), got.iterations.size()); ++it) {
+    const auto& a = ref.iterations[it].branches;
+    const auto& b = got.iterations[it].branches;
+    EXPECT_EQ(a.size(), b.size()) << "iteration " << it;
+    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i, ++branches)
+      same += a[i].begin == b[i].begin && a[i].end == b[i].end && a[i].repr == b[i].repr && a[i].score == b[i].score &&
+              a[i].kept == b[i].kept;
+  }
+  EXPECT_EQ(same, branches);
+  EXPECT_EQ(got.blocks, ref.blocks);
+  return {branches, same};
+}
+
 TEST(HipCudaMask, TraceReplaysCpuTrace) {
   HIP_CUDA_REQUIRE();
   for (const MaskCase& c : {cases()[1], cases()[2], cases()[5]}) {
@@ -101,24 +123,33 @@ TEST(HipCudaMask, TraceReplaysCpuTrace) {
     const at::Tensor q = testing_gpu::to_device(h.q, {c.hq, c.tq, c.d}, at::kFloat);
     const at::Tensor k = testing_gpu::to_device(h.k, {c.hkv, c.tk, c.d}, at::kFloat);
     const auto [m, got] = hip_torch::estimate_masks_traced(q, k, c.p, head, qb, testing_gpu::positions_tensor(h));
-    EXPECT_EQ(got.lo, ref.lo);
-    EXPECT_EQ(got.hi, ref.hi);
-    EXPECT_EQ(got.initial_begin, ref.initial_begin);
-    EXPECT_EQ(got.initial_end, ref.initial_end);
-    ASSERT_EQ(got.iterations.size(), ref.iterations.size());
-    size_t branches = 0, same = 0;
-    for (size_t it = 0; it < ref.iterations.size(); ++it) {
-      const auto& a = ref.iterations[it].branches;
-      const auto& b = got.iterations[it].branches;
-      ASSERT_EQ(a.size(), b.size()) << "iteration " << it;
-      for (size_t i = 0; i < a.size(); ++i, ++branches)
-        same += a[i].begin == b[i].begin && a[i].end == b[i].end && a[i].repr == b[i].repr && a[i].score == b[i].score &&
-                a[i].kept == b[i].kept;
-    }
-    EXPECT_EQ(same, branches);
-    EXPECT_EQ(got.blocks, ref.blocks);
+    const auto [branches, same] = expect_same_trace(ref, got);
     std::printf("[gpu] trace %-28s %zu iterations, %zu / %zu branches identical (range, repr, score, kept)\n", c.name,
                 ref.iterations.size(), same, branches);
+  }
+}
+
+// The decode recorder's one launch for every head: each head's trace is the CPU's trace of that head.
+TEST(HipCudaMask, EveryHeadTraceReplaysEachCpuTrace) {
+  HIP_CUDA_REQUIRE();
+  for (const MaskCase& c : {cases()[1], cases()[2], cases()[5]}) {
+    const uint64_t seed = testing_gpu::fresh_seed();
+    SCOPED_TRACE(std::string(c.name) + " seed " + std::to_string(seed));
+    const testing_gpu::HostInputs h = testing_gpu::make_inputs(c.kind, c.hq, c.hkv, c.tq, c.tk, c.d, seed, c.positions);
+    const int64_t qb = hip::query_blocks(h.view(), c.p) - 1;
+    const at::Tensor q = testing_gpu::to_device(h.q, {c.hq, c.tq, c.d}, at::kFloat);
+    const at::Tensor k = testing_gpu::to_device(h.k, {c.hkv, c.tk, c.d}, at::kFloat);
+    const auto [m, got] = hip_torch::estimate_masks_traced_every_head(q, k, c.p, qb, testing_gpu::positions_tensor(h));
+    ASSERT_EQ(static_cast<int64_t>(got.size()), c.hq);
+    size_t branches = 0, same = 0, searched = 0;
+    for (int64_t head = 0; head < c.hq; ++head) {
+      const hip::MaskTrace ref = hip::trace_block_mask(h.view(), c.p, head, qb);
+      const auto [b, s] = expect_same_trace(ref, got[static_cast<size_t>(head)]);
+      branches += b, same += s, searched += !ref.iterations.empty();
+    }
+    EXPECT_GT(searched, 0u) << "no head searched: the case does not exercise the trace";
+    std::printf("[gpu] every-head trace %-19s %lld heads (%zu searched), %zu / %zu branches identical\n", c.name,
+                static_cast<long long>(c.hq), searched, same, branches);
   }
 }
 

@@ -368,30 +368,58 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
     add(knob_step(Knob::b_q, "b_q_change_to_mask"), {"b_q_change_to_mask"});
     add(knob_step(Knob::b_k, "b_k_change_to_mask"), {"b_k_change_to_mask"});
 
-    // 3. A layer change, then a head change: to the new mask on screen.
+    // 3. Layer changes. Right after a knob change the other layers' views are still coming (the
+    // HiP side's layers above the viewed one, then each layer's views, in the background): a layer
+    // change then waits for its own (timed, no target). Once the background has settled every
+    // layer's views are on hand, and a change to one the background computed is timed against the
+    // target; then a head change on that layer.
     auto from = std::make_shared<int>(0);
-    add({"layer_change_to_mask",
-         [run, from](AppState& s) {
-           *from = s.layer;
-           const int last = static_cast<int>(run->n_layers) - 1;
-           s.layer = s.layer != last ? last : std::max(0, s.knobs.l_d);
-           s.focus_panel = "mask";
-           run->act();
-         },
-         [mask_ready, errors](const AppState& s, const Snapshot& snap) { return !errors(snap).empty() || mask_ready(s, snap); },
-         [run, from, errors](AppState& s, const Snapshot& snap) -> std::string {
-           if (!errors(snap).empty()) return errors(snap);
-           if (run->phase++ == 0) return kMore;
-           run->timing("layer_change_to_mask", run->elapsed());
-           const bool changed = run->masks && snap.masks->layer != run->masks->layer && snap.masks->hip.blocks != run->masks->hip.blocks;
-           run->line(fmt("result: layer_change_to_mask changed %s (layer %d -> %d; recall %s -> %s)", changed ? "yes" : "NO", *from,
-                            s.layer, run->masks ? recall_text(*run->masks).c_str() : "?", recall_text(*snap.masks).c_str()));
-           run->line(stage_times_text(snap));
-              run->line(device_timing_text(snap));
-           run->masks = snap.masks;
-           return changed ? "" : "the mask did not change";
+    auto layer_step = [run, from, mask_ready, errors](const std::string& key, std::function<int(const AppState&)> to) -> SelfTestStep {
+      return {key,
+              [run, from, to](AppState& s) {
+                *from = s.layer;
+                s.layer = to(s);
+                s.focus_panel = "mask";
+                run->act();
+              },
+              [mask_ready, errors](const AppState& s, const Snapshot& snap) { return !errors(snap).empty() || mask_ready(s, snap); },
+              [run, from, key, errors](AppState& s, const Snapshot& snap) -> std::string {
+                if (!errors(snap).empty()) return errors(snap);
+                if (run->phase++ == 0) return kMore;
+                run->timing(key, run->elapsed());
+                const bool changed =
+                    run->masks && snap.masks->layer != run->masks->layer && snap.masks->hip.blocks != run->masks->hip.blocks;
+                run->line(fmt("result: %s changed %s (layer %d -> %d; recall %s -> %s)", key.c_str(), changed ? "yes" : "NO",
+                              *from, s.layer, run->masks ? recall_text(*run->masks).c_str() : "?",
+                              recall_text(*snap.masks).c_str()));
+                run->line(stage_times_text(snap));
+                run->masks = snap.masks;
+                return changed ? "" : "the mask did not change";
+              },
+              600, 1};
+    };
+    add(layer_step("layer_change_during_background",
+                   [run](const AppState& s) {
+                     const int last = static_cast<int>(run->n_layers) - 1;
+                     return s.layer != last ? last : std::max(0, s.knobs.l_d);
+                   }),
+        {"layer_change_during_background"});
+    add({"background_settled",
+         [run](AppState&) { run->phase = 0; },  // the clock keeps running from the layer change
+         [](const AppState&, const Snapshot& snap) { return !snap.busy; },
+         [run](AppState&, const Snapshot& snap) -> std::string {
+           run->timing("background_settled", run->elapsed());
+           run->line("result: background_settled: every stage done since the layer change (" + stage_times_text(snap) + ")");
+           return "";
          },
          600, 1},
+        {"background_settled"});
+    add(layer_step("layer_change_to_mask",
+                   [run](const AppState& s) {
+                     // A layer between l_d and the last whose views the background computed.
+                     const int middle = static_cast<int>((s.knobs.l_d + run->n_layers - 1) / 2);
+                     return middle != s.layer ? middle : std::max(0, middle - 1);
+                   }),
         {"layer_change_to_mask"});
     // The masks hold every head: the new head's mask is on screen in the frame of the change; the
     // head's other views (iterations trace, dense image, locality) follow from the worker.
