@@ -24,6 +24,7 @@
 
 #include "engine/model/host_inputs.h"
 #include "engine/model/layer_views_backend.h"
+#include "engine/model/phase_profile.h"
 #include "kernels/shape_only_inputs.h"
 #include "kernels/oracle.h"
 #include "kernels/random_baseline.h"
@@ -148,6 +149,7 @@ class TensorLayerViews final : public LayerViewsBackend {
   std::vector<at::Tensor> hip_blocks_, hip_counts_, oracle_blocks_, recall_rows_, random_recall_rows_;
   at::Tensor chunk_oracle_, chunk_recall_, chunk_random_recall_;  // (hq, chunk query blocks, ...) being filled
   int64_t fused_groups_ = 0;  // KV groups that took the fused route (the result says so)
+  PhaseProfile profile_;      // HIPSTUDIO_PROFILE=1: where a layer's views spend their time
 };
 
 void TensorLayerViews::start(const LayerViewsChunk& chunk) {
@@ -184,12 +186,15 @@ void TensorLayerViews::add_chunk(const LayerViewsChunk& chunk) {
     throw std::logic_error("layer views: chunks must come in row order and start on a query block");
   if (chunk.q.dim() != 3 || chunk.k.dim() != 3 || chunk.k.size(1) != chunk.first_row + chunk.q.size(1))
     throw std::logic_error("layer views: a chunk's keys must cover its rows' positions");
+  profile_.begin(chunk.q.is_cuda());
   if (rows_ == 0) start(chunk);
+  profile_.lap("start (random mask)");
   c10::InferenceMode inference;
   const int64_t tq = chunk.q.size(1), group = hq_ / hkv_, qb0 = chunk.first_row / p.b_q, nqb = ceil_div(tq, p.b_q);
   const at::Tensor hip_blocks = hip_mask_of(chunk);
   const at::Tensor random_blocks =
       at::from_blob(random_.blocks.data(), {hq_, query_blocks_, kb_}, at::kInt).narrow(1, qb0, nqb).to(chunk.q.device());
+  profile_.lap("masks to device");
   if (setup_.keep_masks) {
     chunk_oracle_ = at::full({hq_, nqb, kb_}, -1, chunk.q.options().dtype(at::kInt));
     chunk_recall_ = at::zeros({hq_, nqb}, chunk.q.options().dtype(at::kDouble));
@@ -220,15 +225,18 @@ void TensorLayerViews::add_chunk(const LayerViewsChunk& chunk) {
     const bool fused = fusable && fused_dense_rows(chunk.q.narrow(0, g * group, group), chunk.k[g], chunk.v[g],
                                                    1.0 / std::sqrt(static_cast<double>(d_)), compute_, dense);
     fused_groups_ += fused ? 1 : 0;
+    profile_.lap("flash out+lse");
     const int64_t rows = fused ? fused_rows_per_tile : rows_per_tile;  // a group the flash kernel refused: plain tiles
     for (int64_t r0 = 0; r0 < tq; r0 += rows)
       tile(chunk, hip_blocks, random_blocks, g, kg, vg, fused ? &dense : nullptr, r0, std::min(tq, r0 + rows));
   }
   if (setup_.keep_masks) {
+    profile_.begin(chunk.q.is_cuda());
     hip_blocks_.push_back(hip_blocks.to(at::kCPU, at::kInt));
     oracle_blocks_.push_back(chunk_oracle_.to(at::kCPU));
     recall_rows_.push_back(chunk_recall_.to(at::kCPU));
     random_recall_rows_.push_back(chunk_random_recall_.to(at::kCPU));
+    profile_.lap("masks to host");
   }
   rows_ += tq;
 }
@@ -278,6 +286,7 @@ void TensorLayerViews::tile(const LayerViewsChunk& chunk, const at::Tensor& hip_
   if (key_blocks * p.b_k > keys) row_max = at::constant_pad_nd(row_max, {0, key_blocks * p.b_k - keys}, kNegInf);
   const at::Tensor block_scores = row_max.view({G, nq, key_blocks, p.b_k}).amax(-1);
   row_max = at::Tensor();
+  profile_.lap("oracle block scores");
   std::vector<int64_t> hi(static_cast<size_t>(nq));
   const int64_t lo = p.sink / p.b_k;
   for (int64_t j = 0; j < nq; ++j) hi[j] = std::max(lo, hip::floor_div(first + j * p.b_q + 1 - p.window, p.b_k));
@@ -285,6 +294,7 @@ void TensorLayerViews::tile(const LayerViewsChunk& chunk, const at::Tensor& hip_
   const at::Tensor block_ids = at::arange(key_blocks, long_opts);
   const at::Tensor in_range = block_ids.ge(lo).unsqueeze(0).logical_and(block_ids.unsqueeze(0).lt(hi_t.unsqueeze(1)));
   const at::Tensor oracle = oracle_selection(block_scores, in_range, kb_);  // (G, nq, key_blocks)
+  profile_.lap("oracle top-k");
 
   const int64_t qb = r0 / p.b_q;  // first query block of the tile within the chunk
   const at::Tensor hip_sel = selection_of(hip_blocks.narrow(0, g * G, G).narrow(1, qb, nq), key_blocks);
@@ -302,6 +312,7 @@ void TensorLayerViews::tile(const LayerViewsChunk& chunk, const at::Tensor& hip_
     chunk_recall_.narrow(0, g * G, G).narrow(1, qb, nq).copy_(hip_recall);
     chunk_random_recall_.narrow(0, g * G, G).narrow(1, qb, nq).copy_(random_recall);
   }
+  profile_.lap("recall and block lists");
 
   // ---- dense output and what a selection keeps. The sink, a selection's blocks' keys and the dense
   // tail of each query block are disjoint ranges (key_set.cpp), at most W keys; padding entries weigh
@@ -364,12 +375,16 @@ void TensorLayerViews::tile(const LayerViewsChunk& chunk, const at::Tensor& hip_
     const at::Tensor out = (at::matmul(weights, values) / mass.unsqueeze(-1)).reshape({G, padded, d_});
     error_sum.narrow(0, g * G, G).add_(((out - dense).to(at::kDouble).pow(2).sum(-1) * weight).sum(-1));
   };
+  profile_.lap("dense rows");
   score(hip_blocks, mass_, error_);
+  profile_.lap("HiP mass and error");
   score(random_blocks, random_mass_, random_error_);
+  profile_.lap("random mass and error");
 }
 
 LayerViewsResult TensorLayerViews::finish() {
   if (rows_ != setup_.prompt_tokens) throw std::logic_error("layer views: the chunks do not cover the prompt");
+  profile_.begin(recall_.is_cuda());
   auto host = [](const at::Tensor& t) { return t.to(at::kCPU).contiguous(); };
   const at::Tensor recall = host(recall_), random_recall = host(random_recall_), mass = host(mass_),
                    random_mass = host(random_mass_), error = host(error_), random_error = host(random_error_),
@@ -392,7 +407,11 @@ LayerViewsResult TensorLayerViews::finish() {
     q.random_out_rel_err = relative(random_error[h].item<double>(), dense[h].item<double>());
     r.quality.heads.push_back(q);
   }
-  if (!setup_.keep_masks) return r;
+  profile_.lap("finish: sums");
+  if (!setup_.keep_masks) {
+    profile_.print("layer views, layer " + std::to_string(setup_.layer));
+    return r;
+  }
 
   // The masks as the reference holds them: shapes, dense_from and counts from the search ranges.
   r.has_masks = true;
@@ -416,6 +435,8 @@ LayerViewsResult TensorLayerViews::finish() {
   };
   m.recall = table(recall_rows_);
   m.random_recall = table(random_recall_rows_);
+  profile_.lap("finish: host masks");
+  profile_.print("layer views, layer " + std::to_string(setup_.layer) + (fused_groups_ ? " (fused)" : ""));
   return r;
 }
 
