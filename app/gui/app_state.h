@@ -86,6 +86,8 @@ struct Selection {
   int step = 0;            // iteration stepper: 0 = initial nodes
   std::vector<SteppedBlock> stepped_blocks;  // in the order first stepped (at most kMaxSteppedBlocks)
   bool playing = false;
+  // Set by a panel that left part of its picture for a later frame: the next frame comes at once.
+  bool redraw_soon = false;
   double play_accum = 0;
   float play_rate = 2.0f;  // steps per second
   int kv_step = 0;         // KV cache scrubber

@@ -212,7 +212,8 @@ int run_gui(const GuiOptions& opt) {
   while (!quit && !glfwWindowShouldClose(window)) {
     // Idle: sleep until input or a worker publish; busy or animating: full rate.
     const auto snap = worker.snapshot();
-    const bool animating = snap->busy || state.playing || opt.self_test || opt.frames > 0;
+    const bool animating = snap->busy || state.playing || state.redraw_soon || opt.self_test || opt.frames > 0;
+    state.redraw_soon = false;
     if (animating) {
       glfwPollEvents();
     } else {

@@ -90,7 +90,7 @@ MaskCanvasEvents MaskCanvas::draw(const char* id, const std::shared_ptr<const La
   const hip::AttentionInputs in = a.inputs_or_shape(masks.layer);
   const bool probe = a.host_ready(masks.layer);  // hover values read the layer on the host
   const int64_t T = in.tk;
-  if (masks_ptr != picture_source_ || head != picture_head_ || dense_ != picture_dense_) {
+  if (picture_outdated(masks_ptr, head)) {
     picture_ = dense_ ? viz::make_dense_picture(in.tq, in.tk, masks.params)
                       : viz::make_mask_picture(masks.hip, masks.has_oracle ? &masks.oracle : nullptr,
                                                masks.has_oracle ? &masks.random : nullptr, head, in.tq, in.tk, masks.params);

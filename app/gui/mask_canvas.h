@@ -29,6 +29,11 @@ class MaskCanvas {
   // pan, hover tooltip, click. `selected_qb` >= 0 outlines that query block.
   MaskCanvasEvents draw(const char* id, const std::shared_ptr<const LayerMasks>& masks, const AnalysisView& analysis, int64_t head,
                         MaskViewState& view, float size, bool interactive, int64_t selected_qb, const Theme& theme);
+  // Whether draw() would make a new picture for (masks, head): the part of a draw that takes time
+  // at length (a 32k-token layer's 32 small multiples took ~0.25 s in one frame).
+  bool picture_outdated(const std::shared_ptr<const LayerMasks>& masks, int64_t head) const {
+    return masks != picture_source_ || head != picture_head_ || dense_ != picture_dense_;
+  }
   // A layer that runs dense (l < l_d): draw every visible key as attended (viz::make_dense_picture)
   // instead of HiP's selection, until set back.
   void set_dense(bool dense) { dense_ = dense; }

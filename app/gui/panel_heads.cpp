@@ -2,6 +2,7 @@
 // its recall against the oracle under it (the views layer's number: analysis.layers[l].heads[h]).
 // Clicking one opens it in the mask view.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include <imgui.h>
@@ -45,13 +46,30 @@ class HeadsPanel final : public Panel {
     const int cols = std::max(1, std::min(static_cast<int>(heads), static_cast<int>((avail + spacing) / (ImGui::GetFontSize() * 12 + spacing))));
     const float side = (avail - spacing * static_cast<float>(cols - 1)) / static_cast<float>(cols);
     const LayerQuality* lq = a.layer_quality(m->layer);
+    // New pictures within a few milliseconds a frame (at least one): a new layer's multiples fill in
+    // over a few frames instead of holding up the frame that shows the mask view's new mask.
+    const auto frame_start = std::chrono::steady_clock::now();
+    bool pictured = false;
+    auto picture_time_left = [&] {
+      return !pictured || std::chrono::steady_clock::now() - frame_start < std::chrono::milliseconds(4);
+    };
     for (int64_t h = 0; h < heads; ++h) {
       if (h % cols != 0) ImGui::SameLine();
       ImGui::BeginGroup();
       ImGui::PushID(static_cast<int>(h));
       MaskViewState fit = s.mask_view;
       fit.span = 0, fit.x0 = fit.y0 = 0;
-      const MaskCanvasEvents ev = canvases_[static_cast<size_t>(h)].draw("##head", m, a, h, fit, side, false, -1, t);
+      MaskCanvas& canvas = canvases_[static_cast<size_t>(h)];
+      if (canvas.picture_outdated(m, h) && !picture_time_left()) {
+        placeholder(side, t);  // its picture comes in a later frame
+        s.redraw_soon = true;
+        ImGui::Text("head %lld", static_cast<long long>(h));
+        ImGui::PopID();
+        ImGui::EndGroup();
+        continue;
+      }
+      pictured = pictured || canvas.picture_outdated(m, h);
+      const MaskCanvasEvents ev = canvas.draw("##head", m, a, h, fit, side, false, -1, t);
       if (h == s.head) {
         const ImVec2 r0 = ImGui::GetItemRectMin(), r1 = ImGui::GetItemRectMax();
         ImGui::GetWindowDrawList()->AddRect(ImVec2(r0.x - 1, r0.y - 1), ImVec2(r1.x + 1, r1.y + 1), t.accent, 0, 0, 2.0f);
@@ -74,6 +92,13 @@ class HeadsPanel final : public Panel {
   }
 
  private:
+  // The square a multiple takes, empty but for a note, while its picture waits for a later frame.
+  static void placeholder(float side, const Theme& t) {
+    const ImVec2 p0 = ImGui::GetCursorScreenPos();
+    ImGui::Dummy(ImVec2(side, side));
+    ImGui::GetWindowDrawList()->AddRect(p0, ImVec2(p0.x + side, p0.y + side), t.grid);
+    ImGui::GetWindowDrawList()->AddText(ImVec2(p0.x + 6, p0.y + 6), ImGui::GetColorU32(ImGuiCol_TextDisabled), "drawing...");
+  }
   std::vector<MaskCanvas> canvases_;
 };
 

@@ -195,6 +195,7 @@ at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& stat
     state.valid = false;
     event.refreshed = true;
   } else {
+    profile_.begin(call.q.is_cuda());
     const int64_t position = call.first_position;
     // Tail blocks a cached mask can need: the tail start moves one block every b_k positions, and a
     // mask serves at most r_m steps.
@@ -211,10 +212,12 @@ at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& stat
       state.gpu_rows.scatter_(2, masks.counts.to(at::kLong).unsqueeze(-1) + offsets,
                               (offsets.to(at::kInt) + static_cast<int32_t>(state.refresh_hi)).expand({heads, 1, tail_room}));
       state.gpu_counts = masks.counts;
+      profile_.lap("refresh: mask");
       if (need_host_mask) {  // the access recorder reads the mask on the host (analysis runs only)
         const at::Tensor b = masks.blocks.to(at::kCPU).contiguous(), c = masks.counts.to(at::kCPU).contiguous();
         state.host_blocks.assign(b.data_ptr<int32_t>(), b.data_ptr<int32_t>() + heads * kb);
         state.host_counts.assign(c.data_ptr<int32_t>(), c.data_ptr<int32_t>() + heads);
+        profile_.lap("refresh: mask to host");
       }
       state.valid = true;
       state.steps_since_refresh = 0;
@@ -234,6 +237,7 @@ at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& stat
     start_span(attention_time);
     out = hip_torch::sparse_attention(call.q, call.k, call.v, state.gpu_rows, block_counts, widened);
     event.attention_seconds = span_seconds(attention_time);
+    profile_.lap("sparse attention");
     if (need_host_mask) {
       // The refresh's mask as the reference keeps it: the original blocks and the refresh dense_from.
       host_mask.heads = heads;
@@ -255,9 +259,11 @@ at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& stat
     const auto recording = std::chrono::steady_clock::now();
     std::vector<hip::MaskTrace> traces;
     if (event.refreshed) traces = hip_torch::estimate_masks_traced_every_head(call.q, call.k, p, 0).second;
+    if (call.decoding) profile_.lap("refresh: every head's trace");
     record_access(hip::shape_only_inputs(heads, call.k.size(0), call.q.size(1), call.k.size(1), call.q.size(2)), host_mask,
                   traces, event);
     event.record_seconds = seconds_since(recording);  // the traced launches synchronize
+    if (call.decoding) profile_.lap("record access");
   }
   return out;
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/model/attention_backend.h"
+#include "engine/model/phase_profile.h"
 #include "engine/analysis/hip_model_params.h"
 #include "kernels/mask_reference.h"
 
@@ -69,6 +70,9 @@ class HipAttention final : public AttentionBackend {
   // Synchronize the device after mask estimation and after attention so that the event's seconds
   // are the GPU's (benchmark breakdowns only: it stalls the pipeline).
   void set_sync_timing(bool on) { sync_timing_ = on; }
+  // HIPSTUDIO_PROFILE=1 (phase_profile.h): one stderr line splitting the CUDA decode steps' time
+  // since the last call into refresh, attention and recording phases.
+  void print_profile(const std::string& what) { profile_.print(what); }
 
  private:
   struct LayerState {
@@ -92,6 +96,7 @@ class HipAttention final : public AttentionBackend {
   std::vector<LayerState> layers_;
   DenseAttention dense_;
   std::function<void(const HipLayerEvent&)> observer_;
+  PhaseProfile profile_;
   bool record_access_ = false;
   bool sync_timing_ = false;
   int cuda_ready_ = -1;  // -1 unknown, 0 no (reason in backend_note_), 1 yes

@@ -8,6 +8,7 @@
 #include "engine/formats/errors.h"
 #include "engine/model/context_plan.h"
 #include "engine/model/kept_inputs.h"
+#include "engine/model/phase_profile.h"
 #include "engine/model/kv_cache.h"
 #include "engine/model/layer_views_backend.h"
 #include "engine/model/out_of_memory.h"
@@ -556,6 +557,7 @@ PairedAnalysis PairedPrefill::State::decode(int64_t decode_steps, int64_t refres
 
   int32_t dense_token = dense_next;
   int32_t hip_token = hip_next;
+  PhaseProfile step_profile;  // HIPSTUDIO_PROFILE=1: each side's step time
   for (int64_t step = 0; step < decode_steps; ++step) {
     report(progress, static_cast<double>(step) / static_cast<double>(decode_steps), "decode step " + std::to_string(step));
     DecodeStepRecord record;
@@ -564,10 +566,13 @@ PairedAnalysis PairedPrefill::State::decode(int64_t decode_steps, int64_t refres
     result.dense.generated.push_back(dense_token);
     result.hip.generated.push_back(hip_token);
     const int32_t hip_input = options.force_dense_tokens ? dense_token : hip_token;
+    step_profile.begin(n > 0 && model->run.device.is_cuda());
     const at::Tensor d = dense_model.forward({dense_token}, dense_cache, dense_attention, LogitsFor::LastToken, Phase::Decode);
+    step_profile.lap("dense step");
     current_step = &record;
     const at::Tensor h = hip_model.forward({hip_input}, hip_cache, *hip_attention, LogitsFor::LastToken, Phase::Decode);
     current_step = nullptr;
+    step_profile.lap(record.refreshed ? "HiP refresh step" : "HiP cached step");
     dense_token = static_cast<int32_t>(d[0].argmax().item<int64_t>());
     hip_token = static_cast<int32_t>(h[0].argmax().item<int64_t>());
     record.dense_token = dense_token;
@@ -586,6 +591,8 @@ PairedAnalysis PairedPrefill::State::decode(int64_t decode_steps, int64_t refres
 
   store_latency(dense_prefill_time, dense_decode_time, decode_steps, result.dense.latency);
   store_latency(hip_prefill_time, hip_decode_time, decode_steps, result.hip.latency);
+  step_profile.print("paired decode, " + std::to_string(decode_steps) + " steps");
+  hip_attention->print_profile("HiP side's attention in those steps");
   report(progress, 1.0, "done");
   return result;
 }

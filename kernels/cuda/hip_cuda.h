@@ -80,8 +80,13 @@ struct MaskLaunch {
 // head, query block); all in one launch.
 void estimate_masks(const MaskLaunch& l);
 size_t mask_trace_bytes(int64_t kb);
-// Decodes a trace buffer copied to the host; header fields come from the search range.
-hip::MaskTrace decode_mask_trace(const std::vector<uint8_t>& host, int64_t kb, int64_t head, int64_t query_block,
+// A trace's layout: a header, then one fixed-size record per iteration; mask_trace_used_bytes is
+// the prefix that a trace of `iterations` iterations fills (what needs copying to the host).
+size_t mask_trace_header_bytes(int64_t kb);
+size_t mask_trace_used_bytes(int64_t kb, int iterations);
+int mask_trace_iterations(const uint8_t* header);  // from a header copied to the host
+// Decodes a trace copied to the host (at least its used bytes); header fields come from the search range.
+hip::MaskTrace decode_mask_trace(const uint8_t* host, size_t size, int64_t kb, int64_t head, int64_t query_block,
                                  int64_t row_begin, int64_t row_end, int64_t p0, int64_t lo, int64_t hi,
                                  int64_t dense_from);
 

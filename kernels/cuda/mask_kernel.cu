@@ -590,15 +590,25 @@ size_t mask_trace_bytes(int64_t kb) {
   return trace_entries_offset(kb) + sizeof(TraceEntry) * static_cast<size_t>(kMaxIter) * 2 * static_cast<size_t>(kb);
 }
 
-hip::MaskTrace decode_mask_trace(const std::vector<uint8_t>& host, int64_t kb, int64_t head, int64_t query_block,
+size_t mask_trace_header_bytes(int64_t kb) { return trace_entries_offset(kb); }
+
+size_t mask_trace_used_bytes(int64_t kb, int iterations) {
+  const int iters = std::min(std::max(iterations, 0), kMaxIter);
+  return trace_entries_offset(kb) + sizeof(TraceEntry) * static_cast<size_t>(iters) * 2 * static_cast<size_t>(kb);
+}
+
+int mask_trace_iterations(const uint8_t* header) { return reinterpret_cast<const int32_t*>(header)[0]; }
+
+hip::MaskTrace decode_mask_trace(const uint8_t* host, size_t size, int64_t kb, int64_t head, int64_t query_block,
                                  int64_t row_begin, int64_t row_end, int64_t p0, int64_t lo, int64_t hi,
                                  int64_t dense_from) {
-  if (host.size() < mask_trace_bytes(kb)) throw_arg("trace buffer smaller than mask_trace_bytes(kb)");
+  if (size < mask_trace_header_bytes(kb) || size < mask_trace_used_bytes(kb, mask_trace_iterations(host)))
+    throw_arg("trace buffer smaller than the trace it holds (mask_trace_used_bytes)");
   hip::MaskTrace t;
   t.head = head, t.query_block = query_block, t.row_begin = row_begin, t.row_end = row_end, t.p0 = p0;
   t.lo = lo, t.hi = hi, t.dense_from = dense_from;
-  const int32_t* ints = reinterpret_cast<const int32_t*>(host.data());
-  const TraceEntry* entries = reinterpret_cast<const TraceEntry*>(host.data() + trace_entries_offset(kb));
+  const int32_t* ints = reinterpret_cast<const int32_t*>(host);
+  const TraceEntry* entries = reinterpret_cast<const TraceEntry*>(host + trace_entries_offset(kb));
   const int64_t n = hi - lo;
   if (n <= kb) {
     for (int64_t j = 0; j < n; ++j) t.blocks.push_back(static_cast<int32_t>(lo + j));

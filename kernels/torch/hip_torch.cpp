@@ -182,21 +182,27 @@ std::pair<MaskTensors, std::vector<hip::MaskTrace>> masks_with_traces(const at::
                                                                       int64_t batch) {
   at::Tensor buf;
   MaskTensors m = run_masks(q, k, p, positions, head, query_block, batch, &buf);
-  const at::Tensor host = buf.to(at::kCPU);
+  const int64_t kb = hip::hip_kb(p);
+  const auto each = static_cast<int64_t>(gpu::mask_trace_bytes(kb)), header = static_cast<int64_t>(gpu::mask_trace_header_bytes(kb));
+  const at::Tensor per_trace = buf.view({-1, each});
+  // Only the iterations the searches ran come to the host (a buffer has room for kMaxIter): the
+  // headers first, then each trace's prefix up to the longest search's last iteration.
+  const at::Tensor headers = per_trace.narrow(1, 0, header).to(at::kCPU).contiguous();
+  int iterations = 0;
+  for (int64_t i = 0; i < headers.size(0); ++i)
+    iterations = std::max(iterations, gpu::mask_trace_iterations(headers[i].data_ptr<uint8_t>()));
+  const auto used = static_cast<int64_t>(gpu::mask_trace_used_bytes(kb, iterations));
+  const at::Tensor host = per_trace.narrow(1, 0, used).to(at::kCPU).contiguous();
   const uint8_t* data = host.data_ptr<uint8_t>();
   hip::AttentionInputs in;
   const at::Tensor hpos = positions.defined() ? positions.to(at::kCPU).contiguous() : positions;
   in.positions = hpos.defined() ? hpos.data_ptr<int64_t>() : nullptr;
   in.tq = q.size(-2), in.tk = k.size(-2);
   const hip::SearchRange sr = hip::search_range(in, p, query_block);
-  const int64_t kb = hip::hip_kb(p);
-  const auto each = static_cast<int64_t>(gpu::mask_trace_bytes(kb));
   std::vector<hip::MaskTrace> traces;
-  for (int64_t i = 0; (i + 1) * each <= host.numel(); ++i) {
-    const std::vector<uint8_t> bytes(data + i * each, data + (i + 1) * each);
-    traces.push_back(gpu::decode_mask_trace(bytes, kb, head == kEveryHead ? i : head, query_block, sr.row_begin,
-                                            sr.row_end, sr.p0, sr.lo, sr.hi, sr.dense_from));
-  }
+  for (int64_t i = 0; i < host.size(0); ++i)
+    traces.push_back(gpu::decode_mask_trace(data + i * used, static_cast<size_t>(used), kb, head == kEveryHead ? i : head,
+                                            query_block, sr.row_begin, sr.row_end, sr.p0, sr.lo, sr.hi, sr.dense_from));
   return {std::move(m), std::move(traces)};
 }
 }  // namespace
