@@ -16,6 +16,7 @@
 // at 32k-128k tokens take a fraction of a second instead of seconds. The dense output then carries
 // the run dtype's rounding (about 2e-3 relative), as the model's own dense attention does.
 #include <cmath>
+#include <future>
 #include <limits>
 #include <stdexcept>
 
@@ -133,19 +134,26 @@ class TensorLayerViews final : public LayerViewsBackend {
 
  private:
   void start(const LayerViewsChunk& chunk);
+  // The random baseline's blocks of the chunk's query blocks on the device, made when first needed:
+  // the whole prompt's random mask is drawn on host threads while the device works on the oracle.
+  const at::Tensor& chunk_random_blocks();
   at::Tensor hip_mask_of(const LayerViewsChunk& chunk) const;
-  void tile(const LayerViewsChunk& chunk, const at::Tensor& hip_blocks, const at::Tensor& random_blocks, int64_t group,
-            const at::Tensor& kg, const at::Tensor& vg, const DenseRows* fused, int64_t r0, int64_t r1);
+  void tile(const LayerViewsChunk& chunk, const at::Tensor& hip_blocks, int64_t group, const at::Tensor& kg,
+            const at::Tensor& vg, const DenseRows* fused, int64_t r0, int64_t r1);
 
   LayerViewsSetup setup_;
   int64_t rows_ = 0;  // query rows seen
   int64_t hq_ = 0, hkv_ = 0, d_ = 0, kb_ = 0, query_blocks_ = 0;
   hip::MaskResult random_;  // whole prompt, host (shapes only: drawn once)
+  std::future<hip::MaskResult> random_drawing_;  // random_ until it is needed
+  at::Tensor chunk_random_;                      // chunk_random_blocks()
+  int64_t chunk_qb0_ = 0, chunk_nqb_ = 0;
+  at::Device chunk_device_ = at::kCPU;
   at::ScalarType compute_ = at::kDouble;
   // (hq) float64 sums on the device: recall over query blocks, mass over queries, squared output
   // error (HiP, random) and squared dense output.
   at::Tensor recall_, random_recall_, mass_, random_mass_, error_, random_error_, dense_norm_;
-  // keep_masks: per chunk, on the host, HiP's and the oracle's blocks and counts, both recall tables.
+  // keep_masks: per chunk, on the chunk's device, HiP's and the oracle's blocks, both recall tables.
   std::vector<at::Tensor> hip_blocks_, hip_counts_, oracle_blocks_, recall_rows_, random_recall_rows_;
   at::Tensor chunk_oracle_, chunk_recall_, chunk_random_recall_;  // (hq, chunk query blocks, ...) being filled
   int64_t fused_groups_ = 0;  // KV groups that took the fused route (the result says so)
@@ -161,11 +169,23 @@ void TensorLayerViews::start(const LayerViewsChunk& chunk) {
   query_blocks_ = ceil_div(setup_.prompt_tokens, p.b_q);
   const at::ScalarType t = chunk.q.scalar_type();
   compute_ = t == at::kFloat || t == at::kDouble ? at::kDouble : at::kFloat;
-  random_ = hip::random_masks(hip::shape_only_inputs(hq_, hkv_, setup_.prompt_tokens, setup_.prompt_tokens, d_), p,
-                              layer_random_seed(setup_.seed, setup_.layer));
+  random_drawing_ = std::async(std::launch::async, [shape = hip::shape_only_inputs(hq_, hkv_, setup_.prompt_tokens,
+                                                                                   setup_.prompt_tokens, d_),
+                                                    p, seed = layer_random_seed(setup_.seed, setup_.layer)] {
+    return hip::random_masks(shape, p, seed);
+  });
   const auto sums = chunk.q.options().dtype(at::kDouble);
   for (at::Tensor* t : {&recall_, &random_recall_, &mass_, &random_mass_, &error_, &random_error_, &dense_norm_})
     *t = at::zeros({hq_}, sums);
+}
+
+const at::Tensor& TensorLayerViews::chunk_random_blocks() {
+  if (chunk_random_.defined()) return chunk_random_;
+  if (random_drawing_.valid()) random_ = random_drawing_.get();
+  chunk_random_ = at::from_blob(random_.blocks.data(), {hq_, query_blocks_, kb_}, at::kInt)
+                      .narrow(1, chunk_qb0_, chunk_nqb_)
+                      .to(chunk_device_);
+  return chunk_random_;
 }
 
 // HiP's mask of the chunk's rows: the forward pass's, else the CUDA kernels', else the reference's.
@@ -192,8 +212,8 @@ void TensorLayerViews::add_chunk(const LayerViewsChunk& chunk) {
   c10::InferenceMode inference;
   const int64_t tq = chunk.q.size(1), group = hq_ / hkv_, qb0 = chunk.first_row / p.b_q, nqb = ceil_div(tq, p.b_q);
   const at::Tensor hip_blocks = hip_mask_of(chunk);
-  const at::Tensor random_blocks =
-      at::from_blob(random_.blocks.data(), {hq_, query_blocks_, kb_}, at::kInt).narrow(1, qb0, nqb).to(chunk.q.device());
+  chunk_random_ = at::Tensor();
+  chunk_qb0_ = qb0, chunk_nqb_ = nqb, chunk_device_ = chunk.q.device();
   profile_.lap("masks to device");
   if (setup_.keep_masks) {
     chunk_oracle_ = at::full({hq_, nqb, kb_}, -1, chunk.q.options().dtype(at::kInt));
@@ -228,24 +248,22 @@ void TensorLayerViews::add_chunk(const LayerViewsChunk& chunk) {
     profile_.lap("flash out+lse");
     const int64_t rows = fused ? fused_rows_per_tile : rows_per_tile;  // a group the flash kernel refused: plain tiles
     for (int64_t r0 = 0; r0 < tq; r0 += rows)
-      tile(chunk, hip_blocks, random_blocks, g, kg, vg, fused ? &dense : nullptr, r0, std::min(tq, r0 + rows));
+      tile(chunk, hip_blocks, g, kg, vg, fused ? &dense : nullptr, r0, std::min(tq, r0 + rows));
   }
   if (setup_.keep_masks) {
-    profile_.begin(chunk.q.is_cuda());
-    hip_blocks_.push_back(hip_blocks.to(at::kCPU, at::kInt));
-    oracle_blocks_.push_back(chunk_oracle_.to(at::kCPU));
-    recall_rows_.push_back(chunk_recall_.to(at::kCPU));
-    random_recall_rows_.push_back(chunk_random_recall_.to(at::kCPU));
-    profile_.lap("masks to host");
+    // Kept where they are: finish() copies them once, straight into the result's host arrays.
+    hip_blocks_.push_back(hip_blocks.to(at::kInt));
+    oracle_blocks_.push_back(chunk_oracle_);
+    recall_rows_.push_back(chunk_recall_);
+    random_recall_rows_.push_back(chunk_random_recall_);
   }
   rows_ += tq;
 }
 
 // One KV group's heads over chunk rows [r0, r1): every number of the module comment. `fused`: the
 // group's dense rows from the fused kernel (the fused route), else null.
-void TensorLayerViews::tile(const LayerViewsChunk& chunk, const at::Tensor& hip_blocks, const at::Tensor& random_blocks,
-                            int64_t g, const at::Tensor& kg, const at::Tensor& vg, const DenseRows* fused, int64_t r0,
-                            int64_t r1) {
+void TensorLayerViews::tile(const LayerViewsChunk& chunk, const at::Tensor& hip_blocks, int64_t g, const at::Tensor& kg,
+                            const at::Tensor& vg, const DenseRows* fused, int64_t r0, int64_t r1) {
   const hip::HipParams& p = setup_.params;
   const int64_t G = hq_ / hkv_, rows = r1 - r0, nq = ceil_div(rows, p.b_q), padded = nq * p.b_q;
   const int64_t first = chunk.first_row + r0;  // position of the tile's first row
@@ -298,6 +316,7 @@ void TensorLayerViews::tile(const LayerViewsChunk& chunk, const at::Tensor& hip_
 
   const int64_t qb = r0 / p.b_q;  // first query block of the tile within the chunk
   const at::Tensor hip_sel = selection_of(hip_blocks.narrow(0, g * G, G).narrow(1, qb, nq), key_blocks);
+  const at::Tensor& random_blocks = chunk_random_blocks();
   const at::Tensor random_sel = selection_of(random_blocks.narrow(0, g * G, G).narrow(1, qb, nq), key_blocks);
   const at::Tensor found = oracle.sum(-1).to(at::kDouble);
   auto recall = [&](const at::Tensor& sel) {
@@ -419,19 +438,34 @@ LayerViewsResult TensorLayerViews::finish() {
   m.layer = setup_.layer;
   m.params = setup_.params;
   const hip::AttentionInputs shape = hip::shape_only_inputs(hq_, hkv_, setup_.prompt_tokens, setup_.prompt_tokens, d_);
+  // Each chunk's tensors are copied straight into the result's arrays (one transfer each; the
+  // counts are summed where the blocks are): at 128k tokens the copies through intermediate host
+  // tensors took 0.5 s a layer.
   auto fill = [&](hip::MaskResult& out, const std::vector<at::Tensor>& chunks) {
     out = hip::make_empty_mask(shape, setup_.params);
-    const at::Tensor all = at::cat(chunks, 1).contiguous();  // (hq, query blocks, kb)
-    std::copy_n(all.data_ptr<int32_t>(), all.numel(), out.blocks.begin());
-    const at::Tensor counts = all.ge(0).sum(-1).to(at::kInt).contiguous();
-    std::copy_n(counts.data_ptr<int32_t>(), counts.numel(), out.counts.begin());
+    const at::Tensor blocks = at::from_blob(out.blocks.data(), {hq_, query_blocks_, kb_}, at::kInt);
+    const at::Tensor counts = at::from_blob(out.counts.data(), {hq_, query_blocks_}, at::kInt);
+    int64_t qb = 0;
+    for (const at::Tensor& chunk : chunks) {
+      const int64_t n = chunk.size(1);
+      blocks.narrow(1, qb, n).copy_(chunk);
+      counts.narrow(1, qb, n).copy_(chunk.ge(0).sum(-1).to(at::kInt));
+      qb += n;
+    }
   };
   fill(m.hip, hip_blocks_);
   fill(m.oracle, oracle_blocks_);
-  m.random = random_;
-  auto table = [](const std::vector<at::Tensor>& chunks) {
-    const at::Tensor all = at::cat(chunks, 1).contiguous();
-    return std::vector<double>(all.data_ptr<double>(), all.data_ptr<double>() + all.numel());
+  if (random_drawing_.valid()) random_ = random_drawing_.get();
+  m.random = std::move(random_);  // finish() is the last call
+  auto table = [&](const std::vector<at::Tensor>& chunks) {
+    std::vector<double> out(static_cast<size_t>(hq_ * query_blocks_));
+    const at::Tensor all = at::from_blob(out.data(), {hq_, query_blocks_}, at::kDouble);
+    int64_t qb = 0;
+    for (const at::Tensor& chunk : chunks) {
+      all.narrow(1, qb, chunk.size(1)).copy_(chunk);
+      qb += chunk.size(1);
+    }
+    return out;
   };
   m.recall = table(recall_rows_);
   m.random_recall = table(random_recall_rows_);
