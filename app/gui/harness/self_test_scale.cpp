@@ -439,6 +439,13 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
                      return middle != s.layer ? middle : std::max(0, middle - 1);
                    }),
         {"layer_change_to_mask"});
+    // The head and r_m changes below are made with the GUI at rest (every stage of the last change
+    // done), as a user makes them: not measured while the layer change's own stages still run.
+    auto settle = [](const std::string& name) -> SelfTestStep {
+      return {name, [](AppState&) {}, [](const AppState&, const Snapshot& snap) { return !snap.busy; },
+              [](AppState&, const Snapshot&) { return std::string(); }, 600, 1};
+    };
+    add(settle("settle before the head change"), {});
     // The masks hold every head: the new head's mask is on screen in the frame of the change; the
     // head's other views (iterations trace, dense image, locality) follow from the worker.
     add({"head_change_to_mask",
@@ -471,6 +478,7 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
         {"head_change_to_mask", "head_change_to_views"});
 
     // 4. r_m: only the decode half re-runs.
+    add(settle("settle before the r_m change"), {});
     auto rm_before = std::make_shared<int>(0);
     add({"r_m_change_to_decode",
          [run, rm_before](AppState& s) {
