@@ -16,6 +16,7 @@
 #include "engine/model/kv_cache.h"
 #include "engine/model/memory_estimate.h"
 #include "engine/model/transformer.h"
+#include "tests/engine/batch_decode_check.h"
 #include "tests/engine/engine_fixture.h"
 #include "tests/engine/hip_test_setup.h"
 
@@ -24,104 +25,24 @@ namespace {
 
 using testing::default_model;
 
-// Three prompts of different lengths (about 150, 95 and 20 tokens): the batch's rows sit at
-// different positions, and the two long ones are far past HiP's k = 16 budget.
-std::vector<std::vector<int32_t>> three_prompts() {
-  const Tokenizer& t = *default_model()->tokenizer;
-  return {t.encode(testing::kStory, true), t.encode(testing::kStoryOpening, true),
-          t.encode("The little dog ran to the big tree and barked at the bird.", true)};
-}
-
 constexpr int64_t kSteps = 6;  // with r_m = 4: refreshed and cached-mask steps both
 
-// A fresh backend per sequence: HiP keeps each sequence's decode masks.
-using MakeBackend = std::function<std::unique_ptr<AttentionBackend>()>;
-
-struct Decoded {
-  std::vector<std::vector<at::Tensor>> logits;  // (sequence, step) [vocab]
-  std::vector<std::vector<int32_t>> fed;        // (sequence, step) the token fed at that step
-};
-
-// Each sequence alone: prefill, then kSteps batch-1 decode steps fed its greedy tokens.
-Decoded decode_one_by_one(const std::vector<std::vector<int32_t>>& prompts, const MakeBackend& make) {
-  auto model = default_model();
-  Decoded d;
-  for (const std::vector<int32_t>& prompt : prompts) {
-    const int64_t capacity = static_cast<int64_t>(prompt.size()) + kSteps;
-    Transformer transformer(model, capacity);
-    KVCache cache(model->config, model->run, capacity);
-    std::unique_ptr<AttentionBackend> backend = make();
-    at::Tensor logits = transformer.forward(prompt, cache, *backend);
-    d.logits.emplace_back();
-    d.fed.emplace_back();
-    for (int64_t s = 0; s < kSteps; ++s) {
-      const int32_t next = static_cast<int32_t>(logits[0].argmax().item<int64_t>());
-      logits = transformer.forward({next}, cache, *backend, LogitsFor::LastToken, Phase::Decode);
-      d.fed.back().push_back(next);
-      d.logits.back().push_back(logits[0]);
-    }
-  }
-  return d;
-}
-
-// The same prompts prefilled one by one, then decoded together with decode_batch, fed the tokens
-// the one-by-one run fed (so a rounding-level tie cannot send the two runs apart).
-std::vector<std::vector<at::Tensor>> decode_together(const std::vector<std::vector<int32_t>>& prompts,
-                                                     const std::vector<std::vector<int32_t>>& fed, const MakeBackend& make) {
-  auto model = default_model();
-  size_t longest = 0;
-  for (const auto& p : prompts) longest = std::max(longest, p.size());
-  const int64_t capacity = static_cast<int64_t>(longest) + kSteps;
-  Transformer transformer(model, capacity);
-  std::vector<std::unique_ptr<KVCache>> caches;
-  std::vector<std::unique_ptr<AttentionBackend>> backends;
-  std::vector<BatchSequence> batch;
-  for (const std::vector<int32_t>& prompt : prompts) {
-    caches.push_back(std::make_unique<KVCache>(model->config, model->run, capacity));
-    backends.push_back(make());
-    transformer.forward(prompt, *caches.back(), *backends.back());
-    batch.push_back({caches.back().get(), backends.back().get()});
-  }
-  std::vector<std::vector<at::Tensor>> out(prompts.size());
-  for (int64_t s = 0; s < kSteps; ++s) {
-    std::vector<int32_t> tokens;
-    for (const auto& f : fed) tokens.push_back(f[static_cast<size_t>(s)]);
-    const at::Tensor logits = decode_batch(transformer, tokens, batch);
-    EXPECT_EQ(logits.sizes(), (at::IntArrayRef{static_cast<int64_t>(prompts.size()), default_model()->config.vocab_size}));
-    for (size_t i = 0; i < prompts.size(); ++i) out[i].push_back(logits[static_cast<int64_t>(i)]);
-  }
-  for (size_t i = 0; i < prompts.size(); ++i)
-    EXPECT_EQ(caches[i]->length(), static_cast<int64_t>(prompts[i].size()) + kSteps) << "sequence " << i;
-  return out;
-}
-
-// Largest |difference| between the batched and the one-by-one logits over every sequence and step.
-double max_batch_difference(const MakeBackend& make, Decoded* one_by_one = nullptr) {
-  const auto prompts = three_prompts();
-  const Decoded alone = decode_one_by_one(prompts, make);
-  const auto together = decode_together(prompts, alone.fed, make);
-  double worst = 0;
-  for (size_t i = 0; i < prompts.size(); ++i)
-    for (int64_t s = 0; s < kSteps; ++s)
-      worst = std::max(worst, (together[i][static_cast<size_t>(s)] - alone.logits[i][static_cast<size_t>(s)]).abs().max().item<double>());
-  if (one_by_one) *one_by_one = alone;
-  return worst;
+testing::BatchComparison compare(const testing::MakeBackend& make) {
+  return testing::compare_batched_with_alone(default_model(), testing::three_prompts(*default_model()), kSteps, make);
 }
 
 TEST(BatchedDecode, DenseLogitsEqualEachSequencesOwnDecode) {
-  const double diff = max_batch_difference([] { return std::make_unique<DenseAttention>(); });
-  EXPECT_LT(diff, 1e-4);
+  EXPECT_LT(compare([] { return std::make_unique<DenseAttention>(); }).max_abs_diff(), 1e-4);
 }
 
 TEST(BatchedDecode, HipLogitsEqualEachSequencesOwnDecode) {
   const HipModelParams params = testing::small_hip_params();
   const int64_t layers = default_model()->config.n_layers;
-  Decoded hip_alone;
-  const double diff = max_batch_difference([&] { return std::make_unique<HipAttention>(params, layers); }, &hip_alone);
-  EXPECT_LT(diff, 1e-4);
+  const testing::BatchComparison hip = compare([&] { return std::make_unique<HipAttention>(params, layers); });
+  EXPECT_LT(hip.max_abs_diff(), 1e-4);
   // The HiP budget really sparsifies here: HiP's logits of the long sequence differ from dense's.
-  const Decoded dense_alone = decode_one_by_one(three_prompts(), [] { return std::make_unique<DenseAttention>(); });
-  EXPECT_GT((hip_alone.logits[0][0] - dense_alone.logits[0][0]).abs().max().item<double>(), 1e-3)
+  const testing::BatchComparison dense = compare([] { return std::make_unique<DenseAttention>(); });
+  EXPECT_GT((hip.alone[0][0] - dense.alone[0][0]).abs().max().item<double>(), 1e-3)
       << "HiP equals dense: the test would not see a mixed-up mask";
 }
 
