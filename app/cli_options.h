@@ -40,6 +40,11 @@ CLI::Option* add_choice_list(CLI::App& cmd, const std::string& name, std::vector
 // --model --tokenizer --device --dtype --threads --context, as every model command spells them.
 void add_model_options(CLI::App& cmd, ModelOptions& options);
 
+// Upper bound of --batch (generate, bench model: sequences decoded together). The memory plan refuses
+// a batch whose KV caches do not fit; this bound only keeps the number sane (far past the batch at
+// which a decode step stops being bound by reading the weights).
+inline constexpr int64_t kMaxBatch = 256;
+
 // --quiet: no progress lines on stderr.
 CLI::Option* add_quiet_flag(CLI::App& cmd, bool& quiet);
 

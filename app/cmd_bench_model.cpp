@@ -11,6 +11,8 @@
 #include <ATen/ATen.h>
 #include <torch/cuda.h>
 
+#include "app/bench_model_batch.h"
+#include "app/bench_stats.h"
 #include "app/commands.h"
 #include "app/hip_options.h"
 #include "app/cli_options.h"
@@ -28,11 +30,6 @@ namespace hipstudio::app {
 
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
 struct SideSamples {
   std::vector<double> prefill, steps;  // ms, every timed run's prefill and decode steps
   double peak_gib = -1;
@@ -44,13 +41,6 @@ struct SideResult {
   double peak_gib = -1;
   std::string backend;
 };
-
-// Half the interquartile range: the spread printed next to a median.
-double half_iqr(std::vector<double> v) {
-  if (v.size() < 2) return 0.0;
-  std::sort(v.begin(), v.end());
-  return 0.5 * (v[v.size() * 3 / 4] - v[v.size() / 4]);
-}
 
 class Runner {
  public:
@@ -208,6 +198,7 @@ void register_bench_model(CLI::App& bench) {
     int warmup = 1;
     int repeats = 3;
     uint64_t seed = 1;
+    int64_t batch = 1;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = bench.add_subcommand("model", "End-to-end prefill and decode latency of the model, HiP vs dense in the same run");
@@ -217,19 +208,44 @@ void register_bench_model(CLI::App& bench) {
   add_number(*cmd, "--decode", args->decode, "decode steps timed after the prompt", int64_t{0}, int64_t{1} << 20);
   add_number(*cmd, "--warmup", args->warmup, "untimed runs first", 0, 1000);
   add_number(*cmd, "--repeats", args->repeats, "timed runs (median)", 1, 10000);
-  add_number(*cmd, "--seed", args->seed, "seed of the random prompt", uint64_t{0});
+  add_number(*cmd, "--seed", args->seed, "seed of the random prompt (sequence i of a batch: seed + i)", uint64_t{0});
+  add_number(*cmd, "--batch", args->batch,
+             "sequences decoded together (N > 1: N different prompts prefilled one by one, then batched decode steps "
+             "timed; tokens/s = N x 1000 / ms per step)",
+             int64_t{1}, kMaxBatch);
   cmd->callback([args] {
     const HipModelParams hip_params = args->hip.model_params();
     const ModelPreflight preflight = preflight_model(args->model, /*require_tokenizer=*/false);
     check_fits_context(preflight, args->tokens, args->decode, "prompt", "--tokens", "--decode");
     auto model = args->model.load(/*require_tokenizer=*/false);
     const ModelConfig& c = model->config;
-    plan_context(c, model->run, args->tokens, args->decode, args->model.context);  // refuses what cannot fit
-    std::mt19937_64 rng(args->seed);
-    std::uniform_int_distribution<int32_t> token(3, static_cast<int32_t>(c.vocab_size - 1));
-    std::vector<int32_t> prompt(static_cast<size_t>(args->tokens));
-    for (int32_t& t : prompt) t = token(rng);
-    Runner runner(model, prompt, args->decode);
+    RunMemoryShape shape;
+    shape.prompt_tokens = args->tokens;
+    shape.new_tokens = args->decode;
+    shape.sequences = args->batch;  // the sides run one after the other: N caches live at a time
+    plan_run(c, model->run, shape, args->model.context);  // refuses what cannot fit
+    // Sequence i's prompt: random ids from seed + i (sequence 0's is the batch-1 prompt), so the
+    // sequences' HiP masks differ.
+    std::vector<std::vector<int32_t>> prompts;
+    for (int64_t i = 0; i < args->batch; ++i) {
+      std::mt19937_64 rng(args->seed + static_cast<uint64_t>(i));
+      std::uniform_int_distribution<int32_t> token(3, static_cast<int32_t>(c.vocab_size - 1));
+      std::vector<int32_t> prompt(static_cast<size_t>(args->tokens));
+      for (int32_t& t : prompt) t = token(rng);
+      prompts.push_back(std::move(prompt));
+    }
+    if (args->batch > 1) {
+      BatchBench bench;
+      bench.model = model;
+      bench.hip = hip_params;
+      bench.prompts = std::move(prompts);
+      bench.decode = args->decode;
+      bench.warmup = args->warmup;
+      bench.repeats = args->repeats;
+      run_batch_bench(bench);
+      return;
+    }
+    Runner runner(model, prompts.front(), args->decode);
 
     DenseAttention dense;
     HipAttention hip(hip_params, c.n_layers);

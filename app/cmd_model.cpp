@@ -11,6 +11,7 @@
 #include "app/hip_options.h"
 #include "app/model_preflight.h"
 #include "engine/formats/errors.h"
+#include "engine/model/batch_generation.h"
 #include "engine/model/convert_hf.h"
 #include "engine/model/generation.h"
 #include "engine/model/hip_attention.h"
@@ -19,6 +20,35 @@ namespace hipstudio::app {
 
 namespace {
 
+// generate --batch N (N > 1): nothing streams (the N texts grow together); each sequence's prompt
+// and completion come out once the run ends, under a "[sequence i]" line.
+void generate_batch_and_print(std::shared_ptr<const Model> model, const std::string& prompt, const GenerationOptions& options,
+                              int64_t batch, const HipModelParams* hip_params) {
+  DenseAttention dense;  // stateless: one object serves every sequence
+  std::vector<std::unique_ptr<HipAttention>> hips;  // one per sequence: each keeps its own decode masks
+  std::vector<AttentionBackend*> attention;
+  for (int64_t i = 0; i < batch; ++i) {
+    if (hip_params) hips.push_back(std::make_unique<HipAttention>(*hip_params, model->config.n_layers));
+    attention.push_back(hip_params ? static_cast<AttentionBackend*>(hips.back().get()) : &dense);
+  }
+  const BatchGenerationResult r = generate_batch(model, prompt, options, attention);
+  size_t generated = 0;
+  for (size_t i = 0; i < r.completions.size(); ++i) {
+    std::printf("[sequence %zu]\n", i);
+    std::fwrite(prompt.data(), 1, prompt.size(), stdout);  // every byte, NULs included
+    std::fwrite(r.completions[i].data(), 1, r.completions[i].size(), stdout);
+    std::fputs("\n", stdout);
+    generated += r.generated_ids[i].size();
+  }
+  if (!hips.empty()) std::fprintf(stderr, "attention: %s\n", hips.front()->backend_note().c_str());
+  const double prompts = static_cast<double>(r.prompt_ids.size()) * static_cast<double>(batch);
+  std::fprintf(stderr, "batch: %lld sequences; prompts: %zu tokens x %lld, prefilled one by one in %.3f s (%.1f tok/s); "
+               "generated: %zu tokens in all, decoded together in %.3f s (%.1f tok/s)\n",
+               static_cast<long long>(batch), r.prompt_ids.size(), static_cast<long long>(batch), r.prefill_seconds,
+               prompts / std::max(r.prefill_seconds, 1e-9), generated, r.decode_seconds,
+               static_cast<double>(generated) / std::max(r.decode_seconds, 1e-9));
+}
+
 void register_generate(CLI::App& root) {
   struct Args {
     ModelOptions model;
@@ -26,6 +56,7 @@ void register_generate(CLI::App& root) {
     std::string attention = "dense";
     std::string prompt;
     int64_t max_tokens = 64;
+    int64_t batch = 1;
     SamplingOptions sampling;
   };
   auto args = std::make_shared<Args>();
@@ -38,7 +69,11 @@ void register_generate(CLI::App& root) {
   add_number(*cmd, "--max-tokens", args->max_tokens, "tokens to generate", int64_t{0}, int64_t{1} << 24);
   add_number(*cmd, "--temperature", args->sampling.temperature, "0 = greedy", 0.0, 100.0);
   add_number(*cmd, "--top-p", args->sampling.top_p, "nucleus sampling mass (with --temperature > 0)", 1e-6, 1.0);
-  add_number(*cmd, "--seed", args->sampling.seed, "sampling seed", decltype(args->sampling.seed){0});
+  add_number(*cmd, "--seed", args->sampling.seed, "sampling seed (sequence i of a batch: seed + i)",
+             decltype(args->sampling.seed){0});
+  add_number(*cmd, "--batch", args->batch,
+             "sequences of the prompt decoded together, each its own KV cache; each completion printed labelled",
+             int64_t{1}, kMaxBatch);
   cmd->callback([args] {
     const std::string prompt = read_text_argument(args->prompt, "--prompt");
     validate_sampling(args->sampling);
@@ -52,6 +87,10 @@ void register_generate(CLI::App& root) {
     options.max_new_tokens = args->max_tokens;
     options.sampling = args->sampling;
     options.context_limit = args->model.context;
+    if (args->batch > 1) {
+      generate_batch_and_print(model, prompt, options, args->batch, use_hip ? &hip_params : nullptr);
+      return;
+    }
     DenseAttention dense;
     std::unique_ptr<HipAttention> hip;
     if (use_hip) hip = std::make_unique<HipAttention>(hip_params, model->config.n_layers);

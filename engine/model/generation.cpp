@@ -10,6 +10,7 @@
 #include "engine/model/context_plan.h"
 #include "engine/model/kv_cache.h"
 #include "engine/model/out_of_memory.h"
+#include "engine/model/prompt_prefill.h"
 #include "engine/model/transformer.h"
 
 namespace hipstudio {
@@ -18,16 +19,6 @@ namespace {
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-std::vector<int32_t> encode_prompt(const Model& model, const std::string& prompt) {
-  if (prompt.empty()) throw InputError("the prompt is empty: pass some text with --prompt TEXT or --prompt @FILE");
-  std::vector<int32_t> ids = model.tokenizer->encode(prompt, /*add_bos=*/true);
-  for (int32_t id : ids)
-    if (id < 0 || id >= model.config.vocab_size)
-      throw InputError("the tokenizer produced token id " + std::to_string(id) + " outside the model's vocabulary of " +
-                       std::to_string(model.config.vocab_size) + "; the tokenizer does not belong to this model");
-  return ids;
 }
 
 // Tokens of context when decoding the text a new token adds while streaming.
@@ -46,23 +37,11 @@ size_t complete_utf8_length(const std::string& text) {
   return expected > continuation + 1 ? n - continuation - 1 : n;
 }
 
-// Runs the prompt through the model in chunks, returning the logits the caller asked for.
-at::Tensor prefill(const Transformer& transformer, const std::vector<int32_t>& ids, int64_t chunk, KVCache& cache,
-                   AttentionBackend& attention, LogitsFor which, const std::function<bool()>& keep_going = {}) {
-  const int64_t multiple = attention.chunk_multiple();
-  chunk = (chunk + multiple - 1) / multiple * multiple;
-  std::vector<at::Tensor> pieces;
-  for (size_t begin = 0; begin < ids.size(); begin += static_cast<size_t>(chunk)) {
-    if (keep_going && !keep_going()) throw RunCancelled();
-    const size_t end = std::min(ids.size(), begin + static_cast<size_t>(chunk));
-    std::vector<int32_t> part(ids.begin() + static_cast<std::ptrdiff_t>(begin), ids.begin() + static_cast<std::ptrdiff_t>(end));
-    at::Tensor logits = transformer.forward(part, cache, attention, which);
-    if (which == LogitsFor::AllTokens || end == ids.size()) pieces.push_back(logits);
-  }
-  return pieces.size() == 1 ? pieces[0] : at::cat(pieces, 0);
-}
-
 }  // namespace
+
+bool is_end_of_text(const ModelConfig& config, int32_t token) {
+  return token == config.eos_id || (config.architecture == "llama2.c" && token == config.bos_id);
+}
 
 // generate() without the out-of-memory boundary: every tensor of the run lives in this frame.
 static GenerationResult run_generation(std::shared_ptr<const Model> model, const std::string& prompt,
@@ -86,14 +65,13 @@ static GenerationResult run_generation(std::shared_ptr<const Model> model, const
   // become valid UTF-8 together (byte-fallback tokens) come out whole.
   const Tokenizer& tokenizer = *model->tokenizer;
   std::vector<int32_t> all = result.prompt_ids;
-  const bool bos_ends = model->config.architecture == "llama2.c";
   std::string pending;  // streamed bytes not yet handed out (an unfinished UTF-8 character)
 
   start = std::chrono::steady_clock::now();
   for (int64_t step = 0; step < options.max_new_tokens; ++step) {
     if (options.keep_going && !options.keep_going()) throw RunCancelled();
     const int32_t next = sampler.sample(logits[0]);
-    if (options.stop_at_eos && (next == model->config.eos_id || (bos_ends && next == model->config.bos_id))) break;
+    if (options.stop_at_eos && is_end_of_text(model->config, next)) break;
     result.generated_ids.push_back(next);
     if (on_text) {
       // The bytes `next` adds: decode(window + next) minus decode(window) over the last few tokens.

@@ -34,6 +34,9 @@ struct GenerationResult {
   double decode_seconds = 0.0;          // all decode steps, sampling included
 };
 
+// Whether `token` ends a generated text: EOS, or BOS for llama2.c models (their sequence delimiter).
+bool is_end_of_text(const ModelConfig& config, int32_t token);
+
 // on_text receives each newly decodable piece of text as it is generated (may be empty).
 GenerationResult generate(std::shared_ptr<const Model> model, const std::string& prompt,
                           const GenerationOptions& options, AttentionBackend& attention,

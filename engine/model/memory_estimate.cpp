@@ -71,19 +71,23 @@ MemoryEstimate estimate_run_memory(const ModelConfig& c, const RunDevice& run, c
     m.lines.push_back({name, bytes, cuda ? place : MemoryPlace::Host, resident});
   };
   add(memory_line::kWeights, weight_bytes(c, run.dtype), MemoryPlace::Device, /*resident=*/true);
-  // KVCache: per layer K and V, [n_kv_heads, capacity, head_dim] in the run dtype.
-  add(memory_line::kKvCache, sides * 2 * L * KVH * total * d * e, MemoryPlace::Device);
+  // KVCache: per layer K and V, [n_kv_heads, capacity, head_dim] in the run dtype, one per sequence.
+  const uint64_t sequences = u(std::max<int64_t>(1, s.sequences));
+  add(memory_line::kKvCache, sequences * sides * 2 * L * KVH * total * d * e, MemoryPlace::Device);
   // make_rope_tables: cos and sin [positions, head_dim] per Transformer.
   add(memory_line::kRope, sides * 2 * total * d * e, MemoryPlace::Device);
   // Transformer::forward on one chunk, its row-wise work in blocks of `rows`: residual x over the
   // chunk, and per block normed h, qkv, the rotated q/k, the attention output's reshape, gate/up,
   // the SwiGLU product and its temporary, and RMSNorm's float32 temporaries; plus the chunk's
   // whole q and attention output (the layer's one attention call).
-  const uint64_t rows = std::min<uint64_t>(chunk, cuda ? u(kCudaPrefillRows) : chunk);
+  // A batched decode step (batched_decode.h) is the same work over one row per sequence: the larger
+  // of the two counts.
+  const uint64_t act_rows = std::max(chunk, sequences);
+  const uint64_t rows = std::min<uint64_t>(act_rows, cuda ? u(kCudaPrefillRows) : act_rows);
   add(memory_line::kActivations,
-      chunk * e * dim +
+      act_rows * e * dim +
           rows * (e * (2 * dim + (qd + 2 * kvd) + 2 * qd + 2 * kvd + 2 * hidden + 2 * hidden) + 4 * 3 * dim) +
-          chunk * e * 2 * qd,
+          act_rows * e * 2 * qd,
       MemoryPlace::Device);
   // Dense attention scores over every key for one chunk: two at a time (scores and their masked
   // copy, then those and the softmax) in the type DenseAttention computes them in; its fused path
@@ -100,7 +104,8 @@ MemoryEstimate estimate_run_memory(const ModelConfig& c, const RunDevice& run, c
     const uint64_t rows = std::min<uint64_t>(u(s.prompt_tokens), u(token_metric_rows(c.vocab_size)));
     add(memory_line::kLogits, rows * V * (2 * 4 + 4 * 8), MemoryPlace::Device);
   } else {
-    const uint64_t logit_rows = s.all_logits ? u(s.prompt_tokens) : 1;
+    // A batched decode step returns one row per sequence.
+    const uint64_t logit_rows = s.all_logits ? u(s.prompt_tokens) : sequences;
     add(memory_line::kLogits, logit_rows * V * 4, MemoryPlace::Host);
   }
 
@@ -203,6 +208,7 @@ void check_memory_fits(const MemoryEstimate& m, const RunDevice& run, const Free
   }
   std::string fixes = "use a shorter prompt (" + std::to_string(s.prompt_tokens) + " tokens now), fewer " +
                       (s.analysis ? "--decode steps" : "--max-tokens") + " (" + std::to_string(s.new_tokens) + " now)";
+  if (s.sequences > 1) fixes += ", fewer --batch sequences (" + std::to_string(s.sequences) + " now, each its own KV cache)";
   if (s.analysis && s.analysis->capture) fixes += ", fewer --trace blocks or --views without mask/cache, --no-inputs";
   if (run.dtype == c10::kFloat) fixes += ", --dtype bf16 (half the KV cache)";
   if (cuda && device_short) fixes += ", or --device cpu";

@@ -71,6 +71,7 @@ struct RunMemoryShape {
   int64_t prefill_chunk = 0;      // positions per forward call
   bool all_logits = false;        // float32 logits of every prompt position are kept (ppl, analysis)
   const AnalysisMemoryShape* analysis = nullptr;  // a paired run: two models' caches and the extras
+  int64_t sequences = 1;          // sequences decoded together (--batch): each its own KV cache
 };
 
 // Bytes of the weights as load_model places them: matrices in the run dtype, norms in float32.

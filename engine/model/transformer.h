@@ -35,6 +35,8 @@ class Transformer {
   using LayerTimer = std::function<void(int64_t layer, double attention_seconds, double other_seconds)>;
   void set_layer_timer(LayerTimer timer) { timer_ = std::move(timer); }
   int64_t max_positions() const { return max_positions_; }
+  // The RoPE tables built for max_positions (the batched decode step picks each sequence's row).
+  const RopeTables& rope_tables() const { return rope_; }
   // Rows per block of the row-wise work (tests set a small one to exercise the blocked path on
   // the CPU, where it is otherwise unbounded).
   void set_rows_per_block(int64_t rows) { rows_per_block_ = std::max<int64_t>(1, rows); }

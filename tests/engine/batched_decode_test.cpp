@@ -1,0 +1,120 @@
+// The batched decode step against each sequence's own batch-1 decode (dense and HiP, sequences of
+// different prompts and lengths), generate_batch against generate, and the memory plan of a batch.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include "engine/formats/errors.h"
+#include "engine/model/batch_generation.h"
+#include "engine/model/batched_decode.h"
+#include "engine/model/context_plan.h"
+#include "engine/model/generation.h"
+#include "engine/model/hip_attention.h"
+#include "engine/model/kv_cache.h"
+#include "engine/model/memory_estimate.h"
+#include "engine/model/transformer.h"
+#include "tests/engine/batch_decode_check.h"
+#include "tests/engine/engine_fixture.h"
+#include "tests/engine/hip_test_setup.h"
+
+namespace hipstudio {
+namespace {
+
+using testing::default_model;
+
+constexpr int64_t kSteps = 6;  // with r_m = 4: refreshed and cached-mask steps both
+
+testing::BatchComparison compare(const testing::MakeBackend& make) {
+  return testing::compare_batched_with_alone(default_model(), testing::three_prompts(*default_model()), kSteps, make);
+}
+
+TEST(BatchedDecode, DenseLogitsEqualEachSequencesOwnDecode) {
+  EXPECT_LT(compare([] { return std::make_unique<DenseAttention>(); }).max_abs_diff(), 1e-4);
+}
+
+TEST(BatchedDecode, HipLogitsEqualEachSequencesOwnDecode) {
+  const HipModelParams params = testing::small_hip_params();
+  const int64_t layers = default_model()->config.n_layers;
+  const testing::BatchComparison hip = compare([&] { return std::make_unique<HipAttention>(params, layers); });
+  EXPECT_LT(hip.max_abs_diff(), 1e-4);
+  // The HiP budget really sparsifies here: HiP's logits of the long sequence differ from dense's.
+  const testing::BatchComparison dense = compare([] { return std::make_unique<DenseAttention>(); });
+  EXPECT_GT((hip.alone[0][0] - dense.alone[0][0]).abs().max().item<double>(), 1e-3)
+      << "HiP equals dense: the test would not see a mixed-up mask";
+}
+
+TEST(BatchedDecode, RefusesACacheTwiceAndMismatchedLists) {
+  auto model = default_model();
+  Transformer transformer(model, 8);
+  KVCache a(model->config, model->run, 8), b(model->config, model->run, 1);
+  DenseAttention dense;
+  EXPECT_THROW(decode_batch(transformer, {1, 2}, {{&a, &dense}, {&a, &dense}}), std::invalid_argument);
+  EXPECT_THROW(decode_batch(transformer, {1}, {{&a, &dense}, {&b, &dense}}), std::invalid_argument);
+  b.advance(1);  // full
+  EXPECT_THROW(decode_batch(transformer, {1, 2}, {{&a, &dense}, {&b, &dense}}), std::logic_error);
+  EXPECT_EQ(a.length(), 0) << "a refused batch advanced a cache";
+}
+
+TEST(BatchGeneration, GreedyBatchOfTwoGivesGeneratesTokensForEachSequence) {
+  GenerationOptions options;
+  options.max_new_tokens = 24;
+  DenseAttention dense;
+  const GenerationResult single = generate(default_model(), "Once upon a time", options, dense);
+  const BatchGenerationResult batch = generate_batch(default_model(), "Once upon a time", options, {&dense, &dense});
+  ASSERT_EQ(batch.generated_ids.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(batch.generated_ids[i], single.generated_ids) << "sequence " << i;
+    EXPECT_EQ(batch.completions[i], single.completion) << "sequence " << i;
+  }
+  EXPECT_EQ(batch.completions[0].rfind(", there was a little girl named Lily.", 0), 0u) << batch.completions[0];
+  EXPECT_EQ(batch.prompt_ids, single.prompt_ids);
+}
+
+TEST(BatchGeneration, HipGreedyBatchMatchesHipGenerate) {
+  const HipModelParams params = testing::small_hip_params();
+  const int64_t layers = default_model()->config.n_layers;
+  GenerationOptions options;
+  options.max_new_tokens = 12;
+  HipAttention alone(params, layers), first(params, layers), second(params, layers);
+  const GenerationResult single = generate(default_model(), testing::kStoryOpening, options, alone);
+  const BatchGenerationResult batch = generate_batch(default_model(), testing::kStoryOpening, options, {&first, &second});
+  for (size_t i = 0; i < 2; ++i) EXPECT_EQ(batch.generated_ids[i], single.generated_ids) << "sequence " << i;
+}
+
+TEST(BatchGeneration, SampledSequencesUseTheirOwnSeeds) {
+  GenerationOptions options;
+  options.max_new_tokens = 16;
+  options.sampling.temperature = 1.0;
+  options.sampling.seed = 7;
+  DenseAttention dense;
+  const BatchGenerationResult batch = generate_batch(default_model(), "Once upon a time", options, {&dense, &dense});
+  // Sequence 1 samples as a batch-1 run seeded 8 does.
+  options.sampling.seed = 8;
+  const GenerationResult seeded = generate(default_model(), "Once upon a time", options, dense);
+  EXPECT_EQ(batch.generated_ids[1], seeded.generated_ids);
+  EXPECT_NE(batch.generated_ids[0], batch.generated_ids[1]) << "both sequences sampled the same stream";
+}
+
+TEST(BatchGeneration, MemoryPlanCountsOneKvCachePerSequence) {
+  const ModelConfig& c = default_model()->config;
+  const RunDevice cpu = {c10::Device(c10::kCPU), c10::kFloat};
+  RunMemoryShape one{100, 20, 100, false, nullptr};
+  RunMemoryShape eight = one;
+  eight.sequences = 8;
+  EXPECT_EQ(estimate_run_memory(c, cpu, eight).bytes(memory_line::kKvCache),
+            8 * estimate_run_memory(c, cpu, one).bytes(memory_line::kKvCache));
+  // A batch whose caches do not fit is refused before any work, naming --batch.
+  const uint64_t free_bytes = plan_run(c, cpu, one, 0, FreeMemory{0, uint64_t{1} << 30}).bytes_needed * 2;
+  try {
+    plan_run(c, cpu, eight, 0, FreeMemory{0, free_bytes});
+    ADD_FAILURE() << "eight caches fit in the room of two runs of one?";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("fewer --batch sequences (8 now"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace hipstudio
