@@ -1,6 +1,7 @@
 #include "engine/model/paired_analysis.h"
 
 #include <cmath>
+#include <optional>
 
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
@@ -134,6 +135,15 @@ struct PairedPrefill::State {
   PairedAnalysis prompt;  // built by the prefill, then moved into prompt_result
   std::shared_ptr<PairedAnalysis> prompt_result;  // handed out as const; finish() may move from it
   int32_t dense_next = 0, hip_next = 0;  // both sides' greedy choice after the prompt
+  // The dense side's last decode steps: its choice after each and its timings. They depend on
+  // neither HiP's settings nor r_m (the dense prefill never re-runs in this object), so a later
+  // decode of as many steps replays them instead of running them again (an r_m change at 32k
+  // tokens spent a fifth of its time there).
+  struct DenseSteps {
+    std::vector<int32_t> tokens;
+    LatencyRecorder time{0};
+  };
+  std::optional<DenseSteps> dense_steps;
 
   State(std::shared_ptr<const Model> m, const AnalysisOptions& o, int64_t capacity)
       : model(std::move(m)),
@@ -557,6 +567,8 @@ PairedAnalysis PairedPrefill::State::decode(int64_t decode_steps, int64_t refres
 
   int32_t dense_token = dense_next;
   int32_t hip_token = hip_next;
+  const bool replay_dense = dense_steps && static_cast<int64_t>(dense_steps->tokens.size()) == decode_steps;
+  std::vector<int32_t> dense_tokens;
   PhaseProfile step_profile;  // HIPSTUDIO_PROFILE=1: each side's step time
   for (int64_t step = 0; step < decode_steps; ++step) {
     report(progress, static_cast<double>(step) / static_cast<double>(decode_steps), "decode step " + std::to_string(step));
@@ -567,13 +579,16 @@ PairedAnalysis PairedPrefill::State::decode(int64_t decode_steps, int64_t refres
     result.hip.generated.push_back(hip_token);
     const int32_t hip_input = options.force_dense_tokens ? dense_token : hip_token;
     step_profile.begin(n > 0 && model->run.device.is_cuda());
-    const at::Tensor d = dense_model.forward({dense_token}, dense_cache, dense_attention, LogitsFor::LastToken, Phase::Decode);
+    at::Tensor d;
+    if (!replay_dense) d = dense_model.forward({dense_token}, dense_cache, dense_attention, LogitsFor::LastToken, Phase::Decode);
     step_profile.lap("dense step");
     current_step = &record;
     const at::Tensor h = hip_model.forward({hip_input}, hip_cache, *hip_attention, LogitsFor::LastToken, Phase::Decode);
     current_step = nullptr;
     step_profile.lap(record.refreshed ? "HiP refresh step" : "HiP cached step");
-    dense_token = static_cast<int32_t>(d[0].argmax().item<int64_t>());
+    dense_token = replay_dense ? dense_steps->tokens[static_cast<size_t>(step)]
+                               : static_cast<int32_t>(d[0].argmax().item<int64_t>());
+    dense_tokens.push_back(dense_token);
     hip_token = static_cast<int32_t>(h[0].argmax().item<int64_t>());
     record.dense_token = dense_token;
     record.hip_token = hip_token;
@@ -589,6 +604,10 @@ PairedAnalysis PairedPrefill::State::decode(int64_t decode_steps, int64_t refres
   }
   result.access.steps = decode_steps;
 
+  if (replay_dense)
+    dense_decode_time = dense_steps->time;  // measured when the steps ran
+  else
+    dense_steps = DenseSteps{std::move(dense_tokens), dense_decode_time};
   store_latency(dense_prefill_time, dense_decode_time, decode_steps, result.dense.latency);
   store_latency(hip_prefill_time, hip_decode_time, decode_steps, result.hip.latency);
   step_profile.print("paired decode, " + std::to_string(decode_steps) + " steps");

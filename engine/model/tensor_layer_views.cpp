@@ -53,15 +53,18 @@ at::Tensor selection_of(const at::Tensor& blocks, int64_t key_blocks) {
 // Ascending -1 padded block lists (..., kb) int32 of a selection (..., key_blocks) holding at most kb:
 // each selected block goes to its rank among the selected (a running count), the rest to a dropped
 // column. A scatter, where a top-k over every row of key blocks cost seconds at 128k tokens.
+// The running count in int32 and the block ids scattered from a broadcast row, never materialised:
+// at 128k tokens these tensors span 64k key blocks for every query block.
 at::Tensor blocks_of(const at::Tensor& sel, int64_t kb) {
   const int64_t n = sel.size(-1);
-  const auto longs = sel.options().dtype(at::kLong);
-  const at::Tensor rank = (sel.to(at::kLong).cumsum(-1) - 1).clamp_max(kb).masked_fill(sel.logical_not(), kb);
+  const auto ints = sel.options().dtype(at::kInt);
+  const at::Tensor rank =
+      (sel.to(at::kInt).cumsum(-1, at::kInt) - 1).clamp_max(kb).masked_fill(sel.logical_not(), kb).to(at::kLong);
   std::vector<int64_t> shape(sel.sizes().begin(), sel.sizes().end());
   shape.back() = kb + 1;
-  at::Tensor out = at::full(shape, -1, longs);
-  out.scatter_(-1, rank, at::arange(n, longs).expand(sel.sizes()).contiguous());
-  return out.narrow(-1, 0, kb).to(at::kInt);
+  at::Tensor out = at::full(shape, -1, ints);
+  out.scatter_(-1, rank, at::arange(n, ints).expand(sel.sizes()));
+  return out.narrow(-1, 0, kb).contiguous();
 }
 
 // The oracle's choice per query block (kernels/oracle.h): every block of the range when it holds
@@ -291,12 +294,17 @@ void TensorLayerViews::tile(const LayerViewsChunk& chunk, const at::Tensor& hip_
     row_max = at::empty({G, nq, keys}, q.options());
     for (int64_t j0 = 0; j0 < nq; j0 += step) {
       const int64_t n = std::min(step, nq - j0);
-      at::Tensor ss = at::matmul(qs.narrow(1, j0, n).reshape({G, n * sampled, d_}), kt).view({G, n, sampled, keys});
+      // Keys past the sub-tile's last row are in no search range of its blocks: not scored (half
+      // the products of a whole prompt's causal triangle), left at -inf.
+      const int64_t visible = std::min(keys, first + (j0 + n) * p.b_q);
+      at::Tensor ss = at::matmul(qs.narrow(1, j0, n).reshape({G, n * sampled, d_}), kt.narrow(1, 0, visible))
+                          .view({G, n, sampled, visible});
       if ((j0 + n) * p.b_q > rows) {
         const at::Tensor row = ((at::arange(n, long_opts) + j0) * p.b_q).unsqueeze(1) + (at::arange(sampled, long_opts) * p.b_sq).unsqueeze(0);
         ss.masked_fill_(row.ge(rows).view({1, n, sampled, 1}), kNegInf);
       }
-      row_max.narrow(1, j0, n).copy_(ss.amax(2));
+      row_max.narrow(1, j0, n).narrow(2, 0, visible).copy_(ss.amax(2));
+      if (visible < keys) row_max.narrow(1, j0, n).narrow(2, visible, keys - visible).fill_(kNegInf);
     }
   } else {
     s = at::matmul(q, kg.narrow(0, 0, keys).t());

@@ -70,8 +70,9 @@ TEST(PairedPrefill, DecodeRerunsEqualWholeRunsWithTheirSettings) {
   const PairedAnalysis& prompt = *prefill->prompt_result();
   EXPECT_TRUE(prompt.decode.empty());
   EXPECT_EQ(prompt.access.steps, 0);
-  // Other r_m and step counts, in an order where each run follows a longer or different one.
-  const std::pair<int64_t, int64_t> settings[] = {{4, 6}, {2, 12}, {3, 3}, {5, 0}};
+  // Other r_m and step counts, in an order where each run follows a longer or different one, or
+  // one of as many steps (its dense side's steps are replayed, not run again).
+  const std::pair<int64_t, int64_t> settings[] = {{4, 6}, {2, 12}, {3, 12}, {3, 3}, {5, 0}, {6, 3}};
   for (const auto& [rm, steps] : settings) {
     const PairedAnalysis rerun = prefill->decode(steps, rm);
     const PairedAnalysis whole = run_paired_analysis(default_model(), kStory, options_with(rm, steps));
