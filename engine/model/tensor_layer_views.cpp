@@ -21,6 +21,7 @@
 #include <stdexcept>
 
 #include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/version.h>
 
 #include "engine/model/host_inputs.h"
@@ -104,6 +105,45 @@ class Tf32Products {
 struct DenseRows {
   at::Tensor out, lse;
 };
+// cuDNN's fused attention with its log-sum-exp, through the dispatcher by argument name (the op is
+// private and its signature has moved between LibTorch versions; a build without it skips it).
+// Checked on a few rows against the log-sum-exp formed directly, so that a convention it does not
+// share (base, scaling, layout) falls back to the flash kernel instead of skewing the views.
+// Why: at 128k tokens cuDNN runs a layer's causal attention in about half the flash kernel's time.
+[[maybe_unused]] bool cudnn_dense_rows(const at::Tensor& qb, const at::Tensor& kb, const at::Tensor& vb, double scale, DenseRows& rows) {
+  auto op = c10::Dispatcher::singleton().findSchema({"aten::_scaled_dot_product_cudnn_attention", ""});
+  if (!op) return false;
+  std::vector<c10::IValue> stack;
+  for (const c10::Argument& a : op->schema().arguments()) {
+    const std::string& name = a.name();
+    if (name == "query") stack.emplace_back(qb);
+    else if (name == "key") stack.emplace_back(kb);
+    else if (name == "value") stack.emplace_back(vb);
+    else if (name == "compute_log_sumexp" || name == "is_causal") stack.emplace_back(true);
+    else if (name == "return_debug_mask") stack.emplace_back(false);
+    else if (name == "dropout_p") stack.emplace_back(0.0);
+    else if (name == "scale") stack.emplace_back(scale);
+    else if (a.default_value()) stack.push_back(*a.default_value());
+    else return false;  // an argument this code does not know how to fill
+  }
+  op->callBoxed(&stack);
+  if (stack.size() < 2 || !stack[0].isTensor() || !stack[1].isTensor()) return false;
+  const int64_t G = qb.size(1), T = qb.size(2);
+  at::Tensor lse = stack[1].toTensor();
+  if (lse.numel() != G * T) return false;
+  lse = lse.reshape({G, T}).to(at::kFloat);
+  // The check: three rows of the first head, scores in float32 from the same bf16/f16 values.
+  const at::Tensor check_rows = at::tensor(std::vector<int64_t>{0, T / 2, T - 1}, at::kLong).to(qb.device());
+  const at::Tensor q = qb[0][0].index_select(0, check_rows).to(at::kFloat);
+  const at::Tensor s = at::matmul(q, kb[0][0].to(at::kFloat).t()) * scale;
+  const at::Tensor later = at::arange(T, check_rows.options()).unsqueeze(0).gt(check_rows.unsqueeze(1));
+  const at::Tensor expected = at::logsumexp(s.masked_fill(later, -std::numeric_limits<float>::infinity()), -1);
+  if (!at::allclose(lse[0].index_select(0, check_rows), expected, 1e-5, 1e-4)) return false;
+  rows.out = stack[0].toTensor().squeeze(0);
+  rows.lse = lse;
+  return rows.out.dim() == 3 && rows.out.size(1) == T;
+}
+
 bool fused_dense_rows(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale, at::ScalarType compute,
                       DenseRows& rows) {
 #if TORCH_VERSION_MAJOR >= 2
@@ -112,6 +152,17 @@ bool fused_dense_rows(const at::Tensor& q, const at::Tensor& k, const at::Tensor
     const at::Tensor qb = q.unsqueeze(0).contiguous();
     const at::Tensor kb = k.unsqueeze(0).unsqueeze(0).expand({1, G, k.size(0), k.size(1)}).contiguous();
     const at::Tensor vb = v.unsqueeze(0).unsqueeze(0).expand({1, G, v.size(0), v.size(1)}).contiguous();
+    bool by_cudnn = false;
+    try {
+      by_cudnn = cudnn_dense_rows(qb, kb, vb, scale, rows);
+    } catch (const std::exception&) {
+      by_cudnn = false;  // shapes or a build cuDNN does not run: the flash kernel does
+    }
+    if (by_cudnn) {
+      rows.out = rows.out.to(compute);
+      rows.lse = rows.lse.to(compute);
+      return true;
+    }
     auto r = at::_scaled_dot_product_flash_attention(qb, kb, vb, 0.0, /*is_causal=*/true, false, scale);
     rows.out = std::get<0>(r).squeeze(0).to(compute);
     rows.lse = std::get<1>(r).squeeze(0).to(compute);
