@@ -104,6 +104,7 @@ class Tf32Products {
 // these shapes (the caller then forms the probabilities itself).
 struct DenseRows {
   at::Tensor out, lse;
+  const char* kernel = "none";  // which fused kernel made them
 };
 // cuDNN's fused attention with its log-sum-exp, through the dispatcher by argument name (the op is
 // private and its signature has moved between LibTorch versions; a build without it skips it).
@@ -161,11 +162,13 @@ bool fused_dense_rows(const at::Tensor& q, const at::Tensor& k, const at::Tensor
     if (by_cudnn) {
       rows.out = rows.out.to(compute);
       rows.lse = rows.lse.to(compute);
+      rows.kernel = "cudnn";
       return true;
     }
     auto r = at::_scaled_dot_product_flash_attention(qb, kb, vb, 0.0, /*is_causal=*/true, false, scale);
     rows.out = std::get<0>(r).squeeze(0).to(compute);
     rows.lse = std::get<1>(r).squeeze(0).to(compute);
+    rows.kernel = "flash";
     return rows.lse.dim() == 2 && rows.lse.size(1) == q.size(1);
   } catch (const std::exception&) {
     return false;
@@ -301,7 +304,7 @@ void TensorLayerViews::add_chunk(const LayerViewsChunk& chunk) {
     const bool fused = fusable && fused_dense_rows(chunk.q.narrow(0, g * group, group), chunk.k[g], chunk.v[g],
                                                    1.0 / std::sqrt(static_cast<double>(d_)), compute_, dense);
     fused_groups_ += fused ? 1 : 0;
-    profile_.lap("flash out+lse");
+    profile_.lap(dense.kernel == std::string("cudnn") ? "dense rows by cuDNN" : "dense rows by flash (or none)");
     const int64_t rows = fused ? fused_rows_per_tile : rows_per_tile;  // a group the flash kernel refused: plain tiles
     for (int64_t r0 = 0; r0 < tq; r0 += rows)
       tile(chunk, hip_blocks, g, kg, vg, fused ? &dense : nullptr, r0, std::min(tq, r0 + rows));
