@@ -16,6 +16,7 @@
 // at 32k-128k tokens take a fraction of a second instead of seconds. The dense output then carries
 // the run dtype's rounding (about 2e-3 relative), as the model's own dense attention does.
 #include <cmath>
+#include <cstdio>
 #include <future>
 #include <limits>
 #include <stdexcept>
@@ -111,9 +112,19 @@ struct DenseRows {
 // Checked on a few rows against the log-sum-exp formed directly, so that a convention it does not
 // share (base, scaling, layout) falls back to the flash kernel instead of skewing the views.
 // Why: at 128k tokens cuDNN runs a layer's causal attention in about half the flash kernel's time.
+// HIPSTUDIO_PROFILE=1: why cuDNN's rows were not used, once per process.
+void note_cudnn_skipped(const std::string& why) {
+  static bool said = false;
+  if (PhaseProfile::enabled() && !said) std::fprintf(stderr, "profile: views dense rows not by cuDNN: %s\n", why.c_str());
+  said = true;
+}
+
 [[maybe_unused]] bool cudnn_dense_rows(const at::Tensor& qb, const at::Tensor& kb, const at::Tensor& vb, double scale, DenseRows& rows) {
   auto op = c10::Dispatcher::singleton().findSchema({"aten::_scaled_dot_product_cudnn_attention", ""});
-  if (!op) return false;
+  if (!op) {
+    note_cudnn_skipped("no aten::_scaled_dot_product_cudnn_attention in this LibTorch");
+    return false;
+  }
   std::vector<c10::IValue> stack;
   for (const c10::Argument& a : op->schema().arguments()) {
     const std::string& name = a.name();
@@ -125,13 +136,22 @@ struct DenseRows {
     else if (name == "dropout_p") stack.emplace_back(0.0);
     else if (name == "scale") stack.emplace_back(scale);
     else if (a.default_value()) stack.push_back(*a.default_value());
-    else return false;  // an argument this code does not know how to fill
+    else {  // an argument this code does not know how to fill
+      note_cudnn_skipped("its argument '" + name + "'");
+      return false;
+    }
   }
   op->callBoxed(&stack);
-  if (stack.size() < 2 || !stack[0].isTensor() || !stack[1].isTensor()) return false;
+  if (stack.size() < 2 || !stack[0].isTensor() || !stack[1].isTensor()) {
+    note_cudnn_skipped("its outputs");
+    return false;
+  }
   const int64_t G = qb.size(1), T = qb.size(2);
   at::Tensor lse = stack[1].toTensor();
-  if (lse.numel() != G * T) return false;
+  if (lse.numel() != G * T) {
+    note_cudnn_skipped("its log-sum-exp has " + std::to_string(lse.numel()) + " entries");
+    return false;
+  }
   lse = lse.reshape({G, T}).to(at::kFloat);
   // The check: three rows of the first head, scores in float32 from the same bf16/f16 values.
   const at::Tensor check_rows = at::tensor(std::vector<int64_t>{0, T / 2, T - 1}, at::kLong).to(qb.device());
@@ -139,7 +159,10 @@ struct DenseRows {
   const at::Tensor s = at::matmul(q, kb[0][0].to(at::kFloat).t()) * scale;
   const at::Tensor later = at::arange(T, check_rows.options()).unsqueeze(0).gt(check_rows.unsqueeze(1));
   const at::Tensor expected = at::logsumexp(s.masked_fill(later, -std::numeric_limits<float>::infinity()), -1);
-  if (!at::allclose(lse[0].index_select(0, check_rows), expected, 1e-5, 1e-4)) return false;
+  if (!at::allclose(lse[0].index_select(0, check_rows), expected, 1e-5, 1e-4)) {
+    note_cudnn_skipped("its log-sum-exp differs from the checked rows'");
+    return false;
+  }
   rows.out = stack[0].toTensor().squeeze(0);
   rows.lse = lse;
   return rows.out.dim() == 3 && rows.out.size(1) == T;
@@ -156,8 +179,9 @@ bool fused_dense_rows(const at::Tensor& q, const at::Tensor& k, const at::Tensor
     bool by_cudnn = false;
     try {
       by_cudnn = cudnn_dense_rows(qb, kb, vb, scale, rows);
-    } catch (const std::exception&) {
+    } catch (const std::exception& e) {
       by_cudnn = false;  // shapes or a build cuDNN does not run: the flash kernel does
+      note_cudnn_skipped(std::string("it threw: ") + std::string(e.what()).substr(0, 200));
     }
     if (by_cudnn) {
       rows.out = rows.out.to(compute);
