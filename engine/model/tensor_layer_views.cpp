@@ -136,6 +136,7 @@ void note_cudnn_skipped(const std::string& why) {
     else if (name == "dropout_p") stack.emplace_back(0.0);
     else if (name == "scale") stack.emplace_back(scale);
     else if (a.default_value()) stack.push_back(*a.default_value());
+    else if (a.type()->kind() == c10::TypeKind::OptionalType) stack.emplace_back();  // None (attn_bias)
     else {  // an argument this code does not know how to fill
       note_cudnn_skipped("its argument '" + name + "'");
       return false;
