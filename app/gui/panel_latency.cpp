@@ -45,10 +45,11 @@ class LatencyPanel final : public Panel {
     const AttentionTiming& a = *lv->timing;
     ImGui::PushTextWrapPos(0);
     ImGui::TextDisabled("%s, %lld tokens (%lld heads, %lld KV heads, d %lld, %s) on %s: CUDA events, median +- half the "
-                        "interquartile range of %d repeats after %d warm-up calls, HiP and dense interleaved",
+                        "interquartile range of %d repeats after %d warm-up round%s, HiP and dense interleaved",
                         a.layer >= 0 ? fmt("layer %lld", static_cast<long long>(a.layer)).c_str() : "random inputs",
                         static_cast<long long>(a.tokens), static_cast<long long>(a.heads), static_cast<long long>(a.kv_heads),
-                        static_cast<long long>(a.dim), a.dtype.c_str(), a.device.c_str(), a.prefill_mask.repeats, a.warmup);
+                        static_cast<long long>(a.dim), a.dtype.c_str(), a.device.c_str(), a.prefill_mask.repeats, a.warmup,
+                        a.warmup == 1 ? "" : "s");
     ImGui::PopTextWrapPos();
     if (ImGui::BeginTable("##devtime", 5, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchProp)) {
       ImGui::TableSetupColumn("ms, one layer", ImGuiTableColumnFlags_WidthStretch, 1.3f);
