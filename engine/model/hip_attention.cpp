@@ -40,6 +40,13 @@ hip::MaskOptions trace_every_head(int64_t heads) {
 std::vector<std::vector<int32_t>> search_keys(const std::vector<hip::MaskTrace>& traces, const hip::HipParams& p,
                                               int64_t heads) {
   std::vector<std::vector<int32_t>> keys(static_cast<size_t>(heads));
+  // One trace per head (a decode step's one query block): each worker fills its own head's list.
+  std::vector<char> seen(static_cast<size_t>(heads), 0);
+  for (const hip::MaskTrace& trace : traces) {
+    if (trace.head < 0 || trace.head >= heads || seen[static_cast<size_t>(trace.head)])
+      throw std::logic_error("HiP access recording: expected one trace per head");
+    seen[static_cast<size_t>(trace.head)] = 1;
+  }
   hip::parallel_for(static_cast<int64_t>(traces.size()), 0, [&](int64_t i, int) {
     const hip::MaskTrace& trace = traces[static_cast<size_t>(i)];
     std::vector<int32_t> blocks;

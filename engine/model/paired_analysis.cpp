@@ -138,7 +138,8 @@ struct PairedPrefill::State {
   // The dense side's last decode steps: its choice after each and its timings. They depend on
   // neither HiP's settings nor r_m (the dense prefill never re-runs in this object), so a later
   // decode of as many steps replays them instead of running them again (an r_m change at 32k
-  // tokens spent a fifth of its time there).
+  // tokens spent a fifth of its time there). The replayed timings are those of the run that
+  // measured them, interleaved with that run's HiP steps.
   struct DenseSteps {
     std::vector<int32_t> tokens;
     LatencyRecorder time{0};

@@ -237,8 +237,11 @@ class TensorLayerViews final : public LayerViewsBackend {
   // (hq) float64 sums on the device: recall over query blocks, mass over queries, squared output
   // error (HiP, random) and squared dense output.
   at::Tensor recall_, random_recall_, mass_, random_mass_, error_, random_error_, dense_norm_;
-  // keep_masks: per chunk, on the chunk's device, HiP's and the oracle's blocks, both recall tables.
-  std::vector<at::Tensor> hip_blocks_, hip_counts_, oracle_blocks_, recall_rows_, random_recall_rows_;
+  // keep_masks: the result's host arrays, each chunk's rows copied in as the chunk is done (one
+  // transfer each, counts summed on the device; nothing held on the device between chunks): HiP's
+  // and the oracle's masks and both recall tables (hq, query blocks).
+  hip::MaskResult hip_mask_, oracle_mask_;
+  std::vector<double> recall_table_, random_recall_table_;
   at::Tensor chunk_oracle_, chunk_recall_, chunk_random_recall_;  // (hq, chunk query blocks, ...) being filled
   int64_t fused_groups_ = 0;  // KV groups that took the fused route (the result says so)
   PhaseProfile profile_;      // HIPSTUDIO_PROFILE=1: where a layer's views spend their time
@@ -258,6 +261,14 @@ void TensorLayerViews::start(const LayerViewsChunk& chunk) {
                                                     p, seed = layer_random_seed(setup_.seed, setup_.layer)] {
     return hip::random_masks(shape, p, seed);
   });
+  if (setup_.keep_masks) {
+    // The masks as the reference holds them: shapes and dense_from from the search ranges.
+    const hip::AttentionInputs shape = hip::shape_only_inputs(hq_, hkv_, setup_.prompt_tokens, setup_.prompt_tokens, d_);
+    hip_mask_ = hip::make_empty_mask(shape, p);
+    oracle_mask_ = hip::make_empty_mask(shape, p);
+    recall_table_.assign(static_cast<size_t>(hq_ * query_blocks_), 0.0);
+    random_recall_table_.assign(recall_table_.size(), 0.0);
+  }
   const auto sums = chunk.q.options().dtype(at::kDouble);
   for (at::Tensor* t : {&recall_, &random_recall_, &mass_, &random_mass_, &error_, &random_error_, &dense_norm_})
     *t = at::zeros({hq_}, sums);
@@ -266,6 +277,8 @@ void TensorLayerViews::start(const LayerViewsChunk& chunk) {
 const at::Tensor& TensorLayerViews::chunk_random_blocks() {
   if (chunk_random_.defined()) return chunk_random_;
   if (random_drawing_.valid()) random_ = random_drawing_.get();
+  if (random_.blocks.size() != static_cast<size_t>(hq_ * query_blocks_ * kb_))  // its drawing threw earlier
+    throw std::logic_error("layer views: the random baseline's mask was not drawn");
   chunk_random_ = at::from_blob(random_.blocks.data(), {hq_, query_blocks_, kb_}, at::kInt)
                       .narrow(1, chunk_qb0_, chunk_nqb_)
                       .to(chunk_device_);
@@ -335,11 +348,22 @@ void TensorLayerViews::add_chunk(const LayerViewsChunk& chunk) {
       tile(chunk, hip_blocks, g, kg, vg, fused ? &dense : nullptr, r0, std::min(tq, r0 + rows));
   }
   if (setup_.keep_masks) {
-    // Kept where they are: finish() copies them once, straight into the result's host arrays.
-    hip_blocks_.push_back(hip_blocks.to(at::kInt));
-    oracle_blocks_.push_back(chunk_oracle_);
-    recall_rows_.push_back(chunk_recall_);
-    random_recall_rows_.push_back(chunk_random_recall_);
+    profile_.begin(chunk.q.is_cuda());
+    auto into_mask = [&](hip::MaskResult& out, const at::Tensor& blocks) {
+      at::from_blob(out.blocks.data(), {hq_, query_blocks_, kb_}, at::kInt).narrow(1, qb0, nqb).copy_(blocks);
+      at::from_blob(out.counts.data(), {hq_, query_blocks_}, at::kInt)
+          .narrow(1, qb0, nqb)
+          .copy_(blocks.ge(0).sum(-1).to(at::kInt));
+    };
+    into_mask(hip_mask_, hip_blocks.to(at::kInt));
+    into_mask(oracle_mask_, chunk_oracle_);
+    auto into_table = [&](std::vector<double>& out, const at::Tensor& rows) {
+      at::from_blob(out.data(), {hq_, query_blocks_}, at::kDouble).narrow(1, qb0, nqb).copy_(rows);
+    };
+    into_table(recall_table_, chunk_recall_);
+    into_table(random_recall_table_, chunk_random_recall_);
+    chunk_oracle_ = chunk_recall_ = chunk_random_recall_ = at::Tensor();
+    profile_.lap("masks to host");
   }
   rows_ += tq;
 }
@@ -521,43 +545,17 @@ LayerViewsResult TensorLayerViews::finish() {
     return r;
   }
 
-  // The masks as the reference holds them: shapes, dense_from and counts from the search ranges.
   r.has_masks = true;
   LayerMaskViews& m = r.masks;
   m.layer = setup_.layer;
   m.params = setup_.params;
-  const hip::AttentionInputs shape = hip::shape_only_inputs(hq_, hkv_, setup_.prompt_tokens, setup_.prompt_tokens, d_);
-  // Each chunk's tensors are copied straight into the result's arrays (one transfer each; the
-  // counts are summed where the blocks are): at 128k tokens the copies through intermediate host
-  // tensors took 0.5 s a layer.
-  auto fill = [&](hip::MaskResult& out, const std::vector<at::Tensor>& chunks) {
-    out = hip::make_empty_mask(shape, setup_.params);
-    const at::Tensor blocks = at::from_blob(out.blocks.data(), {hq_, query_blocks_, kb_}, at::kInt);
-    const at::Tensor counts = at::from_blob(out.counts.data(), {hq_, query_blocks_}, at::kInt);
-    int64_t qb = 0;
-    for (const at::Tensor& chunk : chunks) {
-      const int64_t n = chunk.size(1);
-      blocks.narrow(1, qb, n).copy_(chunk);
-      counts.narrow(1, qb, n).copy_(chunk.ge(0).sum(-1).to(at::kInt));
-      qb += n;
-    }
-  };
-  fill(m.hip, hip_blocks_);
-  fill(m.oracle, oracle_blocks_);
+  // finish() is the last call: the arrays the chunks filled move into the result.
+  m.hip = std::move(hip_mask_);
+  m.oracle = std::move(oracle_mask_);
   if (random_drawing_.valid()) random_ = random_drawing_.get();
-  m.random = std::move(random_);  // finish() is the last call
-  auto table = [&](const std::vector<at::Tensor>& chunks) {
-    std::vector<double> out(static_cast<size_t>(hq_ * query_blocks_));
-    const at::Tensor all = at::from_blob(out.data(), {hq_, query_blocks_}, at::kDouble);
-    int64_t qb = 0;
-    for (const at::Tensor& chunk : chunks) {
-      all.narrow(1, qb, chunk.size(1)).copy_(chunk);
-      qb += chunk.size(1);
-    }
-    return out;
-  };
-  m.recall = table(recall_rows_);
-  m.random_recall = table(random_recall_rows_);
+  m.random = std::move(random_);
+  m.recall = std::move(recall_table_);
+  m.random_recall = std::move(random_recall_table_);
   profile_.lap("finish: host masks");
   profile_.print("layer views, layer " + std::to_string(setup_.layer) + (fused_groups_ ? " (fused)" : ""));
   return r;

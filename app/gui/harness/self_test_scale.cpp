@@ -249,6 +249,12 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
       if (!snap.error[i].empty()) return std::string(stage_name(i)) + " failed: " + snap.error[i];
     return std::string();
   };
+  // Any stage's failure: "every stage done" must not count a failed background stage as done.
+  auto every_stage_error = [](const Snapshot& snap) {
+    for (int i = 0; i < kStageCount; ++i)
+      if (!snap.error[i].empty()) return std::string(stage_name(i)) + " failed: " + snap.error[i];
+    return std::string();
+  };
 
   // 1. Launch to the first HiP mask on screen.
   add({"launch_to_first_mask",
@@ -425,7 +431,9 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
     add({"background_settled",
          [run](AppState&) { run->phase = 0; },  // the clock keeps running from the layer change
          [](const AppState&, const Snapshot& snap) { return !snap.busy; },
-         [run](AppState&, const Snapshot& snap) -> std::string {
+         [run, every_stage_error](AppState&, const Snapshot& snap) -> std::string {
+           const std::string failed = every_stage_error(snap);
+           if (!failed.empty()) return failed;
            run->timing("background_settled", run->elapsed());
            run->line("result: background_settled: every stage done since the layer change (" + stage_times_text(snap) + ")");
            return "";
@@ -441,9 +449,9 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
         {"layer_change_to_mask"});
     // The head and r_m changes below are made with the GUI at rest (every stage of the last change
     // done), as a user makes them: not measured while the layer change's own stages still run.
-    auto settle = [](const std::string& name) -> SelfTestStep {
+    auto settle = [every_stage_error](const std::string& name) -> SelfTestStep {
       return {name, [](AppState&) {}, [](const AppState&, const Snapshot& snap) { return !snap.busy; },
-              [](AppState&, const Snapshot&) { return std::string(); }, 600, 1};
+              [every_stage_error](AppState&, const Snapshot& snap) { return every_stage_error(snap); }, 600, 1};
     };
     add(settle("settle before the head change"), {});
     // The masks hold every head: the new head's mask is on screen in the frame of the change; the
