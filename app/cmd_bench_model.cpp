@@ -24,6 +24,7 @@
 #include "engine/model/kv_cache.h"
 #include "engine/model/memory_estimate.h"
 #include "engine/model/out_of_memory.h"
+#include "engine/model/prompt_prefill.h"
 #include "engine/model/transformer.h"
 
 namespace hipstudio::app {
@@ -117,18 +118,11 @@ class Runner {
         breakdown->mask_seconds = 0;
       });
     }
-    // As generation prefills: the whole prompt in one call on CUDA, chunks of kDefaultPrefillChunk
-    // (rounded up to the backend's multiple) on the CPU.
-    const int64_t multiple = backend.chunk_multiple();
-    const int64_t base = cuda_ ? static_cast<int64_t>(prompt_.size()) : kDefaultPrefillChunk;
-    const int64_t chunk = (base + multiple - 1) / multiple * multiple;
+    // As generation prefills (prompt_prefill.h): the whole prompt in one call on CUDA, chunks of
+    // kDefaultPrefillChunk on the CPU.
+    const int64_t chunk = cuda_ ? static_cast<int64_t>(prompt_.size()) : kDefaultPrefillChunk;
     double start = now();
-    at::Tensor logits;
-    for (size_t begin = 0; begin < prompt_.size(); begin += static_cast<size_t>(chunk)) {
-      const size_t end = std::min(prompt_.size(), begin + static_cast<size_t>(chunk));
-      logits = transformer.forward({prompt_.begin() + static_cast<std::ptrdiff_t>(begin), prompt_.begin() + static_cast<std::ptrdiff_t>(end)},
-                                   cache, backend);
-    }
+    at::Tensor logits = prefill(transformer, prompt_, chunk, cache, backend, LogitsFor::LastToken);
     const double prefill_ms = now() - start;
     if (breakdown) breakdown->decoding = true;
     std::vector<double> steps;
