@@ -47,6 +47,11 @@ inline constexpr int64_t kGuiDecodeRoom = 64;
 
 // One key per stage: equal keys mean the stage's result is still valid.
 std::string stage_key(int stage, const Request& r);
+// Whether the viewed layer's attention inputs depend on the HiP settings: only above the first HiP
+// layer (layers 0 .. l_d - 1 are dense, so layer l_d and those below it read dense layers' output).
+// The views that read nothing but those inputs (dense probabilities, locality) keep their results
+// across a HiP change where they do not.
+inline bool layer_inputs_follow_hip(const Request& r) { return r.layer > r.hip.dense_layers; }
 // What the dense prefill reads (model, prompt, decode room): a request that keeps it and changes
 // only what the HiP side reads re-runs the HiP prefill alone.
 std::string dense_prefill_key(const Request& r);

@@ -93,9 +93,23 @@ struct AnalysisView {
 // All heads of one layer: the views layer's masks (HiP, oracle and random over the prompt, with
 // recall; engine/views/layer_views.h) and what the GUI keeps beside them. The CPU oracle costs
 // O(T^2 d) per head: above kOracleMaxTokens it is skipped (has_oracle false) and the views say so.
-struct LayerMasks : LayerMaskViews {
-  std::shared_ptr<const AnalysisView> source;  // keeps the inputs alive
+// The views are shared, not copied: at 32k tokens a layer's three mask sets are ~100-200 MB, and
+// copying them cost a knob change 0.07-0.14 s. The members below are the shared views' own fields
+// under their usual names (references into `views`, which this object keeps alive).
+struct LayerMasks {
+  LayerMasks(std::shared_ptr<const LayerMaskViews> shared, std::shared_ptr<const AnalysisView> from)
+      : views(std::move(shared)), source(std::move(from)), layer(views->layer), params(views->params),
+        hip(views->hip), oracle(views->oracle), random(views->random), has_oracle(views->has_oracle),
+        recall(views->recall), random_recall(views->random_recall) {}
+
+  std::shared_ptr<const LayerMaskViews> views;  // points into `source` where the views layer kept them
+  std::shared_ptr<const AnalysisView> source;   // keeps the inputs alive
   double seconds = 0;
+  const int64_t& layer;
+  const hip::HipParams& params;
+  const hip::MaskResult &hip, &oracle, &random;
+  const bool& has_oracle;
+  const std::vector<double>&recall, &random_recall;
 };
 
 constexpr int64_t kOracleMaxTokens = 8192;  // also bounds the CPU's dense-probability image

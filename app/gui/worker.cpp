@@ -492,8 +492,11 @@ bool Worker::step(const Request& r) {
     // The views read this stage's result, not just its inputs: a new result makes theirs stale even
     // when their keys come back (parameters A, then B with the masks cancelled, then A again: the
     // masks of A's first analysis must not pass for the masks of its new one).
+    // Except a view of a layer the HiP settings do not reach (its key says "dense inputs":
+    // layer_inputs_follow_hip): it read only what every analysis of the prompt gives alike.
     for (int later = stage + 1; later < kStageCount; ++later)
-      if (reads(later, stage)) done_key_[later].clear();
+      if (reads(later, stage) && !(stage == kStageAnalysis && done_key_[later].find("|dense inputs") != std::string::npos))
+        done_key_[later].clear();
     current_.error[stage].clear();
     publish_locked();
   } catch (const GiveWay&) {

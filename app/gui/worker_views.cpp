@@ -27,9 +27,15 @@ std::string stage_key(int stage, const Request& r) {
   k << r.model.path << '|' << r.model.device << '|' << r.model.dtype << '|' << r.model.synthetic_tokens << '|'
     << r.model.reload << '|' << r.model.capture;
   if (stage == kStageModel) return k.str();
-  k << "|P" << std::hash<std::string>{}(r.prompt) << '|' << r.prompt.size() << "|h" << h.k << ',' << h.b_q << ','
-    << h.b_k << ',' << h.b_sq << ',' << h.b_sk << ',' << h.sink << ',' << h.window << ',' << h.rho << "|ld"
-    << r.hip.dense_layers << "|s" << r.seed << "|room" << decode_room(r);
+  k << "|P" << std::hash<std::string>{}(r.prompt) << '|' << r.prompt.size();
+  if ((stage == kStageDense || stage == kStageLocality) && !layer_inputs_follow_hip(r)) {
+    // The layer reads the dense layers' output: the prompt decides it (and the seed, which draws a
+    // synthetic run's inputs).
+    k << "|dense inputs|s" << r.seed;
+  } else {
+    k << "|h" << h.k << ',' << h.b_q << ',' << h.b_k << ',' << h.b_sq << ',' << h.b_sk << ',' << h.sink << ','
+      << h.window << ',' << h.rho << "|ld" << r.hip.dense_layers << "|s" << r.seed << "|room" << decode_room(r);
+  }
   if (stage == kStageAnalysis || stage == kStageHipRest) return k.str();
   // What only decoding reads (r_m, the steps) keys the decode half and what reads its results.
   if (stage == kStageDecode || stage == kStageOffload || stage == kStageGenerate) k << "|rm" << r.hip.refresh_every;
@@ -84,16 +90,17 @@ Request clamp_selection(const AnalysisView& a, Request r) {
 
 std::shared_ptr<const LayerMasks> compute_layer_masks(const std::shared_ptr<const AnalysisView>& a, const Request& r) {
   const auto start = std::chrono::steady_clock::now();
-  auto m = std::make_shared<LayerMasks>();
   const PairedAnalysis& pa = *a->analysis;
+  std::shared_ptr<const LayerMaskViews> views;
   if (const LayerMaskViews* kept = a->layer_masks(r.layer)) {
-    static_cast<LayerMaskViews&>(*m) = *kept;  // the views layer computed them (with the prefill or after it)
+    // The views layer computed them (with the prefill or after it); the analysis view owns them.
+    views = std::shared_ptr<const LayerMaskViews>(a, kept);
   } else {
     const hip::AttentionInputs in = a->inputs(r.layer);
-    static_cast<LayerMaskViews&>(*m) = reference_layer_masks(in, pa.options.hip.hip, pa.options.random_seed, r.layer,
-                                                             /*threads=*/0, in.tk <= kOracleMaxTokens);
+    views = std::make_shared<const LayerMaskViews>(reference_layer_masks(
+        in, pa.options.hip.hip, pa.options.random_seed, r.layer, /*threads=*/0, in.tk <= kOracleMaxTokens));
   }
-  m->source = a;
+  auto m = std::make_shared<LayerMasks>(std::move(views), a);
   m->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return m;
 }

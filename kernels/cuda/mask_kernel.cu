@@ -1,6 +1,6 @@
 // HiP mask estimation on the GPU (kernels/mask_reference.h is the CPU reference it must match).
 //
-// The bf16/f16 shapes that mask_warp_kernel.cu covers (Kb <= 256, <= 32 sampled rows, d 64/128,
+// The bf16/f16 shapes that mask_warp_kernel.cu covers (Kb <= 512, <= 32 sampled rows, d 64/128,
 // no trace) run there (v8-v13: one warp per search, no CTA barriers), or, with <= 16 sampled rows
 // and few searches (decode), in mask_cluster_kernel.cu (v16: a CTA or 2-CTA cluster per search).
 // This file keeps every other case: float32 (exact float64 scores), traces, large Kb, other head

@@ -7,7 +7,7 @@
 
 namespace hipstudio::gpu {
 
-// True when l (already validated) is a bf16/f16 launch without a trace, Kb <= 256, <= 32 sampled
+// True when l (already validated) is a bf16/f16 launch without a trace, Kb <= 512, <= 32 sampled
 // query rows, d 64 or 128, 1/2/4/8 sampled keys per branch and 16-byte aligned rows.
 bool warp_mask_eligible(const MaskLaunch& l);
 // Warps per search the launch picks for `items` searches of `rows` sampled query rows (more when

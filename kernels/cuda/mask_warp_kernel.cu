@@ -1,7 +1,7 @@
 // HiP mask estimation, warp-per-search path (v8-v13, kernels/BENCHMARKS.md): the tensor-core
-// (bf16/f16) searches of the common shapes (Kb <= 256, <= 32 sampled query rows, d 64 or 128,
+// (bf16/f16) searches of the common shapes (Kb <= 512, <= 32 sampled query rows, d 64 or 128,
 // 1/2/4/8 sampled keys per branch). Same semantics as kernels/mask_reference.h and the CTA kernel
-// in mask_kernel.cu, which keeps every other case (float32 exact scores, traces, large Kb).
+// in mask_kernel.cu, which keeps every other case (float32 exact scores, traces, Kb > 512).
 //
 // Why: the CTA kernel ran ~45 dependent CTA barriers per iteration with 3 CTAs per SM, so the SM
 // idled on barrier latency. Here W warps run one search (W = 1 in prefill: no CTA barrier at
@@ -25,6 +25,7 @@
 // L2-only gather 12 % faster: the ~40 KB of L1 left beside the shared memory only thrashed).
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/mask_search.cuh"
@@ -34,7 +35,7 @@
 namespace hipstudio::gpu {
 namespace {
 
-constexpr int kMaxNpl = 8;     // nodes per lane: Kb <= 256
+constexpr int kMaxNpl = 16;    // nodes per lane: Kb <= 512 (NPL 8 for Kb <= 256, 16 above)
 constexpr int kMaxRows = 32;   // two m-tiles of sampled query rows
 constexpr int kCtaWarps = 4;   // warps per CTA when W < 4
 constexpr int kMaxW = 16;      // warps per search at most (decode)
@@ -133,8 +134,10 @@ __device__ __forceinline__ void cp_async16_gather(void* smem, const void* gmem, 
 // MT m-tiles of 16 sampled query rows. MT = 2 (prefill, up to 32 rows) keeps 64 registers of Q
 // fragments at d 128, so its CTAs are 4 warps (W <= 4) with up to 168 registers a thread; MT = 1
 // (decode: one query) fits the 128 registers that 16-warp searches allow.
-template <class T, int D, int MT>
-__global__ void __launch_bounds__(MT == 2 ? kCtaWarps * 32 : kMaxW * 32, MT == 2 ? 3 : 1)
+// NPL nodes per lane of the leader warp (8: Kb <= 256; 16: Kb <= 512, whose 4 searches of a CTA
+// take ~88 KB of shared memory, so 2 CTAs an SM and room for more registers).
+template <class T, int D, int MT, int NPL>
+__global__ void __launch_bounds__(MT == 2 ? kCtaWarps * 32 : kMaxW * 32, MT == 2 ? (NPL > 8 ? 2 : 3) : 1)
     hip_mask_warp_kernel(const WarpMaskArgs a) {
   constexpr int KS = D / 16;  // k-steps per key row
   constexpr int PL = D / 32;  // 16-byte pieces of a key row that one lane gathers (of D / 8)
@@ -187,7 +190,7 @@ __global__ void __launch_bounds__(MT == 2 ? kCtaWarps * 32 : kMaxW * 32, MT == 2
   // Kb initial nodes of (nearly) equal size: the largest holds ceil(n / Kb) blocks.
   if (wi == 0) {
 #pragma unroll
-    for (int j = 0; j < kMaxNpl; ++j) {
+    for (int j = 0; j < NPL; ++j) {
       const int node = lane * npl + j;
       if (j < npl && node < kb) {
         sm.nd_begin[node] = initial_node_start(sr.lo, n, kb, node);
@@ -213,22 +216,23 @@ __global__ void __launch_bounds__(MT == 2 ? kCtaWarps * 32 : kMaxW * 32, MT == 2
   while (largest > 1) {
     // A. split and list the branches whose representative is not the parent's (branch order =
     // lane order, then node, then side); the leader keeps need_mask and base for phase C.
-    int ns = 0, nb = 0, need_mask = 0, base = 0;
+    int ns = 0, nb = 0, base = 0;
+    uint32_t need_mask = 0;  // bits 2j, 2j + 1: node j's two branches are listed
     if (wi == 0) {
       int cnt_br = 0;
 #pragma unroll
-      for (int j = 0; j < kMaxNpl; ++j) {
+      for (int j = 0; j < NPL; ++j) {
         const int node = lane * npl + j;
         if (j < npl && node < kb) {
           const int nb0 = sm.nd_begin[node], ne = sm.nd_end[node];
           const int pr = iter == 0 ? -1 : repr_of(nb0, ne, rho);
           if (ne - nb0 >= 2) {
             const int m = nb0 + (ne - nb0) / 2;
-            if (repr_of(nb0, m, rho) != pr) need_mask |= 1 << (2 * j);
-            if (repr_of(m, ne, rho) != pr) need_mask |= 1 << (2 * j + 1);
+            if (repr_of(nb0, m, rho) != pr) need_mask |= 1u << (2 * j);
+            if (repr_of(m, ne, rho) != pr) need_mask |= 1u << (2 * j + 1);
             cnt_br += 2;
           } else {
-            if (nb0 != pr) need_mask |= 1 << (2 * j);
+            if (nb0 != pr) need_mask |= 1u << (2 * j);
             cnt_br += 1;
           }
         }
@@ -237,13 +241,13 @@ __global__ void __launch_bounds__(MT == 2 ? kCtaWarps * 32 : kMaxW * 32, MT == 2
       nb = __reduce_add_sync(0xffffffffu, cnt_br);
       int at = base;
 #pragma unroll
-      for (int j = 0; j < kMaxNpl; ++j) {
-        if (!(need_mask & (3 << (2 * j)))) continue;
+      for (int j = 0; j < NPL; ++j) {
+        if (!(need_mask & (3u << (2 * j)))) continue;
         const int node = lane * npl + j;
         const int nb0 = sm.nd_begin[node], ne = sm.nd_end[node];
         const int m = nb0 + (ne - nb0) / 2;
-        if (need_mask & (1 << (2 * j))) sm.list[at++] = ne - nb0 >= 2 ? repr_of(nb0, m, rho) : nb0;
-        if (need_mask & (2 << (2 * j))) sm.list[at++] = repr_of(m, ne, rho);
+        if (need_mask & (1u << (2 * j))) sm.list[at++] = ne - nb0 >= 2 ? repr_of(nb0, m, rho) : nb0;
+        if (need_mask & (2u << (2 * j))) sm.list[at++] = repr_of(m, ne, rho);
       }
       if (w > 1 && lane == 0) sm.ctl[1] = ns;
     }
@@ -312,25 +316,22 @@ __global__ void __launch_bounds__(MT == 2 ? kCtaWarps * 32 : kMaxW * 32, MT == 2
 
     // C. keep the Kb best (score descending, then smaller begin), in node order.
     if (wi == 0) {
-      uint32_t keys[2 * kMaxNpl];
-      float scores[2 * kMaxNpl];
-      int bb[kMaxNpl], be[kMaxNpl];
+      // Branch scores are kept only as their order-preserving keys (radix_select.h), and turned
+      // back into floats for the kept ones: one array of 2 NPL registers instead of two.
+      uint32_t keys[2 * NPL];
+      int bb[NPL], be[NPL];
       int at = base;
 #pragma unroll
-      for (int j = 0; j < kMaxNpl; ++j) {
+      for (int j = 0; j < NPL; ++j) {
         const int node = lane * npl + j;
         keys[2 * j] = keys[2 * j + 1] = 0;
-        scores[2 * j] = scores[2 * j + 1] = 0.f;
         bb[j] = be[j] = 0;
         if (j < npl && node < kb) {
           bb[j] = sm.nd_begin[node], be[j] = sm.nd_end[node];
           const float inherited = sm.nd_score[node];
-          scores[2 * j] = (need_mask & (1 << (2 * j))) ? sm.list_score[at++] : inherited;
-          keys[2 * j] = score_key32(scores[2 * j]);
-          if (be[j] - bb[j] >= 2) {
-            scores[2 * j + 1] = (need_mask & (2 << (2 * j))) ? sm.list_score[at++] : inherited;
-            keys[2 * j + 1] = score_key32(scores[2 * j + 1]);
-          }
+          keys[2 * j] = score_key32((need_mask & (1u << (2 * j))) ? sm.list_score[at++] : inherited);
+          if (be[j] - bb[j] >= 2)
+            keys[2 * j + 1] = score_key32((need_mask & (2u << (2 * j))) ? sm.list_score[at++] : inherited);
         }
       }
       // The Kb-th largest key, bit by bit from the top: the largest T with count(key >= T) >= Kb.
@@ -343,23 +344,23 @@ __global__ void __launch_bounds__(MT == 2 ? kCtaWarps * 32 : kMaxW * 32, MT == 2
         const uint32_t cand = thr | (1u << bit);
         int c = 0;
 #pragma unroll
-        for (int i = 0; i < 2 * kMaxNpl; ++i) c += keys[i] >= cand;
+        for (int i = 0; i < 2 * NPL; ++i) c += keys[i] >= cand;
         const int total = static_cast<int>(__reduce_add_sync(0xffffffffu, c));
         if (total >= kb) thr = cand, cnt_ge = total;
       }
       if (cnt_ge == kb) thr -= 1;  // thr >= 1 here: nb > Kb, so at least one bit was taken
       int c_gt = 0, c_eq = 0;
 #pragma unroll
-      for (int i = 0; i < 2 * kMaxNpl; ++i) c_gt += keys[i] > thr, c_eq += keys[i] == thr;
+      for (int i = 0; i < 2 * NPL; ++i) c_gt += keys[i] > thr, c_eq += keys[i] == thr;
       const int need = kb - static_cast<int>(__reduce_add_sync(0xffffffffu, c_gt));
       int dummy = 0;
       int rank = warp_excl_scan(c_eq, lane, &dummy);
-      int kept_mask = 0;
+      uint32_t kept_mask = 0;
 #pragma unroll
-      for (int i = 0; i < 2 * kMaxNpl; ++i) {
-        if (keys[i] > thr) kept_mask |= 1 << i;
+      for (int i = 0; i < 2 * NPL; ++i) {
+        if (keys[i] > thr) kept_mask |= 1u << i;
         else if (keys[i] == thr) {
-          if (rank < need) kept_mask |= 1 << i;
+          if (rank < need) kept_mask |= 1u << i;
           ++rank;
         }
       }
@@ -368,16 +369,16 @@ __global__ void __launch_bounds__(MT == 2 ? kCtaWarps * 32 : kMaxW * 32, MT == 2
       __syncwarp();  // every lane has read its nodes before they are overwritten
       int big = 0;
 #pragma unroll
-      for (int j = 0; j < kMaxNpl; ++j) {
+      for (int j = 0; j < NPL; ++j) {
         const int m = bb[j] + (be[j] - bb[j]) / 2;
         const bool split = be[j] - bb[j] >= 2;
 #pragma unroll
         for (int side = 0; side < 2; ++side) {
           const int i = 2 * j + side;
-          if (!(kept_mask & (1 << i))) continue;
+          if (!(kept_mask & (1u << i))) continue;
           const int nb0 = split ? (side ? m : bb[j]) : bb[j];
           const int ne = split ? (side ? be[j] : m) : be[j];
-          sm.nd_begin[pos] = nb0, sm.nd_end[pos] = ne, sm.nd_score[pos] = scores[i];
+          sm.nd_begin[pos] = nb0, sm.nd_end[pos] = ne, sm.nd_score[pos] = score_of_key32(keys[i]);
           big = max(big, ne - nb0);
           ++pos;
         }
@@ -459,14 +460,19 @@ void estimate_masks_warp(const MaskLaunch& l, int warps_per_search) {
     set_smem(reinterpret_cast<const void*>(kernel), smem, "mask estimation (warp search)");
     kernel<<<grid, threads, smem, s>>>(a);
   };
-  const bool d64 = l.d <= 64;
-  if (l.dtype == DType::kBF16) {
-    if (mt2) d64 ? launch(hip_mask_warp_kernel<__nv_bfloat16, 64, 2>) : launch(hip_mask_warp_kernel<__nv_bfloat16, 128, 2>);
-    else d64 ? launch(hip_mask_warp_kernel<__nv_bfloat16, 64, 1>) : launch(hip_mask_warp_kernel<__nv_bfloat16, 128, 1>);
-  } else {
-    if (mt2) d64 ? launch(hip_mask_warp_kernel<__half, 64, 2>) : launch(hip_mask_warp_kernel<__half, 128, 2>);
-    else d64 ? launch(hip_mask_warp_kernel<__half, 64, 1>) : launch(hip_mask_warp_kernel<__half, 128, 1>);
-  }
+  // One instantiation per (dtype, d, m-tiles, nodes per lane).
+  auto by_npl = [&](auto t, auto d, auto mt) {
+    using T = decltype(t);
+    constexpr int D = decltype(d)::value, MT = decltype(mt)::value;
+    a.kb <= 256 ? launch(hip_mask_warp_kernel<T, D, MT, 8>) : launch(hip_mask_warp_kernel<T, D, MT, 16>);
+  };
+  auto by_mt = [&](auto t, auto d) {
+    mt2 ? by_npl(t, d, std::integral_constant<int, 2>{}) : by_npl(t, d, std::integral_constant<int, 1>{});
+  };
+  auto by_d = [&](auto t) {
+    l.d <= 64 ? by_mt(t, std::integral_constant<int, 64>{}) : by_mt(t, std::integral_constant<int, 128>{});
+  };
+  l.dtype == DType::kBF16 ? by_d(__nv_bfloat16{}) : by_d(__half{});
   HIP_CUDA_CHECK_LAUNCH("hip_mask_warp_kernel");
 }
 

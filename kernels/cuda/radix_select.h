@@ -23,6 +23,18 @@ HIPSTUDIO_HOST_DEVICE uint32_t score_key32(float s) {
   return (u >> 31) ? ~u : (u | 0x80000000u);
 }
 
+// The score of a key of score_key32 (its inverse, but -0 comes back as +0).
+HIPSTUDIO_HOST_DEVICE float score_of_key32(uint32_t key) {
+  const uint32_t u = (key >> 31) ? (key & 0x7fffffffu) : ~key;
+#ifdef __CUDA_ARCH__
+  return __uint_as_float(u);
+#else
+  float s;
+  std::memcpy(&s, &u, 4);
+  return s;
+#endif
+}
+
 // Where one key stands in a pass: whether it matches the prefix, and its digit.
 struct PassDigit {
   bool match;

@@ -184,7 +184,8 @@ TEST(HipCudaMask, Bf16MasksOverlapReference) {
 }
 
 // Integer inputs in {-1, 0, 1}: every bf16 product and float32 sum is exact, so the tensor-core path
-// must give the reference's masks exactly, ties included (sampled keys per branch 1, 2 and 8).
+// must give the reference's masks exactly, ties included (sampled keys per branch 1, 2 and 8; Kb up
+// to 512, the warp search's largest).
 TEST(HipCudaMask, Bf16TieHeavyIntegerInputsGiveIdenticalMasks) {
   HIP_CUDA_REQUIRE();
   const MaskCase cs[] = {
@@ -192,6 +193,9 @@ TEST(HipCudaMask, Bf16TieHeavyIntegerInputsGiveIdenticalMasks) {
       {"bf16_ties_kpr1_bsq", Kind::kTies, 4, 2, 700, 700, 64, params(64, 64, 2, 2, 2, 4, 8)},
       {"bf16_ties_kpr8_rho0", Kind::kTies, 4, 1, 900, 900, 64, params(128, 32, 8, 1, 1, 0, 0, 0.0)},
       {"bf16_ties_decode", Kind::kTies, 8, 2, 1, 6000, 128, params(256, 32, 2)},
+      // Kb 512: the warp search's 16 nodes a lane (prefill with 32 sampled rows, and decode).
+      {"bf16_ties_kb512_bsq2", Kind::kTies, 4, 1, 4096, 4096, 128, params(1024, 64, 2, 2)},
+      {"bf16_ties_kb512_decode", Kind::kTies, 8, 2, 1, 12000, 128, params(1024, 32, 2)},
   };
   for (const MaskCase& c : cs) {
     const uint64_t seed = testing_gpu::fresh_seed();

@@ -2,6 +2,8 @@
 // invalidates, and the worker's views on a synthetic analysis (no model, no LibTorch).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "app/gui/app_state.h"
 #include "app/gui/worker.h"
 #include "kernels/mask_reference.h"
@@ -56,8 +58,19 @@ TEST(GuiLogic, ChangesInvalidateOnlyTheirStages) {
   // layer view; generation uses r_m but not the analysis' step count.
   EXPECT_EQ(with([](AppState& t) { t.applied.r_m = 7; }), (std::vector<int>{kStageDecode, kStageOffload, kStageGenerate}));
   EXPECT_EQ(with([](AppState& t) { t.applied.decode_steps = 9; }), (std::vector<int>{kStageDecode, kStageOffload}));
-  // A new k re-runs the paired analysis and everything after it, but not the model load.
-  const std::vector<int> k_change = with([](AppState& t) { t.applied.k = 16; });
+  // A new k re-runs the paired analysis and everything after it, but not the model load, nor (the
+  // viewed layer at or below the first HiP layer, l_d) the views that read only its inputs.
+  ASSERT_LE(s.layer, s.applied.l_d);
+  std::vector<int> k_change = with([](AppState& t) { t.applied.k = 16; });
+  EXPECT_EQ(k_change.front(), kStageAnalysis);
+  EXPECT_EQ(k_change.size(), static_cast<size_t>(kStageCount - 3));
+  EXPECT_EQ(std::count(k_change.begin(), k_change.end(), kStageDense), 0);
+  EXPECT_EQ(std::count(k_change.begin(), k_change.end(), kStageLocality), 0);
+  // Above it, the HiP layers below the viewed one change its inputs: everything but the model.
+  k_change = with([&](AppState& t) {
+    t.layer = s.applied.l_d + 1;
+    t.applied.k = 16;
+  });
   EXPECT_EQ(k_change.front(), kStageAnalysis);
   EXPECT_EQ(k_change.size(), static_cast<size_t>(kStageCount - 1));
   // Editing the knobs does nothing until they are applied (valid).

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <cstdint>
 #include <numeric>
@@ -108,6 +109,25 @@ TEST(RadixSelectModel, KeepsWhatAStableSortKeeps) {
     ASSERT_EQ(kept_positions(keys, cut), sorted_positions(keys, kb)) << "trial " << trial;
   }
   std::printf("%.2f passes a selection\n", static_cast<double>(passes) / selections);
+}
+
+// The warp search keeps branch scores only as keys and turns the kept ones back into scores: the
+// inverse must give every float back (bit for bit; -0 as +0), and keep the order.
+TEST(ScoreKey32, InverseGivesTheScoreBack) {
+  std::mt19937_64 rng(7);
+  std::normal_distribution<float> normal(0.0f, 50.0f);
+  std::vector<float> scores = {0.0f, -0.0f, 1.0f, -1.0f, INFINITY, -INFINITY, 1e-42f, -1e-42f, 3.4e38f, -3.4e38f};
+  for (int i = 0; i < 10000; ++i) scores.push_back(normal(rng));
+  for (float s : scores) {
+    const float back = gpu::score_of_key32(gpu::score_key32(s));
+    uint32_t a, b;
+    const float expect = s == 0.0f ? 0.0f : s;
+    std::memcpy(&a, &back, 4);
+    std::memcpy(&b, &expect, 4);
+    EXPECT_EQ(a, b) << s;
+  }
+  for (size_t i = 1; i < scores.size(); ++i)
+    EXPECT_EQ(scores[i - 1] < scores[i], gpu::score_key32(scores[i - 1]) < gpu::score_key32(scores[i])) << i;
 }
 
 }  // namespace
