@@ -33,35 +33,27 @@ hip::MaskOptions trace_every_head(int64_t heads) {
   return options;
 }
 
-// Keys read by the hierarchical search, per head: the sampled keys of every scored branch's
-// representative block, from the traces. Heads in parallel, and the representative blocks sorted
-// rather than their keys (b_k / b_sk times fewer): at 32k tokens sorting every head's keys took
-// ~10 ms a layer, most of a decode refresh step's recording.
-std::vector<std::vector<int32_t>> search_keys(const std::vector<hip::MaskTrace>& traces, const hip::HipParams& p,
-                                              int64_t heads) {
-  std::vector<std::vector<int32_t>> keys(static_cast<size_t>(heads));
-  // One trace per head (a decode step's one query block): each worker fills its own head's list.
-  std::vector<char> seen(static_cast<size_t>(heads), 0);
-  for (const hip::MaskTrace& trace : traces) {
-    if (trace.head < 0 || trace.head >= heads || seen[static_cast<size_t>(trace.head)])
-      throw std::logic_error("HiP access recording: expected one trace per head");
-    seen[static_cast<size_t>(trace.head)] = 1;
-  }
-  hip::parallel_for(static_cast<int64_t>(traces.size()), 0, [&](int64_t i, int) {
-    const hip::MaskTrace& trace = traces[static_cast<size_t>(i)];
-    std::vector<int32_t> blocks;
-    for (const hip::TraceIteration& iteration : trace.iterations)
-      for (const hip::TraceBranch& branch : iteration.branches) blocks.push_back(static_cast<int32_t>(branch.repr));
-    std::sort(blocks.begin(), blocks.end());
-    blocks.erase(std::unique(blocks.begin(), blocks.end()), blocks.end());
-    // A block's sampled keys lie inside it, so ascending blocks give ascending, distinct keys.
-    std::vector<int32_t>& out = keys[static_cast<size_t>(trace.head)];
-    out.reserve(blocks.size() * static_cast<size_t>(p.b_k / p.b_sk));
-    for (int32_t block : blocks)
-      for (int64_t u = 0; u < p.b_k / p.b_sk; ++u) out.push_back(static_cast<int32_t>(block * p.b_k + u * p.b_sk));
-  });
-  return keys;
+// Keys read by the hierarchical search of one head: the sampled keys of every scored branch's
+// representative block, from its trace. The representative blocks are sorted rather than their
+// keys (b_k / b_sk times fewer): at 32k tokens sorting every head's keys took ~10 ms a layer, most
+// of a decode refresh step's recording.
+std::vector<int32_t> search_keys(const hip::MaskTrace& trace, const hip::HipParams& p) {
+  std::vector<int32_t> blocks;
+  for (const hip::TraceIteration& iteration : trace.iterations)
+    for (const hip::TraceBranch& branch : iteration.branches) blocks.push_back(static_cast<int32_t>(branch.repr));
+  std::sort(blocks.begin(), blocks.end());
+  blocks.erase(std::unique(blocks.begin(), blocks.end()), blocks.end());
+  // A block's sampled keys lie inside it, so ascending blocks give ascending, distinct keys.
+  std::vector<int32_t> out;
+  out.reserve(blocks.size() * static_cast<size_t>(p.b_k / p.b_sk));
+  for (int32_t block : blocks)
+    for (int64_t u = 0; u < p.b_k / p.b_sk; ++u) out.push_back(static_cast<int32_t>(block * p.b_k + u * p.b_sk));
+  return out;
 }
+
+// Threads for one layer's recording (32 heads of small work): a few, since they are started for
+// every layer of every decode step and a machine's hardware threads may be many more.
+constexpr int kRecordThreads = 8;
 
 }  // namespace
 
@@ -175,12 +167,23 @@ at::Tensor HipAttention::attend_reference(const AttentionCall& call, LayerState&
 
 void HipAttention::record_access(const hip::AttentionInputs& view, const hip::MaskResult& mask,
                                  const std::vector<hip::MaskTrace>& traces, HipLayerEvent& event) {
-  event.mask_keys = search_keys(traces, params_.hip, view.hq);  // empty per head when nothing was searched
-  std::vector<int64_t> keys;
-  for (int64_t h = 0; h < view.hq; ++h) {
-    hip::attended_keys(view, params_.hip, mask, h, view.tq - 1, keys);
-    event.sparse_keys.emplace_back(keys.begin(), keys.end());
+  // One trace per searched head (a decode step's one query block); a head without one searched
+  // nothing and reads no keys for the search.
+  std::vector<const hip::MaskTrace*> trace_of(static_cast<size_t>(view.hq), nullptr);
+  for (const hip::MaskTrace& trace : traces) {
+    if (trace.head < 0 || trace.head >= view.hq || trace_of[static_cast<size_t>(trace.head)])
+      throw std::logic_error("HiP access recording: expected one trace per head");
+    trace_of[static_cast<size_t>(trace.head)] = &trace;
   }
+  event.mask_keys.assign(static_cast<size_t>(view.hq), {});
+  event.sparse_keys.assign(static_cast<size_t>(view.hq), {});
+  hip::parallel_for(view.hq, kRecordThreads, [&](int64_t h, int) {
+    const size_t i = static_cast<size_t>(h);
+    if (trace_of[i]) event.mask_keys[i] = search_keys(*trace_of[i], params_.hip);
+    std::vector<int64_t> keys;
+    hip::attended_keys(view, params_.hip, mask, h, view.tq - 1, keys);
+    event.sparse_keys[i].assign(keys.begin(), keys.end());
+  });
 }
 
 at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& state, HipLayerEvent& event) {
