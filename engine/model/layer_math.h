@@ -10,14 +10,17 @@
 namespace hipstudio {
 
 // x: [n, in], w: [out, in] -> [n, out]. One row goes through a matrix-vector product: on the CPU,
-// gemv streams the weights once and is ~2.7x faster than a one-row gemm in LibTorch 1.13.
+// gemv streams the weights once and is ~2.7x faster than a one-row gemm in LibTorch 1.13; on CUDA
+// (bf16/f16) the project's kernel (kernels/cuda/row_gemv.h), which reads the weights faster than
+// cuBLAS's gemv, summing in float32 and rounding once.
 at::Tensor project(const at::Tensor& x, const at::Tensor& w);
 
 // RMSNorm in float32 (weight is float32), result in x's dtype. On CUDA one fused kernel
 // (kernels/cuda/row_norm.h), elsewhere LibTorch ops; the same arithmetic.
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
 
-// Whether this build has the fused CUDA RMSNorm (a CUDA LibTorch and the project's CUDA kernels).
+// Whether this build has the fused CUDA RMSNorm and the matrix-vector kernel of project() (a CUDA
+// LibTorch and the project's CUDA kernels).
 bool fused_rms_norm_built();
 
 struct SumAndNorm {
@@ -39,7 +42,9 @@ AttentionInputs attention_inputs(const ModelConfig& c, const LayerWeights& layer
                                  const at::Tensor& rope_rows);
 
 // The layer's rest: x + wo(attended), then + the SwiGLU MLP, down(silu(gate(h)) * up(h)).
-// attended: [n, n_heads * head_dim]. Returns the new residual rows [n, dim].
+// attended: [n, n_heads * head_dim]. Returns the new residual rows [n, dim]. One row on CUDA: the
+// activation, down projection and residual add are one kernel, summed in float32 and rounded once
+// (LibTorch's ops round the activation and the projection to the dtype first: within bf16 rounding).
 at::Tensor attention_output_and_mlp(const ModelConfig& c, const LayerWeights& layer, const at::Tensor& x,
                                     const at::Tensor& attended);
 
