@@ -14,6 +14,7 @@
 
 #include "kernels/cuda/row_gemv.h"
 #include "kernels/cuda/row_norm.h"
+#include "kernels/cuda/rope_cache.h"
 #endif
 
 namespace hipstudio {
@@ -146,12 +147,15 @@ SumAndNorm add_rms_norm(const at::Tensor& x, const at::Tensor& residual, const a
   return {sum, aten_rms_norm(sum, weight, eps)};
 }
 
-AttentionInputs attention_inputs(const ModelConfig& c, const LayerWeights& layer, const at::Tensor& x,
-                                 const at::Tensor& rope_rows) {
-  const int64_t n = x.size(0), qd = c.q_dim(), kvd = c.kv_dim(), hd = c.head_dim;
-  at::Tensor h = rms_norm(x, layer.attn_norm, c.rms_norm_eps);
+at::Tensor attention_qkv(const ModelConfig& c, const LayerWeights& layer, const at::Tensor& x) {
+  const at::Tensor h = rms_norm(x, layer.attn_norm, c.rms_norm_eps);
   at::Tensor qkv = project(h, layer.wqkv);  // [n, qd + 2 kvd]
   if (layer.bqkv.defined()) qkv = qkv + layer.bqkv;
+  return qkv;
+}
+
+AttentionInputs rotate_qkv(const ModelConfig& c, const at::Tensor& qkv, const at::Tensor& rope_rows) {
+  const int64_t n = qkv.size(0), qd = c.q_dim(), kvd = c.kv_dim(), hd = c.head_dim;
   // q and k rotate as one tensor of n_heads + n_kv_heads heads.
   const at::Tensor qk = rotate_rows(qkv.narrow(1, 0, qd + kvd).view({n, c.n_heads + c.n_kv_heads, hd}).transpose(0, 1),
                                     rope_rows);
@@ -160,6 +164,47 @@ AttentionInputs attention_inputs(const ModelConfig& c, const LayerWeights& layer
   r.k = qk.narrow(0, c.n_heads, c.n_kv_heads);
   r.v = qkv.narrow(1, qd + kvd, kvd).view({n, c.n_kv_heads, hd}).transpose(0, 1);
   return r;
+}
+
+AttentionInputs attention_inputs(const ModelConfig& c, const LayerWeights& layer, const at::Tensor& x,
+                                 const at::Tensor& rope_rows) {
+  return rotate_qkv(c, attention_qkv(c, layer, x), rope_rows);
+}
+
+at::Tensor rotate_and_cache_row(const ModelConfig& c, const at::Tensor& qkv, const at::Tensor& table,
+                                const at::Tensor& position, const at::Tensor& keys, const at::Tensor& values) {
+#ifdef HIPSTUDIO_FUSED_LAYER_KERNELS
+  const at::ScalarType t = qkv.scalar_type();
+  const bool fits = qkv.is_cuda() && qkv.get_device() == c10::cuda::current_device() && qkv.dim() == 2 &&
+                    qkv.size(0) == 1 && qkv.is_contiguous() && qkv.size(1) == c.q_dim() + 2 * c.kv_dim() &&
+                    (t == at::kFloat || t == at::kBFloat16 || t == at::kHalf) && table.device() == qkv.device() &&
+                    table.scalar_type() == t && table.is_contiguous() && table.dim() == 3 && table.size(2) == c.head_dim &&
+                    position.device() == qkv.device() && position.scalar_type() == at::kLong && position.numel() == 1 &&
+                    keys.device() == qkv.device() && values.device() == qkv.device() && keys.scalar_type() == t &&
+                    values.scalar_type() == t && keys.dim() == 3 && values.dim() == 3 && keys.stride(2) == 1 &&
+                    values.stride(2) == 1 && c.head_dim <= 1024;
+  if (fits) {
+    at::Tensor q = at::empty({c.n_heads, 1, c.head_dim}, qkv.options());
+    gpu::RopeCacheLaunch l;
+    l.qkv = qkv.data_ptr();
+    l.table = table.data_ptr();
+    l.position = position.data_ptr<int64_t>();
+    l.q = q.data_ptr();
+    l.keys = keys.data_ptr();
+    l.values = values.data_ptr();
+    l.keys_head_stride = keys.stride(0), l.keys_row_stride = keys.stride(1);
+    l.values_head_stride = values.stride(0), l.values_row_stride = values.stride(1);
+    l.dtype = kernel_dtype(t);
+    l.n_heads = c.n_heads, l.n_kv_heads = c.n_kv_heads, l.head_dim = c.head_dim;
+    l.stream = at::cuda::getCurrentCUDAStream().stream();
+    gpu::rope_cache_write(l);
+    return q;
+  }
+#endif
+  const AttentionInputs in = rotate_qkv(c, qkv, table.index_select(0, position));
+  keys.index_copy_(1, position, in.k);
+  values.index_copy_(1, position, in.v);
+  return in.q;
 }
 
 at::Tensor attention_output_and_mlp(const ModelConfig& c, const LayerWeights& layer, const at::Tensor& x,

@@ -37,9 +37,22 @@ struct AttentionInputs {
 };
 
 // Residual rows x [n, dim] -> RMSNorm, the fused q/k/v projection (+ bias), RoPE (q and k rotated
-// together) with the rows' RoPE table rows [n, 2, head_dim] (rope.h).
+// together) with the rows' RoPE table rows [n, 2, head_dim] (rope.h). The composition of the two
+// steps below.
 AttentionInputs attention_inputs(const ModelConfig& c, const LayerWeights& layer, const at::Tensor& x,
                                  const at::Tensor& rope_rows);
+// RMSNorm and the fused q/k/v projection (+ bias): [n, dim] -> [n, q_dim + 2 kv_dim].
+at::Tensor attention_qkv(const ModelConfig& c, const LayerWeights& layer, const at::Tensor& x);
+// Splits qkv rows into heads and rotates q and k with the rows' RoPE table rows [n, 2, head_dim].
+AttentionInputs rotate_qkv(const ModelConfig& c, const at::Tensor& qkv, const at::Tensor& rope_rows);
+
+// The decode step's RoPE and cache write for one token: qkv [1, q_dim + 2 kv_dim], its position a
+// device tensor [1] (int64; a CUDA graph replays it), table RopeTables::table; rotates q and k,
+// writes k and v into the layer's cache keys / values [n_kv_heads, capacity, head_dim] at the
+// position, and returns q [n_heads, 1, head_dim]. On CUDA one kernel (kernels/cuda/rope_cache.h),
+// elsewhere rotate_qkv and two index copies; the same arithmetic.
+at::Tensor rotate_and_cache_row(const ModelConfig& c, const at::Tensor& qkv, const at::Tensor& table,
+                                const at::Tensor& position, const at::Tensor& keys, const at::Tensor& values);
 
 // The layer's rest: x + wo(attended), then + the SwiGLU MLP, down(silu(gate(h)) * up(h)).
 // attended: [n, n_heads * head_dim]. Returns the new residual rows [n, dim]. One row on CUDA: the

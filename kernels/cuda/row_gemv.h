@@ -36,7 +36,7 @@ inline const char* row_gemv_refusal(const RowGemvLaunch& l) {
   const int64_t stride = l.w_stride == 0 ? l.in : l.w_stride;
   auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   if (!l.w || !l.x) return "row_gemv needs w and x pointers";
-  if (l.n < 0 || l.n > INT32_MAX) return "row_gemv: n outside [0, 2^31)";
+  if (l.n < 0 || l.n > (int64_t{1} << 30)) return "row_gemv: n outside [0, 2^30]";  // block row indices stay in int
   if (l.in < 8 || l.in % 8 != 0 || l.in > kRowGemvMaxIn) return "row_gemv: in must be a multiple of 8 in [8, 32768]";
   if (stride < l.in || (stride * elem) % 16 != 0) return "row_gemv: weight rows must be >= in elements and 16-byte aligned apart";
   if (!aligned(l.w) || !aligned(l.x)) return "row_gemv: w and x must be 16-byte aligned";
