@@ -39,11 +39,9 @@ struct DecodeGraph::Impl {
 
   at::Tensor run_embed() { return model.weights.embedding.index_select(0, token); }
   at::Tensor run_before(int64_t l, const at::Tensor& input) {
-    const AttentionInputs in = attention_inputs(model.config, model.weights.layers[static_cast<size_t>(l)], input,
-                                                rope.table.index_select(0, position));
-    keys[static_cast<size_t>(l)].index_copy_(1, position, in.k);
-    values[static_cast<size_t>(l)].index_copy_(1, position, in.v);
-    return in.q;
+    const at::Tensor qkv = attention_qkv(model.config, model.weights.layers[static_cast<size_t>(l)], input);
+    return rotate_and_cache_row(model.config, qkv, rope.table, position, keys[static_cast<size_t>(l)],
+                                values[static_cast<size_t>(l)]);
   }
   at::Tensor run_after(int64_t l, const at::Tensor& input) {
     return attention_output_and_mlp(model.config, model.weights.layers[static_cast<size_t>(l)], input,

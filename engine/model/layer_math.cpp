@@ -4,20 +4,24 @@
 
 #include "engine/model/rope.h"
 
-// The fused RMSNorm kernel runs on LibTorch's current stream (so CUDA graphs capture it), which
-// needs a CUDA LibTorch's headers; with CPU LibTorch the LibTorch form serves every device.
+// The fused RMSNorm and matrix-vector kernels run on LibTorch's current stream (so CUDA graphs
+// capture them), which needs a CUDA LibTorch's headers; with CPU LibTorch the LibTorch form serves
+// every device.
 #if defined(HIPSTUDIO_TORCH_CUDA) && defined(HIPSTUDIO_HAVE_CUDA_KERNELS) && __has_include(<ATen/cuda/CUDAContext.h>)
-#define HIPSTUDIO_FUSED_ROW_NORM 1
+#define HIPSTUDIO_FUSED_LAYER_KERNELS 1
 #include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAFunctions.h>
 
+#include "kernels/cuda/row_gemv.h"
 #include "kernels/cuda/row_norm.h"
+#include "kernels/cuda/rope_cache.h"
 #endif
 
 namespace hipstudio {
 
 namespace {
 
-#ifdef HIPSTUDIO_FUSED_ROW_NORM
+#ifdef HIPSTUDIO_FUSED_LAYER_KERNELS
 bool fused_norm_applies(const at::Tensor& x, const at::Tensor& weight) {
   return x.is_cuda() && x.dim() == 2 && x.stride(1) == 1 && weight.scalar_type() == at::kFloat && weight.is_contiguous() &&
          (x.scalar_type() == at::kFloat || x.scalar_type() == at::kBFloat16 || x.scalar_type() == at::kHalf);
@@ -47,6 +51,36 @@ void fused_norm(const at::Tensor& x, const at::Tensor* residual, at::Tensor* sum
   l.stream = at::cuda::getCurrentCUDAStream().stream();
   gpu::rms_norm_rows(l);
 }
+
+// y = [residual +] w x for one row x [1, in] (silu_mul: [1, 2 in] = [gate | up], x = silu(gate) * up)
+// on the row_gemv kernel, which reads the weights faster than cuBLAS's gemv (kernels/cuda/row_gemv.h).
+// Returns an undefined tensor where the kernel does not apply (CPU, f32, another device than the
+// current one, a layout it refuses): the caller's LibTorch form computes the same function then.
+at::Tensor row_gemv(const at::Tensor& x, const at::Tensor& w, bool silu_mul, const at::Tensor* residual) {
+  const at::ScalarType t = w.scalar_type();
+  if (!w.is_cuda() || (t != at::kBFloat16 && t != at::kHalf) || w.dim() != 2 || w.stride(1) != 1) return {};
+  if (x.device() != w.device() || x.get_device() != c10::cuda::current_device() || x.scalar_type() != t ||
+      x.dim() != 2 || x.size(0) != 1 || x.size(1) != (silu_mul ? 2 : 1) * w.size(1) || x.stride(1) != 1)
+    return {};
+  if (residual && (residual->device() != w.device() || residual->scalar_type() != t || residual->numel() != w.size(0) ||
+                   !residual->is_contiguous()))
+    return {};
+  gpu::RowGemvLaunch l;
+  l.w = w.data_ptr();
+  l.x = x.data_ptr();
+  l.residual = residual ? residual->data_ptr() : nullptr;
+  l.dtype = kernel_dtype(t);
+  l.n = w.size(0);
+  l.in = w.size(1);
+  l.w_stride = w.stride(0);
+  l.silu_mul = silu_mul;
+  if (*gpu::row_gemv_refusal(l) != '\0') return {};
+  at::Tensor y = at::empty({1, w.size(0)}, x.options());
+  l.y = y.data_ptr();
+  l.stream = at::cuda::getCurrentCUDAStream().stream();
+  gpu::row_gemv(l);
+  return y;
+}
 #endif
 
 at::Tensor aten_rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
@@ -55,10 +89,25 @@ at::Tensor aten_rms_norm(const at::Tensor& x, const at::Tensor& weight, double e
   return normed.to(x.scalar_type());
 }
 
+// The rest of the SwiGLU MLP: residual + down(silu(gate) * up) for gate_up [n, 2 hidden]. One row on
+// CUDA is one kernel (activation, projection and add; float32 inside, rounded once); elsewhere
+// LibTorch ops, which round the activation and the projection to the dtype on the way.
+at::Tensor down_projection_add(const at::Tensor& residual, const at::Tensor& gate_up, const at::Tensor& w2,
+                               int64_t hidden) {
+#ifdef HIPSTUDIO_FUSED_LAYER_KERNELS
+  if (gate_up.size(0) == 1) {
+    at::Tensor y = row_gemv(gate_up, w2, /*silu_mul=*/true, &residual);
+    if (y.defined()) return y;
+  }
+#endif
+  const at::Tensor act = at::silu(gate_up.narrow(1, 0, hidden)) * gate_up.narrow(1, hidden, hidden);
+  return residual + project(act, w2);
+}
+
 }  // namespace
 
 bool fused_rms_norm_built() {
-#ifdef HIPSTUDIO_FUSED_ROW_NORM
+#ifdef HIPSTUDIO_FUSED_LAYER_KERNELS
   return true;
 #else
   return false;
@@ -66,12 +115,16 @@ bool fused_rms_norm_built() {
 }
 
 at::Tensor project(const at::Tensor& x, const at::Tensor& w) {
-  if (x.size(0) == 1) return at::mv(w, x[0]).unsqueeze(0);
-  return at::matmul(x, w.t());
+  if (x.size(0) != 1) return at::matmul(x, w.t());
+#ifdef HIPSTUDIO_FUSED_LAYER_KERNELS
+  at::Tensor y = row_gemv(x, w, /*silu_mul=*/false, nullptr);
+  if (y.defined()) return y;
+#endif
+  return at::mv(w, x[0]).unsqueeze(0);
 }
 
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
-#ifdef HIPSTUDIO_FUSED_ROW_NORM
+#ifdef HIPSTUDIO_FUSED_LAYER_KERNELS
   if (fused_norm_applies(x, weight)) {
     at::Tensor out = at::empty(x.sizes(), x.options());
     fused_norm(x, nullptr, nullptr, weight, eps, out);
@@ -82,7 +135,7 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
 }
 
 SumAndNorm add_rms_norm(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight, double eps) {
-#ifdef HIPSTUDIO_FUSED_ROW_NORM
+#ifdef HIPSTUDIO_FUSED_LAYER_KERNELS
   if (fused_norm_applies(x, weight) && residual.sizes() == x.sizes() && residual.scalar_type() == x.scalar_type() &&
       residual.stride(1) == 1) {
     SumAndNorm r{at::empty(x.sizes(), x.options()), at::empty(x.sizes(), x.options())};
@@ -94,12 +147,15 @@ SumAndNorm add_rms_norm(const at::Tensor& x, const at::Tensor& residual, const a
   return {sum, aten_rms_norm(sum, weight, eps)};
 }
 
-AttentionInputs attention_inputs(const ModelConfig& c, const LayerWeights& layer, const at::Tensor& x,
-                                 const at::Tensor& rope_rows) {
-  const int64_t n = x.size(0), qd = c.q_dim(), kvd = c.kv_dim(), hd = c.head_dim;
-  at::Tensor h = rms_norm(x, layer.attn_norm, c.rms_norm_eps);
+at::Tensor attention_qkv(const ModelConfig& c, const LayerWeights& layer, const at::Tensor& x) {
+  const at::Tensor h = rms_norm(x, layer.attn_norm, c.rms_norm_eps);
   at::Tensor qkv = project(h, layer.wqkv);  // [n, qd + 2 kvd]
   if (layer.bqkv.defined()) qkv = qkv + layer.bqkv;
+  return qkv;
+}
+
+AttentionInputs rotate_qkv(const ModelConfig& c, const at::Tensor& qkv, const at::Tensor& rope_rows) {
+  const int64_t n = qkv.size(0), qd = c.q_dim(), kvd = c.kv_dim(), hd = c.head_dim;
   // q and k rotate as one tensor of n_heads + n_kv_heads heads.
   const at::Tensor qk = rotate_rows(qkv.narrow(1, 0, qd + kvd).view({n, c.n_heads + c.n_kv_heads, hd}).transpose(0, 1),
                                     rope_rows);
@@ -110,12 +166,52 @@ AttentionInputs attention_inputs(const ModelConfig& c, const LayerWeights& layer
   return r;
 }
 
+AttentionInputs attention_inputs(const ModelConfig& c, const LayerWeights& layer, const at::Tensor& x,
+                                 const at::Tensor& rope_rows) {
+  return rotate_qkv(c, attention_qkv(c, layer, x), rope_rows);
+}
+
+at::Tensor rotate_and_cache_row(const ModelConfig& c, const at::Tensor& qkv, const at::Tensor& table,
+                                const at::Tensor& position, const at::Tensor& keys, const at::Tensor& values) {
+#ifdef HIPSTUDIO_FUSED_LAYER_KERNELS
+  const at::ScalarType t = qkv.scalar_type();
+  const bool fits = qkv.is_cuda() && qkv.get_device() == c10::cuda::current_device() && qkv.dim() == 2 &&
+                    qkv.size(0) == 1 && qkv.is_contiguous() && qkv.size(1) == c.q_dim() + 2 * c.kv_dim() &&
+                    (t == at::kFloat || t == at::kBFloat16 || t == at::kHalf) && table.device() == qkv.device() &&
+                    table.scalar_type() == t && table.is_contiguous() && table.dim() == 3 && table.size(2) == c.head_dim &&
+                    position.device() == qkv.device() && position.scalar_type() == at::kLong && position.numel() == 1 &&
+                    keys.device() == qkv.device() && values.device() == qkv.device() && keys.scalar_type() == t &&
+                    values.scalar_type() == t && keys.dim() == 3 && values.dim() == 3 && keys.stride(2) == 1 &&
+                    values.stride(2) == 1 && c.head_dim <= 1024;
+  if (fits) {
+    at::Tensor q = at::empty({c.n_heads, 1, c.head_dim}, qkv.options());
+    gpu::RopeCacheLaunch l;
+    l.qkv = qkv.data_ptr();
+    l.table = table.data_ptr();
+    l.position = position.data_ptr<int64_t>();
+    l.q = q.data_ptr();
+    l.keys = keys.data_ptr();
+    l.values = values.data_ptr();
+    l.keys_head_stride = keys.stride(0), l.keys_row_stride = keys.stride(1);
+    l.values_head_stride = values.stride(0), l.values_row_stride = values.stride(1);
+    l.dtype = kernel_dtype(t);
+    l.n_heads = c.n_heads, l.n_kv_heads = c.n_kv_heads, l.head_dim = c.head_dim;
+    l.stream = at::cuda::getCurrentCUDAStream().stream();
+    gpu::rope_cache_write(l);
+    return q;
+  }
+#endif
+  const AttentionInputs in = rotate_qkv(c, qkv, table.index_select(0, position));
+  keys.index_copy_(1, position, in.k);
+  values.index_copy_(1, position, in.v);
+  return in.q;
+}
+
 at::Tensor attention_output_and_mlp(const ModelConfig& c, const LayerWeights& layer, const at::Tensor& x,
                                     const at::Tensor& attended) {
   const SumAndNorm y = add_rms_norm(x, project(attended, layer.wo), layer.mlp_norm, c.rms_norm_eps);
-  at::Tensor gate_up = project(y.normed, layer.w13);  // [n, 2 hidden]
-  at::Tensor act = at::silu(gate_up.narrow(1, 0, c.hidden_dim)) * gate_up.narrow(1, c.hidden_dim, c.hidden_dim);
-  return y.sum + project(act, layer.w2);
+  const at::Tensor gate_up = project(y.normed, layer.w13);  // [n, 2 hidden]
+  return down_projection_add(y.sum, gate_up, layer.w2, c.hidden_dim);
 }
 
 }  // namespace hipstudio

@@ -1,0 +1,191 @@
+#include "kernels/cuda/row_gemv.h"
+
+#include "kernels/cuda/common.cuh"
+
+namespace hipstudio::gpu {
+
+namespace {
+
+// Layout of the work. A weight row is read in 16-byte chunks (8 bf16/f16, 4 f32); lane l of a warp
+// takes chunks l, l + 32, ..., so each load instruction reads 512 contiguous bytes of a row.
+// Bytes in flight are what a bandwidth-bound kernel needs (Little's law: ~3.35 TB/s x ~1.5 us of
+// loaded latency ~ 5 MB on an H100, ~40 KB an SM): every lane issues kRowsPerWarp x kUnroll = 16
+// independent 16-byte loads before it uses any, 8 KB a warp, and an SM holds 16 or more warps.
+constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * 32;
+constexpr int kRowsPerWarp = 2;  // rows sharing each read of x from shared memory
+constexpr int kUnroll = 8;       // chunks a lane loads per row before using them
+constexpr int kRowsPerBlock = kWarps * kRowsPerWarp;
+
+// Weights are read once and never again in this step: no L1 allocation (x lives in shared memory,
+// nothing else here is reused), and the L2 fetches whole 256-byte pieces ahead of the warp.
+__device__ __forceinline__ uint4 load_stream(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
+// A 16-byte chunk as floats: 8 bf16/f16 or 4 f32.
+template <class T>
+__device__ __forceinline__ void unpack(const uint4& v, float* f);
+template <>
+__device__ __forceinline__ void unpack<__nv_bfloat16>(const uint4& v, float* f) {
+  const __nv_bfloat162* p = reinterpret_cast<const __nv_bfloat162*>(&v);
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const float2 t = __bfloat1622float2(p[k]);
+    f[2 * k] = t.x;
+    f[2 * k + 1] = t.y;
+  }
+}
+template <>
+__device__ __forceinline__ void unpack<__half>(const uint4& v, float* f) {
+  const __half2* p = reinterpret_cast<const __half2*>(&v);
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const float2 t = __half22float2(p[k]);
+    f[2 * k] = t.x;
+    f[2 * k + 1] = t.y;
+  }
+}
+template <>
+__device__ __forceinline__ void unpack<float>(const uint4& v, float* f) {
+  f[0] = __uint_as_float(v.x), f[1] = __uint_as_float(v.y), f[2] = __uint_as_float(v.z), f[3] = __uint_as_float(v.w);
+}
+
+// silu(g) = g / (1 + e^-g) in float32, as LibTorch evaluates it for bf16/f16 (expf, not __expf:
+// x is staged once a block, so the accurate form costs nothing measurable).
+__device__ __forceinline__ float silu(float g) { return g / (1.0f + expf(-g)); }
+
+// One block: kRowsPerBlock rows of y. x is staged in shared memory as float32 (the silu_mul
+// product computed there once a block, not once a weight element) in kParts planes of float4:
+// plane p holds elements 4p..4p+3 of every chunk, so a warp reading chunk c = base + lane of one
+// plane touches 512 consecutive bytes (no bank conflicts; a chunk's 32 bytes side by side would
+// conflict two-way).
+template <class T, bool kSiluMul, bool kResidual>
+__global__ void __launch_bounds__(kThreads) row_gemv_kernel(const T* __restrict__ w, const T* __restrict__ x,
+                                                            const T* residual, T* y, int n, int in,
+                                                            int64_t w_stride) {
+  constexpr int kElems = 16 / static_cast<int>(sizeof(T));
+  constexpr int kParts = kElems / 4;
+  extern __shared__ float4 xs[];  // (kParts, chunks)
+  const int chunks = in / kElems;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int row0 = blockIdx.x * kRowsPerBlock + warp * kRowsPerWarp;
+
+  const T* wr[kRowsPerWarp];
+  bool valid[kRowsPerWarp];
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r) {
+    valid[r] = row0 + r < n;
+    wr[r] = w + static_cast<int64_t>(valid[r] ? row0 + r : 0) * w_stride;
+  }
+  uint4 buf[kRowsPerWarp][kUnroll];
+  auto load_batch = [&](int base) {
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int c = base + u * 32 + lane;
+        buf[r][u] = valid[r] && c < chunks ? load_stream(wr[r] + static_cast<int64_t>(c) * kElems) : make_uint4(0, 0, 0, 0);
+      }
+    }
+  };
+  // The first weights are on their way while x is staged.
+  load_batch(0);
+
+  const uint4* x16 = reinterpret_cast<const uint4*>(x);
+#pragma unroll 4
+  for (int c = threadIdx.x; c < chunks; c += kThreads) {
+    float f[kElems];
+    unpack<T>(x16[c], f);
+    if constexpr (kSiluMul) {
+      float up[kElems];
+      unpack<T>(x16[chunks + c], up);
+#pragma unroll
+      for (int k = 0; k < kElems; ++k) f[k] = silu(f[k]) * up[k];
+    }
+#pragma unroll
+    for (int p = 0; p < kParts; ++p) xs[p * chunks + c] = make_float4(f[4 * p], f[4 * p + 1], f[4 * p + 2], f[4 * p + 3]);
+  }
+  __syncthreads();
+
+  float acc[kRowsPerWarp] = {};
+  for (int base = 0; base < chunks; base += 32 * kUnroll) {
+    if (base > 0) load_batch(base);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int c = base + u * 32 + lane;
+      if (c >= chunks) break;
+      float xf[kElems];
+#pragma unroll
+      for (int p = 0; p < kParts; ++p) {
+        const float4 v = xs[p * chunks + c];
+        xf[4 * p] = v.x, xf[4 * p + 1] = v.y, xf[4 * p + 2] = v.z, xf[4 * p + 3] = v.w;
+      }
+#pragma unroll
+      for (int r = 0; r < kRowsPerWarp; ++r) {
+        float wf[kElems];
+        unpack<T>(buf[r][u], wf);
+#pragma unroll
+        for (int k = 0; k < kElems; ++k) acc[r] = fmaf(wf[k], xf[k], acc[r]);
+      }
+    }
+  }
+
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r) {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], offset);
+  }
+  // Lane r writes row r (every lane holds every row's sum after the butterfly).
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r) {
+    if (lane == r && valid[r]) {
+      float v = acc[r];
+      if constexpr (kResidual) v += to_f32(residual[row0 + r]);
+      y[row0 + r] = from_f32<T>(v);
+    }
+  }
+}
+
+template <class T, bool kSiluMul, bool kResidual>
+void launch_typed(const RowGemvLaunch& l) {
+  const auto kernel = row_gemv_kernel<T, kSiluMul, kResidual>;
+  const size_t smem = static_cast<size_t>(l.in) * sizeof(float);
+  // Shared memory (x) decides how many blocks an SM holds at large `in` (57 KB at the down
+  // projection's 14336): ask for the largest shared part of L1, which the weights do not use.
+  set_smem(reinterpret_cast<const void*>(kernel), smem, "row_gemv", /*max_shared_carveout=*/true);
+  const unsigned blocks = static_cast<unsigned>((l.n + kRowsPerBlock - 1) / kRowsPerBlock);
+  kernel<<<blocks, kThreads, smem, as_stream(l.stream)>>>(
+      static_cast<const T*>(l.w), static_cast<const T*>(l.x), static_cast<const T*>(l.residual), static_cast<T*>(l.y),
+      static_cast<int>(l.n), static_cast<int>(l.in), l.w_stride == 0 ? l.in : l.w_stride);
+  HIP_CUDA_CHECK_LAUNCH("row_gemv");
+}
+
+template <class T>
+void launch_options(const RowGemvLaunch& l) {
+  if (l.silu_mul) {
+    l.residual ? launch_typed<T, true, true>(l) : launch_typed<T, true, false>(l);
+  } else {
+    l.residual ? launch_typed<T, false, true>(l) : launch_typed<T, false, false>(l);
+  }
+}
+
+}  // namespace
+
+void row_gemv(const RowGemvLaunch& l) {
+  const std::string refusal = row_gemv_refusal(l);
+  if (!refusal.empty()) throw_arg(refusal);
+  if (!l.y) throw_arg("row_gemv needs a y pointer");
+  if (l.n == 0) return;
+  switch (l.dtype) {
+    case DType::kF32: launch_options<float>(l); break;
+    case DType::kBF16: launch_options<__nv_bfloat16>(l); break;
+    case DType::kF16: launch_options<__half>(l); break;
+  }
+}
+
+}  // namespace hipstudio::gpu

@@ -1,0 +1,49 @@
+#pragma once
+// y = W x for ONE input row: the projections of a batch-1 decode step (engine/model/layer_math.h) on
+// CUDA. cuBLAS's bf16 gemv read the weights at ~85% of copy bandwidth; a decode step is nothing but
+// weight reads, so this kernel is built for HBM bandwidth alone (16-byte loads, many in flight).
+// Optionally fused around it, to save the decode step launches of a few microseconds each:
+//   silu_mul: x holds 2 in entries [gate | up] and the product uses silu(gate) * up (float32), the
+//             SwiGLU activation before the down projection;
+//   residual: y = residual + W x, summed in float32 and rounded once (the add after the projection).
+// Arithmetic: float32 throughout, the result rounded once to the dtype. Plain C++ interface (no
+// CUDA headers), like row_norm.h.
+#include <cstdint>
+
+#include "kernels/cuda/hip_cuda.h"
+
+namespace hipstudio::gpu {
+
+struct RowGemvLaunch {
+  const void* w = nullptr;         // (n, in), rows w_stride elements apart (0: in), last dim contiguous
+  const void* x = nullptr;         // (in), or (2 in) = [gate | up] with silu_mul; contiguous
+  const void* residual = nullptr;  // optional (n) contiguous: y = residual + W x
+  void* y = nullptr;               // (n) contiguous; may be residual itself
+  DType dtype = DType::kF32;       // of w, x, residual and y alike
+  int64_t n = 0, in = 0, w_stride = 0;
+  bool silu_mul = false;
+  void* stream = nullptr;          // cudaStream_t; null: the legacy default stream
+};
+
+// Largest `in` the kernel takes: x is kept in shared memory as float32 (4 in bytes a block).
+constexpr int64_t kRowGemvMaxIn = 32768;
+
+// Why the kernel cannot take this shape and layout ("" when it can): the one check, used by row_gemv
+// and by callers choosing between it and a library gemv (y need not be set yet). The weight rows and
+// x are read 16 bytes at a time, so in must be a multiple of 8 and w, x and every row 16-byte aligned.
+inline const char* row_gemv_refusal(const RowGemvLaunch& l) {
+  const int64_t elem = l.dtype == DType::kF32 ? 4 : 2;
+  const int64_t stride = l.w_stride == 0 ? l.in : l.w_stride;
+  auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  if (!l.w || !l.x) return "row_gemv needs w and x pointers";
+  if (l.n < 0 || l.n > (int64_t{1} << 30)) return "row_gemv: n outside [0, 2^30]";  // block row indices stay in int
+  if (l.in < 8 || l.in % 8 != 0 || l.in > kRowGemvMaxIn) return "row_gemv: in must be a multiple of 8 in [8, 32768]";
+  if (stride < l.in || (stride * elem) % 16 != 0) return "row_gemv: weight rows must be >= in elements and 16-byte aligned apart";
+  if (!aligned(l.w) || !aligned(l.x)) return "row_gemv: w and x must be 16-byte aligned";
+  return "";
+}
+
+// Validates (CudaError with row_gemv_refusal's reason, or for a missing y) and launches.
+void row_gemv(const RowGemvLaunch& launch);
+
+}  // namespace hipstudio::gpu

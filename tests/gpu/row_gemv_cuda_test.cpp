@@ -1,0 +1,258 @@
+// The decode step's matrix-vector kernel (kernels/cuda/row_gemv.h, label gpu): one table of cases
+// (plain, silu_mul, residual; f32, bf16, f16; odd row counts, short rows, strided rows and the five
+// projections of an 8B Llama) against a float64 evaluation on the CPU of the same rounded inputs;
+// project() and the layer's MLP on CUDA against their LibTorch form; and, printed for the log, the
+// weight-read bandwidth of each 8B shape next to at::mv's (cuBLAS gemv) and a device copy's.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include "engine/model/layer_math.h"
+#include "tests/gpu/require_cuda_kernels.h"
+
+#ifdef HIPSTUDIO_HAVE_CUDA_KERNELS
+#include "kernels/cuda/row_gemv.h"
+#endif
+
+namespace hipstudio {
+namespace {
+
+#ifdef HIPSTUDIO_HAVE_CUDA_KERNELS
+
+gpu::DType kernel_dtype(at::ScalarType t) {
+  return t == at::kBFloat16 ? gpu::DType::kBF16 : t == at::kHalf ? gpu::DType::kF16 : gpu::DType::kF32;
+}
+
+// Half a unit in the last place, relative: the most that rounding the float32 result once to the
+// dtype moves it (bf16 keeps 8 significant bits, f16 11, f32 24).
+double half_ulp(at::ScalarType t) { return t == at::kBFloat16 ? 0x1p-8 : t == at::kHalf ? 0x1p-11 : 0x1p-24; }
+
+struct GemvCase {
+  const char* name;
+  int64_t n, in;
+  at::ScalarType dtype;
+  bool silu_mul, residual;
+  int64_t stride_pad = 0;  // weight rows in + stride_pad elements apart (a view of a wider matrix)
+};
+
+struct GemvInputs {
+  at::Tensor w, x, residual;  // on the GPU; w may be a row-strided view
+};
+
+GemvInputs make_inputs(const GemvCase& c) {
+  const auto f32 = at::TensorOptions().device(at::kCUDA).dtype(at::kFloat);
+  GemvInputs in;
+  // Weights at the scale of a trained layer's (~1/sqrt(in)), so that y stays O(1) at every width.
+  in.w = at::randn({c.n, c.in + c.stride_pad}, f32).mul(1.0 / std::sqrt(static_cast<double>(c.in)))
+             .to(c.dtype).narrow(1, 0, c.in);
+  in.x = at::randn({c.silu_mul ? 2 * c.in : c.in}, f32).mul(c.silu_mul ? 2.0 : 1.0).to(c.dtype);
+  if (c.residual) in.residual = at::randn({c.n}, f32).to(c.dtype);
+  return in;
+}
+
+at::Tensor run_kernel(const GemvInputs& in, bool silu_mul) {
+  const at::Tensor y = at::empty({in.w.size(0)}, in.x.options());
+  gpu::RowGemvLaunch l;
+  l.w = in.w.data_ptr();
+  l.x = in.x.data_ptr();
+  l.residual = in.residual.defined() ? in.residual.data_ptr() : nullptr;
+  l.y = y.data_ptr();
+  l.dtype = kernel_dtype(in.w.scalar_type());
+  l.n = in.w.size(0);
+  l.in = in.w.size(1);
+  l.w_stride = in.w.stride(0);
+  l.silu_mul = silu_mul;
+  gpu::row_gemv(l);  // legacy default stream, which is LibTorch's current stream here
+  return y;
+}
+
+// The rows checked against float64: all of them, or for the big shapes 512 random ones and the last.
+at::Tensor checked_rows(int64_t n) {
+  if (n <= 4096) return at::arange(n, at::kLong);
+  return at::cat({at::randint(n, {512}, at::kLong), at::full({1}, n - 1, at::kLong)});
+}
+
+TEST(RowGemvCuda, MatchesFloat64ReferenceOverCaseTable) {
+  REQUIRE_CUDA_KERNELS();
+  at::manual_seed(11);
+  const std::vector<GemvCase> cases = {
+      {"plain", 1000, 4096, at::kBFloat16, false, false},
+      {"plain", 1000, 4096, at::kHalf, false, false},
+      {"plain", 1000, 4096, at::kFloat, false, false},
+      {"residual", 1000, 4096, at::kBFloat16, false, true},
+      {"silu_mul", 1000, 2048, at::kBFloat16, true, false},
+      {"silu_mul+residual", 1000, 14336, at::kBFloat16, true, true},
+      {"silu_mul+residual", 1000, 14336, at::kHalf, true, true},
+      {"silu_mul+residual", 999, 1024, at::kFloat, true, true},
+      {"one row, in 8", 1, 8, at::kBFloat16, false, false},
+      {"in 264 (33 chunks)", 17, 264, at::kBFloat16, false, true},
+      {"in 4104", 33, 4104, at::kHalf, true, false},
+      {"in 296 (74 f32 chunks)", 5, 296, at::kFloat, false, false},
+      {"strided rows", 100, 4096, at::kBFloat16, false, true, 64},
+      {"8B qkv", 6144, 4096, at::kBFloat16, false, false},
+      {"8B wo", 4096, 4096, at::kBFloat16, false, true},
+      {"8B gate+up", 28672, 4096, at::kBFloat16, false, false},
+      {"8B down", 4096, 14336, at::kBFloat16, true, true},
+      {"8B lm head", 128256, 4096, at::kBFloat16, false, false},
+  };
+  for (const GemvCase& c : cases) {
+    const std::string label = std::string(c.name) + " " + std::to_string(c.n) + "x" + std::to_string(c.in) + " " +
+                              c10::toString(c.dtype);
+    const GemvInputs in = make_inputs(c);
+    const at::Tensor y = run_kernel(in, c.silu_mul);
+    ASSERT_EQ(y.scalar_type(), c.dtype) << label;
+
+    const at::Tensor rows = checked_rows(c.n);
+    const at::Tensor w = in.w.index_select(0, rows.cuda()).cpu().to(at::kDouble);
+    at::Tensor x = in.x.cpu().to(at::kDouble);
+    if (c.silu_mul) x = at::silu(x.narrow(0, 0, c.in)) * x.narrow(0, c.in, c.in);
+    at::Tensor ref = at::mv(w, x);
+    at::Tensor scale = at::mv(w.abs(), x.abs());  // sum of |w_i x_i|: what float32 summation errors scale with
+    if (c.residual) {
+      const at::Tensor r = in.residual.cpu().to(at::kDouble).index_select(0, rows);
+      ref = ref + r;
+      scale = scale + r.abs();
+    }
+    const at::Tensor got = y.cpu().to(at::kDouble).index_select(0, rows);
+    // Allowed: the one rounding to the dtype, plus float32 summation (~sqrt(terms) x 2^-24 of the
+    // scale in practice; 1e-5 leaves a wide margin yet is far below a dropped or doubled chunk).
+    const at::Tensor allowed = ref.abs() * half_ulp(c.dtype) + scale * 1e-5 + 1e-30;
+    const at::Tensor err = (got - ref).abs();
+    const double worst = (err / allowed).max().item<double>();
+    const double rel = (err.max() / ref.abs().max()).item<double>();
+    std::printf("[gpu] row_gemv %-40s max error %.3g of the allowed (%.3g of max |y|)\n", label.c_str(), worst, rel);
+    EXPECT_LE(worst, 1.0) << label;
+  }
+}
+
+TEST(RowGemvCuda, RefusesWhatItCannotRead) {
+  gpu::RowGemvLaunch l;
+  alignas(16) static uint16_t buf[64];
+  l.w = buf, l.x = buf, l.y = buf, l.dtype = gpu::DType::kBF16, l.n = 4, l.in = 16;
+  EXPECT_STREQ(gpu::row_gemv_refusal(l), "");
+  l.in = 12;  // not a multiple of 8
+  EXPECT_STRNE(gpu::row_gemv_refusal(l), "");
+  l.in = 16, l.w_stride = 20;  // rows 40 bytes apart
+  EXPECT_STRNE(gpu::row_gemv_refusal(l), "");
+  l.w_stride = 0, l.x = buf + 1;  // x not 16-byte aligned
+  EXPECT_STRNE(gpu::row_gemv_refusal(l), "");
+  l.x = buf, l.in = gpu::kRowGemvMaxIn + 8;
+  EXPECT_STRNE(gpu::row_gemv_refusal(l), "");
+}
+
+// ms of one launch: the median of 20 batches of `k` launches (after 3 warm-up batches), timed by CUDA
+// events. A large matmul before each batch keeps the GPU busy while the CPU enqueues the batch, so
+// the host's launch overhead (larger than a 10 us gemv for at::mv) is not what is measured.
+template <class Launch>
+double time_launch_ms(Launch&& launch, int k) {
+  const auto opts = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
+  const at::Tensor a = at::randn({8192, 8192}, opts);
+  at::Tensor busy = at::empty({8192, 8192}, opts);
+  gpu::EventPair events;
+  std::vector<double> ms;
+  for (int rep = 0; rep < 23; ++rep) {
+    at::mm_out(busy, a, a);
+    events.start();
+    for (int i = 0; i < k; ++i) launch(i);
+    const double t = events.stop_ms() / k;
+    if (rep >= 3) ms.push_back(t);
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+TEST(RowGemvCuda, BandwidthOfDecodeShapesNextToCublas) {
+  REQUIRE_CUDA_KERNELS();
+  const auto opts = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
+  // Copy bandwidth: bytes read plus bytes written over the time of a 1 GiB device copy.
+  const at::Tensor src = at::empty({int64_t{1} << 29}, opts).fill_(1.0), dst = at::empty_like(src);
+  const double copy_bytes = 2.0 * static_cast<double>(src.numel()) * 2.0;
+  const double copy_gbs = copy_bytes / (time_launch_ms([&](int) { dst.copy_(src); }, 2) * 1e6);
+  std::printf("[gpu] row_gemv bandwidth: device copy %.0f GB/s (read + write)\n", copy_gbs);
+
+  struct Shape {
+    const char* name;
+    int64_t n, in;
+    bool fused_down;  // silu_mul + residual, as the decode step runs the down projection
+  };
+  for (const Shape& s : {Shape{"qkv", 6144, 4096, false}, Shape{"wo", 4096, 4096, false},
+                         Shape{"gate+up", 28672, 4096, false}, Shape{"down", 4096, 14336, false},
+                         Shape{"down silu_mul+residual", 4096, 14336, true}, Shape{"lm head", 128256, 4096, false}}) {
+    // Enough copies of the weights that they cannot stay in the 50 MB L2 between launches, as in a
+    // decode step, where every layer's weights come from HBM.
+    const double bytes = static_cast<double>(s.n * s.in) * 2.0;
+    const int copies = static_cast<int>(std::min<double>(8.0, std::ceil(256e6 / bytes)));
+    std::vector<GemvInputs> inputs;
+    for (int i = 0; i < copies; ++i) {
+      GemvInputs in;
+      in.w = at::randn({s.n, s.in}, opts);
+      in.x = at::randn({s.fused_down ? 2 * s.in : s.in}, opts);
+      if (s.fused_down) in.residual = at::randn({s.n}, opts);
+      inputs.push_back(in);
+    }
+    const double kernel_ms = time_launch_ms([&](int i) { run_kernel(inputs[static_cast<size_t>(i % copies)], s.fused_down); }, 8);
+    const at::Tensor x = at::randn({s.in}, opts);
+    at::Tensor y = at::empty({s.n}, opts);
+    const double mv_ms = time_launch_ms([&](int i) { at::mv_out(y, inputs[static_cast<size_t>(i % copies)].w, x); }, 8);
+    const double kernel_gbs = bytes / (kernel_ms * 1e6), mv_gbs = bytes / (mv_ms * 1e6);
+    std::printf("[gpu] row_gemv %-24s %6lldx%-5lld bf16: kernel %.1f us %.0f GB/s (%.1f%% of copy), at::mv %.1f us "
+                "%.0f GB/s (%.1f%%)\n",
+                s.name, static_cast<long long>(s.n), static_cast<long long>(s.in), kernel_ms * 1e3, kernel_gbs,
+                100.0 * kernel_gbs / copy_gbs, mv_ms * 1e3, mv_gbs, 100.0 * mv_gbs / copy_gbs);
+    EXPECT_GT(kernel_gbs, 0.0) << s.name;
+  }
+}
+
+#endif  // HIPSTUDIO_HAVE_CUDA_KERNELS
+
+// The engine's one-row forms on CUDA against LibTorch's eager ops on the same inputs: the kernels
+// round once where LibTorch rounds the activation and each projection, so they agree to a few bf16
+// roundings of the outputs' scale.
+double relative_gap(const at::Tensor& a, const at::Tensor& b) {
+  return ((a.to(at::kDouble) - b.to(at::kDouble)).abs().max() / b.to(at::kDouble).abs().max()).item<double>();
+}
+
+TEST(RowGemvCuda, ProjectAndMlpMatchTheLibTorchForm) {
+  REQUIRE_CUDA_KERNELS();
+  ASSERT_TRUE(fused_rms_norm_built()) << "this CUDA build runs project() as at::mv (engine without HIPSTUDIO_TORCH_CUDA)";
+  at::manual_seed(5);
+  ModelConfig c;
+  c.dim = 512, c.hidden_dim = 1408, c.n_heads = 8, c.n_kv_heads = 8, c.head_dim = 64, c.rms_norm_eps = 1e-5;
+  for (const at::ScalarType dtype : {at::kBFloat16, at::kHalf}) {
+    const auto opts = at::TensorOptions().device(at::kCUDA).dtype(dtype);
+    const double s = 1.0 / std::sqrt(static_cast<double>(c.dim));
+    LayerWeights layer;
+    layer.wo = at::randn({c.dim, c.q_dim()}, opts).mul(s);
+    layer.mlp_norm = at::rand({c.dim}, opts.dtype(at::kFloat)).add(0.5);
+    layer.w13 = at::randn({2 * c.hidden_dim, c.dim}, opts).mul(s);
+    layer.w2 = at::randn({c.dim, c.hidden_dim}, opts).mul(1.0 / std::sqrt(static_cast<double>(c.hidden_dim)));
+    const at::Tensor x = at::randn({1, c.dim}, opts), attended = at::randn({1, c.q_dim()}, opts);
+
+    const double project_gap = relative_gap(project(x, layer.w13), at::mv(layer.w13, x[0]).unsqueeze(0));
+
+    const at::Tensor fused = attention_output_and_mlp(c, layer, x, attended);
+    const SumAndNorm h = add_rms_norm(x, at::mv(layer.wo, attended[0]).unsqueeze(0), layer.mlp_norm, c.rms_norm_eps);
+    const at::Tensor gate_up = at::mv(layer.w13, h.normed[0]);
+    const at::Tensor act = at::silu(gate_up.narrow(0, 0, c.hidden_dim)) * gate_up.narrow(0, c.hidden_dim, c.hidden_dim);
+    const at::Tensor eager = h.sum + at::mv(layer.w2, act).unsqueeze(0);
+    const double mlp_gap = relative_gap(fused, eager);
+    std::printf("[gpu] row_gemv %s: project() vs at::mv %.3g, attention_output_and_mlp vs eager ops %.3g (of max |y|)\n",
+                c10::toString(dtype), project_gap, mlp_gap);
+    EXPECT_EQ(fused.sizes(), eager.sizes());
+    EXPECT_EQ(fused.scalar_type(), dtype);
+    EXPECT_LE(project_gap, 1e-2) << c10::toString(dtype);
+    EXPECT_LE(mlp_gap, 2e-2) << c10::toString(dtype);
+  }
+  // f32 stays on LibTorch's gemv: the same numbers as at::mv.
+  const at::Tensor w = at::randn({300, 64}, at::TensorOptions().device(at::kCUDA)), v = at::randn({1, 64}, w.options());
+  EXPECT_TRUE(project(v, w).equal(at::mv(w, v[0]).unsqueeze(0)));
+}
+
+}  // namespace
+}  // namespace hipstudio
