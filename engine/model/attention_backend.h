@@ -15,6 +15,9 @@ struct AttentionCall {
   at::Tensor v;                // [n_kv_heads, first_position + T, head_dim]
   int64_t first_position = 0;  // position of q's first row; row i attends to keys [0, first_position + i]
   bool decoding = false;       // a decode step (one new token) rather than (a chunk of) the prompt
+  // Optional: a contiguous [n_heads, T, head_dim] tensor of q's dtype a backend may write the result
+  // into (and return), sparing the caller a copy; a backend that cannot returns a new tensor.
+  at::Tensor out;
 };
 
 class AttentionBackend {

@@ -32,8 +32,12 @@ struct DecodeGraph::Impl {
   std::vector<at::Tensor> x;  // (layers + 1): x[l] is layer l's input, x[layers] the step's output
   std::vector<at::Tensor> q;  // (layers)
   std::vector<at::Tensor> keys, values;  // the cache's whole per-layer tensors
-  std::unique_ptr<at::cuda::CUDAGraph> embed;
-  std::vector<std::unique_ptr<at::cuda::CUDAGraph>> before, after;  // per layer, around attention
+  // Between two attention calls the step has no eager work, so one graph spans from one layer's
+  // attention to the next: `first` is the embedding and layer 0 up to its attention, between[l]
+  // layer l after attention and layer l + 1 up to its attention (the last, layer l's rest only).
+  // One graph launch fewer per layer: each launch left the GPU idle a few microseconds.
+  std::unique_ptr<at::cuda::CUDAGraph> first;
+  std::vector<std::unique_ptr<at::cuda::CUDAGraph>> between;  // per layer
 
   Impl(const Model& m, const RopeTables& r) : model(m), rope(r) {}
 
@@ -86,10 +90,15 @@ DecodeGraph::DecodeGraph(const Model& model, const RopeTables& rope, KVCache& ca
       graph->capture_end();
       return graph;
     };
-    g.embed = capture([&] { g.x.push_back(g.run_embed()); });
+    g.first = capture([&] {
+      g.x.push_back(g.run_embed());
+      g.q.push_back(g.run_before(0, g.x.back()));
+    });
     for (int64_t l = 0; l < c.n_layers; ++l) {
-      g.before.push_back(capture([&] { g.q.push_back(g.run_before(l, g.x.back())); }));
-      g.after.push_back(capture([&] { g.x.push_back(g.run_after(l, g.x.back())); }));
+      g.between.push_back(capture([&] {
+        g.x.push_back(g.run_after(l, g.x.back()));
+        if (l + 1 < c.n_layers) g.q.push_back(g.run_before(l + 1, g.x.back()));
+      }));
     }
   }
   c10::cuda::device_synchronize();
@@ -104,9 +113,8 @@ at::Tensor DecodeGraph::step(int32_t token, KVCache& cache, AttentionBackend& at
   const int64_t position = cache.length();
   g.token.fill_(static_cast<int64_t>(token));
   g.position.fill_(position);
-  g.embed->replay();
+  g.first->replay();
   for (int64_t l = 0; l < g.model.config.n_layers; ++l) {
-    g.before[static_cast<size_t>(l)]->replay();
     AttentionCall call;
     call.layer = l;
     call.q = g.q[static_cast<size_t>(l)];
@@ -114,8 +122,10 @@ at::Tensor DecodeGraph::step(int32_t token, KVCache& cache, AttentionBackend& at
     call.v = cache.values(l, position + 1);
     call.first_position = position;
     call.decoding = true;
-    g.attended.copy_(attention.attend(call));
-    g.after[static_cast<size_t>(l)]->replay();
+    call.out = g.attended;  // a backend that writes there spares the copy
+    const at::Tensor attended = attention.attend(call);
+    if (!attended.is_same(g.attended)) g.attended.copy_(attended);
+    g.between[static_cast<size_t>(l)]->replay();
   }
   return g.x.back().clone();
 }

@@ -2,10 +2,11 @@
 // A decode step (one new token) of the forward pass on CUDA with its row-wise work replayed from
 // CUDA graphs: per layer one graph before attention (RMSNorm, q/k/v projection, RoPE at a
 // device-side position, the cache write) and one after it (output projection, MLP), plus one for
-// the embedding. Attention itself (dense SDPA over a key length that grows every step, or HiP's
-// kernels with their cached masks) runs eagerly between them, unchanged. Why: eagerly a step is
-// ~35 LibTorch launches a layer, ~1,100 for an 8B model, and the host's launch time, not the
-// weights' bandwidth, set the step time; replayed, a layer is two graph launches and attention.
+// the embedding; one layer's "after" and the next layer's "before" are captured as one graph.
+// Attention itself (dense SDPA over a key length that grows every step, or HiP's kernels with their
+// cached masks) runs eagerly between them, unchanged. Why: eagerly a step is ~35 LibTorch launches
+// a layer, ~1,100 for an 8B model, and the host's launch time, not the weights' bandwidth, set the
+// step time; replayed, a layer is one graph launch and attention.
 //
 // The graphs bake in the addresses of the weights, the RoPE tables, one KVCache's tensors and
 // their own static buffers, so an instance serves one (Transformer, KVCache) pair; graphs() says

@@ -253,7 +253,10 @@ at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& stat
     const at::Tensor block_counts = extra == 0 ? state.gpu_counts : state.gpu_counts + static_cast<int32_t>(extra);
     event.mask_seconds = span_seconds(mask_time);  // refresh, or the cached mask's count update
     start_span(attention_time);
-    out = hip_torch::sparse_attention(call.q, call.k, call.v, state.gpu_rows, block_counts, widened);
+    const bool into_out = call.out.defined() && call.out.is_contiguous() && call.out.sizes() == call.q.sizes() &&
+                          call.out.scalar_type() == call.q.scalar_type() && call.out.device() == call.q.device();
+    out = hip_torch::sparse_attention(call.q, call.k, call.v, state.gpu_rows, block_counts, widened, at::Tensor(),
+                                      /*num_splits=*/0, into_out ? call.out : at::Tensor());
     event.attention_seconds = span_seconds(attention_time);
     profile_.lap("sparse attention");
     if (need_host_mask) {
