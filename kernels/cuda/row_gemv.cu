@@ -1,5 +1,10 @@
 #include "kernels/cuda/row_gemv.h"
 
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <utility>
+
 #include "kernels/cuda/common.cuh"
 
 namespace hipstudio::gpu {
@@ -11,10 +16,20 @@ namespace {
 // Bytes in flight are what a bandwidth-bound kernel needs (Little's law: ~3.35 TB/s x ~1.5 us of
 // loaded latency ~ 5 MB on an H100, ~40 KB an SM): every lane issues kRowsPerWarp x kUnroll = 16
 // independent 16-byte loads before it uses any, 8 KB a warp, and an SM holds 16 or more warps.
-constexpr int kWarps = 8;
+// Compile-time knobs for kernels/cuda/probe/gemv_probe.cu's sweeps (-D on the nvcc line).
+#ifndef HIPSTUDIO_GEMV_WARPS
+#define HIPSTUDIO_GEMV_WARPS 8
+#endif
+#ifndef HIPSTUDIO_GEMV_ROWS
+#define HIPSTUDIO_GEMV_ROWS 2
+#endif
+#ifndef HIPSTUDIO_GEMV_UNROLL
+#define HIPSTUDIO_GEMV_UNROLL 8
+#endif
+constexpr int kWarps = HIPSTUDIO_GEMV_WARPS;
 constexpr int kThreads = kWarps * 32;
-constexpr int kRowsPerWarp = 2;  // rows sharing each read of x from shared memory
-constexpr int kUnroll = 8;       // chunks a lane loads per row before using them
+constexpr int kRowsPerWarp = HIPSTUDIO_GEMV_ROWS;  // rows sharing each read of x from shared memory
+constexpr int kUnroll = HIPSTUDIO_GEMV_UNROLL;     // chunks a lane loads per row before using them
 constexpr int kRowsPerBlock = kWarps * kRowsPerWarp;
 
 // Weights are read once and never again in this step: no L1 allocation (x lives in shared memory,
@@ -59,11 +74,15 @@ __device__ __forceinline__ void unpack<float>(const uint4& v, float* f) {
 // x is staged once a block, so the accurate form costs nothing measurable).
 __device__ __forceinline__ float silu(float g) { return g / (1.0f + expf(-g)); }
 
-// One block: kRowsPerBlock rows of y. x is staged in shared memory as float32 (the silu_mul
-// product computed there once a block, not once a weight element) in kParts planes of float4:
-// plane p holds elements 4p..4p+3 of every chunk, so a warp reading chunk c = base + lane of one
-// plane touches 512 consecutive bytes (no bank conflicts; a chunk's 32 bytes side by side would
-// conflict two-way).
+// The grid is as many blocks as the GPU holds at once (no more than the rows need), and each warp
+// takes pairs of rows round-robin over all warps of the grid: every multiprocessor reads nearly the
+// same number of weight bytes. With one block per 16 rows instead, the 4096-row projections made
+// 256 blocks for 132 multiprocessors, half of which read twice as much as the rest: 71-77% of
+// copy bandwidth there, against 95% for the 28672-row one (kernels/BENCHMARKS.md). Each block
+// stages x in shared memory as float32 once (the silu_mul product computed there once a block, not
+// once a weight element) in kParts planes of float4: plane p holds elements 4p..4p+3 of every
+// chunk, so a warp reading chunk c = base + lane of one plane touches 512 consecutive bytes (no
+// bank conflicts; a chunk's 32 bytes side by side would conflict two-way).
 template <class T, bool kSiluMul, bool kResidual>
 __global__ void __launch_bounds__(kThreads) row_gemv_kernel(const T* __restrict__ w, const T* __restrict__ x,
                                                             const T* residual, T* y, int n, int in,
@@ -73,15 +92,21 @@ __global__ void __launch_bounds__(kThreads) row_gemv_kernel(const T* __restrict_
   extern __shared__ float4 xs[];  // (kParts, chunks)
   const int chunks = in / kElems;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int row0 = blockIdx.x * kRowsPerBlock + warp * kRowsPerWarp;
+  const int pairs = (n + kRowsPerWarp - 1) / kRowsPerWarp;
+  const int pair_step = static_cast<int>(gridDim.x) * kWarps;
+  int pair = static_cast<int>(blockIdx.x) * kWarps + warp;
 
+  int row0 = 0;
   const T* wr[kRowsPerWarp];
   bool valid[kRowsPerWarp];
+  auto set_rows = [&](int p) {
+    row0 = p * kRowsPerWarp;
 #pragma unroll
-  for (int r = 0; r < kRowsPerWarp; ++r) {
-    valid[r] = row0 + r < n;
-    wr[r] = w + static_cast<int64_t>(valid[r] ? row0 + r : 0) * w_stride;
-  }
+    for (int r = 0; r < kRowsPerWarp; ++r) {
+      valid[r] = p < pairs && row0 + r < n;
+      wr[r] = w + static_cast<int64_t>(valid[r] ? row0 + r : 0) * w_stride;
+    }
+  };
   uint4 buf[kRowsPerWarp][kUnroll];
   auto load_batch = [&](int base) {
 #pragma unroll
@@ -94,6 +119,7 @@ __global__ void __launch_bounds__(kThreads) row_gemv_kernel(const T* __restrict_
     }
   };
   // The first weights are on their way while x is staged.
+  set_rows(pair);
   load_batch(0);
 
   const uint4* x16 = reinterpret_cast<const uint4*>(x);
@@ -112,43 +138,63 @@ __global__ void __launch_bounds__(kThreads) row_gemv_kernel(const T* __restrict_
   }
   __syncthreads();
 
-  float acc[kRowsPerWarp] = {};
-  for (int base = 0; base < chunks; base += 32 * kUnroll) {
-    if (base > 0) load_batch(base);
+  for (bool first = true; pair < pairs; pair += pair_step, first = false) {
+    if (!first) {
+      set_rows(pair);
+      load_batch(0);
+    }
+    float acc[kRowsPerWarp] = {};
+    for (int base = 0; base < chunks; base += 32 * kUnroll) {
+      if (base > 0) load_batch(base);
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int c = base + u * 32 + lane;
-      if (c >= chunks) break;
-      float xf[kElems];
+      for (int u = 0; u < kUnroll; ++u) {
+        const int c = base + u * 32 + lane;
+        if (c >= chunks) break;
+        float xf[kElems];
 #pragma unroll
-      for (int p = 0; p < kParts; ++p) {
-        const float4 v = xs[p * chunks + c];
-        xf[4 * p] = v.x, xf[4 * p + 1] = v.y, xf[4 * p + 2] = v.z, xf[4 * p + 3] = v.w;
-      }
+        for (int p = 0; p < kParts; ++p) {
+          const float4 v = xs[p * chunks + c];
+          xf[4 * p] = v.x, xf[4 * p + 1] = v.y, xf[4 * p + 2] = v.z, xf[4 * p + 3] = v.w;
+        }
 #pragma unroll
-      for (int r = 0; r < kRowsPerWarp; ++r) {
-        float wf[kElems];
-        unpack<T>(buf[r][u], wf);
+        for (int r = 0; r < kRowsPerWarp; ++r) {
+          float wf[kElems];
+          unpack<T>(buf[r][u], wf);
 #pragma unroll
-        for (int k = 0; k < kElems; ++k) acc[r] = fmaf(wf[k], xf[k], acc[r]);
+          for (int k = 0; k < kElems; ++k) acc[r] = fmaf(wf[k], xf[k], acc[r]);
+        }
       }
     }
-  }
 
 #pragma unroll
-  for (int r = 0; r < kRowsPerWarp; ++r) {
+    for (int r = 0; r < kRowsPerWarp; ++r) {
 #pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], offset);
-  }
-  // Lane r writes row r (every lane holds every row's sum after the butterfly).
+      for (int offset = 16; offset > 0; offset /= 2) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], offset);
+    }
+    // Lane r writes row r (every lane holds every row's sum after the butterfly).
 #pragma unroll
-  for (int r = 0; r < kRowsPerWarp; ++r) {
-    if (lane == r && valid[r]) {
-      float v = acc[r];
-      if constexpr (kResidual) v += to_f32(residual[row0 + r]);
-      y[row0 + r] = from_f32<T>(v);
+    for (int r = 0; r < kRowsPerWarp; ++r) {
+      if (lane == r && valid[r]) {
+        float v = acc[r];
+        if constexpr (kResidual) v += to_f32(residual[row0 + r]);
+        y[row0 + r] = from_f32<T>(v);
+      }
     }
   }
+}
+
+// Blocks of `kernel` one multiprocessor holds with `smem` bytes of shared memory (asked once per
+// kernel and size: the occupancy calculation is a host call).
+int resident_blocks(const void* kernel, size_t smem) {
+  static std::mutex mu;
+  static std::map<std::pair<const void*, size_t>, int> known;
+  std::lock_guard<std::mutex> lock(mu);
+  const auto key = std::make_pair(kernel, smem);
+  auto it = known.find(key);
+  if (it != known.end()) return it->second;
+  int blocks = 0;
+  HIP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kThreads, smem));
+  return known[key] = blocks > 0 ? blocks : 1;
 }
 
 template <class T, bool kSiluMul, bool kResidual>
@@ -158,7 +204,9 @@ void launch_typed(const RowGemvLaunch& l) {
   // Shared memory (x) decides how many blocks an SM holds at large `in` (57 KB at the down
   // projection's 14336): ask for the largest shared part of L1, which the weights do not use.
   set_smem(reinterpret_cast<const void*>(kernel), smem, "row_gemv", /*max_shared_carveout=*/true);
-  const unsigned blocks = static_cast<unsigned>((l.n + kRowsPerBlock - 1) / kRowsPerBlock);
+  const int64_t needed = (l.n + kRowsPerBlock - 1) / kRowsPerBlock;
+  const int64_t resident = static_cast<int64_t>(device_sm_count()) * resident_blocks(reinterpret_cast<const void*>(kernel), smem);
+  const auto blocks = static_cast<unsigned>(std::max<int64_t>(1, std::min(needed, resident)));
   kernel<<<blocks, kThreads, smem, as_stream(l.stream)>>>(
       static_cast<const T*>(l.w), static_cast<const T*>(l.x), static_cast<const T*>(l.residual), static_cast<T*>(l.y),
       static_cast<int>(l.n), static_cast<int>(l.in), l.w_stride == 0 ? l.in : l.w_stride);

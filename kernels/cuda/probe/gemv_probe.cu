@@ -1,0 +1,125 @@
+// Matrix-vector bandwidth probe: how fast row_gemv (kernels/cuda/row_gemv.cu) reads a Llama-3.1-8B
+// decode step's weights, replayed from a CUDA graph as the decode step runs it (so no launch gaps
+// but the kernel's own ramp and tail), next to a device copy. For sweeping the kernel's
+// compile-time knobs (HIPSTUDIO_GEMV_WARPS / ROWS / UNROLL) on the GPU machine, one binary each:
+//   nvcc -O3 -std=c++17 -arch=sm_90 -I. -DHIPSTUDIO_GEMV_ROWS=1 kernels/cuda/probe/gemv_probe.cu
+//        kernels/cuda/row_gemv.cu kernels/cuda/runtime.cu -o /tmp/gemv_probe && /tmp/gemv_probe
+// (built with the kernels as build*/hipstudio_gemv_probe with the default knobs).
+// Prints one line per shape: microseconds per call and GB/s of weights (median of 15 replays of a
+// graph of 8 calls on rotating weight copies that together exceed the L2).
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/row_gemv.h"
+
+namespace {
+
+using hipstudio::gpu::RowGemvLaunch;
+
+#define CHECK(x)                                                               \
+  do {                                                                         \
+    cudaError_t e = (x);                                                       \
+    if (e != cudaSuccess) {                                                    \
+      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e));            \
+      std::exit(1);                                                            \
+    }                                                                          \
+  } while (0)
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Milliseconds per replay of a graph holding `calls` launches of `launch(i)`.
+template <class F>
+double graph_ms(cudaStream_t s, int calls, F launch) {
+  for (int i = 0; i < calls; ++i) launch(i);  // warm-up (and the kernels' one-time set-up) outside capture
+  CHECK(cudaStreamSynchronize(s));
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < calls; ++i) launch(i);
+  CHECK(cudaStreamEndCapture(s, &g));
+  CHECK(cudaGraphInstantiate(&ge, g, 0));
+  cudaEvent_t a, b;
+  CHECK(cudaEventCreate(&a));
+  CHECK(cudaEventCreate(&b));
+  std::vector<double> ms;
+  for (int r = 0; r < 15; ++r) {
+    CHECK(cudaEventRecord(a, s));
+    CHECK(cudaGraphLaunch(ge, s));
+    CHECK(cudaEventRecord(b, s));
+    CHECK(cudaEventSynchronize(b));
+    float t = 0;
+    CHECK(cudaEventElapsedTime(&t, a, b));
+    ms.push_back(t);
+  }
+  CHECK(cudaGraphExecDestroy(ge));
+  CHECK(cudaGraphDestroy(g));
+  return median(ms);
+}
+
+}  // namespace
+
+int main() {
+  cudaStream_t s;
+  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const size_t copy_bytes = size_t{1} << 30;
+  void *src, *dst;
+  CHECK(cudaMalloc(&src, copy_bytes));
+  CHECK(cudaMalloc(&dst, copy_bytes));
+  CHECK(cudaMemset(src, 1, copy_bytes));
+  const double copy_ms = graph_ms(s, 2, [&](int) { CHECK(cudaMemcpyAsync(dst, src, copy_bytes, cudaMemcpyDeviceToDevice, s)); }) / 2;
+  const double copy_gbs = 2.0 * static_cast<double>(copy_bytes) / (copy_ms * 1e6);
+  std::printf("device copy %.0f GB/s (read + write)\n", copy_gbs);
+  CHECK(cudaFree(src));
+  CHECK(cudaFree(dst));
+
+  struct Shape {
+    const char* name;
+    int64_t n, in;
+    bool fused;
+  };
+  double total_us = 0, total_bytes = 0;
+  for (const Shape& sh : {Shape{"qkv", 6144, 4096, false}, Shape{"wo", 4096, 4096, false}, Shape{"gate+up", 28672, 4096, false},
+                          Shape{"down silu_mul+residual", 4096, 14336, true}, Shape{"lm head", 128256, 4096, false}}) {
+    const size_t wbytes = static_cast<size_t>(sh.n * sh.in) * 2;
+    const int copies = static_cast<int>(std::max<size_t>(1, std::min<size_t>(8, (size_t{256} << 20) / wbytes + 1)));
+    std::vector<void*> w(copies);
+    for (auto& p : w) {
+      CHECK(cudaMalloc(&p, wbytes));
+      CHECK(cudaMemset(p, 0x3c, wbytes));  // bf16 ~0.011 everywhere: finite sums
+    }
+    void *x, *y, *res;
+    CHECK(cudaMalloc(&x, static_cast<size_t>(sh.in) * 4));
+    CHECK(cudaMemset(x, 0x3c, static_cast<size_t>(sh.in) * 4));
+    CHECK(cudaMalloc(&y, static_cast<size_t>(sh.n) * 2));
+    CHECK(cudaMalloc(&res, static_cast<size_t>(sh.n) * 2));
+    CHECK(cudaMemset(res, 0, static_cast<size_t>(sh.n) * 2));
+    const int calls = 8;
+    const double ms = graph_ms(s, calls, [&](int i) {
+      RowGemvLaunch l;
+      l.w = w[static_cast<size_t>(i % copies)], l.x = x, l.y = y, l.dtype = hipstudio::gpu::DType::kBF16;
+      l.n = sh.n, l.in = sh.in, l.silu_mul = sh.fused, l.residual = sh.fused ? res : nullptr;
+      l.stream = s;
+      hipstudio::gpu::row_gemv(l);
+    }) / calls;
+    const double gbs = static_cast<double>(wbytes) / (ms * 1e6);
+    std::printf("%-24s %6lldx%-5lld %8.1f us %6.0f GB/s (%.1f%% of copy)\n", sh.name, static_cast<long long>(sh.n),
+                static_cast<long long>(sh.in), ms * 1e3, gbs, 100.0 * gbs / copy_gbs);
+    if (std::string(sh.name) != "lm head") total_us += ms * 1e3, total_bytes += static_cast<double>(wbytes);
+    for (void* p : w) CHECK(cudaFree(p));
+    CHECK(cudaFree(x));
+    CHECK(cudaFree(y));
+    CHECK(cudaFree(res));
+  }
+  std::printf("one layer's four projections: %.1f us, %.0f GB/s\n", total_us, total_bytes / (total_us * 1e3));
+  return 0;
+}
