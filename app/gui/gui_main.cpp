@@ -282,7 +282,8 @@ int run_gui(const GuiOptions& opt) {
     glfwSwapBuffers(window);
     // Interactive use: at most ~60 frames per second even where the swap does not wait for a
     // display refresh (Xvfb, software GL), so the UI leaves the CPU to the worker's measurements.
-    if (!self_test && opt.frames == 0) {
+    // The scale self-test paces so too, except while it measures frame times.
+    if ((!self_test || self_test->paces_like_a_user()) && opt.frames == 0) {
       const double spare = 1.0 / 60.0 - (seconds() - now);
       if (spare > 0.001) std::this_thread::sleep_for(std::chrono::duration<double>(spare));
     }

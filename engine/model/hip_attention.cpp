@@ -177,7 +177,9 @@ void HipAttention::record_access(const hip::AttentionInputs& view, const hip::Ma
   }
   event.mask_keys.assign(static_cast<size_t>(view.hq), {});
   event.sparse_keys.assign(static_cast<size_t>(view.hq), {});
-  hip::parallel_for(view.hq, kRecordThreads, [&](int64_t h, int) {
+  // Threads for a refresh's searches only: a cached step's key lists take ~50 us in all, less than
+  // starting the threads.
+  hip::parallel_for(view.hq, traces.empty() ? 1 : kRecordThreads, [&](int64_t h, int) {
     const size_t i = static_cast<size_t>(h);
     if (trace_of[i]) event.mask_keys[i] = search_keys(*trace_of[i], params_.hip);
     std::vector<int64_t> keys;

@@ -31,6 +31,9 @@ struct ScaleRun;  // self_test_scale.cpp
 // Called by the self-test driver: every frame's time, and a step that failed (timed out, or its
 // check said why).
 void scale_record_frame(ScaleRun& run, double frame_ms);
+// Whether frame times are being measured now (the idle and zoom steps): the app then draws at full
+// rate; otherwise it paces frames as interactive use does (gui_main.cpp).
+bool scale_measuring_frames(const ScaleRun& run);
 void scale_step_failed(ScaleRun& run, const std::string& step, const std::string& why);
 // At the end: the summary lines; returns the number of steps that produced no result.
 int scale_finish(ScaleRun& run);

@@ -794,6 +794,8 @@ void SelfTest::build_frame_steps() {
                     600, 1});
 }
 
+bool SelfTest::paces_like_a_user() const { return scale_ && !scale_measuring_frames(*scale_); }
+
 void SelfTest::record_frame(double ms, double cpu_ms) {
   if (scale_) scale_record_frame(*scale_, ms);
   if (!measuring_ || measured_ >= frames_) return;

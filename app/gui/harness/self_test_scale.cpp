@@ -183,6 +183,8 @@ struct ScaleRun {
   }
 };
 
+bool scale_measuring_frames(const ScaleRun& run) { return run.frames != nullptr; }
+
 void scale_record_frame(ScaleRun& run, double frame_ms) {
   if (run.frames && static_cast<int>(run.frames->size()) < kMeasuredFrames) run.frames->push_back(frame_ms);
 }
@@ -292,6 +294,7 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
          run->line(fmt("prompt_tokens: %lld", static_cast<long long>(snap.masks->source->tokens())));
          run->line("knobs: " + knobs_text(s.applied));
          run->line(fmt("view: layer %d, head %d", s.layer, s.head));
+         run->line("frames: at most ~60 a second as in interactive use; full rate while frame times are measured");
          if (t < 0) return "cannot read the process start time (/proc/self/stat)";
          if (run->t_model >= 0) run->line(fmt("info: launch_to_model_loaded %.2f s", run->t_model));
          run->timing("launch_to_first_mask", t);
