@@ -42,6 +42,15 @@ __device__ __forceinline__ uint4 load_stream(const void* p) {
   return v;
 }
 
+// Programmatic dependent launch (sm_90): wait here until the kernel before this one in the stream
+// has finished and its writes are visible. A no-op when launched without the attribute, or built
+// for an older architecture (whose launches never carry it).
+__device__ __forceinline__ void wait_for_prior_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
 // A 16-byte chunk as floats: 8 bf16/f16 or 4 f32.
 template <class T>
 __device__ __forceinline__ void unpack(const uint4& v, float* f);
@@ -118,9 +127,12 @@ __global__ void __launch_bounds__(kThreads) row_gemv_kernel(const T* __restrict_
       }
     }
   };
-  // The first weights are on their way while x is staged.
+  // The first weights are on their way while x is staged, and, launched as a programmatic dependent
+  // (launch_typed), before the kernel that writes x and the residual has finished: the weights
+  // depend on nothing, so only x, the residual and y wait for it.
   set_rows(pair);
   load_batch(0);
+  wait_for_prior_grid();
 
   const uint4* x16 = reinterpret_cast<const uint4*>(x);
 #pragma unroll 4
@@ -197,6 +209,17 @@ int resident_blocks(const void* kernel, size_t smem) {
   return known[key] = blocks > 0 ? blocks : 1;
 }
 
+// The current device's compute capability major (asked once).
+int device_compute_major() {
+  static const int major = [] {
+    int dev = 0, m = 0;
+    HIP_CUDA_CHECK(cudaGetDevice(&dev));
+    HIP_CUDA_CHECK(cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, dev));
+    return m;
+  }();
+  return major;
+}
+
 template <class T, bool kSiluMul, bool kResidual>
 void launch_typed(const RowGemvLaunch& l) {
   const auto kernel = row_gemv_kernel<T, kSiluMul, kResidual>;
@@ -207,9 +230,22 @@ void launch_typed(const RowGemvLaunch& l) {
   const int64_t needed = (l.n + kRowsPerBlock - 1) / kRowsPerBlock;
   const int64_t resident = static_cast<int64_t>(device_sm_count()) * resident_blocks(reinterpret_cast<const void*>(kernel), smem);
   const auto blocks = static_cast<unsigned>(std::max<int64_t>(1, std::min(needed, resident)));
-  kernel<<<blocks, kThreads, smem, as_stream(l.stream)>>>(
-      static_cast<const T*>(l.w), static_cast<const T*>(l.x), static_cast<const T*>(l.residual), static_cast<T*>(l.y),
-      static_cast<int>(l.n), static_cast<int>(l.in), l.w_stride == 0 ? l.in : l.w_stride);
+  // On sm_90 the launch may start while the previous kernel drains (programmatic dependent launch):
+  // each projection's first weight loads overlap the tail of the small kernel before it (RMSNorm,
+  // RoPE, attention), which at batch 1 is a few microseconds of an idle memory system per launch.
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(blocks);
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = smem;
+  config.stream = as_stream(l.stream);
+  cudaLaunchAttribute overlap[1];
+  overlap[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  overlap[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = overlap;
+  config.numAttrs = device_compute_major() >= 9 ? 1 : 0;
+  HIP_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, static_cast<const T*>(l.w), static_cast<const T*>(l.x),
+                                    static_cast<const T*>(l.residual), static_cast<T*>(l.y), static_cast<int>(l.n),
+                                    static_cast<int>(l.in), static_cast<int64_t>(l.w_stride == 0 ? l.in : l.w_stride)));
   HIP_CUDA_CHECK_LAUNCH("row_gemv");
 }
 
