@@ -486,17 +486,17 @@ bool Worker::step(const Request& r) {
     }
     std::lock_guard<std::mutex> lock(mutex_);
     done_key_[stage] = key[stage];
+    done_without_hip_[stage] = (stage == kStageDense || stage == kStageLocality) && !layer_inputs_follow_hip(r);
     failed_key_[stage].clear();
     current_.stage_seconds[stage] = std::chrono::duration<double>(std::chrono::steady_clock::now() - stage_start).count();
     if (trace) std::fprintf(stderr, "worker: %s done in %.3f s\n", stage_name(stage), current_.stage_seconds[stage]);
     // The views read this stage's result, not just its inputs: a new result makes theirs stale even
     // when their keys come back (parameters A, then B with the masks cancelled, then A again: the
     // masks of A's first analysis must not pass for the masks of its new one).
-    // Except a view of a layer the HiP settings do not reach (its key says "dense inputs":
-    // layer_inputs_follow_hip): it read only what every analysis of the prompt gives alike.
+    // Except a view of a layer the HiP settings do not reach (done_without_hip_): it read only what
+    // every analysis of the prompt gives alike.
     for (int later = stage + 1; later < kStageCount; ++later)
-      if (reads(later, stage) && !(stage == kStageAnalysis && done_key_[later].find("|dense inputs") != std::string::npos))
-        done_key_[later].clear();
+      if (reads(later, stage) && !(stage == kStageAnalysis && done_without_hip_[later])) done_key_[later].clear();
     current_.error[stage].clear();
     publish_locked();
   } catch (const GiveWay&) {

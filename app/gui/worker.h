@@ -76,6 +76,9 @@ class Worker {
   bool prefill_decoded_ = false;  // a decode run already reported prefill_'s timings to the history
   Snapshot current_;
   std::array<std::string, kStageCount> done_key_;
+  // Whether done_key_'s result read only inputs no HiP setting reaches (layer_inputs_follow_hip):
+  // a new analysis leaves such a result valid.
+  std::array<bool, kStageCount> done_without_hip_{};
   std::array<std::string, kStageCount> failed_key_;
   std::shared_ptr<const Snapshot> published_;
   std::function<void()> notify_;

@@ -178,7 +178,8 @@ at::Tensor rotate_and_cache_row(const ModelConfig& c, const at::Tensor& qkv, con
   const bool fits = qkv.is_cuda() && qkv.get_device() == c10::cuda::current_device() && qkv.dim() == 2 &&
                     qkv.size(0) == 1 && qkv.is_contiguous() && qkv.size(1) == c.q_dim() + 2 * c.kv_dim() &&
                     (t == at::kFloat || t == at::kBFloat16 || t == at::kHalf) && table.device() == qkv.device() &&
-                    table.scalar_type() == t && table.is_contiguous() && table.dim() == 3 && table.size(2) == c.head_dim &&
+                    table.scalar_type() == t && table.is_contiguous() && table.dim() == 3 && table.size(1) == 2 &&
+                    table.size(2) == c.head_dim &&
                     position.device() == qkv.device() && position.scalar_type() == at::kLong && position.numel() == 1 &&
                     keys.device() == qkv.device() && values.device() == qkv.device() && keys.scalar_type() == t &&
                     values.scalar_type() == t && keys.dim() == 3 && values.dim() == 3 && keys.stride(2) == 1 &&

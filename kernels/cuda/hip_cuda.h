@@ -65,7 +65,7 @@ struct MaskLaunch {
   void* trace_buffer = nullptr;
   bool traced() const { return trace_head >= 0 || trace_every_head; }
   void* stream = nullptr;           // cudaStream_t; null: legacy default stream
-  // Warp-search path (bf16/f16 without a trace, Kb <= 256, <= 32 sampled rows, d 64 or 128): warps
+  // Warp-search path (bf16/f16 without a trace, Kb <= 512, <= 32 sampled rows, d 64 or 128): warps
   // per search, 0 = chosen by size; tests force 1..16 (a power of two, <= 4 above 16 sampled rows).
   int warps_per_search = 0;
   // Few-search path (the warp-search shapes with <= 16 sampled rows, e.g. decode): CTAs per search,

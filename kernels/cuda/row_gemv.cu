@@ -209,15 +209,19 @@ int resident_blocks(const void* kernel, size_t smem) {
   return known[key] = blocks > 0 ? blocks : 1;
 }
 
-// The current device's compute capability major (asked once).
-int device_compute_major() {
-  static const int major = [] {
-    int dev = 0, m = 0;
-    HIP_CUDA_CHECK(cudaGetDevice(&dev));
-    HIP_CUDA_CHECK(cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, dev));
-    return m;
-  }();
-  return major;
+// Whether `kernel`'s code waits for the previous grid (wait_for_prior_grid): only code compiled for
+// sm_90 or later has the instruction. Asked of the loaded code, not of the device: an sm_80-only
+// build run on an H100 is JIT-compiled from compute_80 PTX without it, and launched as a dependent
+// it would read x before the kernel writing it had finished.
+bool waits_for_prior_grid(const void* kernel) {
+  static std::mutex mu;
+  static std::map<const void*, bool> known;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = known.find(kernel);
+  if (it != known.end()) return it->second;
+  cudaFuncAttributes attr{};
+  HIP_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
+  return known[kernel] = attr.ptxVersion >= 90 && attr.binaryVersion >= 90;
 }
 
 template <class T, bool kSiluMul, bool kResidual>
@@ -242,7 +246,7 @@ void launch_typed(const RowGemvLaunch& l) {
   overlap[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   overlap[0].val.programmaticStreamSerializationAllowed = 1;
   config.attrs = overlap;
-  config.numAttrs = device_compute_major() >= 9 ? 1 : 0;
+  config.numAttrs = waits_for_prior_grid(reinterpret_cast<const void*>(kernel)) ? 1 : 0;
   HIP_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, static_cast<const T*>(l.w), static_cast<const T*>(l.x),
                                     static_cast<const T*>(l.residual), static_cast<T*>(l.y), static_cast<int>(l.n),
                                     static_cast<int>(l.in), static_cast<int64_t>(l.w_stride == 0 ? l.in : l.w_stride)));

@@ -15,6 +15,9 @@
 namespace hipstudio::gpu {
 
 struct RowGemvLaunch {
+  // w is read before the previous kernel in the stream has finished (row_gemv.cu: programmatic
+  // dependent launch): it must not be written by that kernel (model weights are not). y may be the
+  // residual itself, not x.
   const void* w = nullptr;         // (n, in), rows w_stride elements apart (0: in), last dim contiguous
   const void* x = nullptr;         // (in), or (2 in) = [gate | up] with silu_mul; contiguous
   const void* residual = nullptr;  // optional (n) contiguous: y = residual + W x

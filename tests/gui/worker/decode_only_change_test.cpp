@@ -3,11 +3,9 @@
 // objects; a prefill setting (k) runs the prefill again.
 #include <gtest/gtest.h>
 
-#include <chrono>
-#include <thread>
-
 #include "app/gui/worker.h"
 #include "tests/gui/worker/fake_engine_jobs.h"
+#include "tests/gui/worker/worker_settle.h"
 
 namespace hipstudio::gui {
 namespace {
@@ -23,15 +21,6 @@ Request base_request() {
   r.hip.refresh_every = 4;
   r.decode_steps = 6;
   return r;
-}
-
-std::shared_ptr<const Snapshot> settle(const Worker& w) {
-  const auto start = std::chrono::steady_clock::now();
-  while (!(w.idle() && !w.snapshot()->busy)) {
-    if (std::chrono::steady_clock::now() - start > std::chrono::seconds(60)) return nullptr;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return w.snapshot();
 }
 
 TEST(DecodeOnlyChange, RmAndDecodeStepsKeepThePrefillAndTheViews) {

@@ -5,11 +5,9 @@
 // again.
 #include <gtest/gtest.h>
 
-#include <chrono>
-#include <thread>
-
 #include "app/gui/worker.h"
 #include "tests/gui/worker/fake_engine_jobs.h"
+#include "tests/gui/worker/worker_settle.h"
 
 namespace hipstudio::gui {
 namespace {
@@ -24,15 +22,6 @@ Request base_request() {
   r.hip.dense_layers = 0;
   r.decode_steps = 4;
   return r;
-}
-
-std::shared_ptr<const Snapshot> settle(const Worker& w) {
-  const auto start = std::chrono::steady_clock::now();
-  while (!(w.idle() && !w.snapshot()->busy)) {
-    if (std::chrono::steady_clock::now() - start > std::chrono::seconds(60)) return nullptr;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return w.snapshot();
 }
 
 TEST(InputOnlyViews, KeyFollowsHipSettingsOnlyAboveTheFirstHipLayer) {
