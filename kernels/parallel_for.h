@@ -8,6 +8,10 @@
 
 namespace hipstudio::hip {
 
+// Threads for small work started very often (a decode step's 32 heads, once a layer): a few, since
+// starting them is part of the cost and a machine's hardware threads may be many more.
+inline constexpr int kFewThreads = 8;
+
 // Threads that parallel_for will use for n items when asked for `threads` (0 = all hardware
 // threads); at least 1, at most n (when n >= 1).
 int parallel_workers(int64_t n, int threads);

@@ -51,10 +51,6 @@ std::vector<int32_t> search_keys(const hip::MaskTrace& trace, const hip::HipPara
   return out;
 }
 
-// Threads for one layer's recording (32 heads of small work): a few, since they are started for
-// every layer of every decode step and a machine's hardware threads may be many more.
-constexpr int kRecordThreads = 8;
-
 }  // namespace
 
 void validate_hip_model_params(const HipModelParams& params) {
@@ -179,7 +175,7 @@ void HipAttention::record_access(const hip::AttentionInputs& view, const hip::Ma
   event.sparse_keys.assign(static_cast<size_t>(view.hq), {});
   // Threads for a refresh's searches only: a cached step's key lists take ~50 us in all, less than
   // starting the threads.
-  hip::parallel_for(view.hq, traces.empty() ? 1 : kRecordThreads, [&](int64_t h, int) {
+  hip::parallel_for(view.hq, traces.empty() ? 1 : hip::kFewThreads, [&](int64_t h, int) {
     const size_t i = static_cast<size_t>(h);
     if (trace_of[i]) event.mask_keys[i] = search_keys(*trace_of[i], params_.hip);
     std::vector<int64_t> keys;

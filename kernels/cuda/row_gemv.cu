@@ -195,48 +195,48 @@ __global__ void __launch_bounds__(kThreads) row_gemv_kernel(const T* __restrict_
   }
 }
 
-// Blocks of `kernel` one multiprocessor holds with `smem` bytes of shared memory (asked once per
-// kernel and size: the occupancy calculation is a host call).
-int resident_blocks(const void* kernel, size_t smem) {
+// What a launch of `kernel` with `smem` bytes of shared memory needs to know, found once per kernel
+// and size (host calls: the shared-memory limit, the occupancy calculation, the code's attributes)
+// rather than on every decode-step launch.
+struct LaunchFacts {
+  int resident_blocks = 1;  // blocks one multiprocessor holds
+  // Whether the code waits for the previous grid (wait_for_prior_grid): only code compiled for
+  // sm_90 or later has the instruction. Asked of the loaded code, not of the device: an sm_80-only
+  // build run on an H100 is JIT-compiled from compute_80 PTX without it, and launched as a
+  // dependent it would read x before the kernel writing it had finished.
+  bool waits_for_prior_grid = false;
+};
+
+LaunchFacts launch_facts(const void* kernel, size_t smem) {
   static std::mutex mu;
-  static std::map<std::pair<const void*, size_t>, int> known;
+  static std::map<std::pair<const void*, size_t>, LaunchFacts> known;
   std::lock_guard<std::mutex> lock(mu);
   const auto key = std::make_pair(kernel, smem);
   auto it = known.find(key);
   if (it != known.end()) return it->second;
-  int blocks = 0;
-  HIP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kThreads, smem));
-  return known[key] = blocks > 0 ? blocks : 1;
-}
-
-// Whether `kernel`'s code waits for the previous grid (wait_for_prior_grid): only code compiled for
-// sm_90 or later has the instruction. Asked of the loaded code, not of the device: an sm_80-only
-// build run on an H100 is JIT-compiled from compute_80 PTX without it, and launched as a dependent
-// it would read x before the kernel writing it had finished.
-bool waits_for_prior_grid(const void* kernel) {
-  static std::mutex mu;
-  static std::map<const void*, bool> known;
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = known.find(kernel);
-  if (it != known.end()) return it->second;
+  // Shared memory (x) decides how many blocks an SM holds at large `in` (57 KB at the down
+  // projection's 14336): ask for the largest shared part of L1, which the weights do not use.
+  set_smem(kernel, smem, "row_gemv", /*max_shared_carveout=*/true);
+  LaunchFacts f;
+  HIP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&f.resident_blocks, kernel, kThreads, smem));
+  f.resident_blocks = std::max(1, f.resident_blocks);
   cudaFuncAttributes attr{};
   HIP_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
-  return known[kernel] = attr.ptxVersion >= 90 && attr.binaryVersion >= 90;
+  f.waits_for_prior_grid = attr.ptxVersion >= 90 && attr.binaryVersion >= 90;
+  return known[key] = f;
 }
 
 template <class T, bool kSiluMul, bool kResidual>
 void launch_typed(const RowGemvLaunch& l) {
   const auto kernel = row_gemv_kernel<T, kSiluMul, kResidual>;
   const size_t smem = static_cast<size_t>(l.in) * sizeof(float);
-  // Shared memory (x) decides how many blocks an SM holds at large `in` (57 KB at the down
-  // projection's 14336): ask for the largest shared part of L1, which the weights do not use.
-  set_smem(reinterpret_cast<const void*>(kernel), smem, "row_gemv", /*max_shared_carveout=*/true);
+  const LaunchFacts facts = launch_facts(reinterpret_cast<const void*>(kernel), smem);
   const int64_t needed = (l.n + kRowsPerBlock - 1) / kRowsPerBlock;
-  const int64_t resident = static_cast<int64_t>(device_sm_count()) * resident_blocks(reinterpret_cast<const void*>(kernel), smem);
+  const int64_t resident = static_cast<int64_t>(device_sm_count()) * facts.resident_blocks;
   const auto blocks = static_cast<unsigned>(std::max<int64_t>(1, std::min(needed, resident)));
-  // On sm_90 the launch may start while the previous kernel drains (programmatic dependent launch):
-  // each projection's first weight loads overlap the tail of the small kernel before it (RMSNorm,
-  // RoPE, attention), which at batch 1 is a few microseconds of an idle memory system per launch.
+  // On sm_90 the launch may start before the previous kernel has finished (programmatic dependent
+  // launch): the launch latency and each projection's first weight loads overlap the end of the
+  // small kernel before it (RMSNorm, RoPE, attention), a few microseconds a launch at batch 1.
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(blocks);
   config.blockDim = dim3(kThreads);
@@ -246,7 +246,7 @@ void launch_typed(const RowGemvLaunch& l) {
   overlap[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   overlap[0].val.programmaticStreamSerializationAllowed = 1;
   config.attrs = overlap;
-  config.numAttrs = waits_for_prior_grid(reinterpret_cast<const void*>(kernel)) ? 1 : 0;
+  config.numAttrs = facts.waits_for_prior_grid ? 1 : 0;
   HIP_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, static_cast<const T*>(l.w), static_cast<const T*>(l.x),
                                     static_cast<const T*>(l.residual), static_cast<T*>(l.y), static_cast<int>(l.n),
                                     static_cast<int>(l.in), static_cast<int64_t>(l.w_stride == 0 ? l.in : l.w_stride)));

@@ -203,7 +203,7 @@ std::pair<MaskTensors, std::vector<hip::MaskTrace>> masks_with_traces(const at::
   // Every head's trace (a decode refresh's recording) is decoded on a few threads: this runs for
   // every layer of a recorded refresh step, and one thread took ~3 ms a layer at 32k tokens.
   std::vector<hip::MaskTrace> traces(static_cast<size_t>(host.size(0)));
-  hip::parallel_for(host.size(0), 8, [&](int64_t i, int) {
+  hip::parallel_for(host.size(0), hip::kFewThreads, [&](int64_t i, int) {
     traces[static_cast<size_t>(i)] =
         gpu::decode_mask_trace(data + i * used, static_cast<size_t>(used), kb, head == kEveryHead ? i : head, query_block,
                                sr.row_begin, sr.row_end, sr.p0, sr.lo, sr.hi, sr.dense_from);

@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -23,15 +22,6 @@ namespace {
 
 using hipstudio::gpu::RowGemvLaunch;
 
-#define CHECK(x)                                                               \
-  do {                                                                         \
-    cudaError_t e = (x);                                                       \
-    if (e != cudaSuccess) {                                                    \
-      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e));            \
-      std::exit(1);                                                            \
-    }                                                                          \
-  } while (0)
-
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -41,28 +31,28 @@ double median(std::vector<double> v) {
 template <class F>
 double graph_ms(cudaStream_t s, int calls, F launch) {
   for (int i = 0; i < calls; ++i) launch(i);  // warm-up (and the kernels' one-time set-up) outside capture
-  CHECK(cudaStreamSynchronize(s));
+  HIP_CUDA_CHECK(cudaStreamSynchronize(s));
   cudaGraph_t g;
   cudaGraphExec_t ge;
-  CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  HIP_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
   for (int i = 0; i < calls; ++i) launch(i);
-  CHECK(cudaStreamEndCapture(s, &g));
-  CHECK(cudaGraphInstantiate(&ge, g, 0));
+  HIP_CUDA_CHECK(cudaStreamEndCapture(s, &g));
+  HIP_CUDA_CHECK(cudaGraphInstantiate(&ge, g, 0));
   cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
+  HIP_CUDA_CHECK(cudaEventCreate(&a));
+  HIP_CUDA_CHECK(cudaEventCreate(&b));
   std::vector<double> ms;
   for (int r = 0; r < 15; ++r) {
-    CHECK(cudaEventRecord(a, s));
-    CHECK(cudaGraphLaunch(ge, s));
-    CHECK(cudaEventRecord(b, s));
-    CHECK(cudaEventSynchronize(b));
+    HIP_CUDA_CHECK(cudaEventRecord(a, s));
+    HIP_CUDA_CHECK(cudaGraphLaunch(ge, s));
+    HIP_CUDA_CHECK(cudaEventRecord(b, s));
+    HIP_CUDA_CHECK(cudaEventSynchronize(b));
     float t = 0;
-    CHECK(cudaEventElapsedTime(&t, a, b));
+    HIP_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
     ms.push_back(t);
   }
-  CHECK(cudaGraphExecDestroy(ge));
-  CHECK(cudaGraphDestroy(g));
+  HIP_CUDA_CHECK(cudaGraphExecDestroy(ge));
+  HIP_CUDA_CHECK(cudaGraphDestroy(g));
   return median(ms);
 }
 
@@ -70,17 +60,17 @@ double graph_ms(cudaStream_t s, int calls, F launch) {
 
 int main() {
   cudaStream_t s;
-  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  HIP_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   const size_t copy_bytes = size_t{1} << 30;
   void *src, *dst;
-  CHECK(cudaMalloc(&src, copy_bytes));
-  CHECK(cudaMalloc(&dst, copy_bytes));
-  CHECK(cudaMemset(src, 1, copy_bytes));
-  const double copy_ms = graph_ms(s, 2, [&](int) { CHECK(cudaMemcpyAsync(dst, src, copy_bytes, cudaMemcpyDeviceToDevice, s)); }) / 2;
+  HIP_CUDA_CHECK(cudaMalloc(&src, copy_bytes));
+  HIP_CUDA_CHECK(cudaMalloc(&dst, copy_bytes));
+  HIP_CUDA_CHECK(cudaMemset(src, 1, copy_bytes));
+  const double copy_ms = graph_ms(s, 2, [&](int) { HIP_CUDA_CHECK(cudaMemcpyAsync(dst, src, copy_bytes, cudaMemcpyDeviceToDevice, s)); }) / 2;
   const double copy_gbs = 2.0 * static_cast<double>(copy_bytes) / (copy_ms * 1e6);
   std::printf("device copy %.0f GB/s (read + write)\n", copy_gbs);
-  CHECK(cudaFree(src));
-  CHECK(cudaFree(dst));
+  HIP_CUDA_CHECK(cudaFree(src));
+  HIP_CUDA_CHECK(cudaFree(dst));
 
   struct Shape {
     const char* name;
@@ -94,15 +84,15 @@ int main() {
     const int copies = static_cast<int>(std::max<size_t>(1, std::min<size_t>(8, (size_t{256} << 20) / wbytes + 1)));
     std::vector<void*> w(copies);
     for (auto& p : w) {
-      CHECK(cudaMalloc(&p, wbytes));
-      CHECK(cudaMemset(p, 0x3c, wbytes));  // bf16 ~0.011 everywhere: finite sums
+      HIP_CUDA_CHECK(cudaMalloc(&p, wbytes));
+      HIP_CUDA_CHECK(cudaMemset(p, 0x3c, wbytes));  // bf16 ~0.011 everywhere: finite sums
     }
     void *x, *y, *res;
-    CHECK(cudaMalloc(&x, static_cast<size_t>(sh.in) * 4));
-    CHECK(cudaMemset(x, 0x3c, static_cast<size_t>(sh.in) * 4));
-    CHECK(cudaMalloc(&y, static_cast<size_t>(sh.n) * 2));
-    CHECK(cudaMalloc(&res, static_cast<size_t>(sh.n) * 2));
-    CHECK(cudaMemset(res, 0, static_cast<size_t>(sh.n) * 2));
+    HIP_CUDA_CHECK(cudaMalloc(&x, static_cast<size_t>(sh.in) * 4));
+    HIP_CUDA_CHECK(cudaMemset(x, 0x3c, static_cast<size_t>(sh.in) * 4));
+    HIP_CUDA_CHECK(cudaMalloc(&y, static_cast<size_t>(sh.n) * 2));
+    HIP_CUDA_CHECK(cudaMalloc(&res, static_cast<size_t>(sh.n) * 2));
+    HIP_CUDA_CHECK(cudaMemset(res, 0, static_cast<size_t>(sh.n) * 2));
     const int calls = 8;
     const double ms = graph_ms(s, calls, [&](int i) {
       RowGemvLaunch l;
@@ -115,10 +105,10 @@ int main() {
     std::printf("%-24s %6lldx%-5lld %8.1f us %6.0f GB/s (%.1f%% of copy)\n", sh.name, static_cast<long long>(sh.n),
                 static_cast<long long>(sh.in), ms * 1e3, gbs, 100.0 * gbs / copy_gbs);
     if (std::string(sh.name) != "lm head") total_us += ms * 1e3, total_bytes += static_cast<double>(wbytes);
-    for (void* p : w) CHECK(cudaFree(p));
-    CHECK(cudaFree(x));
-    CHECK(cudaFree(y));
-    CHECK(cudaFree(res));
+    for (void* p : w) HIP_CUDA_CHECK(cudaFree(p));
+    HIP_CUDA_CHECK(cudaFree(x));
+    HIP_CUDA_CHECK(cudaFree(y));
+    HIP_CUDA_CHECK(cudaFree(res));
   }
   std::printf("one layer's four projections: %.1f us, %.0f GB/s\n", total_us, total_bytes / (total_us * 1e3));
   return 0;

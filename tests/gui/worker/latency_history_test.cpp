@@ -8,6 +8,7 @@
 
 #include "app/gui/worker.h"
 #include "tests/gui/worker/fake_engine_jobs.h"
+#include "tests/gui/worker/worker_settle.h"
 
 namespace hipstudio::gui {
 namespace {
@@ -25,23 +26,15 @@ Request request_with_k(int64_t k, int64_t head) {
   return r;
 }
 
-void wait_idle(const Worker& w) {
-  const auto start = std::chrono::steady_clock::now();
-  while (!(w.idle() && !w.snapshot()->busy)) {
-    ASSERT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60)) << "the worker never went idle";
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-}
-
 TEST(LatencyHistory, EveryPairedRunIsKeptInOrderAndViewChangesAddNone) {
   Worker w;
   const int64_t ks[] = {16, 32, 64, 32, 16, 48, 64};
   for (int64_t k : ks) {
     w.submit(request_with_k(k, 0));
-    wait_idle(w);
+    ASSERT_TRUE(settle(w)) << "the worker never went idle";
   }
   w.submit(request_with_k(64, 1));  // another head: the analysis stays
-  wait_idle(w);
+  ASSERT_TRUE(settle(w)) << "the worker never went idle";
   const auto snap = w.snapshot();
   ASSERT_TRUE(snap->latency_history);
   ASSERT_EQ(snap->latency_history->size(), std::size(ks));
