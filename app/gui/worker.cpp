@@ -82,6 +82,11 @@ void Worker::submit(const Request& r) {
   request_ = r;
   ++generation_;
   cancel_ = false;
+  // A cancel stopped the work in flight, it did not judge its inputs: a request that changes
+  // anything runs the cancelled stages again, even those whose own inputs it leaves alone (the
+  // dense layers' locality keeps its key across a k change). A real failure holds until its inputs change.
+  for (int s = 0; s < kStageCount; ++s)
+    if (current_.error[s] == "cancelled") failed_key_[s].clear();
   wake_.notify_all();
 }
 

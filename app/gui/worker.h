@@ -25,8 +25,8 @@ class Worker {
   Worker& operator=(const Worker&) = delete;
 
   void submit(const Request& request);  // cheap when nothing changed
-  // Stops the running stage at its next progress check (it stays failed, "cancelled", until its
-  // inputs change) and starts nothing else until the next request that changes something.
+  // Stops the running stage at its next progress check (it shows "cancelled" and stale) and starts
+  // nothing else until the next request that changes something; that request runs it again.
   void cancel();
   std::shared_ptr<const Snapshot> snapshot() const;
   // True when the worker has done (or cancelled, or failed) everything the latest request asks

@@ -419,8 +419,8 @@ std::vector<SelfTestStep> Soak::loop_steps() {
                                        run_cancelled ? "analysis cancelled" : "the run had finished");
                            if (std::string t = st->threads_back(); !t.empty()) return t;
                            if (std::string bad = st->inconsistency(*n); !bad.empty()) return bad;
-                           // The next run: other parameters (a cancelled key stays failed until its
-                           // inputs change) run to completion and equal their reference.
+                           // The next run: other parameters (a changed request runs the cancelled
+                           // stages again) run to completion and equal their reference.
                            st->next = st->other_set(st->target);
                            s.knobs = st->sets[static_cast<size_t>(st->next)];
                            st->phase = 2;
