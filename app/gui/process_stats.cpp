@@ -3,9 +3,11 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 namespace hipstudio::gui {
 
@@ -36,6 +38,16 @@ int thread_count() {
     while (dirent* e = readdir(d))
       if (e->d_name[0] != '.') ++n;
     closedir(d);
+  }
+  return n;
+}
+
+int thread_count_settled(int expected, double bound_s) {
+  const auto start = std::chrono::steady_clock::now();
+  int n = thread_count();
+  while (n != expected && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < bound_s) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    n = thread_count();
   }
   return n;
 }

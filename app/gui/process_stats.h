@@ -10,5 +10,8 @@ double resident_mib();
 double status_mib(const char* field);
 // Threads of this process (/proc/self/task).
 int thread_count();
+// The thread count once it equals `expected`, or what it is after `bound_s` seconds: a joined
+// thread can stay listed in /proc/self/task for a moment while the kernel finishes its exit.
+int thread_count_settled(int expected, double bound_s);
 
 }  // namespace hipstudio::gui

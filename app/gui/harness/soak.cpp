@@ -218,12 +218,7 @@ struct Soak::State {
 
   // The thread count back at the baseline (a file task's thread may take a moment to exit).
   std::string threads_back() const {
-    const auto t = Clock::now();
-    int n = thread_count();
-    while (n != thread_baseline && since(t) < 2.0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      n = thread_count();
-    }
+    const int n = thread_count_settled(thread_baseline, 2.0);
     if (n == thread_baseline) return "";
     return "the process has " + std::to_string(n) + " threads, the baseline is " + std::to_string(thread_baseline);
   }
