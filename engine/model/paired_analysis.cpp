@@ -459,7 +459,6 @@ void PairedPrefill::State::prompt_metrics(const at::Tensor& hip_hidden, PairedAn
 // metrics, into a copy of the partial results. Restartable: a throw leaves the partial state as it was.
 void PairedPrefill::State::finish_hip() {
   const ModelConfig& c = model->config;
-  PairedAnalysis result = *prompt_result;
   report(progress, 0.0, "HiP prefill from layer " + std::to_string(hip_mid_layer));
   install_callbacks();
   pending = LayerViewsChunk{};
@@ -487,6 +486,9 @@ void PairedPrefill::State::finish_hip() {
     kept_v.clear();
     throw;
   }
+  // The copy only now, where no give-way can land: it holds the viewed layer's host masks (a tenth
+  // of a second at 32k tokens), and a slider change that stops this stage must not wait for it.
+  PairedAnalysis result = *prompt_result;
   views.clear();
   for (int64_t l = hip_mid_layer; l < c.n_layers; ++l) take_kept_inputs(l, result);
   kept_q.clear();

@@ -242,6 +242,10 @@ class TensorLayerViews final : public LayerViewsBackend {
   // and the oracle's masks and both recall tables (hq, query blocks).
   hip::MaskResult hip_mask_, oracle_mask_;
   std::vector<double> recall_table_, random_recall_table_;
+  std::future<void> host_arrays_;  // making the four above (start()); host_arrays() waits for it
+  void host_arrays() {
+    if (host_arrays_.valid()) host_arrays_.get();
+  }
   at::Tensor chunk_oracle_, chunk_recall_, chunk_random_recall_;  // (hq, chunk query blocks, ...) being filled
   int64_t fused_groups_ = 0;  // KV groups that took the fused route (the result says so)
   PhaseProfile profile_;      // HIPSTUDIO_PROFILE=1: where a layer's views spend their time
@@ -262,12 +266,17 @@ void TensorLayerViews::start(const LayerViewsChunk& chunk) {
     return hip::random_masks(shape, p, seed);
   });
   if (setup_.keep_masks) {
-    // The masks as the reference holds them: shapes and dense_from from the search ranges.
-    const hip::AttentionInputs shape = hip::shape_only_inputs(hq_, hkv_, setup_.prompt_tokens, setup_.prompt_tokens, d_);
-    hip_mask_ = hip::make_empty_mask(shape, p);
-    oracle_mask_ = hip::make_empty_mask(shape, p);
-    recall_table_.assign(static_cast<size_t>(hq_ * query_blocks_), 0.0);
-    random_recall_table_.assign(recall_table_.size(), 0.0);
+    // The masks as the reference holds them: shapes and dense_from from the search ranges. Made on
+    // a host thread while the device works: at 32k tokens and b_q 32 they are 130 MB whose first
+    // touch (page faults) took 0.07 s of a slider change. Nothing reads them before host_arrays().
+    host_arrays_ = std::async(std::launch::async, [this, shape = hip::shape_only_inputs(hq_, hkv_, setup_.prompt_tokens,
+                                                                                        setup_.prompt_tokens, d_)] {
+      const hip::HipParams& params = setup_.params;
+      hip_mask_ = hip::make_empty_mask(shape, params);
+      oracle_mask_ = hip::make_empty_mask(shape, params);
+      recall_table_.assign(static_cast<size_t>(hq_ * query_blocks_), 0.0);
+      random_recall_table_.assign(recall_table_.size(), 0.0);
+    });
   }
   const auto sums = chunk.q.options().dtype(at::kDouble);
   for (at::Tensor* t : {&recall_, &random_recall_, &mass_, &random_mass_, &error_, &random_error_, &dense_norm_})
@@ -349,6 +358,7 @@ void TensorLayerViews::add_chunk(const LayerViewsChunk& chunk) {
   }
   if (setup_.keep_masks) {
     profile_.begin(chunk.q.is_cuda());
+    host_arrays();
     auto into_mask = [&](hip::MaskResult& out, const at::Tensor& blocks) {
       at::from_blob(out.blocks.data(), {hq_, query_blocks_, kb_}, at::kInt).narrow(1, qb0, nqb).copy_(blocks);
       at::from_blob(out.counts.data(), {hq_, query_blocks_}, at::kInt)
@@ -481,6 +491,8 @@ void TensorLayerViews::tile(const LayerViewsChunk& chunk, const at::Tensor& hip_
   const at::Tensor tail_ids =
       (hi_t * p.b_k).view({1, nq, 1}) + at::arange(tail, long_opts).view({1, 1, tail});  // (1, nq, tail)
   const at::Tensor row_positions = at::arange(first, first + padded, long_opts).view({1, nq, p.b_q, 1});
+  // HIPSTUDIO_PROFILE=1 splits both selections' part into gathers, weights and the output with
+  // its sums (summed over HiP's and the random mask's).
   auto score = [&](const at::Tensor& blocks, at::Tensor& mass_sum, at::Tensor& error_sum) {
     const at::Tensor rows = blocks.narrow(0, g * G, G).narrow(1, qb, nq).to(at::kLong);  // (G, nq, kb)
     const at::Tensor block_ids =
@@ -493,7 +505,12 @@ void TensorLayerViews::tile(const LayerViewsChunk& chunk, const at::Tensor& hip_
     if (fused) {
       // exp(scaled score - the row's log-sum-exp), causal: a tail key after the row's position is 0.
       const at::Tensor k_ids = kg.index_select(0, ids.reshape({-1})).view({G, nq, width, d_});
-      const at::Tensor scores = at::matmul(q.view({G, nq, p.b_q, d_}), k_ids.transpose(-1, -2));
+      profile_.lap("mass and error: gathers");
+      at::Tensor scores;
+      {
+        const Tf32Products tf32;  // float32 copies of bf16/f16 values, as for the oracle's scores
+        scores = at::matmul(q.view({G, nq, p.b_q, d_}), k_ids.transpose(-1, -2));
+      }
       const at::Tensor seen = valid.unsqueeze(2).logical_and(ids.unsqueeze(2).le(row_positions));
       weights = (scores * scale - lse.view({G, nq, p.b_q, 1})).masked_fill_(seen.logical_not(), kNegInf).exp_();
     } else {
@@ -503,15 +520,15 @@ void TensorLayerViews::tile(const LayerViewsChunk& chunk, const at::Tensor& hip_
                     .mul(valid.unsqueeze(2).to(compute_));
     }
     const at::Tensor mass = weights.sum(-1);  // (G, nq, b_q)
+    profile_.lap("mass and error: weights");
     mass_sum.narrow(0, g * G, G).add_((mass.reshape({G, padded}).to(at::kDouble) * weight).sum(-1));
     const at::Tensor out = (at::matmul(weights, values) / mass.unsqueeze(-1)).reshape({G, padded, d_});
     error_sum.narrow(0, g * G, G).add_(((out - dense).to(at::kDouble).pow(2).sum(-1) * weight).sum(-1));
+    profile_.lap("mass and error: output and sums");
   };
   profile_.lap("dense rows");
   score(hip_blocks, mass_, error_);
-  profile_.lap("HiP mass and error");
   score(random_blocks, random_mass_, random_error_);
-  profile_.lap("random mass and error");
 }
 
 LayerViewsResult TensorLayerViews::finish() {
@@ -546,6 +563,7 @@ LayerViewsResult TensorLayerViews::finish() {
   }
 
   r.has_masks = true;
+  host_arrays();
   LayerMaskViews& m = r.masks;
   m.layer = setup_.layer;
   m.params = setup_.params;
