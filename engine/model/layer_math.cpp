@@ -56,7 +56,16 @@ void fused_norm(const at::Tensor& x, const at::Tensor* residual, at::Tensor* sum
 // on the row_gemv kernel, which reads the weights faster than cuBLAS's gemv (kernels/cuda/row_gemv.h).
 // Returns an undefined tensor where the kernel does not apply (CPU, f32, another device than the
 // current one, a layout it refuses): the caller's LibTorch form computes the same function then.
-at::Tensor row_gemv(const at::Tensor& x, const at::Tensor& w, bool silu_mul, const at::Tensor* residual) {
+// The RMSNorm fused in front of row_gemv's product: x -> rms_norm(x [+ residual]) with weight.
+struct FusedNorm {
+  const at::Tensor* weight = nullptr;    // float32 (in); null: no norm
+  double eps = 1e-5;
+  const at::Tensor* residual = nullptr;  // optional [1, in], the row's dtype
+  at::Tensor* sum = nullptr;             // with residual: receives x + residual [1, in]
+};
+
+at::Tensor row_gemv(const at::Tensor& x, const at::Tensor& w, bool silu_mul, const at::Tensor* residual,
+                    const FusedNorm& norm = {}) {
   const at::ScalarType t = w.scalar_type();
   if (!w.is_cuda() || (t != at::kBFloat16 && t != at::kHalf) || w.dim() != 2 || w.stride(1) != 1) return {};
   if (x.device() != w.device() || x.get_device() != c10::cuda::current_device() || x.scalar_type() != t ||
@@ -64,6 +73,12 @@ at::Tensor row_gemv(const at::Tensor& x, const at::Tensor& w, bool silu_mul, con
     return {};
   if (residual && (residual->device() != w.device() || residual->scalar_type() != t || residual->numel() != w.size(0) ||
                    !residual->is_contiguous()))
+    return {};
+  if (norm.weight && (norm.weight->device() != w.device() || norm.weight->scalar_type() != at::kFloat ||
+                      norm.weight->numel() != w.size(1) || !norm.weight->is_contiguous()))
+    return {};
+  if (norm.residual && (norm.residual->device() != w.device() || norm.residual->scalar_type() != t ||
+                        norm.residual->sizes() != x.sizes() || !norm.residual->is_contiguous()))
     return {};
   gpu::RowGemvLaunch l;
   l.w = w.data_ptr();
@@ -74,11 +89,22 @@ at::Tensor row_gemv(const at::Tensor& x, const at::Tensor& w, bool silu_mul, con
   l.in = w.size(1);
   l.w_stride = w.stride(0);
   l.silu_mul = silu_mul;
-  if (*gpu::row_gemv_refusal(l) != '\0') return {};
+  at::Tensor sum;
+  if (norm.weight) {
+    l.norm_weight = norm.weight->data_ptr<float>();
+    l.eps = norm.eps;
+    if (norm.residual) {
+      sum = at::empty(x.sizes(), x.options());
+      l.norm_residual = norm.residual->data_ptr();
+      l.norm_sum = sum.data_ptr();
+    }
+  }
   at::Tensor y = at::empty({1, w.size(0)}, x.options());
   l.y = y.data_ptr();
+  if (*gpu::row_gemv_refusal(l) != '\0') return {};
   l.stream = at::cuda::getCurrentCUDAStream().stream();
   gpu::row_gemv(l);
+  if (norm.sum) *norm.sum = sum;
   return y;
 }
 #endif
@@ -148,8 +174,16 @@ SumAndNorm add_rms_norm(const at::Tensor& x, const at::Tensor& residual, const a
 }
 
 at::Tensor attention_qkv(const ModelConfig& c, const LayerWeights& layer, const at::Tensor& x) {
-  const at::Tensor h = rms_norm(x, layer.attn_norm, c.rms_norm_eps);
-  at::Tensor qkv = project(h, layer.wqkv);  // [n, qd + 2 kvd]
+  at::Tensor qkv;  // [n, qd + 2 kvd]
+#ifdef HIPSTUDIO_FUSED_LAYER_KERNELS
+  if (x.size(0) == 1) {  // a decode step: the norm inside the projection's kernel, one launch fewer
+    FusedNorm norm;
+    norm.weight = &layer.attn_norm;
+    norm.eps = c.rms_norm_eps;
+    qkv = row_gemv(x, layer.wqkv, /*silu_mul=*/false, nullptr, norm);
+  }
+#endif
+  if (!qkv.defined()) qkv = project(rms_norm(x, layer.attn_norm, c.rms_norm_eps), layer.wqkv);
   if (layer.bqkv.defined()) qkv = qkv + layer.bqkv;
   return qkv;
 }
@@ -210,7 +244,20 @@ at::Tensor rotate_and_cache_row(const ModelConfig& c, const at::Tensor& qkv, con
 
 at::Tensor attention_output_and_mlp(const ModelConfig& c, const LayerWeights& layer, const at::Tensor& x,
                                     const at::Tensor& attended) {
-  const SumAndNorm y = add_rms_norm(x, project(attended, layer.wo), layer.mlp_norm, c.rms_norm_eps);
+  const at::Tensor out = project(attended, layer.wo);
+#ifdef HIPSTUDIO_FUSED_LAYER_KERNELS
+  if (x.size(0) == 1) {  // a decode step: the residual add and norm inside the gate/up kernel
+    FusedNorm norm;
+    norm.weight = &layer.mlp_norm;
+    norm.eps = c.rms_norm_eps;
+    norm.residual = &out;
+    at::Tensor sum;
+    norm.sum = &sum;
+    const at::Tensor gate_up = row_gemv(x, layer.w13, /*silu_mul=*/false, nullptr, norm);
+    if (gate_up.defined()) return down_projection_add(sum, gate_up, layer.w2, c.hidden_dim);
+  }
+#endif
+  const SumAndNorm y = add_rms_norm(x, out, layer.mlp_norm, c.rms_norm_eps);
   const at::Tensor gate_up = project(y.normed, layer.w13);  // [n, 2 hidden]
   return down_projection_add(y.sum, gate_up, layer.w2, c.hidden_dim);
 }

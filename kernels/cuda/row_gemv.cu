@@ -92,10 +92,13 @@ __device__ __forceinline__ float silu(float g) { return g / (1.0f + expf(-g)); }
 // once a weight element) in kParts planes of float4: plane p holds elements 4p..4p+3 of every
 // chunk, so a warp reading chunk c = base + lane of one plane touches 512 consecutive bytes (no
 // bank conflicts; a chunk's 32 bytes side by side would conflict two-way).
-template <class T, bool kSiluMul, bool kResidual>
+// kNorm: 0 none, 1 rms_norm(x), 2 rms_norm(x + norm_residual) (norm_sum written by block 0).
+template <class T, bool kSiluMul, bool kResidual, int kNorm>
 __global__ void __launch_bounds__(kThreads) row_gemv_kernel(const T* __restrict__ w, const T* __restrict__ x,
                                                             const T* residual, T* y, int n, int in,
-                                                            int64_t w_stride) {
+                                                            int64_t w_stride, const float* __restrict__ norm_weight,
+                                                            const T* __restrict__ norm_residual, T* norm_sum,
+                                                            float eps) {
   constexpr int kElems = 16 / static_cast<int>(sizeof(T));
   constexpr int kParts = kElems / 4;
   extern __shared__ float4 xs[];  // (kParts, chunks)
@@ -135,10 +138,30 @@ __global__ void __launch_bounds__(kThreads) row_gemv_kernel(const T* __restrict_
   wait_for_prior_grid();
 
   const uint4* x16 = reinterpret_cast<const uint4*>(x);
+  float squares = 0.0f;  // kNorm: this thread's part of the row's sum of squares
 #pragma unroll 4
   for (int c = threadIdx.x; c < chunks; c += kThreads) {
     float f[kElems];
     unpack<T>(x16[c], f);
+    if constexpr (kNorm == 2) {
+      // The residual sum rounded to T before it is normalised, as row_norm's kernel and LibTorch's add do.
+      float r[kElems];
+      unpack<T>(reinterpret_cast<const uint4*>(norm_residual)[c], r);
+      union {
+        uint4 v;
+        T e[kElems];
+      } rounded;
+#pragma unroll
+      for (int k = 0; k < kElems; ++k) {
+        rounded.e[k] = from_f32<T>(f[k] + r[k]);
+        f[k] = to_f32(rounded.e[k]);
+      }
+      if (blockIdx.x == 0) reinterpret_cast<uint4*>(norm_sum)[c] = rounded.v;
+    }
+    if constexpr (kNorm != 0) {
+#pragma unroll
+      for (int k = 0; k < kElems; ++k) squares += f[k] * f[k];
+    }
     if constexpr (kSiluMul) {
       float up[kElems];
       unpack<T>(x16[chunks + c], up);
@@ -147,6 +170,32 @@ __global__ void __launch_bounds__(kThreads) row_gemv_kernel(const T* __restrict_
     }
 #pragma unroll
     for (int p = 0; p < kParts; ++p) xs[p * chunks + c] = make_float4(f[4 * p], f[4 * p + 1], f[4 * p + 2], f[4 * p + 3]);
+  }
+  if constexpr (kNorm != 0) {
+    // The row's sum of squares (every block the same), then x * rsqrt(mean + eps) * weight rounded
+    // to T in place, in row_norm's order of operations.
+    __shared__ float warp_squares[kWarps];
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) squares += __shfl_xor_sync(0xffffffffu, squares, offset);
+    if (lane == 0) warp_squares[warp] = squares;
+    __syncthreads();
+    float total = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kWarps; ++i) total += warp_squares[i];
+    const float scale = rsqrtf(total / static_cast<float>(in) + eps);
+    for (int c = threadIdx.x; c < chunks; c += kThreads) {
+#pragma unroll
+      for (int p = 0; p < kParts; ++p) {
+        float4 v = xs[p * chunks + c];
+        const int e = c * kElems + 4 * p;  // element index of v.x
+        const float4 g = make_float4(norm_weight[e], norm_weight[e + 1], norm_weight[e + 2], norm_weight[e + 3]);
+        v.x = to_f32(from_f32<T>(v.x * scale * g.x));
+        v.y = to_f32(from_f32<T>(v.y * scale * g.y));
+        v.z = to_f32(from_f32<T>(v.z * scale * g.z));
+        v.w = to_f32(from_f32<T>(v.w * scale * g.w));
+        xs[p * chunks + c] = v;
+      }
+    }
   }
   __syncthreads();
 
@@ -226,9 +275,9 @@ LaunchFacts launch_facts(const void* kernel, size_t smem) {
   return known[key] = f;
 }
 
-template <class T, bool kSiluMul, bool kResidual>
+template <class T, bool kSiluMul, bool kResidual, int kNorm>
 void launch_typed(const RowGemvLaunch& l) {
-  const auto kernel = row_gemv_kernel<T, kSiluMul, kResidual>;
+  const auto kernel = row_gemv_kernel<T, kSiluMul, kResidual, kNorm>;
   const size_t smem = static_cast<size_t>(l.in) * sizeof(float);
   const LaunchFacts facts = launch_facts(reinterpret_cast<const void*>(kernel), smem);
   const int64_t needed = (l.n + kRowsPerBlock - 1) / kRowsPerBlock;
@@ -249,16 +298,20 @@ void launch_typed(const RowGemvLaunch& l) {
   config.numAttrs = facts.waits_for_prior_grid ? 1 : 0;
   HIP_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, static_cast<const T*>(l.w), static_cast<const T*>(l.x),
                                     static_cast<const T*>(l.residual), static_cast<T*>(l.y), static_cast<int>(l.n),
-                                    static_cast<int>(l.in), static_cast<int64_t>(l.w_stride == 0 ? l.in : l.w_stride)));
+                                    static_cast<int>(l.in), static_cast<int64_t>(l.w_stride == 0 ? l.in : l.w_stride),
+                                    l.norm_weight, static_cast<const T*>(l.norm_residual), static_cast<T*>(l.norm_sum),
+                                    static_cast<float>(l.eps)));
   HIP_CUDA_CHECK_LAUNCH("row_gemv");
 }
 
 template <class T>
 void launch_options(const RowGemvLaunch& l) {
   if (l.silu_mul) {
-    l.residual ? launch_typed<T, true, true>(l) : launch_typed<T, true, false>(l);
+    l.residual ? launch_typed<T, true, true, 0>(l) : launch_typed<T, true, false, 0>(l);
+  } else if (l.norm_weight) {  // the decode step's forms: q/k/v after the norm, gate/up after the add and norm
+    l.norm_residual ? launch_typed<T, false, false, 2>(l) : launch_typed<T, false, false, 1>(l);
   } else {
-    l.residual ? launch_typed<T, false, true>(l) : launch_typed<T, false, false>(l);
+    l.residual ? launch_typed<T, false, true, 0>(l) : launch_typed<T, false, false, 0>(l);
   }
 }
 

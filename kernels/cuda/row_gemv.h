@@ -6,6 +6,10 @@
 //   silu_mul: x holds 2 in entries [gate | up] and the product uses silu(gate) * up (float32), the
 //             SwiGLU activation before the down projection;
 //   residual: y = residual + W x, summed in float32 and rounded once (the add after the projection).
+//   norm:     the product uses rms_norm(x) or rms_norm(x + norm_residual) (the RMSNorm before the
+//             q/k/v and the gate/up projections), with row_norm.h's arithmetic and roundings: the
+//             sum rounded to the dtype (written to norm_sum), the normalised x rounded to the dtype.
+//             Every block normalises its own copy of x (a few KB read from L2): no launch of its own.
 // Arithmetic: float32 throughout, the result rounded once to the dtype. Plain C++ interface (no
 // CUDA headers), like row_norm.h.
 #include <cstdint>
@@ -25,6 +29,12 @@ struct RowGemvLaunch {
   DType dtype = DType::kF32;       // of w, x, residual and y alike
   int64_t n = 0, in = 0, w_stride = 0;
   bool silu_mul = false;
+  // The norm (not with silu_mul): on when norm_weight is set.
+  const float* norm_weight = nullptr;  // (in) float32
+  const void* norm_residual = nullptr; // optional (in): the normalised row is x + norm_residual
+  void* norm_sum = nullptr;            // with norm_residual: receives x + norm_residual (in); must
+                                       // not be x, norm_residual or y (other blocks still read them)
+  double eps = 1e-5;
   void* stream = nullptr;          // cudaStream_t; null: the legacy default stream
 };
 
@@ -43,6 +53,15 @@ inline const char* row_gemv_refusal(const RowGemvLaunch& l) {
   if (l.in < 8 || l.in % 8 != 0 || l.in > kRowGemvMaxIn) return "row_gemv: in must be a multiple of 8 in [8, 32768]";
   if (stride < l.in || (stride * elem) % 16 != 0) return "row_gemv: weight rows must be >= in elements and 16-byte aligned apart";
   if (!aligned(l.w) || !aligned(l.x)) return "row_gemv: w and x must be 16-byte aligned";
+  if (l.norm_weight) {
+    if (l.silu_mul || l.residual) return "row_gemv: a norm fuses with neither silu_mul nor a residual add";
+    if (l.norm_residual && (!l.norm_sum || !aligned(l.norm_residual) || !aligned(l.norm_sum)))
+      return "row_gemv: a norm residual needs a norm_sum, both 16-byte aligned";
+    if (l.norm_sum && (l.norm_sum == l.x || l.norm_sum == l.norm_residual || l.norm_sum == l.y))
+      return "row_gemv: norm_sum must not be x, norm_residual or y";
+  } else if (l.norm_residual || l.norm_sum) {
+    return "row_gemv: norm_residual and norm_sum need a norm_weight";
+  }
   return "";
 }
 

@@ -1,5 +1,5 @@
 // The decode step's matrix-vector kernel (kernels/cuda/row_gemv.h, label gpu): one table of cases
-// (plain, silu_mul, residual; f32, bf16, f16; odd row counts, short rows, strided rows and the five
+// (plain, silu_mul, residual, the fused RMSNorm with and without its residual add; f32, bf16, f16; odd row counts, short rows, strided rows and the five
 // projections of an 8B Llama) against a float64 evaluation on the CPU of the same rounded inputs;
 // project() and the layer's MLP on CUDA against their LibTorch form; and, printed for the log, the
 // weight-read bandwidth of each 8B shape next to at::mv's (cuBLAS gemv) and a device copy's.
@@ -39,10 +39,13 @@ struct GemvCase {
   at::ScalarType dtype;
   bool silu_mul, residual;
   int64_t stride_pad = 0;  // weight rows in + stride_pad elements apart (a view of a wider matrix)
+  int norm = 0;            // 1: the product uses rms_norm(x); 2: rms_norm(x + norm_residual)
 };
 
 struct GemvInputs {
   at::Tensor w, x, residual;  // on the GPU; w may be a row-strided view
+  at::Tensor norm_weight, norm_residual, norm_sum;  // the fused norm's (norm_sum written by the kernel)
+  double eps = 1e-5;
 };
 
 GemvInputs make_inputs(const GemvCase& c) {
@@ -53,6 +56,15 @@ GemvInputs make_inputs(const GemvCase& c) {
              .to(c.dtype).narrow(1, 0, c.in);
   in.x = at::randn({c.silu_mul ? 2 * c.in : c.in}, f32).mul(c.silu_mul ? 2.0 : 1.0).to(c.dtype);
   if (c.residual) in.residual = at::randn({c.n}, f32).to(c.dtype);
+  if (c.norm > 0) {
+    // A residual stream's scale (norms of a few units an element) and a trained norm's weights.
+    in.x = in.x.to(at::kFloat).mul(3.0).to(c.dtype);
+    in.norm_weight = at::rand({c.in}, f32).add(0.5);
+  }
+  if (c.norm == 2) {
+    in.norm_residual = at::randn({c.in}, f32).to(c.dtype);
+    in.norm_sum = at::full({c.in}, 7.0, f32).to(c.dtype);  // not what the kernel writes
+  }
   return in;
 }
 
@@ -68,8 +80,26 @@ at::Tensor run_kernel(const GemvInputs& in, bool silu_mul) {
   l.in = in.w.size(1);
   l.w_stride = in.w.stride(0);
   l.silu_mul = silu_mul;
+  if (in.norm_weight.defined()) {
+    l.norm_weight = in.norm_weight.data_ptr<float>();
+    l.eps = in.eps;
+    if (in.norm_residual.defined()) {
+      l.norm_residual = in.norm_residual.data_ptr();
+      l.norm_sum = in.norm_sum.data_ptr();
+    }
+  }
   gpu::row_gemv(l);  // legacy default stream, which is LibTorch's current stream here
   return y;
+}
+
+// What the fused norm feeds the product, in float64 from the same rounded inputs: the sum rounded
+// to the dtype, x * rsqrt(mean of squares + eps) * weight rounded to the dtype (row_norm.h's form).
+at::Tensor normed_reference(const GemvInputs& in, at::Tensor* sum) {
+  at::Tensor v = in.x.cpu().to(at::kDouble);
+  if (in.norm_residual.defined()) v = (v + in.norm_residual.cpu().to(at::kDouble)).to(in.x.scalar_type()).to(at::kDouble);
+  if (sum) *sum = v;
+  const at::Tensor scale = at::rsqrt(v.pow(2).mean() + in.eps);
+  return (v * scale * in.norm_weight.cpu().to(at::kDouble)).to(in.x.scalar_type()).to(at::kDouble);
 }
 
 // The rows checked against float64: all of them, or for the big shapes 512 random ones and the last.
@@ -100,6 +130,15 @@ TEST(RowGemvCuda, MatchesFloat64ReferenceOverCaseTable) {
       {"8B gate+up", 28672, 4096, at::kBFloat16, false, false},
       {"8B down", 4096, 14336, at::kBFloat16, true, true},
       {"8B lm head", 128256, 4096, at::kBFloat16, false, false},
+      {"norm", 1000, 4096, at::kBFloat16, false, false, 0, 1},
+      {"norm", 1000, 4096, at::kHalf, false, false, 0, 1},
+      {"norm", 999, 1024, at::kFloat, false, false, 0, 1},
+      {"add+norm", 1000, 4096, at::kBFloat16, false, false, 0, 2},
+      {"add+norm", 17, 264, at::kHalf, false, false, 0, 2},
+      {"add+norm", 5, 296, at::kFloat, false, false, 0, 2},
+      {"norm strided rows", 100, 4096, at::kBFloat16, false, false, 64, 1},
+      {"8B qkv after the norm", 6144, 4096, at::kBFloat16, false, false, 0, 1},
+      {"8B gate+up after add+norm", 28672, 4096, at::kBFloat16, false, false, 0, 2},
   };
   for (const GemvCase& c : cases) {
     const std::string label = std::string(c.name) + " " + std::to_string(c.n) + "x" + std::to_string(c.in) + " " +
@@ -112,6 +151,14 @@ TEST(RowGemvCuda, MatchesFloat64ReferenceOverCaseTable) {
     const at::Tensor w = in.w.index_select(0, rows.cuda()).cpu().to(at::kDouble);
     at::Tensor x = in.x.cpu().to(at::kDouble);
     if (c.silu_mul) x = at::silu(x.narrow(0, 0, c.in)) * x.narrow(0, c.in, c.in);
+    if (c.norm > 0) {
+      at::Tensor sum;
+      x = normed_reference(in, &sum);
+      // The sum of two values of the dtype is exact in float32 here, so its one rounding matches.
+      if (c.norm == 2) {
+        EXPECT_TRUE(in.norm_sum.cpu().to(at::kDouble).equal(sum)) << label << ": norm_sum";
+      }
+    }
     at::Tensor ref = at::mv(w, x);
     at::Tensor scale = at::mv(w.abs(), x.abs());  // sum of |w_i x_i|: what float32 summation errors scale with
     if (c.residual) {
@@ -143,6 +190,23 @@ TEST(RowGemvCuda, RefusesWhatItCannotRead) {
   l.w_stride = 0, l.x = buf + 1;  // x not 16-byte aligned
   EXPECT_STRNE(gpu::row_gemv_refusal(l), "");
   l.x = buf, l.in = gpu::kRowGemvMaxIn + 8;
+  EXPECT_STRNE(gpu::row_gemv_refusal(l), "");
+  // The fused norm: not with silu_mul or a residual add; its residual needs a separate sum.
+  alignas(16) static float weight[16];
+  alignas(16) static uint16_t other[16], sum[16];
+  l.in = 16, l.norm_weight = weight;
+  EXPECT_STREQ(gpu::row_gemv_refusal(l), "");
+  l.silu_mul = true;
+  EXPECT_STRNE(gpu::row_gemv_refusal(l), "");
+  l.silu_mul = false, l.residual = other;
+  EXPECT_STRNE(gpu::row_gemv_refusal(l), "");
+  l.residual = nullptr, l.norm_residual = other;  // no sum
+  EXPECT_STRNE(gpu::row_gemv_refusal(l), "");
+  l.norm_sum = sum;
+  EXPECT_STREQ(gpu::row_gemv_refusal(l), "");
+  l.norm_sum = buf;  // the sum would overwrite x while other blocks read it
+  EXPECT_STRNE(gpu::row_gemv_refusal(l), "");
+  l.norm_weight = nullptr, l.norm_sum = sum;  // a residual without a norm
   EXPECT_STRNE(gpu::row_gemv_refusal(l), "");
 }
 
@@ -235,6 +299,11 @@ TEST(RowGemvCuda, ProjectAndMlpMatchTheLibTorchForm) {
     const at::Tensor x = at::randn({1, c.dim}, opts), attended = at::randn({1, c.q_dim()}, opts);
 
     const double project_gap = relative_gap(project(x, layer.w13), at::mv(layer.w13, x[0]).unsqueeze(0));
+    // The decode step's q/k/v: the norm fused into the projection's kernel.
+    layer.wqkv = at::randn({c.q_dim() + 2 * c.kv_dim(), c.dim}, opts).mul(s);
+    layer.attn_norm = at::rand({c.dim}, opts.dtype(at::kFloat)).add(0.5);
+    const double qkv_gap = relative_gap(attention_qkv(c, layer, x),
+                                        at::mv(layer.wqkv, rms_norm(x, layer.attn_norm, c.rms_norm_eps)[0]).unsqueeze(0));
 
     const at::Tensor fused = attention_output_and_mlp(c, layer, x, attended);
     const SumAndNorm h = add_rms_norm(x, at::mv(layer.wo, attended[0]).unsqueeze(0), layer.mlp_norm, c.rms_norm_eps);
@@ -242,11 +311,13 @@ TEST(RowGemvCuda, ProjectAndMlpMatchTheLibTorchForm) {
     const at::Tensor act = at::silu(gate_up.narrow(0, 0, c.hidden_dim)) * gate_up.narrow(0, c.hidden_dim, c.hidden_dim);
     const at::Tensor eager = h.sum + at::mv(layer.w2, act).unsqueeze(0);
     const double mlp_gap = relative_gap(fused, eager);
-    std::printf("[gpu] row_gemv %s: project() vs at::mv %.3g, attention_output_and_mlp vs eager ops %.3g (of max |y|)\n",
-                c10::toString(dtype), project_gap, mlp_gap);
+    std::printf("[gpu] row_gemv %s: project() vs at::mv %.3g, attention_qkv vs norm then at::mv %.3g, "
+                "attention_output_and_mlp vs eager ops %.3g (of max |y|)\n",
+                c10::toString(dtype), project_gap, qkv_gap, mlp_gap);
     EXPECT_EQ(fused.sizes(), eager.sizes());
     EXPECT_EQ(fused.scalar_type(), dtype);
     EXPECT_LE(project_gap, 1e-2) << c10::toString(dtype);
+    EXPECT_LE(qkv_gap, 1e-2) << c10::toString(dtype);
     EXPECT_LE(mlp_gap, 2e-2) << c10::toString(dtype);
   }
   // f32 stays on LibTorch's gemv: the same numbers as at::mv.
