@@ -216,18 +216,15 @@ at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& stat
     // Tail blocks a cached mask can need: the tail start moves one block every b_k positions, and a
     // mask serves at most r_m steps.
     const int64_t tail_room = params_.refresh_every / p.b_k + 2;
-    const auto ints = at::TensorOptions().dtype(at::kInt).device(call.q.device());
     if (!state.valid || state.steps_since_refresh >= params_.refresh_every) {
       const hip_torch::MaskTensors masks = hip_torch::estimate_masks(call.q, call.k, p);
       state.refresh_hi = tail_block(position);
       // Row h: its selected blocks (ascending), then refresh_hi, refresh_hi + 1, ... from column
-      // count_h on; all tail blocks lie above the selection, so rows stay ascending.
-      state.gpu_rows = at::full({heads, 1, kb + tail_room}, -1, ints);
-      state.gpu_rows.narrow(2, 0, kb).copy_(masks.blocks);
-      const at::Tensor offsets = at::arange(tail_room, ints.dtype(at::kLong));
-      state.gpu_rows.scatter_(2, masks.counts.to(at::kLong).unsqueeze(-1) + offsets,
-                              (offsets.to(at::kInt) + static_cast<int32_t>(state.refresh_hi)).expand({heads, 1, tail_room}));
-      state.gpu_counts = masks.counts;
+      // count_h on; all tail blocks lie above the selection, so rows stay ascending. One launch,
+      // with every cached step's counts made in advance.
+      hip_torch::DecodeRows rows = hip_torch::decode_rows(masks, state.refresh_hi, tail_room);
+      state.gpu_rows = std::move(rows.rows);
+      state.gpu_counts_by_extra = std::move(rows.counts_by_extra);
       profile_.lap("refresh: mask");
       if (need_host_mask) {  // the access recorder reads the mask on the host (analysis runs only)
         const at::Tensor b = masks.blocks.to(at::kCPU).contiguous(), c = masks.counts.to(at::kCPU).contiguous();
@@ -245,10 +242,10 @@ at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& stat
     // row's tail columns. Together they attend exactly sink + blocks + [refresh dense_from,
     // position], as the reference does.
     const int64_t extra = tail_block(position) - state.refresh_hi;
-    if (extra > tail_room) throw std::logic_error("HiP decode: the cached mask's dense tail outgrew its room");
+    if (extra < 0 || extra > tail_room) throw std::logic_error("HiP decode: the cached mask's dense tail outgrew its room");
     hip::HipParams widened = p;
     widened.k = (kb + tail_room) * p.b_k;
-    const at::Tensor block_counts = extra == 0 ? state.gpu_counts : state.gpu_counts + static_cast<int32_t>(extra);
+    const at::Tensor block_counts = state.gpu_counts_by_extra.select(0, extra);  // a view: no launch
     event.mask_seconds = span_seconds(mask_time);  // refresh, or the cached mask's count update
     start_span(attention_time);
     const bool into_out = call.out.defined() && call.out.is_contiguous() && call.out.sizes() == call.q.sizes() &&

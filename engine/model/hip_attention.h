@@ -81,9 +81,10 @@ class HipAttention final : public AttentionBackend {
     int64_t steps_since_refresh = 0;
     // CUDA path, all on the device so that a decode step never waits on the host: the refresh's
     // rows (hq, 1, kb + tail_room) holding each head's selected blocks followed by the next
-    // tail_room key blocks of the dense tail from refresh_hi on, and the refresh's counts (hq, 1).
-    // A cached step attends count + extra entries of each row (extra: tail blocks passed since).
-    at::Tensor gpu_rows, gpu_counts;
+    // tail_room key blocks of the dense tail from refresh_hi on, and (tail_room + 1, hq, 1) the
+    // counts of each row a step attends, count + extra at [extra] (extra: tail blocks passed since
+    // the refresh), so that a cached step reads a view of them and launches nothing to make them.
+    at::Tensor gpu_rows, gpu_counts_by_extra;
     int64_t refresh_hi = 0;
     // The refresh's mask on the host, kept only while access recording is on.
     std::vector<int32_t> host_blocks, host_counts;

@@ -19,6 +19,7 @@
 #endif
 
 #ifdef HIPSTUDIO_HAVE_CUDA_KERNELS
+#include "kernels/cuda/decode_rows.h"
 #include "kernels/cuda/hip_cuda.h"
 #endif
 
@@ -296,7 +297,29 @@ at::Tensor sparse_attention(const at::Tensor& q, const at::Tensor& k, const at::
   gpu::sparse_attention(l);
   return out;
 }
+
+DecodeRows decode_rows(const MaskTensors& mask, int64_t tail_start, int64_t tail_room) {
+  const at::Tensor& b = mask.blocks;
+  const at::Tensor& c = mask.counts;
+  if (!b.defined() || b.dim() != 3 || b.size(1) != 1 || b.scalar_type() != at::kInt || !b.is_contiguous() || !b.is_cuda())
+    fail("decode_rows takes contiguous int32 CUDA blocks (hq, 1, kb), got " + (b.defined() ? shape_str(b) : "none"));
+  if (!c.defined() || c.sizes() != at::IntArrayRef({b.size(0), 1}) || c.scalar_type() != at::kInt || !c.is_contiguous() ||
+      c.device() != b.device())
+    fail("decode_rows takes contiguous int32 counts (hq, 1) on the blocks' device, got " + (c.defined() ? shape_str(c) : "none"));
+  c10::DeviceGuard guard(b.device());
+  const int64_t heads = b.size(0), kb = b.size(2);
+  DecodeRows r;
+  r.rows = at::empty({heads, 1, kb + tail_room}, b.options());
+  r.counts_by_extra = at::empty({tail_room + 1, heads, 1}, b.options());
+  gpu::DecodeRowsLaunch l;
+  l.blocks = b.data_ptr<int32_t>(), l.counts = c.data_ptr<int32_t>();
+  l.heads = heads, l.kb = kb, l.tail_room = tail_room, l.tail_start = tail_start;
+  l.rows = r.rows.data_ptr<int32_t>(), l.counts_by_extra = r.counts_by_extra.data_ptr<int32_t>();
+  gpu::build_decode_rows(l);  // the legacy default stream, as the mask and attention launches
+  return r;
+}
 #else
+DecodeRows decode_rows(const MaskTensors&, int64_t, int64_t) { throw std::runtime_error(cuda_kernels_status()); }
 MaskTensors estimate_masks(const at::Tensor&, const at::Tensor&, const hip::HipParams&, const at::Tensor&) {
   throw std::runtime_error(cuda_kernels_status());
 }

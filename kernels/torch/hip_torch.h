@@ -57,6 +57,15 @@ at::Tensor sparse_attention(const at::Tensor& q, const at::Tensor& k, const at::
                             const at::Tensor& positions = at::Tensor(), int num_splits = 0,
                             const at::Tensor& out = at::Tensor());  // out: preallocated, Q's shape
 
+// A refreshed decode mask (3-D, one query block) laid out for the cached steps after it, in one
+// launch (kernels/cuda/decode_rows.h): rows (hq, 1, kb + tail_room) hold each head's selected
+// blocks, then tail_start, tail_start + 1, ... (tail_room of them), then -1; counts_by_extra
+// (tail_room + 1, hq, 1) holds counts + e in [e], the counts of a step whose tail moved e blocks on.
+struct DecodeRows {
+  at::Tensor rows, counts_by_extra;
+};
+DecodeRows decode_rows(const MaskTensors& mask, int64_t tail_start, int64_t tail_room);
+
 // Dense baseline: LibTorch's scaled-dot-product attention with one backend forced (torch >= 2).
 enum class DenseBackend { kAuto, kFlash, kCuDNN, kEfficient, kMath };
 const char* dense_backend_name(DenseBackend b);
