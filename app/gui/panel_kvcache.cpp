@@ -10,6 +10,7 @@
 #include "app/gui/panel.h"
 #include "app/gui/texture.h"
 #include "app/gui/widgets.h"
+#include "engine/offload/access_map_columns.h"
 #include "viz/plot_data.h"
 
 namespace hipstudio::gui {
@@ -105,8 +106,12 @@ class KvCachePanel final : public Panel {
                 static_cast<long long>(sc.accesses), static_cast<long long>(sc.hits), static_cast<long long>(sc.misses),
                 offload::hit_ratio(sc) * 100, viz::format_bytes(static_cast<double>(sc.bytes)).c_str());
 
-    // Access map: rows = decode steps, columns = token positions.
-    const offload::AccessMap& m = cs.map;
+    // Access map: rows = decode steps, columns = token positions (narrowed to what a texture holds
+    // and a panel shows: one column a token at 32k would not upload, and the map drew black).
+    const offload::AccessMap& full = cs.map;
+    if (map_src_ != ov || map_ctx_ != s.kv_context || map_dark_ != t.dark)
+      map_columns_ = offload::access_map_columns(full, std::min<int64_t>(kMapMaxColumns, max_texture_size()));
+    const offload::AccessMap& m = map_columns_;
     const float avail_y = ImGui::GetContentRegionAvail().y;
     const float map_h = std::max(ImGui::GetFontSize() * 6, avail_y * 0.45f);
     if (!m.cells.empty()) {
@@ -156,13 +161,19 @@ class KvCachePanel final : public Panel {
       }
       if (hovered) {
         const ImVec2 mp = ImGui::GetIO().MousePos;
-        const auto tok = static_cast<int64_t>((mp.x - o.x) / w * static_cast<float>(m.tokens));
+        const auto col = static_cast<int64_t>((mp.x - o.x) / w * static_cast<float>(m.tokens));
         const auto ri = static_cast<int64_t>((mp.y - o.y) / row);
-        if (tok >= 0 && tok < m.tokens && ri >= 0 && ri < static_cast<int64_t>(rows.size())) {
+        if (col >= 0 && col < m.tokens && ri >= 0 && ri < static_cast<int64_t>(rows.size())) {
           const int64_t st = rows[static_cast<size_t>(ri)];
-          const uint8_t c = m.at(st, tok);
-          ImGui::SetTooltip("step %lld, token %lld: %s", static_cast<long long>(st), static_cast<long long>(tok),
-                            c == offload::kAccessHit ? "hit" : c == offload::kAccessMiss ? "miss" : "not read");
+          const uint8_t c = m.at(st, col);
+          const char* what = c == offload::kAccessHit ? "hit" : c == offload::kAccessMiss ? "miss" : "not read";
+          const int64_t first = offload::column_first_token(col, full.tokens, m.tokens);
+          const int64_t last = offload::column_first_token(col + 1, full.tokens, m.tokens) - 1;
+          if (first == last)
+            ImGui::SetTooltip("step %lld, token %lld: %s", static_cast<long long>(st), static_cast<long long>(first), what);
+          else
+            ImGui::SetTooltip("step %lld, tokens %lld-%lld: %s (the worst of them)", static_cast<long long>(st),
+                              static_cast<long long>(first), static_cast<long long>(last), what);
           if (ImGui::IsMouseDown(0)) s.kv_step = static_cast<int>(st);
         }
       }
@@ -207,6 +218,8 @@ class KvCachePanel final : public Panel {
 
  private:
   GlTexture map_tex_;
+  offload::AccessMap map_columns_;  // the shown context's map, narrowed (map_src_ etc. say for what)
+  static constexpr int64_t kMapMaxColumns = 4096;  // more than a panel has pixels
   std::shared_ptr<const OffloadView> map_src_;
   int map_ctx_ = -1;
   bool map_dark_ = false;

@@ -8,6 +8,15 @@ GlTexture::~GlTexture() {
   if (name_) glDeleteTextures(1, &name_);
 }
 
+int max_texture_size() {
+  static const int size = [] {
+    GLint n = 0;
+    glGetIntegerv(GL_MAX_TEXTURE_SIZE, &n);
+    return n > 0 ? static_cast<int>(n) : 4096;  // 4096: what every GL 3 implementation must take
+  }();
+  return size;
+}
+
 void GlTexture::upload(const uint32_t* rgba, int width, int height) {
   if (!name_) {
     glGenTextures(1, &name_);

@@ -7,6 +7,9 @@
 
 namespace hipstudio::gui {
 
+// GL_MAX_TEXTURE_SIZE of the current context (asked once): the widest texture upload() takes.
+int max_texture_size();
+
 class GlTexture {
  public:
   GlTexture() = default;
