@@ -223,9 +223,9 @@ bool Worker::step(const Request& r) {
   std::array<std::string, kStageCount> key;
   for (int s = 0; s < kStageCount; ++s) key[s] = stage_key(s, r);
   {
-    // A failure (or cancel) holds while the request keeps the inputs that failed; a request with
-    // other inputs forgets it, so coming back to them runs again (parameters X cancelled, then Y,
-    // then X again must not stay "cancelled").
+    // A failure holds while the request keeps the inputs that failed; a request with other inputs
+    // forgets it, so coming back to them runs again. (A cancel holds only until the next request
+    // that changes anything: submit() forgets it there.)
     std::lock_guard<std::mutex> lock(mutex_);
     for (int s = 0; s < kStageCount; ++s)
       if (failed_key_[s] != key[s]) failed_key_[s].clear();
@@ -509,7 +509,7 @@ bool Worker::step(const Request& r) {
     publish_locked();  // not done, not failed: the next step runs the wanted stage, then this one again
   } catch (const Cancelled&) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (stage_key(stage, request_) == key[stage]) {  // the user pressed cancel: failed until inputs change
+    if (stage_key(stage, request_) == key[stage]) {  // the user pressed cancel: stale until the next change
       failed_key_[stage] = key[stage];
       current_.error[stage] = "cancelled";
     }

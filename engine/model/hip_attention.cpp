@@ -246,7 +246,7 @@ at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& stat
     hip::HipParams widened = p;
     widened.k = (kb + tail_room) * p.b_k;
     const at::Tensor block_counts = state.gpu_counts_by_extra.select(0, extra);  // a view: no launch
-    event.mask_seconds = span_seconds(mask_time);  // refresh, or the cached mask's count update
+    event.mask_seconds = span_seconds(mask_time);  // the refresh (a cached step launches nothing here)
     start_span(attention_time);
     const bool into_out = call.out.defined() && call.out.is_contiguous() && call.out.sizes() == call.q.sizes() &&
                           call.out.scalar_type() == call.q.scalar_type() && call.out.device() == call.q.device();

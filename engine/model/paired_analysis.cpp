@@ -486,8 +486,8 @@ void PairedPrefill::State::finish_hip() {
     kept_v.clear();
     throw;
   }
-  // The copy only now, where no give-way can land: it holds the viewed layer's host masks (a tenth
-  // of a second at 32k tokens), and a slider change that stops this stage must not wait for it.
+  // The copy only after the layers: it holds the viewed layer's host masks (a tenth of a second at
+  // 32k tokens), and a slider change must not wait for it before this stage's first give-way check.
   PairedAnalysis result = *prompt_result;
   views.clear();
   for (int64_t l = hip_mid_layer; l < c.n_layers; ++l) take_kept_inputs(l, result);

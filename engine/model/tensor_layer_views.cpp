@@ -242,9 +242,25 @@ class TensorLayerViews final : public LayerViewsBackend {
   // and the oracle's masks and both recall tables (hq, query blocks).
   hip::MaskResult hip_mask_, oracle_mask_;
   std::vector<double> recall_table_, random_recall_table_;
-  std::future<void> host_arrays_;  // making the four above (start()); host_arrays() waits for it
+  // The four above, made on a host thread (start()); host_arrays() moves them in on this thread and
+  // checks their sizes, so that nothing reads them half made or, after a failure, empty.
+  struct HostArrays {
+    hip::MaskResult hip, oracle;
+    std::vector<double> recall, random_recall;
+  };
+  std::future<HostArrays> host_arrays_;
   void host_arrays() {
-    if (host_arrays_.valid()) host_arrays_.get();
+    if (host_arrays_.valid()) {
+      HostArrays a = host_arrays_.get();
+      hip_mask_ = std::move(a.hip);
+      oracle_mask_ = std::move(a.oracle);
+      recall_table_ = std::move(a.recall);
+      random_recall_table_ = std::move(a.random_recall);
+    }
+    const size_t table = static_cast<size_t>(hq_ * query_blocks_);
+    if (hip_mask_.blocks.size() != table * static_cast<size_t>(kb_) || oracle_mask_.blocks.size() != hip_mask_.blocks.size() ||
+        recall_table_.size() != table || random_recall_table_.size() != table)
+      throw std::logic_error("layer views: the host mask arrays were not made");
   }
   at::Tensor chunk_oracle_, chunk_recall_, chunk_random_recall_;  // (hq, chunk query blocks, ...) being filled
   int64_t fused_groups_ = 0;  // KV groups that took the fused route (the result says so)
@@ -269,13 +285,15 @@ void TensorLayerViews::start(const LayerViewsChunk& chunk) {
     // The masks as the reference holds them: shapes and dense_from from the search ranges. Made on
     // a host thread while the device works: at 32k tokens and b_q 32 they are 130 MB whose first
     // touch (page faults) took 0.07 s of a slider change. Nothing reads them before host_arrays().
-    host_arrays_ = std::async(std::launch::async, [this, shape = hip::shape_only_inputs(hq_, hkv_, setup_.prompt_tokens,
-                                                                                        setup_.prompt_tokens, d_)] {
-      const hip::HipParams& params = setup_.params;
-      hip_mask_ = hip::make_empty_mask(shape, params);
-      oracle_mask_ = hip::make_empty_mask(shape, params);
-      recall_table_.assign(static_cast<size_t>(hq_ * query_blocks_), 0.0);
-      random_recall_table_.assign(recall_table_.size(), 0.0);
+    const size_t table = static_cast<size_t>(hq_ * query_blocks_);
+    host_arrays_ = std::async(std::launch::async, [table, p, shape = hip::shape_only_inputs(hq_, hkv_, setup_.prompt_tokens,
+                                                                                          setup_.prompt_tokens, d_)] {
+      HostArrays a;
+      a.hip = hip::make_empty_mask(shape, p);
+      a.oracle = hip::make_empty_mask(shape, p);
+      a.recall.assign(table, 0.0);
+      a.random_recall.assign(table, 0.0);
+      return a;
     });
   }
   const auto sums = chunk.q.options().dtype(at::kDouble);

@@ -45,10 +45,7 @@ at::Tensor Transformer::forward_hidden(const std::vector<int32_t>& tokens, KVCac
   last_step_graphed_ = false;
   if (T == 1 && phase == Phase::Decode && decode_graphs_ && !timer_ && model_->run.device.is_cuda() &&
       DecodeGraph::supported()) {
-    if (!graph_ || !graph_->serves(cache)) {
-      graph_.reset();  // releases the previous cache before capturing for this one
-      graph_ = std::make_unique<DecodeGraph>(*model_, rope_, cache);
-    }
+    prepare_decode_graphs(cache);
     at::Tensor x = graph_->step(tokens.front(), cache, attention);
     cache.advance(1);
     last_step_graphed_ = true;
@@ -56,6 +53,14 @@ at::Tensor Transformer::forward_hidden(const std::vector<int32_t>& tokens, KVCac
   }
 
   return run_layers(0, model_->config.n_layers, embed(tokens), cache, attention, phase, entry_of, entry);
+}
+
+void Transformer::prepare_decode_graphs(KVCache& cache) const {
+  if (!decode_graphs_ || timer_ || !model_->run.device.is_cuda() || !DecodeGraph::supported()) return;
+  if (graph_ && graph_->serves(cache)) return;
+  c10::InferenceMode inference;
+  graph_.reset();  // releases the previous cache before capturing for this one
+  graph_ = std::make_unique<DecodeGraph>(*model_, rope_, cache);
 }
 
 at::Tensor Transformer::embed(const std::vector<int32_t>& tokens) const {

@@ -70,6 +70,10 @@ class Transformer {
   // result as forward_hidden when the layers below `first` would compute what they computed before.
   at::Tensor forward_hidden_from(int64_t first, const at::Tensor& input, KVCache& cache, AttentionBackend& attention,
                                  int64_t entry_of = -1, at::Tensor* entry = nullptr, int64_t last = -1) const;
+  // Captures the CUDA graphs of a decode step on `cache` now, where the first decode step would
+  // (a warm-up of every layer and a capture per layer): a benchmark's timed steps then hold decode
+  // steps only. A no-op where decode steps do not replay graphs (CPU, a layer timer, graphs off).
+  void prepare_decode_graphs(KVCache& cache) const;
   // The embeddings of `tokens` [T, dim]: the stream entering layer 0.
   at::Tensor embed(const std::vector<int32_t>& tokens) const;
   // Logits [rows, vocab] of residual-stream rows [rows, dim] (final RMSNorm, classifier), float32

@@ -173,7 +173,9 @@ __global__ void __launch_bounds__(kThreads) row_gemv_kernel(const T* __restrict_
   }
   if constexpr (kNorm != 0) {
     // The row's sum of squares (every block the same), then x * rsqrt(mean + eps) * weight rounded
-    // to T in place, in row_norm's order of operations.
+    // to T in place, row_norm's formula and roundings. The squares are added in another order than
+    // row_norm's (chunks of 8 a thread), so now and then an element differs from rms_norm()'s by one
+    // unit in the last place of T.
     __shared__ float warp_squares[kWarps];
 #pragma unroll
     for (int offset = 16; offset > 0; offset /= 2) squares += __shfl_xor_sync(0xffffffffu, squares, offset);

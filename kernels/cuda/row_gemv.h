@@ -7,8 +7,9 @@
 //             SwiGLU activation before the down projection;
 //   residual: y = residual + W x, summed in float32 and rounded once (the add after the projection).
 //   norm:     the product uses rms_norm(x) or rms_norm(x + norm_residual) (the RMSNorm before the
-//             q/k/v and the gate/up projections), with row_norm.h's arithmetic and roundings: the
-//             sum rounded to the dtype (written to norm_sum), the normalised x rounded to the dtype.
+//             q/k/v and the gate/up projections), with row_norm.h's formula and roundings: the
+//             sum rounded to the dtype (written to norm_sum), the normalised x rounded to the dtype
+//             (its sum of squares added in another order: rarely one unit in the last place apart).
 //             Every block normalises its own copy of x (a few KB read from L2): no launch of its own.
 // Arithmetic: float32 throughout, the result rounded once to the dtype. Plain C++ interface (no
 // CUDA headers), like row_norm.h.
@@ -33,7 +34,7 @@ struct RowGemvLaunch {
   const float* norm_weight = nullptr;  // (in) float32
   const void* norm_residual = nullptr; // optional (in): the normalised row is x + norm_residual
   void* norm_sum = nullptr;            // with norm_residual: receives x + norm_residual (in); must
-                                       // not be x, norm_residual or y (other blocks still read them)
+                                       // not overlap x, norm_residual or y (other blocks read them)
   double eps = 1e-5;
   void* stream = nullptr;          // cudaStream_t; null: the legacy default stream
 };
@@ -48,17 +49,28 @@ inline const char* row_gemv_refusal(const RowGemvLaunch& l) {
   const int64_t elem = l.dtype == DType::kF32 ? 4 : 2;
   const int64_t stride = l.w_stride == 0 ? l.in : l.w_stride;
   auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  // Whether two byte ranges share a byte (a null pointer: no range). Every block reads all of x (and
+  // norm_residual) while others already write y (and block 0 norm_sum): those must not overlap.
+  auto overlap = [](const void* a, int64_t a_bytes, const void* b, int64_t b_bytes) {
+    if (!a || !b) return false;
+    const uintptr_t pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);
+    return pa < pb + static_cast<uintptr_t>(b_bytes) && pb < pa + static_cast<uintptr_t>(a_bytes);
+  };
+  const int64_t x_bytes = (l.silu_mul ? 2 : 1) * l.in * elem, y_bytes = l.n * elem, row_bytes = l.in * elem;
   if (!l.w || !l.x) return "row_gemv needs w and x pointers";
   if (l.n < 0 || l.n > (int64_t{1} << 30)) return "row_gemv: n outside [0, 2^30]";  // block row indices stay in int
   if (l.in < 8 || l.in % 8 != 0 || l.in > kRowGemvMaxIn) return "row_gemv: in must be a multiple of 8 in [8, 32768]";
   if (stride < l.in || (stride * elem) % 16 != 0) return "row_gemv: weight rows must be >= in elements and 16-byte aligned apart";
   if (!aligned(l.w) || !aligned(l.x)) return "row_gemv: w and x must be 16-byte aligned";
+  if (overlap(l.y, y_bytes, l.x, x_bytes)) return "row_gemv: y must not overlap x";
   if (l.norm_weight) {
     if (l.silu_mul || l.residual) return "row_gemv: a norm fuses with neither silu_mul nor a residual add";
     if (l.norm_residual && (!l.norm_sum || !aligned(l.norm_residual) || !aligned(l.norm_sum)))
       return "row_gemv: a norm residual needs a norm_sum, both 16-byte aligned";
-    if (l.norm_sum && (l.norm_sum == l.x || l.norm_sum == l.norm_residual || l.norm_sum == l.y))
-      return "row_gemv: norm_sum must not be x, norm_residual or y";
+    if (overlap(l.norm_sum, row_bytes, l.x, x_bytes) || overlap(l.norm_sum, row_bytes, l.norm_residual, row_bytes) ||
+        overlap(l.norm_sum, row_bytes, l.y, y_bytes))
+      return "row_gemv: norm_sum must not overlap x, norm_residual or y";
+    if (overlap(l.y, y_bytes, l.norm_residual, row_bytes)) return "row_gemv: y must not overlap norm_residual";
   } else if (l.norm_residual || l.norm_sum) {
     return "row_gemv: norm_residual and norm_sum need a norm_weight";
   }

@@ -180,9 +180,14 @@ TEST(RowGemvCuda, MatchesFloat64ReferenceOverCaseTable) {
 
 TEST(RowGemvCuda, RefusesWhatItCannotRead) {
   gpu::RowGemvLaunch l;
-  alignas(16) static uint16_t buf[64];
-  l.w = buf, l.x = buf, l.y = buf, l.dtype = gpu::DType::kBF16, l.n = 4, l.in = 16;
+  alignas(16) static uint16_t buf[64], out[64];
+  l.w = buf, l.x = buf, l.y = out, l.dtype = gpu::DType::kBF16, l.n = 4, l.in = 16;
   EXPECT_STREQ(gpu::row_gemv_refusal(l), "");
+  l.y = buf + 8;  // y over the second half of x: blocks would write it while others still read x
+  EXPECT_STRNE(gpu::row_gemv_refusal(l), "");
+  l.y = buf + 16;  // right after x: fine
+  EXPECT_STREQ(gpu::row_gemv_refusal(l), "");
+  l.y = out;
   l.in = 12;  // not a multiple of 8
   EXPECT_STRNE(gpu::row_gemv_refusal(l), "");
   l.in = 16, l.w_stride = 20;  // rows 40 bytes apart
@@ -206,6 +211,11 @@ TEST(RowGemvCuda, RefusesWhatItCannotRead) {
   EXPECT_STREQ(gpu::row_gemv_refusal(l), "");
   l.norm_sum = buf;  // the sum would overwrite x while other blocks read it
   EXPECT_STRNE(gpu::row_gemv_refusal(l), "");
+  l.norm_sum = other + 8;  // half over the residual
+  EXPECT_STRNE(gpu::row_gemv_refusal(l), "");
+  l.norm_sum = sum, l.y = other;  // y over the residual every block reads
+  EXPECT_STRNE(gpu::row_gemv_refusal(l), "");
+  l.y = out;
   l.norm_weight = nullptr, l.norm_sum = sum;  // a residual without a norm
   EXPECT_STRNE(gpu::row_gemv_refusal(l), "");
 }
