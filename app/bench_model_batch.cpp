@@ -24,8 +24,7 @@ namespace {
 
 struct Samples {
   std::vector<double> prefill;  // ms, every timed run's N prefills together
-  std::vector<double> steps;    // ms, every timed run's batched decode steps
-  std::vector<double> per_step; // ms, every timed run's decode time over its steps (refreshes included)
+  std::vector<double> per_step;  // ms, every timed run's decode time over its steps (refreshes included)
   double peak_gib = -1;
 };
 
@@ -66,7 +65,6 @@ class BatchRunner {
     }
     if (!into) return;
     into->prefill.push_back(prefill_ms);
-    into->steps.insert(into->steps.end(), steps.begin(), steps.end());
     into->per_step.push_back(mean(steps));
     const DeviceMemoryStats memory = device_memory_stats();
     if (memory.available)

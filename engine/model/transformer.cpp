@@ -43,8 +43,7 @@ at::Tensor Transformer::forward_hidden(const std::vector<int32_t>& tokens, KVCac
     throw std::logic_error("forward past the prepared context: " + std::to_string(start + T) + " positions");
 
   last_step_graphed_ = false;
-  if (T == 1 && phase == Phase::Decode && decode_graphs_ && !timer_ && model_->run.device.is_cuda() &&
-      DecodeGraph::supported()) {
+  if (T == 1 && phase == Phase::Decode && decodes_by_graphs()) {
     prepare_decode_graphs(cache);
     at::Tensor x = graph_->step(tokens.front(), cache, attention);
     cache.advance(1);
@@ -55,9 +54,12 @@ at::Tensor Transformer::forward_hidden(const std::vector<int32_t>& tokens, KVCac
   return run_layers(0, model_->config.n_layers, embed(tokens), cache, attention, phase, entry_of, entry);
 }
 
+bool Transformer::decodes_by_graphs() const {
+  return decode_graphs_ && !timer_ && model_->run.device.is_cuda() && DecodeGraph::supported();
+}
+
 void Transformer::prepare_decode_graphs(KVCache& cache) const {
-  if (!decode_graphs_ || timer_ || !model_->run.device.is_cuda() || !DecodeGraph::supported()) return;
-  if (graph_ && graph_->serves(cache)) return;
+  if (!decodes_by_graphs() || (graph_ && graph_->serves(cache))) return;
   c10::InferenceMode inference;
   graph_.reset();  // releases the previous cache before capturing for this one
   graph_ = std::make_unique<DecodeGraph>(*model_, rope_, cache);

@@ -83,6 +83,8 @@ class Transformer {
  private:
   at::Tensor run_layers(int64_t first, int64_t last, at::Tensor x, KVCache& cache, AttentionBackend& attention,
                         Phase phase, int64_t entry_of, at::Tensor* entry) const;
+  // Decode steps replay CUDA graphs: on CUDA, graphs on, no layer timer (it needs eager launches).
+  bool decodes_by_graphs() const;
   std::shared_ptr<const Model> model_;
   int64_t max_positions_;
   // Rows of the row-wise work per block (kCudaPrefillRows on CUDA; unbounded on the CPU, whose

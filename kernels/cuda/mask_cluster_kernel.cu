@@ -29,8 +29,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <map>
-#include <mutex>
 #include <string>
 #include <utility>
 
@@ -38,6 +36,7 @@
 #include "kernels/cuda/mask_cluster.h"
 #include "kernels/cuda/mask_search.cuh"
 #include "kernels/cuda/mask_warp.h"
+#include "kernels/cuda/once_per_key.h"
 #include "kernels/cuda/search_order.h"
 #include "kernels/cuda/radix_select.h"
 #include "kernels/cuda/score_exchange.h"
@@ -518,20 +517,16 @@ struct ClusterLaunch {
 // How many `ctas`-CTA clusters of `kernel` can be resident at once (cudaOccupancyMaxActiveClusters:
 // a cluster's CTAs must share a GPC, so fewer than SMs / ctas may fit), asked once per (kernel, ctas).
 int cluster_capacity(const void* kernel, int ctas, size_t smem) {
-  static std::mutex mu;
-  static std::map<std::pair<const void*, int>, int> known;
-  std::lock_guard<std::mutex> lock(mu);
-  const auto key = std::make_pair(kernel, ctas);
-  auto it = known.find(key);
-  if (it != known.end()) return it->second;
-  ClusterLaunch launch(ctas, ctas, smem, nullptr);
-  int clusters = 0;
-  if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &launch.cfg) != cudaSuccess) {
-    cudaGetLastError();  // a refusal is an answer here (no clusters of that size), not an error to keep
-    clusters = 0;
-  }
-  known[key] = clusters;
-  return clusters;
+  static OncePerKey<std::pair<const void*, int>, int> known;
+  return known.get(std::make_pair(kernel, ctas), [&] {
+    ClusterLaunch launch(ctas, ctas, smem, nullptr);
+    int clusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &launch.cfg) != cudaSuccess) {
+      cudaGetLastError();  // a refusal is an answer here (no clusters of that size), not an error to keep
+      clusters = 0;
+    }
+    return clusters;
+  });
 }
 
 // HIPSTUDIO_MASK_CTAS=0/1/2/4 in the environment overrides the choice (0: the warp-search kernel),

@@ -1,11 +1,10 @@
 #include "kernels/cuda/row_gemv.h"
 
 #include <algorithm>
-#include <map>
-#include <mutex>
 #include <utility>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/once_per_key.h"
 
 namespace hipstudio::gpu {
 
@@ -259,22 +258,19 @@ struct LaunchFacts {
 };
 
 LaunchFacts launch_facts(const void* kernel, size_t smem) {
-  static std::mutex mu;
-  static std::map<std::pair<const void*, size_t>, LaunchFacts> known;
-  std::lock_guard<std::mutex> lock(mu);
-  const auto key = std::make_pair(kernel, smem);
-  auto it = known.find(key);
-  if (it != known.end()) return it->second;
-  // Shared memory (x) decides how many blocks an SM holds at large `in` (57 KB at the down
-  // projection's 14336): ask for the largest shared part of L1, which the weights do not use.
-  set_smem(kernel, smem, "row_gemv", /*max_shared_carveout=*/true);
-  LaunchFacts f;
-  HIP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&f.resident_blocks, kernel, kThreads, smem));
-  f.resident_blocks = std::max(1, f.resident_blocks);
-  cudaFuncAttributes attr{};
-  HIP_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
-  f.waits_for_prior_grid = attr.ptxVersion >= 90 && attr.binaryVersion >= 90;
-  return known[key] = f;
+  static OncePerKey<std::pair<const void*, size_t>, LaunchFacts> known;
+  return known.get(std::make_pair(kernel, smem), [&] {
+    // Shared memory (x) decides how many blocks an SM holds at large `in` (57 KB at the down
+    // projection's 14336): ask for the largest shared part of L1, which the weights do not use.
+    set_smem(kernel, smem, "row_gemv", /*max_shared_carveout=*/true);
+    LaunchFacts f;
+    HIP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&f.resident_blocks, kernel, kThreads, smem));
+    f.resident_blocks = std::max(1, f.resident_blocks);
+    cudaFuncAttributes attr{};
+    HIP_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
+    f.waits_for_prior_grid = attr.ptxVersion >= 90 && attr.binaryVersion >= 90;
+    return f;
+  });
 }
 
 template <class T, bool kSiluMul, bool kResidual, int kNorm>
