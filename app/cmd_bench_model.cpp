@@ -62,6 +62,10 @@ class Runner {
     r.prefill.push_back(p);
     r.steps.insert(r.steps.end(), s.begin(), s.end());
     r.per_token.push_back(mean(s));
+    // Every step of every run (warm-ups too) on stderr: where a run's mean and its median step part.
+    std::fprintf(stderr, "bench model: %s run, prefill %.2f ms, decode steps ms:", hip ? "hip" : "dense", p);
+    for (const double step : s) std::fprintf(stderr, " %.3f", step);
+    std::fprintf(stderr, "\n");
     const DeviceMemoryStats memory = device_memory_stats();
     if (memory.available) r.peak_gib = std::max(r.peak_gib, static_cast<double>(memory.peak_allocated_bytes) / (1ull << 30));
   }
@@ -88,6 +92,8 @@ class Runner {
   }
 
   bool decode_graphed() const { return decode_graphed_; }
+  // Steps of the last timed run whose attention replayed inside the graphs (HiP's cached steps).
+  int64_t attention_graphed_steps() const { return attention_graphed_steps_; }
 
  private:
   struct Breakdown {
@@ -131,16 +137,19 @@ class Runner {
     const double prefill_ms = now() - start;
     // The decode graphs are captured before the clock runs: the first step would otherwise time
     // their capture (a warm-up of every layer), which no later token pays.
-    transformer.prepare_decode_graphs(cache);
+    transformer.prepare_decode_graphs(cache, backend);
     if (breakdown) breakdown->decoding = true;
     std::vector<double> steps;
+    int64_t attention_graphed = 0;
     for (int64_t s = 0; s < decode_; ++s) {
       const int32_t next = static_cast<int32_t>(logits[0].argmax().item<int64_t>());
       start = now();
       logits = transformer.forward({next}, cache, backend, LogitsFor::LastToken, Phase::Decode);
       steps.push_back(now() - start);
       if (!breakdown) decode_graphed_ = transformer.last_step_graphed();
+      attention_graphed += transformer.last_step_attention_graphed() ? 1 : 0;
     }
+    if (!breakdown && attention_graphed > 0) attention_graphed_steps_ = attention_graphed;
     if (breakdown && breakdown->hip) breakdown->hip->set_observer({});
     return {prefill_ms, steps};
   }
@@ -150,6 +159,7 @@ class Runner {
   int64_t decode_;
   bool cuda_;
   bool decode_graphed_ = false;
+  int64_t attention_graphed_steps_ = 0;
 };
 
 void print_row(const char* side, const SideResult& r) {
@@ -285,8 +295,12 @@ void register_bench_model(CLI::App& bench) {
                 static_cast<long long>(p.b_sk), static_cast<long long>(p.sink), static_cast<long long>(p.window),
                 static_cast<long long>(hip_params.dense_layers), static_cast<long long>(hip_params.refresh_every),
                 args->repeats, args->warmup);
-    std::printf("HiP backend: %s; decode steps: %s\n", h.backend.c_str(),
-                runner.decode_graphed() ? "CUDA graphs around attention" : "eager launches");
+    std::string decode_path = runner.decode_graphed() ? "CUDA graphs around attention" : "eager launches";
+    if (runner.attention_graphed_steps() > 0)
+      decode_path += "; HiP's attention of layers " + std::to_string(hip_params.dense_layers) + " and up inside them on " +
+                     std::to_string(runner.attention_graphed_steps()) + " of " + std::to_string(args->decode) +
+                     " steps (its cached ones)";
+    std::printf("HiP backend: %s; decode steps: %s\n", h.backend.c_str(), decode_path.c_str());
     std::printf("%-6s %11s %7s %9s %9s %9s %9s %9s %12s %7s %9s %10s %8s\n", "side", "prefill ms", "+-", "attn", "mask ms",
                 "sparse ms", "dense ms", "other ms", "decode ms/tok", "+-", "step med", "decode t/s", "peak GiB");
     print_row("dense", d);

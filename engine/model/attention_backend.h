@@ -2,9 +2,12 @@
 // The per-layer attention interface: the forward pass hands each layer's post-RoPE queries and
 // the layer's KV cache (already holding the new tokens) to a backend, which returns the attention
 // output. Dense attention is one backend; HiP plugs in as another without touching the model.
+#include <cstdint>
+#include <stdexcept>
 #include <string>
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/TensorOptions.h>
 
 namespace hipstudio {
 
@@ -20,6 +23,13 @@ struct AttentionCall {
   at::Tensor out;
 };
 
+// What a backend lets a decode step's CUDA graph (decode_graph.h) capture of its attention.
+struct GraphedAttention {
+  int64_t from_layer = -1;  // layers [from_layer, n_layers) can attend inside the graph; -1: none
+  uint64_t buffers = 0;     // identity of the device buffers a capture bakes in: a new one makes it stale
+  bool operator==(const GraphedAttention& o) const { return from_layer == o.from_layer && buffers == o.buffers; }
+};
+
 class AttentionBackend {
  public:
   virtual ~AttentionBackend() = default;
@@ -29,6 +39,31 @@ class AttentionBackend {
   // Prefill chunks are multiples of this many tokens (HiP: b_q, so a chunk boundary never splits a
   // query block and chunked prefill computes the same masks as one pass).
   virtual int64_t chunk_multiple() const { return 1; }
+
+  // Decode steps replayed from CUDA graphs. A backend whose decode attention of the upper layers
+  // runs on fixed device buffers can let the graph capture those calls, so that a step launches no
+  // attention of its own there (each eager launch between two graphs left the GPU idle a few
+  // microseconds). The default captures nothing and every step calls attend().
+  // prepare_graphed_decode: the layers a capture may hold for a model with `heads` query heads on
+  // options' device, making the buffers it reads (called before capturing, outside any capture).
+  virtual GraphedAttention prepare_graphed_decode(int64_t heads, const at::TensorOptions& options) {
+    (void)heads, (void)options;
+    return {};
+  }
+  // Whether the decode step at `position` can replay a capture made under `plan`. True: the backend
+  // has done the step's bookkeeping for those layers and its buffers hold the step's inputs; the
+  // caller must then replay it. False: the step calls attend() for every layer.
+  virtual bool begin_graphed_step(int64_t position, const GraphedAttention& plan) {
+    (void)position, (void)plan;
+    return false;
+  }
+  // One layer's attention as the graph captures it, on `stream` (a cudaStream_t): call.k / call.v
+  // hold the whole cache (every position it can reach), `position` (int64 [1] on the device) the
+  // query's position when the graph replays, call.out the output buffer.
+  virtual void attend_in_graph(const AttentionCall& call, const at::Tensor& position, void* stream) {
+    (void)call, (void)position, (void)stream;
+    throw std::logic_error(name() + " attention cannot run inside a decode graph");
+  }
 };
 
 // Causal softmax(q k^T / sqrt(d)) v with grouped-query heads; softmax in float32.

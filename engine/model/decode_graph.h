@@ -7,6 +7,11 @@
 // cached masks) runs eagerly between them, unchanged. Why: eagerly a step is ~35 LibTorch launches
 // a layer, ~1,100 for an 8B model, and the host's launch time, not the weights' bandwidth, set the
 // step time; replayed, a layer is one graph launch and attention.
+// A backend that can (AttentionBackend::prepare_graphed_decode: HiP's cached steps) also has its
+// upper layers' attention captured: one more graph, the "tail", runs layers [from, n_layers) with
+// their attention inside, reading the query's position from the device, so such a step launches
+// the embedding graph, the dense layers' attention and graphs, and the tail. Each eager attention
+// between two graphs left the GPU idle a few microseconds.
 //
 // The graphs bake in the addresses of the weights, the RoPE tables, one KVCache's tensors and
 // their own static buffers, so an instance serves one (Transformer, KVCache) pair; graphs() says
@@ -37,9 +42,18 @@ class DecodeGraph {
   // Whether the graphs were captured for this cache (its tensors are where the graphs write).
   bool serves(const KVCache& cache) const;
 
+  // Captures the tail graph for `attention` if it offers one (prepare_graphed_decode) and the
+  // one held was captured for another backend or buffers. Outside the timed steps, as the rest.
+  // Its eager pass writes the cache at cache.length() (the next step overwrites it), as the
+  // constructor's does.
+  void prepare_attention(AttentionBackend& attention, const KVCache& cache);
+
   // Runs `token` at position cache.length(): appends its keys/values to the cache (the caller
   // advances it) and returns the residual stream [1, dim] (a copy: the static buffer is reused).
   at::Tensor step(int32_t token, KVCache& cache, AttentionBackend& attention);
+
+  // The first layer whose attention the last step replayed inside the tail graph; -1: none did.
+  int64_t last_graphed_attention_from() const;
 
  private:
   struct Impl;

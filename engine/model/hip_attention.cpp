@@ -1,6 +1,7 @@
 #include "engine/model/hip_attention.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <stdexcept>
 
@@ -76,6 +77,89 @@ void HipAttention::set_refresh_every(int64_t refresh_every) {
   reset();
 }
 
+bool HipAttention::cuda_ready() {
+  if (cuda_ready_ < 0) {
+    const std::string why = hip_torch::cuda_kernels_status();
+    cuda_ready_ = why.empty() ? 1 : 0;
+    backend_note_ = why.empty() ? "HiP CUDA kernels" : "HiP CPU reference (CUDA kernels unavailable: " + why + ")";
+  }
+  return cuda_ready_ == 1;
+}
+
+int64_t HipAttention::tail_block(int64_t position) const {
+  const hip::HipParams& p = params_.hip;
+  return std::max(p.sink / p.b_k, hip::floor_div(position + 1 - p.window, p.b_k));
+}
+
+hip::HipParams HipAttention::widened_params() const {
+  hip::HipParams widened = params_.hip;
+  widened.k = (hip::hip_kb(params_.hip) + tail_room()) * params_.hip.b_k;
+  return widened;
+}
+
+void HipAttention::ensure_decode_buffers(int64_t heads, const c10::Device& device) {
+  const int64_t layers = static_cast<int64_t>(layers_.size()), kb = hip::hip_kb(params_.hip), room = tail_room();
+  const std::vector<int64_t> rows_shape{layers, heads, 1, kb + room};
+  // A device without an index ("cuda") means the current one, where the buffers were made.
+  const bool same_device = buffers_.rows.defined() && buffers_.rows.device().type() == device.type() &&
+                           (!device.has_index() || buffers_.rows.device().index() == device.index());
+  if (same_device && buffers_.rows.sizes().vec() == rows_shape) return;
+  // Process-wide generations: a graph captured for another backend (or buffers since freed) never
+  // matches a new one.
+  static std::atomic<uint64_t> generations{0};
+  const auto i32 = at::TensorOptions().device(device).dtype(at::kInt);
+  buffers_ = DecodeBuffers{};
+  buffers_.rows = at::full(rows_shape, -1, i32);
+  buffers_.counts_by_extra = at::zeros({layers, room + 1, heads, 1}, i32);
+  buffers_.counts_now = at::zeros({layers, heads, 1}, i32);
+  buffers_.generation = ++generations;
+  for (LayerState& s : layers_) s.valid = false;  // their rows lived in the old buffers
+}
+
+bool HipAttention::graphable(const c10::Device& device) {
+  return device.is_cuda() && params_.selection == BlockSelection::Hip && params_.dense_layers < static_cast<int64_t>(layers_.size()) &&
+         !observer_ && !record_access_ && !sync_timing_ && cuda_ready();
+}
+
+GraphedAttention HipAttention::prepare_graphed_decode(int64_t heads, const at::TensorOptions& options) {
+  if (!graphable(options.device())) return {};
+  ensure_decode_buffers(heads, options.device());
+  return {params_.dense_layers, buffers_.generation};
+}
+
+bool HipAttention::begin_graphed_step(int64_t position, const GraphedAttention& plan) {
+  if (!buffers_.rows.defined() || !graphable(buffers_.rows.device()) ||
+      !(plan == GraphedAttention{params_.dense_layers, buffers_.generation}))
+    return false;
+  // Every sparse layer must reuse its cached mask at this step (the layers refresh together, so
+  // their tails have moved by the same number of blocks since).
+  int64_t extra = -1;
+  for (size_t l = static_cast<size_t>(params_.dense_layers); l < layers_.size(); ++l) {
+    const LayerState& s = layers_[l];
+    if (!s.valid || s.steps_since_refresh >= params_.refresh_every) return false;
+    const int64_t e = tail_block(position) - s.refresh_hi;
+    if (extra >= 0 && e != extra) return false;
+    extra = e;
+  }
+  if (extra < 0 || extra > tail_room()) throw std::logic_error("HiP decode: the cached mask's dense tail outgrew its room");
+  buffers_.counts_now.copy_(buffers_.counts_by_extra.select(1, extra));  // one launch for every layer
+  for (size_t l = static_cast<size_t>(params_.dense_layers); l < layers_.size(); ++l) ++layers_[l].steps_since_refresh;
+  return true;
+}
+
+void HipAttention::attend_in_graph(const AttentionCall& call, const at::Tensor& position, void* stream) {
+  if (call.layer < params_.dense_layers || !buffers_.rows.defined())
+    throw std::logic_error("HiP: layer " + std::to_string(call.layer) + " cannot attend inside a decode graph");
+  const hip::HipParams widened = widened_params();
+  const at::Tensor rows = buffers_.rows.select(0, call.layer), counts = buffers_.counts_now.select(0, call.layer);
+  if (!buffers_.workspace_made) {  // before any capture: the graph warms every launch up eagerly first
+    buffers_.workspace = hip_torch::sparse_attention_workspace(call.q, call.k, call.v, rows, counts, widened, position, call.out);
+    buffers_.workspace_made = true;
+  }
+  hip_torch::sparse_attention_on_stream(call.q, call.k, call.v, rows, counts, widened, position, call.out, buffers_.workspace,
+                                        stream);
+}
+
 at::Tensor HipAttention::attend(const AttentionCall& call) {
   HipLayerEvent event;
   event.layer = call.layer;
@@ -95,12 +179,7 @@ at::Tensor HipAttention::attend(const AttentionCall& call) {
   LayerState& state = layers_.at(static_cast<size_t>(call.layer));
   bool use_cuda = false;
   if (call.q.is_cuda() && params_.selection == BlockSelection::Hip) {
-    if (cuda_ready_ < 0) {
-      const std::string why = hip_torch::cuda_kernels_status();
-      cuda_ready_ = why.empty() ? 1 : 0;
-      backend_note_ = why.empty() ? "HiP CUDA kernels" : "HiP CPU reference (CUDA kernels unavailable: " + why + ")";
-    }
-    use_cuda = cuda_ready_ == 1;
+    use_cuda = cuda_ready();
   } else {
     backend_note_ = "HiP CPU reference (float64)";
   }
@@ -194,9 +273,7 @@ at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& stat
     if (sync_timing_) t.start();
   };
   auto span_seconds = [&](DeviceTimer& t) { return sync_timing_ ? t.stop_seconds() : 0.0; };
-  const int64_t heads = call.q.size(0), kb = hip::hip_kb(p), lo = p.sink / p.b_k;
-  // First key block of the dense tail for a query at `position` (the search range's hi).
-  auto tail_block = [&](int64_t position) { return std::max(lo, hip::floor_div(position + 1 - p.window, p.b_k)); };
+  const int64_t heads = call.q.size(0), kb = hip::hip_kb(p);
   hip::MaskResult host_mask;
   at::Tensor out;
   start_span(mask_time);
@@ -215,14 +292,17 @@ at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& stat
     const int64_t position = call.first_position;
     // Tail blocks a cached mask can need: the tail start moves one block every b_k positions, and a
     // mask serves at most r_m steps.
-    const int64_t tail_room = params_.refresh_every / p.b_k + 2;
+    const int64_t room = tail_room();
     if (!state.valid || state.steps_since_refresh >= params_.refresh_every) {
       const hip_torch::MaskTensors masks = hip_torch::estimate_masks(call.q, call.k, p);
       state.refresh_hi = tail_block(position);
       // Row h: its selected blocks (ascending), then refresh_hi, refresh_hi + 1, ... from column
       // count_h on; all tail blocks lie above the selection, so rows stay ascending. One launch,
-      // with every cached step's counts made in advance.
-      hip_torch::DecodeRows rows = hip_torch::decode_rows(masks, state.refresh_hi, tail_room);
+      // with every cached step's counts made in advance, into this layer's slice of the shared
+      // buffers (where a decode graph reads them).
+      ensure_decode_buffers(heads, call.q.device());
+      hip_torch::DecodeRows rows{buffers_.rows.select(0, call.layer), buffers_.counts_by_extra.select(0, call.layer)};
+      hip_torch::decode_rows_into(rows, masks, state.refresh_hi, room, nullptr);
       state.gpu_rows = std::move(rows.rows);
       state.gpu_counts_by_extra = std::move(rows.counts_by_extra);
       profile_.lap("refresh: mask");
@@ -242,9 +322,8 @@ at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& stat
     // row's tail columns. Together they attend exactly sink + blocks + [refresh dense_from,
     // position], as the reference does.
     const int64_t extra = tail_block(position) - state.refresh_hi;
-    if (extra < 0 || extra > tail_room) throw std::logic_error("HiP decode: the cached mask's dense tail outgrew its room");
-    hip::HipParams widened = p;
-    widened.k = (kb + tail_room) * p.b_k;
+    if (extra < 0 || extra > room) throw std::logic_error("HiP decode: the cached mask's dense tail outgrew its room");
+    const hip::HipParams widened = widened_params();
     const at::Tensor block_counts = state.gpu_counts_by_extra.select(0, extra);  // a view: no launch
     event.mask_seconds = span_seconds(mask_time);  // the refresh (a cached step launches nothing here)
     start_span(attention_time);

@@ -56,6 +56,13 @@ class HipAttention final : public AttentionBackend {
   const std::string& backend_note() const { return backend_note_; }
   at::Tensor attend(const AttentionCall& call) override;
   int64_t chunk_multiple() const override { return params_.hip.b_q; }
+  // On CUDA with the kernels, no observer, no access recording and no per-call timing, the cached
+  // steps' sparse layers (l_d and up) can run inside a decode graph: every HiP layer's rows and
+  // count tables live in one set of device buffers, and a graphed step copies its counts in one
+  // launch (begin_graphed_step) before the graph replays.
+  GraphedAttention prepare_graphed_decode(int64_t heads, const at::TensorOptions& options) override;
+  bool begin_graphed_step(int64_t position, const GraphedAttention& plan) override;
+  void attend_in_graph(const AttentionCall& call, const at::Tensor& position, void* stream) override;
 
   const HipModelParams& params() const { return params_; }
   // Called after every layer call with what it did.
@@ -89,6 +96,24 @@ class HipAttention final : public AttentionBackend {
     // The refresh's mask on the host, kept only while access recording is on.
     std::vector<int32_t> host_blocks, host_counts;
   };
+  // The device buffers of the CUDA decode path, shared by every HiP layer: (layers, hq, 1, kb +
+  // tail_room) rows, (layers, tail_room + 1, hq, 1) counts by extra, (layers, hq, 1) the counts a
+  // graphed step attends, and the graphed launches' split workspace. A layer's LayerState views
+  // its slices. Made again (a new generation, every cached mask forgotten) only when their shape
+  // or device changes.
+  struct DecodeBuffers {
+    at::Tensor rows, counts_by_extra, counts_now, workspace;
+    bool workspace_made = false;
+    uint64_t generation = 0;
+  };
+  void ensure_decode_buffers(int64_t heads, const c10::Device& device);
+  // Whether the CUDA kernels serve this backend's sparse layers and nothing needs per-call host work.
+  bool graphable(const c10::Device& device);
+  int64_t tail_room() const { return params_.refresh_every / params_.hip.b_k + 2; }
+  // First key block of the dense tail for a query at `position` (the search range's hi).
+  int64_t tail_block(int64_t position) const;
+  // HiP's parameters widened to hold a cached row's tail blocks (the attention launch's k).
+  hip::HipParams widened_params() const;
   at::Tensor attend_reference(const AttentionCall& call, LayerState& state, HipLayerEvent& event);
   at::Tensor attend_cuda(const AttentionCall& call, LayerState& state, HipLayerEvent& event);
   void record_access(const hip::AttentionInputs& view, const hip::MaskResult& mask,
@@ -101,6 +126,8 @@ class HipAttention final : public AttentionBackend {
   bool record_access_ = false;
   bool sync_timing_ = false;
   int cuda_ready_ = -1;  // -1 unknown, 0 no (reason in backend_note_), 1 yes
+  bool cuda_ready();     // decides cuda_ready_ and backend_note_ once
+  DecodeBuffers buffers_;
   std::string backend_note_;
 };
 

@@ -43,11 +43,13 @@ at::Tensor Transformer::forward_hidden(const std::vector<int32_t>& tokens, KVCac
     throw std::logic_error("forward past the prepared context: " + std::to_string(start + T) + " positions");
 
   last_step_graphed_ = false;
+  last_step_attention_graphed_ = false;
   if (T == 1 && phase == Phase::Decode && decodes_by_graphs()) {
-    prepare_decode_graphs(cache);
+    prepare_decode_graphs(cache, attention);
     at::Tensor x = graph_->step(tokens.front(), cache, attention);
     cache.advance(1);
     last_step_graphed_ = true;
+    last_step_attention_graphed_ = graph_->last_graphed_attention_from() >= 0;
     return x;
   }
 
@@ -58,11 +60,15 @@ bool Transformer::decodes_by_graphs() const {
   return decode_graphs_ && !timer_ && model_->run.device.is_cuda() && DecodeGraph::supported();
 }
 
-void Transformer::prepare_decode_graphs(KVCache& cache) const {
-  if (!decodes_by_graphs() || (graph_ && graph_->serves(cache))) return;
+void Transformer::prepare_decode_graphs(KVCache& cache, AttentionBackend& attention) const {
+  // A full cache takes no step (forward refuses it), and the captures' eager passes write its next slot.
+  if (!decodes_by_graphs() || cache.length() >= cache.capacity()) return;
   c10::InferenceMode inference;
-  graph_.reset();  // releases the previous cache before capturing for this one
-  graph_ = std::make_unique<DecodeGraph>(*model_, rope_, cache);
+  if (!graph_ || !graph_->serves(cache)) {
+    graph_.reset();  // releases the previous cache before capturing for this one
+    graph_ = std::make_unique<DecodeGraph>(*model_, rope_, cache);
+  }
+  graph_->prepare_attention(attention, cache);
 }
 
 at::Tensor Transformer::embed(const std::vector<int32_t>& tokens) const {
@@ -82,6 +88,7 @@ at::Tensor Transformer::forward_hidden_from(int64_t first, const at::Tensor& inp
   if (T == 0 || start + T > max_positions_ || start + T > cache.capacity())
     throw std::logic_error("forward_hidden_from past the prepared context: " + std::to_string(start + T) + " positions");
   last_step_graphed_ = false;
+  last_step_attention_graphed_ = false;
   if (entry && entry_of == first) {  // the entry asked for is the input itself
     *entry = input;
     entry = nullptr;

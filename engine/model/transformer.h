@@ -44,8 +44,10 @@ class Transformer {
   // timer is set (timed runs stay eager: the timer needs each layer's own launches). The graphs
   // hold the cache they were captured for until a step on another cache or this object's end.
   void set_decode_graphs(bool on) { decode_graphs_ = on; }
-  // Whether the last decode step replayed graphs.
+  // Whether the last decode step replayed graphs, and whether its upper layers' attention ran
+  // inside them (AttentionBackend::prepare_graphed_decode: HiP's cached steps).
   bool last_step_graphed() const { return last_step_graphed_; }
+  bool last_step_attention_graphed() const { return last_step_attention_graphed_; }
 
   // Runs `tokens` at positions [cache.length(), cache.length() + T), appends their keys/values to
   // the cache and returns float32 logits on the CPU: [1, vocab] or [T, vocab]. Each layer's
@@ -73,7 +75,9 @@ class Transformer {
   // Captures the CUDA graphs of a decode step on `cache` now, where the first decode step would
   // (a warm-up of every layer and a capture per layer): a benchmark's timed steps then hold decode
   // steps only. A no-op where decode steps do not replay graphs (CPU, a layer timer, graphs off).
-  void prepare_decode_graphs(KVCache& cache) const;
+  // Where `attention` offers it (AttentionBackend::prepare_graphed_decode), also the graph that
+  // holds its upper layers' attention.
+  void prepare_decode_graphs(KVCache& cache, AttentionBackend& attention) const;
   // The embeddings of `tokens` [T, dim]: the stream entering layer 0.
   at::Tensor embed(const std::vector<int32_t>& tokens) const;
   // Logits [rows, vocab] of residual-stream rows [rows, dim] (final RMSNorm, classifier), float32
@@ -95,6 +99,7 @@ class Transformer {
   bool decode_graphs_ = true;
   mutable std::unique_ptr<DecodeGraph> graph_;
   mutable bool last_step_graphed_ = false;
+  mutable bool last_step_attention_graphed_ = false;
 };
 
 }  // namespace hipstudio

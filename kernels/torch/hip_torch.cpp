@@ -257,15 +257,16 @@ void use_split_buffers(const at::Tensor& q, gpu::AttentionLaunch& l, int splits)
 }
 }  // namespace
 
-at::Tensor sparse_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& blocks,
-                            const at::Tensor& counts, const hip::HipParams& p, const at::Tensor& positions,
-                            int num_splits, const at::Tensor& out_given) {
-  require_ready();
+namespace {
+// The launch of sparse attention over these tensors, every argument checked; `pos` is on the
+// device already (or undefined), `out` allocated. No workspace yet.
+gpu::AttentionLaunch attention_launch(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                      const at::Tensor& blocks, const at::Tensor& counts, const hip::HipParams& p,
+                                      const at::Tensor& pos, const at::Tensor& out, int num_splits) {
   const Shape qs = shape_of(q, "Q"), ks = shape_of(k, "K"), vs = shape_of(v, "V");
   check_pair(q, qs, k, ks, "K");
   check_pair(q, qs, v, vs, "V");
   if (vs.heads != ks.heads || vs.t != ks.t) fail("V " + shape_str(v) + " must have K's shape " + shape_str(k));
-  c10::DeviceGuard guard(q.device());
   const int64_t qbs = (qs.t + p.b_q - 1) / p.b_q, kb = p.k / std::max<int64_t>(p.b_k, 1);
   std::vector<int64_t> bshape, cshape;
   if (q.dim() == 4) bshape.push_back(qs.batch), cshape.push_back(qs.batch);
@@ -279,10 +280,8 @@ at::Tensor sparse_attention(const at::Tensor& q, const at::Tensor& k, const at::
       counts.device() != q.device())
     fail("counts must be contiguous int32 on Q's device with shape (batch?, hq, qbs), got " +
          (counts.defined() ? shape_str(counts) : std::string("undefined")));
-  const at::Tensor pos = device_positions(positions, qs.t, ks.t, q.device());
-  at::Tensor out = out_given.defined() ? out_given : at::empty(q.sizes(), q.options());
-  if (out.sizes() != q.sizes() || out.scalar_type() != q.scalar_type() || out.device() != q.device())
-    fail("out " + shape_str(out) + " must have Q's shape, dtype and device");
+  if (!out.defined() || out.sizes() != q.sizes() || out.scalar_type() != q.scalar_type() || out.device() != q.device())
+    fail("out " + (out.defined() ? shape_str(out) : std::string("undefined")) + " must have Q's shape, dtype and device");
   const Shape os = shape_of(out, "out");
   gpu::AttentionLaunch l;
   l.q = q.data_ptr(), l.k = k.data_ptr(), l.v = v.data_ptr(), l.out = out.data_ptr(), l.dtype = dtype_of(q);
@@ -291,14 +290,63 @@ at::Tensor sparse_attention(const at::Tensor& q, const at::Tensor& k, const at::
   l.batch = qs.batch, l.hq = qs.heads, l.hkv = ks.heads, l.tq = qs.t, l.tk = ks.t, l.d = qs.d, l.hip = p;
   l.blocks = blocks.data_ptr<int32_t>(), l.counts = counts.data_ptr<int32_t>();
   l.num_splits = num_splits;
-  const int splits = gpu::attention_splits(l);
-  l.num_splits = splits;
-  if (splits > 1) use_split_buffers(q, l, splits);
+  l.num_splits = gpu::attention_splits(l);
+  return l;
+}
+
+// Device positions the kernel reads when it runs (a graph replay), so only their form is checked.
+void check_device_positions(const at::Tensor& positions, const at::Tensor& q) {
+  if (!positions.defined() || positions.dim() != 1 || positions.size(0) != q.size(-2) ||
+      positions.scalar_type() != at::kLong || !positions.is_contiguous() || positions.device() != q.device())
+    fail("positions must be contiguous int64 of shape (" + std::to_string(q.size(-2)) + ") on Q's device, got " +
+         (positions.defined() ? shape_str(positions) : std::string("undefined")));
+}
+}  // namespace
+
+at::Tensor sparse_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& blocks,
+                            const at::Tensor& counts, const hip::HipParams& p, const at::Tensor& positions,
+                            int num_splits, const at::Tensor& out_given) {
+  require_ready();
+  c10::DeviceGuard guard(q.device());
+  const at::Tensor pos = device_positions(positions, q.size(-2), k.size(-2), q.device());
+  const at::Tensor out = out_given.defined() ? out_given : at::empty(q.sizes(), q.options());
+  gpu::AttentionLaunch l = attention_launch(q, k, v, blocks, counts, p, pos, out, num_splits);
+  if (l.num_splits > 1) use_split_buffers(q, l, l.num_splits);
   gpu::sparse_attention(l);
   return out;
 }
 
-DecodeRows decode_rows(const MaskTensors& mask, int64_t tail_start, int64_t tail_room) {
+at::Tensor sparse_attention_workspace(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                      const at::Tensor& blocks, const at::Tensor& counts, const hip::HipParams& p,
+                                      const at::Tensor& positions, const at::Tensor& out) {
+  require_ready();
+  check_device_positions(positions, q);
+  c10::DeviceGuard guard(q.device());
+  const gpu::AttentionLaunch l = attention_launch(q, k, v, blocks, counts, p, positions, out, 0);
+  const size_t bytes = gpu::attention_workspace_bytes(l, l.num_splits);
+  return bytes == 0 ? at::Tensor() : at::zeros({static_cast<int64_t>(bytes)}, q.options().dtype(at::kByte));
+}
+
+void sparse_attention_on_stream(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& blocks,
+                                const at::Tensor& counts, const hip::HipParams& p, const at::Tensor& positions,
+                                const at::Tensor& out, const at::Tensor& workspace, void* stream) {
+  require_ready();
+  check_device_positions(positions, q);
+  c10::DeviceGuard guard(q.device());
+  gpu::AttentionLaunch l = attention_launch(q, k, v, blocks, counts, p, positions, out, 0);
+  const size_t bytes = gpu::attention_workspace_bytes(l, l.num_splits);
+  if (bytes > 0) {
+    if (!workspace.defined() || static_cast<size_t>(workspace.numel()) * workspace.element_size() < bytes ||
+        workspace.device() != q.device() || !workspace.is_contiguous())
+      fail("this launch splits its keys and needs a workspace of " + std::to_string(bytes) +
+           " bytes on Q's device from sparse_attention_workspace()");
+    l.workspace = workspace.data_ptr();  // its counters follow the partials (l.counters null)
+  }
+  l.stream = stream;
+  gpu::sparse_attention(l);
+}
+
+void decode_rows_into(DecodeRows& into, const MaskTensors& mask, int64_t tail_start, int64_t tail_room, void* stream) {
   const at::Tensor& b = mask.blocks;
   const at::Tensor& c = mask.counts;
   if (!b.defined() || b.dim() != 3 || b.size(1) != 1 || b.scalar_type() != at::kInt || !b.is_contiguous() || !b.is_cuda())
@@ -306,20 +354,47 @@ DecodeRows decode_rows(const MaskTensors& mask, int64_t tail_start, int64_t tail
   if (!c.defined() || c.sizes() != at::IntArrayRef({b.size(0), 1}) || c.scalar_type() != at::kInt || !c.is_contiguous() ||
       c.device() != b.device())
     fail("decode_rows takes contiguous int32 counts (hq, 1) on the blocks' device, got " + (c.defined() ? shape_str(c) : "none"));
-  c10::DeviceGuard guard(b.device());
   const int64_t heads = b.size(0), kb = b.size(2);
-  DecodeRows r;
-  r.rows = at::empty({heads, 1, kb + tail_room}, b.options());
-  r.counts_by_extra = at::empty({tail_room + 1, heads, 1}, b.options());
+  auto check = [&](const at::Tensor& t, std::vector<int64_t> shape, const char* name) {
+    if (!t.defined() || t.sizes().vec() != shape || t.scalar_type() != at::kInt || !t.is_contiguous() || t.device() != b.device())
+      fail(std::string("decode_rows: ") + name + " must be contiguous int32 " + shape_str(at::empty(shape, at::kInt)) +
+           " on the blocks' device, got " + (t.defined() ? shape_str(t) : "none"));
+  };
+  check(into.rows, {heads, 1, kb + tail_room}, "rows");
+  check(into.counts_by_extra, {tail_room + 1, heads, 1}, "counts_by_extra");
+  c10::DeviceGuard guard(b.device());
   gpu::DecodeRowsLaunch l;
   l.blocks = b.data_ptr<int32_t>(), l.counts = c.data_ptr<int32_t>();
   l.heads = heads, l.kb = kb, l.tail_room = tail_room, l.tail_start = tail_start;
-  l.rows = r.rows.data_ptr<int32_t>(), l.counts_by_extra = r.counts_by_extra.data_ptr<int32_t>();
-  gpu::build_decode_rows(l);  // the legacy default stream, as the mask and attention launches
+  l.rows = into.rows.data_ptr<int32_t>(), l.counts_by_extra = into.counts_by_extra.data_ptr<int32_t>();
+  l.stream = stream;
+  gpu::build_decode_rows(l);
+}
+
+DecodeRows decode_rows(const MaskTensors& mask, int64_t tail_start, int64_t tail_room) {
+  if (!mask.blocks.defined() || mask.blocks.dim() != 3)
+    fail("decode_rows takes contiguous int32 CUDA blocks (hq, 1, kb), got " + (mask.blocks.defined() ? shape_str(mask.blocks) : "none"));
+  const int64_t heads = mask.blocks.size(0), kb = mask.blocks.size(2);
+  DecodeRows r;
+  r.rows = at::empty({heads, 1, kb + tail_room}, mask.blocks.options());
+  r.counts_by_extra = at::empty({tail_room + 1, heads, 1}, mask.blocks.options());
+  decode_rows_into(r, mask, tail_start, tail_room, nullptr);  // the legacy default stream, as the mask and attention launches
   return r;
 }
 #else
 DecodeRows decode_rows(const MaskTensors&, int64_t, int64_t) { throw std::runtime_error(cuda_kernels_status()); }
+void decode_rows_into(DecodeRows&, const MaskTensors&, int64_t, int64_t, void*) {
+  throw std::runtime_error(cuda_kernels_status());
+}
+at::Tensor sparse_attention_workspace(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                      const at::Tensor&, const hip::HipParams&, const at::Tensor&, const at::Tensor&) {
+  throw std::runtime_error(cuda_kernels_status());
+}
+void sparse_attention_on_stream(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                const at::Tensor&, const hip::HipParams&, const at::Tensor&, const at::Tensor&,
+                                const at::Tensor&, void*) {
+  throw std::runtime_error(cuda_kernels_status());
+}
 MaskTensors estimate_masks(const at::Tensor&, const at::Tensor&, const hip::HipParams&, const at::Tensor&) {
   throw std::runtime_error(cuda_kernels_status());
 }

@@ -57,6 +57,23 @@ at::Tensor sparse_attention(const at::Tensor& q, const at::Tensor& k, const at::
                             const at::Tensor& positions = at::Tensor(), int num_splits = 0,
                             const at::Tensor& out = at::Tensor());  // out: preallocated, Q's shape
 
+// The same attention as a launch that a CUDA graph captures and replays at later positions
+// (engine/model/decode_graph.cpp): on `stream` (a cudaStream_t; null: the legacy default stream),
+// with `positions` (tq int64 on Q's device) read when the kernel runs, so only their form is
+// checked here (the caller keeps each in [0, tk)), into `out` (Q's shape), and with the split
+// partials in `workspace` from sparse_attention_workspace() (undefined where the launch does not
+// split). The caller keeps the workspace as long as the graph: the buffers sparse_attention()
+// shares between its calls may be reallocated by a later, larger one.
+void sparse_attention_on_stream(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& blocks,
+                                const at::Tensor& counts, const hip::HipParams& p, const at::Tensor& positions,
+                                const at::Tensor& out, const at::Tensor& workspace, void* stream);
+// A zero-filled workspace for sparse_attention_on_stream with these arguments (undefined: none
+// needed). Every launch leaves its done-counters zero again, so one workspace serves every call of
+// the same shapes, one after another.
+at::Tensor sparse_attention_workspace(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                      const at::Tensor& blocks, const at::Tensor& counts, const hip::HipParams& p,
+                                      const at::Tensor& positions, const at::Tensor& out);
+
 // A refreshed decode mask (3-D, one query block) laid out for the cached steps after it, in one
 // launch (kernels/cuda/decode_rows.h): rows (hq, 1, kb + tail_room) hold each head's selected
 // blocks, then tail_start, tail_start + 1, ... (tail_room of them), then -1; counts_by_extra
@@ -65,6 +82,9 @@ struct DecodeRows {
   at::Tensor rows, counts_by_extra;
 };
 DecodeRows decode_rows(const MaskTensors& mask, int64_t tail_start, int64_t tail_room);
+// Same, into `into`'s tensors (contiguous int32 of those shapes on the mask's device), on `stream`
+// (a cudaStream_t; null: the legacy default stream): a decode graph reads them where they are.
+void decode_rows_into(DecodeRows& into, const MaskTensors& mask, int64_t tail_start, int64_t tail_room, void* stream);
 
 // Dense baseline: LibTorch's scaled-dot-product attention with one backend forced (torch >= 2).
 enum class DenseBackend { kAuto, kFlash, kCuDNN, kEfficient, kMath };

@@ -95,8 +95,10 @@ TEST(CudaEngine, GreedyGenerationMatchesCpu) {
 }
 
 // Greedy decode steps after a prefill, with the step's row-wise work replayed from CUDA graphs or
-// launched eagerly: per-step logits [steps, vocab] and whether every step took the asked path.
-at::Tensor decode_logits(std::shared_ptr<const Model> model, AttentionBackend& attention, bool graphs, int steps) {
+// launched eagerly: per-step logits [steps, vocab] and whether every step took the asked path;
+// `attention_graphed` counts the steps whose attention ran inside the graphs.
+at::Tensor decode_logits(std::shared_ptr<const Model> model, AttentionBackend& attention, bool graphs, int steps,
+                         int* attention_graphed = nullptr) {
   const auto ids = model->tokenizer->encode(kText, true);
   const int64_t capacity = static_cast<int64_t>(ids.size()) + steps;
   Transformer transformer(model, capacity);
@@ -108,30 +110,41 @@ at::Tensor decode_logits(std::shared_ptr<const Model> model, AttentionBackend& a
     const int32_t next = static_cast<int32_t>(logits[0].argmax().item<int64_t>());
     logits = transformer.forward({next}, cache, attention, LogitsFor::LastToken, Phase::Decode);
     EXPECT_EQ(transformer.last_step_graphed(), graphs) << "step " << s;
+    if (attention_graphed) *attention_graphed += transformer.last_step_attention_graphed() ? 1 : 0;
     rows.push_back(logits);
   }
   return at::cat(rows, 0);
 }
 
 // A graph-replayed decode step computes what the eager one does, dense and HiP (cached masks and
-// refreshes, r_m 4), in fp32 and bf16.
+// refreshes), in fp32 and bf16. HiP's cached steps run their sparse layers' attention inside the
+// graphs (from l_d on; l_d 0 puts every layer there), its refresh steps eagerly.
 TEST(CudaEngine, GraphDecodeStepsMatchEagerSteps) {
   REQUIRE_CUDA();
   ASSERT_TRUE(DecodeGraph::supported()) << "this CUDA build cannot capture CUDA graphs (engine without HIPSTUDIO_TORCH_CUDA)";
+  const int steps = 12;
   for (const char* dtype : {"f32", "bf16"}) {
     auto model = load("cuda", dtype);
-    for (const bool hip : {false, true}) {
+    for (const int variant : {0, 1, 2}) {  // dense; HiP l_d 1, r_m 4; HiP l_d 0, r_m 3
+      const bool hip = variant > 0;
       DenseAttention dense;
       HipModelParams params = testing::small_hip_params();
+      if (variant == 2) params.dense_layers = 0, params.refresh_every = 3;
       HipAttention hip_eager(params, model->config.n_layers), hip_graph(params, model->config.n_layers);
-      const at::Tensor eager = decode_logits(model, hip ? static_cast<AttentionBackend&>(hip_eager) : dense, false, 12);
-      const at::Tensor graph = decode_logits(model, hip ? static_cast<AttentionBackend&>(hip_graph) : dense, true, 12);
+      int graphed = 0;
+      const at::Tensor eager = decode_logits(model, hip ? static_cast<AttentionBackend&>(hip_eager) : dense, false, steps);
+      const at::Tensor graph =
+          decode_logits(model, hip ? static_cast<AttentionBackend&>(hip_graph) : dense, true, steps, &graphed);
       const double diff = (eager - graph).abs().max().item<double>();
-      std::printf("[gpu] stories15M %s %s decode, CUDA graphs vs eager: max abs logit diff %.3g over 12 steps, "
-                  "greedy tokens %s\n", dtype, hip ? "HiP" : "dense", diff,
-                  eager.argmax(-1).equal(graph.argmax(-1)) ? "identical" : "DIFFERENT");
-      EXPECT_LE(diff, std::string(dtype) == "f32" ? 1e-4 : 2e-2) << dtype << (hip ? " HiP" : " dense");
-      EXPECT_TRUE(eager.argmax(-1).equal(graph.argmax(-1))) << dtype << (hip ? " HiP" : " dense");
+      // Refreshes at steps 0, r_m, 2 r_m, ...: every other step is a cached one.
+      const int cached = hip ? steps - (steps + static_cast<int>(params.refresh_every) - 1) / static_cast<int>(params.refresh_every) : 0;
+      std::printf("[gpu] stories15M %s %s decode, CUDA graphs vs eager: max abs logit diff %.3g over %d steps, "
+                  "greedy tokens %s, attention inside the graphs on %d steps\n",
+                  dtype, hip ? (variant == 1 ? "HiP l_d 1" : "HiP l_d 0") : "dense", diff, steps,
+                  eager.argmax(-1).equal(graph.argmax(-1)) ? "identical" : "DIFFERENT", graphed);
+      EXPECT_LE(diff, std::string(dtype) == "f32" ? 1e-4 : 2e-2) << dtype << " variant " << variant;
+      EXPECT_TRUE(eager.argmax(-1).equal(graph.argmax(-1))) << dtype << " variant " << variant;
+      EXPECT_EQ(graphed, cached) << dtype << " variant " << variant;
     }
   }
 }

@@ -111,5 +111,60 @@ int main() {
     HIP_CUDA_CHECK(cudaFree(res));
   }
   std::printf("one layer's four projections: %.1f us, %.0f GB/s\n", total_us, total_bytes / (total_us * 1e3));
+
+  // The decode step's chain as the engine launches it (engine/model/layer_math.cpp), 8 layers of
+  // distinct weights in one graph: q/k/v after the RMSNorm, the output projection, gate/up after
+  // the residual add and RMSNorm, down after SwiGLU plus the residual. Each launch depends on the
+  // one before, so this shows what the kernels' ramps and tails cost between projections.
+  {
+    const int layers = 8;
+    const int64_t dim = 4096, qkv = 6144, ffn = 14336;
+    const size_t layer_bytes = static_cast<size_t>(qkv * dim + dim * dim + 2 * ffn * dim + dim * ffn) * 2;
+    std::vector<void*> wq(layers), wo(layers), wgu(layers), wd(layers);
+    auto alloc = [](size_t bytes, int fill) {
+      void* p = nullptr;
+      HIP_CUDA_CHECK(cudaMalloc(&p, bytes));
+      HIP_CUDA_CHECK(cudaMemset(p, fill, bytes));
+      return p;
+    };
+    for (int l = 0; l < layers; ++l) {
+      wq[l] = alloc(static_cast<size_t>(qkv * dim) * 2, 0x3c), wo[l] = alloc(static_cast<size_t>(dim * dim) * 2, 0x3c);
+      wgu[l] = alloc(static_cast<size_t>(2 * ffn * dim) * 2, 0x3c), wd[l] = alloc(static_cast<size_t>(dim * ffn) * 2, 0x3c);
+    }
+    std::vector<void*> h(layers + 1);
+    for (auto& p : h) p = alloc(static_cast<size_t>(dim) * 2, 0x3c);
+    void* q_out = alloc(static_cast<size_t>(qkv) * 2, 0);
+    void* attn = alloc(static_cast<size_t>(dim) * 2, 0x3c);
+    void* o = alloc(static_cast<size_t>(dim) * 2, 0);
+    void* h2 = alloc(static_cast<size_t>(dim) * 2, 0);
+    void* gu = alloc(static_cast<size_t>(2 * ffn) * 2, 0);
+    float* norm_w = static_cast<float*>(alloc(static_cast<size_t>(dim) * 4, 0));
+    const double ms = graph_ms(s, 1, [&](int) {
+      for (int l = 0; l < layers; ++l) {
+        auto base = [&] {
+          RowGemvLaunch g;
+          g.dtype = hipstudio::gpu::DType::kBF16, g.stream = s;
+          return g;
+        };
+        RowGemvLaunch a = base();  // q/k/v after the norm
+        a.w = wq[l], a.x = h[l], a.y = q_out, a.n = qkv, a.in = dim, a.norm_weight = norm_w;
+        hipstudio::gpu::row_gemv(a);
+        RowGemvLaunch b = base();  // output projection
+        b.w = wo[l], b.x = attn, b.y = o, b.n = dim, b.in = dim;
+        hipstudio::gpu::row_gemv(b);
+        RowGemvLaunch c = base();  // gate/up after the residual add and norm
+        c.w = wgu[l], c.x = o, c.y = gu, c.n = 2 * ffn, c.in = dim, c.norm_weight = norm_w, c.norm_residual = h[l],
+        c.norm_sum = h2;
+        hipstudio::gpu::row_gemv(c);
+        RowGemvLaunch d = base();  // down after SwiGLU, plus the residual
+        d.w = wd[l], d.x = gu, d.y = h[l + 1], d.n = dim, d.in = ffn, d.silu_mul = true, d.residual = h2;
+        hipstudio::gpu::row_gemv(d);
+      }
+    });
+    std::printf("decode chain (q/k/v norm, output, gate+up add+norm, down silu+residual), %d layers in a graph: "
+                "%.1f us a layer, %.0f GB/s\n",
+                layers, ms * 1e3 / layers,
+                static_cast<double>(layer_bytes) * layers / (ms * 1e6));
+  }
   return 0;
 }
