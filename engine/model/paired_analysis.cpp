@@ -161,11 +161,12 @@ struct PairedPrefill::State {
   // The HiP side, its views and the prompt's metrics, against dense_hidden: every layer, or from
   // hip_from on (rerun_hip), with `carried` the kept inputs of the layers below it.
   void hip_prefill(const std::vector<LayerInputs>& carried = {});
-  // The HiP side's residual stream entering its first HiP layer (hip_entry_layer = l_d), kept so that
-  // a change of HiP settings re-runs the layers it reaches only (rerun_hip): the layers below l_d are
-  // dense on this side, and their results do not depend on HiP's settings.
-  at::Tensor hip_entry;
-  int64_t hip_entry_layer = -1;
+  // The HiP side's residual streams entering layers 1 .. l_d (hip_entries[l]; undefined where not
+  // kept), so that a change of HiP settings re-runs the layers it reaches only (rerun_hip): the
+  // layers below l_d are dense on this side, so the stream entering layer m <= l_d depends on the
+  // prompt alone, and serves any later run whose l_d is m or more. Raising l_d resumes from the old
+  // l_d, lowering it from the new one.
+  std::vector<at::Tensor> hip_entries;
   int64_t hip_from = 0;  // the first layer the last HiP prefill ran
   // The viewed-layer-first prefill's stream entering the first layer it left (hip_mid_layer), for
   // finish_hip; undefined (-1) when the HiP side is whole.
@@ -351,7 +352,7 @@ void PairedPrefill::State::hip_prefill(const std::vector<LayerInputs>& carried) 
                            ? std::max(hip_from, viewed + 1)
                            : c.n_layers;
   passes = static_cast<double>(std::max<int64_t>(1, stop - hip_from));  // the layers this call runs
-  const at::Tensor input = hip_from > 0 ? hip_entry : hip_model.embed(chunk_ids(chunks.front()));
+  const at::Tensor input = hip_from > 0 ? hip_entries.at(static_cast<size_t>(hip_from)) : hip_model.embed(chunk_ids(chunks.front()));
   if (chunks.size() != 1 && hip_from > 0) throw std::logic_error("a resumed HiP prefill is one chunk");
   at::Tensor stream = run_hip_layers(hip_from, stop, input);
   prefilling = false;
@@ -407,25 +408,26 @@ void PairedPrefill::State::hip_prefill(const std::vector<LayerInputs>& carried) 
 }
 
 // Layers [first, last) of the HiP side from `input` (the stream entering `first`), the views layer
-// and the kept inputs taking each layer's attention as it runs; keeps the stream entering l_d when it
-// passes there. Returns the stream entering `last`.
+// and the kept inputs taking each layer's attention as it runs; keeps the streams entering layers
+// 1 .. l_d it passes, and drops those above l_d (memory: the plan counts l_d of them). Returns the
+// stream entering `last`.
 at::Tensor PairedPrefill::State::run_hip_layers(int64_t first, int64_t last, const at::Tensor& input) {
-  const int64_t entry_layer = options.hip.dense_layers;
-  const bool keep_entry = entry_layer > 0 && entry_layer < model->config.n_layers;
-  at::Tensor entry;
+  const int64_t layers = model->config.n_layers;
+  const int64_t top = std::min(options.hip.dense_layers, layers - 1);  // the highest entry kept
+  EntryStreams entries;
+  entries.first_layer = 1;
+  entries.last_layer = top;
   prefilling = true;
   struct Done {
     bool& flag;
     ~Done() { flag = false; }
   } done{prefilling};
-  at::Tensor stream =
-      hip_model.forward_hidden_from(first, input, hip_cache, *hip_attention, keep_entry ? entry_layer : -1, &entry, last);
-  if (entry.defined()) {
-    hip_entry = entry;
-    hip_entry_layer = entry_layer;
-  } else if (first == 0) {  // a whole run that stopped below l_d: the old stream no longer holds
-    hip_entry = at::Tensor();
-    hip_entry_layer = -1;
+  at::Tensor stream = hip_model.forward_hidden_from(first, input, hip_cache, *hip_attention, &entries, last);
+  hip_entries.resize(static_cast<size_t>(layers));
+  for (int64_t l = 1; l < layers; ++l) {
+    at::Tensor& kept = hip_entries[static_cast<size_t>(l)];
+    if (l > top) kept = at::Tensor();
+    else if (entries.streams[static_cast<size_t>(l - 1)].defined()) kept = entries.streams[static_cast<size_t>(l - 1)];
   }
   return stream;
 }
@@ -515,10 +517,13 @@ void PairedPrefill::rerun_hip(const AnalysisOptions& options, const AnalysisProg
   }
   std::shared_ptr<PairedAnalysis> before = std::move(s.prompt_result);
   // The layers below the first one the change reaches are not run again: below the old and the new
-  // l_d both sides of this model are dense. They resume from the stream kept at the old l_d when the
-  // new l_d is not lower, and the layers below it whose inputs the new run keeps or must view were
-  // kept by the last run (their inputs are carried; their views are recomputed with the new settings).
-  int64_t from = s.hip_entry.defined() && kept.hip.dense_layers >= s.hip_entry_layer ? s.hip_entry_layer : 0;
+  // l_d both sides of this model are dense. They resume from the highest kept stream at or below the
+  // new l_d (the old l_d's when l_d rises, the new one's when it falls), and the layers below it
+  // whose inputs the new run keeps or must view were kept by the last run (their inputs are carried;
+  // their views are recomputed with the new settings).
+  int64_t from = std::min<int64_t>(kept.hip.dense_layers, static_cast<int64_t>(s.hip_entries.size()) - 1);
+  while (from > 0 && !s.hip_entries[static_cast<size_t>(from)].defined()) --from;
+  from = std::max<int64_t>(from, 0);
   std::vector<LayerInputs> carried;
   for (int64_t l = 0; l < from; ++l) {
     const bool needed = kept.keeps(l) || !(kept.views_only_layer >= 0 && l != kept.views_only_layer);
@@ -535,7 +540,6 @@ void PairedPrefill::rerun_hip(const AnalysisOptions& options, const AnalysisProg
     s.hip_prefill_time = s.hip_recorder();
     for (int64_t l = 0; l < from; ++l) s.hip_prefill_time.layers[static_cast<size_t>(l)] = last.layers[static_cast<size_t>(l)];
     s.hip_from = from;
-    if (from == 0) s.hip_entry = at::Tensor();  // a whole run keeps a new one
     s.prompt = PairedAnalysis{};
     s.prompt.prompt_ids = before->prompt_ids;
     before.reset();  // its kept inputs go with the last holder (the screen's view), not with this run

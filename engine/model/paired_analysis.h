@@ -56,8 +56,9 @@ class PairedPrefill {
   // against the same dense prefill, whose cache and last rows stay: what run() with these options
   // gives, without the dense side's time. The prompt, decode room and context stay. On a throw
   // (cancel, out of memory) the prefill can decode no more (logic_error): run a new one.
-  // Only the layers the change reaches run again: from the old l_d on when the new l_d is not lower
-  // (the layers below are dense on both sides, and their kept inputs carry over), else every layer.
+  // Only the layers the change reaches run again: from the lower of the old and the new l_d on (the
+  // layers below are dense on both sides, and their kept inputs carry over), where the stream
+  // entering that layer was kept (every run keeps those entering layers 1 .. l_d), else every layer.
   void rerun_hip(const AnalysisOptions& options, const AnalysisProgress& progress = {});
   // The first layer the last HiP prefill ran (0 for a whole one).
   int64_t hip_first_layer() const;

@@ -34,7 +34,7 @@ at::Tensor Transformer::logits_of(const at::Tensor& hidden) const {
 }
 
 at::Tensor Transformer::forward_hidden(const std::vector<int32_t>& tokens, KVCache& cache, AttentionBackend& attention,
-                                       Phase phase, int64_t entry_of, at::Tensor* entry) const {
+                                       Phase phase, EntryStreams* entries) const {
   c10::InferenceMode inference;
   const int64_t T = static_cast<int64_t>(tokens.size());
   const int64_t start = cache.length();
@@ -53,7 +53,8 @@ at::Tensor Transformer::forward_hidden(const std::vector<int32_t>& tokens, KVCac
     return x;
   }
 
-  return run_layers(0, model_->config.n_layers, embed(tokens), cache, attention, phase, entry_of, entry);
+  if (entries) entries->streams.assign(static_cast<size_t>(std::max<int64_t>(0, entries->last_layer - entries->first_layer + 1)), at::Tensor());
+  return run_layers(0, model_->config.n_layers, embed(tokens), cache, attention, phase, entries);
 }
 
 bool Transformer::decodes_by_graphs() const {
@@ -79,7 +80,7 @@ at::Tensor Transformer::embed(const std::vector<int32_t>& tokens) const {
 }
 
 at::Tensor Transformer::forward_hidden_from(int64_t first, const at::Tensor& input, KVCache& cache, AttentionBackend& attention,
-                                            int64_t entry_of, at::Tensor* entry, int64_t last) const {
+                                            EntryStreams* entries, int64_t last) const {
   c10::InferenceMode inference;
   const int64_t T = input.size(0), start = cache.length(), layers = model_->config.n_layers;
   if (last < 0) last = layers;
@@ -89,20 +90,22 @@ at::Tensor Transformer::forward_hidden_from(int64_t first, const at::Tensor& inp
     throw std::logic_error("forward_hidden_from past the prepared context: " + std::to_string(start + T) + " positions");
   last_step_graphed_ = false;
   last_step_attention_graphed_ = false;
-  if (entry && entry_of == first) {  // the entry asked for is the input itself
-    *entry = input;
-    entry = nullptr;
+  if (entries) {
+    entries->streams.assign(static_cast<size_t>(std::max<int64_t>(0, entries->last_layer - entries->first_layer + 1)), at::Tensor());
+    // The stream entering `first` is the input itself (not modified: the layers work on a copy).
+    if (first >= entries->first_layer && first <= entries->last_layer)
+      entries->streams[static_cast<size_t>(first - entries->first_layer)] = input;
   }
   if (first == last) {  // nothing to run: the stream entering `last` is the input
     cache.advance(T);
     return input;
   }
   // The layers write the stream in place (blocks of rows): `input` must stay for the next re-run.
-  return run_layers(first, last, input.clone(), cache, attention, Phase::Prefill, entry_of, entry);
+  return run_layers(first, last, input.clone(), cache, attention, Phase::Prefill, entries);
 }
 
 at::Tensor Transformer::run_layers(int64_t first, int64_t last, at::Tensor x, KVCache& cache, AttentionBackend& attention,
-                                   Phase phase, int64_t entry_of, at::Tensor* entry) const {
+                                   Phase phase, EntryStreams* entries) const {
   const ModelConfig& c = model_->config;
   const ModelWeights& w = model_->weights;
   const int64_t T = x.size(0), start = cache.length();
@@ -115,7 +118,10 @@ at::Tensor Transformer::run_layers(int64_t first, int64_t last, at::Tensor x, KV
   const bool cuda = model_->run.device.is_cuda();
   DeviceTimer layer_time(cuda), attention_time(cuda);
   for (int64_t l = first; l < last; ++l) {
-    if (entry && l == entry_of) *entry = x.clone();
+    if (entries && l >= entries->first_layer && l <= entries->last_layer) {
+      at::Tensor& kept = entries->streams[static_cast<size_t>(l - entries->first_layer)];
+      if (!kept.defined()) kept = x.clone();
+    }
     if (timer_) layer_time.start();
     double attention_seconds = 0.0;
     const LayerWeights& layer = w.layers[l];

@@ -21,6 +21,13 @@ namespace hipstudio {
 enum class LogitsFor { LastToken, AllTokens };
 enum class Phase { Prefill, Decode };
 
+// The residual streams entering layers [first_layer, last_layer] that a prefill hands back:
+// streams[l - first_layer], undefined for a layer the pass did not enter. The pass sizes `streams`.
+struct EntryStreams {
+  int64_t first_layer = 0, last_layer = -1;
+  std::vector<at::Tensor> streams;
+};
+
 class Transformer {
  public:
   // `max_positions` bounds the positions this instance will see (the RoPE tables are built for it).
@@ -60,10 +67,10 @@ class Transformer {
   // The same pass without the final RMSNorm and classifier: the residual stream [T, dim] in the
   // run's dtype, on the run's device. Callers that need the logits of many positions (the paired analysis) turn a few rows
   // at a time into logits with logits_of instead of holding [T, vocab].
-  // A prefill may hand back a copy of the residual stream entering layer `entry_of` in *entry (what
+  // A prefill may hand back copies of the residual stream entering layers (EntryStreams: what
   // forward_hidden_from takes to re-run the layers from there on).
   at::Tensor forward_hidden(const std::vector<int32_t>& tokens, KVCache& cache, AttentionBackend& attention,
-                            Phase phase = Phase::Prefill, int64_t entry_of = -1, at::Tensor* entry = nullptr) const;
+                            Phase phase = Phase::Prefill, EntryStreams* entries = nullptr) const;
   // The prefill's layers [first, last) (last < 0: to the end): `input` [T, dim] is the residual
   // stream entering `first` (the embeddings for 0, else as forward_hidden handed it back; not
   // modified), and the cache's layers below `first` already hold these T positions from the cache's
@@ -71,7 +78,7 @@ class Transformer {
   // (the last layer's output for the end) and advances the cache by T: with last < 0, the same
   // result as forward_hidden when the layers below `first` would compute what they computed before.
   at::Tensor forward_hidden_from(int64_t first, const at::Tensor& input, KVCache& cache, AttentionBackend& attention,
-                                 int64_t entry_of = -1, at::Tensor* entry = nullptr, int64_t last = -1) const;
+                                 EntryStreams* entries = nullptr, int64_t last = -1) const;
   // Captures the CUDA graphs of a decode step on `cache` now, where the first decode step would
   // (a warm-up of every layer and a capture per layer): a benchmark's timed steps then hold decode
   // steps only. A no-op where decode steps do not replay graphs (CPU, a layer timer, graphs off).
@@ -86,7 +93,7 @@ class Transformer {
 
  private:
   at::Tensor run_layers(int64_t first, int64_t last, at::Tensor x, KVCache& cache, AttentionBackend& attention,
-                        Phase phase, int64_t entry_of, at::Tensor* entry) const;
+                        Phase phase, EntryStreams* entries) const;
   // Decode steps replay CUDA graphs: on CUDA, graphs on, no layer timer (it needs eager launches).
   bool decodes_by_graphs() const;
   std::shared_ptr<const Model> model_;

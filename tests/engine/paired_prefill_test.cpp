@@ -168,10 +168,19 @@ TEST(PairedPrefill, HipRerunsEqualFreshRunsWithTheirSettings) {
   const PairedAnalysis rerun = prefill->decode(3, 4);
   expect_same_results(rerun, run_paired_analysis(default_model(), kStory, other), "k 16, l_d 2");
   // Back to the first settings: the dense side was never re-run and still matches. l_d goes down:
-  // the stream entering layer 1 was not kept, so every layer runs.
+  // layer 0 stays dense, so the run resumes from the stream entering layer 1 (kept by both runs).
   prefill->rerun_hip(first);
-  EXPECT_EQ(prefill->hip_first_layer(), 0);
+  EXPECT_EQ(prefill->hip_first_layer(), 1) << "l_d 2 -> 1: only the layers from the new l_d on run";
   expect_same_results(prefill->decode(3, 4), run_paired_analysis(default_model(), kStory, first), "back to the first");
+  // l_d up by two, then down by one and to 0: each run starts at the lower of the two l_d (the
+  // stream entering layer 2 comes from the l_d 3 run), and 0 runs every layer.
+  for (const auto& [ld, resumes] : {std::pair<int64_t, int64_t>{3, 1}, {2, 2}, {0, 0}, {1, 0}}) {
+    AnalysisOptions next = first;
+    next.hip.dense_layers = ld;
+    prefill->rerun_hip(next);
+    EXPECT_EQ(prefill->hip_first_layer(), resumes) << "l_d " << ld;
+    expect_same_results(prefill->decode(3, 4), run_paired_analysis(default_model(), kStory, next), "l_d " + std::to_string(ld));
+  }
   // k and b_q alone, the viewed layer below l_d and one above it: from l_d on.
   for (int64_t viewed : {int64_t{0}, int64_t{4}}) {
     AnalysisOptions next = first;
