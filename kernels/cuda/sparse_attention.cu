@@ -139,13 +139,6 @@ __global__ void __launch_bounds__(128, (kMinCtasPerSm<D, KG>)) sparse_attention_
   T* sv_all = sk_all + 2 * kBK * LD;                         // [2][kBK][LD]
   TileKey* skey_all = reinterpret_cast<TileKey*>(sv_all + 2 * kBK * LD);  // [kKeySlots][kBK]
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  // Programmatic dependent launch: a kernel launched after this one as a dependent (row_gemv, the
-  // output projection inside a decode graph) may start its blocks on what this grid leaves free of
-  // the GPU (a decode step's CTAs are a few per SM) and stream its weights while this one runs; it
-  // still waits for this whole grid before it reads the output. Nothing else is launched as one.
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int gq = lane >> 2, cq = lane & 3;
   const CtaCoords c = cta_coords(a);

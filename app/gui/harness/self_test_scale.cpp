@@ -330,7 +330,7 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
       {"launch_to_first_latency"});
 
   // 2. Knob changes: each to the new mask, recall and latency of the viewed layer.
-  enum class Knob { k, b_q, b_k };
+  enum class Knob { k, b_q, b_k, l_d };
   // `viewed_key`, where given, is timed when the viewed layer's new mask and recall are on screen.
   auto knob_step = [&](Knob which, const std::string& key, const std::string& viewed_key = {}) -> SelfTestStep {
     auto before = std::make_shared<HipKnobs>();
@@ -346,6 +346,7 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
                   k.b_k = 4;
                   if (!valid(k) || before->b_k == 4) k.b_k = before->b_k == 1 ? 2 : 1;
                   break;
+                case Knob::l_d: k.l_d = before->l_d > 0 ? before->l_d - 1 : 1; break;  // down: re-runs from the new l_d
               }
               if (!valid(k) && which == Knob::b_q) k.b_q = before->b_q / 2;
               s.knobs = k;
@@ -356,9 +357,10 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
             [mask_ready, errors](const AppState& s, const Snapshot& snap) {
               return !s.invalid.empty() || !errors(snap).empty() ||
                      (s.applied.k == s.knobs.k && s.applied.b_q == s.knobs.b_q && s.applied.b_k == s.knobs.b_k &&
-                      mask_ready(s, snap) && snap.analysis && snap.fresh(kStageAnalysis));
+                      s.applied.l_d == s.knobs.l_d && mask_ready(s, snap) && snap.analysis && snap.fresh(kStageAnalysis) &&
+                      snap.analysis->analysis->options.hip.dense_layers == s.applied.l_d);  // the masks do not name l_d
             },
-            [run, key, viewed_key, before, errors, all_ready](AppState& s, const Snapshot& snap) -> std::string {
+            [run, which, key, viewed_key, before, errors, all_ready](AppState& s, const Snapshot& snap) -> std::string {
               if (!s.invalid.empty()) return "the knobs are refused: " + s.invalid;
               if (!errors(snap).empty()) return errors(snap);
               if (run->phase == 0) {  // this frame draws the new mask and recall; timed when drawn
@@ -373,8 +375,13 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
               if (run->phase++ == 2) return kMore;
               run->timing(key, run->elapsed());
               const LayerMasks& m = *snap.masks;
-              const bool changed = run->masks.get() != &m && (!run->masks || m.hip.blocks != run->masks->hip.blocks ||
-                                                              m.hip.counts != run->masks->hip.counts);
+              // An l_d change may leave the viewed layer's mask as it was (its inputs move a little):
+              // its result is a new analysis run with the new l_d.
+              const bool changed =
+                  which == Knob::l_d
+                      ? snap.analysis != run->analysis && snap.analysis->analysis->options.hip.dense_layers == s.applied.l_d
+                      : run->masks.get() != &m && (!run->masks || m.hip.blocks != run->masks->hip.blocks ||
+                                                   m.hip.counts != run->masks->hip.counts);
               run->line(fmt("result: %s changed %s (%s; Kb %lld -> %lld, query blocks %lld -> %lld; recall %s -> %s; latency %s -> %s)",
                                key.c_str(), changed ? "yes" : "NO", knobs_change(*before, s.applied).c_str(),
                                static_cast<long long>(run->masks ? run->masks->hip.kb : 0), static_cast<long long>(m.hip.kb),
@@ -394,6 +401,9 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
   if (!options.basic) {
     add(knob_step(Knob::b_q, "b_q_change_to_mask"), {"b_q_change_to_mask"});
     add(knob_step(Knob::b_k, "b_k_change_to_mask"), {"b_k_change_to_mask"});
+    // l_d down by one (no target; the issue asks that it re-run only the layers it changes: the
+    // worker trace's "HiP prefill from layer" names where the HiP side resumed).
+    add(knob_step(Knob::l_d, "l_d_change_to_mask"), {"l_d_change_to_mask"});
 
     // 3. Layer changes. Right after a knob change the other layers' views are still coming (the
     // HiP side's layers above the viewed one, then each layer's views, in the background): a layer
@@ -489,7 +499,15 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
         {"head_change_to_mask", "head_change_to_views"});
 
     // 4. r_m: only the decode half re-runs.
-    add(settle("settle before the r_m change"), {});
+    // The analysis on screen before the change (the background's HiP layers have replaced the one
+    // the last knob step saw), which the r_m change must decode from without a new prefill.
+    add({"settle before the r_m change", [](AppState&) {}, [](const AppState&, const Snapshot& snap) { return !snap.busy; },
+         [run, every_stage_error](AppState&, const Snapshot& snap) {
+           run->analysis = snap.analysis;
+           return every_stage_error(snap);
+         },
+         600, 1},
+        {});
     auto rm_before = std::make_shared<int>(0);
     add({"r_m_change_to_decode",
          [run, rm_before](AppState& s) {
