@@ -540,6 +540,10 @@ void PairedPrefill::rerun_hip(const AnalysisOptions& options, const AnalysisProg
     s.hip_prefill_time = s.hip_recorder();
     for (int64_t l = 0; l < from; ++l) s.hip_prefill_time.layers[static_cast<size_t>(l)] = last.layers[static_cast<size_t>(l)];
     s.hip_from = from;
+    // Streams above the new l_d serve no resume of this run: freed before it, so that its peak
+    // holds no more of them than the memory plan counts for the new l_d.
+    for (size_t l = static_cast<size_t>(std::max<int64_t>(kept.hip.dense_layers, 0)) + 1; l < s.hip_entries.size(); ++l)
+      s.hip_entries[l] = at::Tensor();
     s.prompt = PairedAnalysis{};
     s.prompt.prompt_ids = before->prompt_ids;
     before.reset();  // its kept inputs go with the last holder (the screen's view), not with this run
