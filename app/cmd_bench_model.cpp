@@ -62,7 +62,8 @@ class Runner {
     r.prefill.push_back(p);
     r.steps.insert(r.steps.end(), s.begin(), s.end());
     r.per_token.push_back(mean(s));
-    // Every step of every run (warm-ups too) on stderr: where a run's mean and its median step part.
+    // Every step of every run (warm-ups too) on stderr: a run whose mean and median step differ shows
+    // which steps were slow.
     std::fprintf(stderr, "bench model: %s run, prefill %.2f ms, decode steps ms:", hip ? "hip" : "dense", p);
     for (const double step : s) std::fprintf(stderr, " %.3f", step);
     std::fprintf(stderr, "\n");

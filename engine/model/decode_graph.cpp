@@ -24,8 +24,8 @@ struct DecodeGraph::Impl {
   const Model& model;
   const RopeTables& rope;
   const void* cache_keys = nullptr;  // identity of the cache the graphs write into
-  // What the host sets before a replay (token, position) and the eager attention's output copied
-  // for the graph after it (attended). The graphs' own outputs (each layer's input rows x and its
+  // What the host sets before a replay (token, position) and the attention output the graph after
+  // it reads (attended: written there by the eager attention, or by the tail's own attention). The graphs' own outputs (each layer's input rows x and its
   // queries q) stay where the capture allocated them, in the graphs' pool: a replay rewrites them
   // in place, and the next graph (or attention) reads them there.
   at::Tensor token, position, attended;
@@ -167,7 +167,9 @@ void DecodeGraph::prepare_attention(AttentionBackend& attention, const KVCache& 
 int64_t DecodeGraph::last_graphed_attention_from() const { return impl_->last_graphed_from; }
 
 bool DecodeGraph::serves(const KVCache& cache) const {
-  return cache.capacity() > 0 && cache.keys(0, 1).data_ptr() == impl_->cache_keys;
+  // The same tensors, and the same capacity (the tail's attention takes it as its key count).
+  return cache.capacity() > 0 && cache.keys(0, 1).data_ptr() == impl_->cache_keys &&
+         cache.capacity() == impl_->keys.front().size(1);
 }
 
 at::Tensor DecodeGraph::step(int32_t token, KVCache& cache, AttentionBackend& attention) {

@@ -51,6 +51,9 @@ struct HipLayerEvent {
 class HipAttention final : public AttentionBackend {
  public:
   HipAttention(const HipModelParams& params, int64_t n_layers);
+  // Not copied: a copy would share the decode buffers (and their generation) a captured graph reads.
+  HipAttention(const HipAttention&) = delete;
+  HipAttention& operator=(const HipAttention&) = delete;
   std::string name() const override { return "hip"; }
   // Which implementation ran the last sparse layer call and, on CUDA without kernels, why not.
   const std::string& backend_note() const { return backend_note_; }

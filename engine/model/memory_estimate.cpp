@@ -114,10 +114,10 @@ MemoryEstimate estimate_run_memory(const ModelConfig& c, const RunDevice& run, c
     const uint64_t qkv_elems = (H + 2 * KVH) * n * d;
     const uint64_t kept = std::min<uint64_t>(L, u(a->kept_layers));
     // Both sides' residual streams over the prompt (the per-token metrics read them at the end), the
-    // HiP side's entering layers 1 .. l_d (kept so a HiP change, l_d's included, re-runs only the
-    // layers it reaches) and entering the layer above the viewed one (the GUI's viewed layer first,
-    // until the rest runs).
-    const uint64_t entries = static_cast<uint64_t>(std::clamp<int64_t>(a->hip.dense_layers, 0, c.n_layers - 1));
+    // HiP side's entering up to kKeptHipEntryStreams layers at or below l_d (kept so a HiP change,
+    // l_d's included, re-runs only the layers it reaches) and entering the layer above the viewed one
+    // (the GUI's viewed layer first, until the rest runs).
+    const uint64_t entries = c.n_layers > 1 ? static_cast<uint64_t>(kKeptHipEntryStreams) : 0;
     add(memory_line::kHidden, (3 + entries) * n * dim * e, MemoryPlace::Device);
     // The kept layers' Q/K/V (PairedAnalysis::inputs, kept_inputs.h): the run's tensors on a device,
     // float32 host arrays on the CPU.

@@ -54,6 +54,12 @@ inline constexpr const char* kOffloadMaps = "offloading maps";
 inline constexpr const char* kCaptureImage = "capture file image";
 }  // namespace memory_line
 
+// How many residual streams a paired run's HiP side keeps at or below its first HiP layer (those
+// entering l_d - 3 .. l_d; engine/model/paired_analysis.cpp): lowering l_d by up to 3 then resumes at
+// the new l_d. A bound, not l_d of them: each is the prompt's whole stream (256 MB at 32k tokens of
+// an 8B model, 1 GiB at 128k), and the plan counts this many whatever l_d a later re-run picks.
+constexpr int64_t kKeptHipEntryStreams = 4;
+
 // The extras of a paired dense-vs-HiP run and of a capture built from it.
 struct AnalysisMemoryShape {
   HipModelParams hip;

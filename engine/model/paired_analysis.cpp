@@ -161,11 +161,11 @@ struct PairedPrefill::State {
   // The HiP side, its views and the prompt's metrics, against dense_hidden: every layer, or from
   // hip_from on (rerun_hip), with `carried` the kept inputs of the layers below it.
   void hip_prefill(const std::vector<LayerInputs>& carried = {});
-  // The HiP side's residual streams entering layers 1 .. l_d (hip_entries[l]; undefined where not
-  // kept), so that a change of HiP settings re-runs the layers it reaches only (rerun_hip): the
-  // layers below l_d are dense on this side, so the stream entering layer m <= l_d depends on the
-  // prompt alone, and serves any later run whose l_d is m or more. Raising l_d resumes from the old
-  // l_d, lowering it from the new one.
+  // The HiP side's residual streams entering the kKeptHipEntryStreams layers up to l_d (hip_entries[l],
+  // l >= 1; undefined where not kept), so that a change of HiP settings re-runs the layers it reaches
+  // only (rerun_hip): the layers below l_d are dense on this side, so the stream entering layer
+  // m <= l_d depends on the prompt alone, and serves any later run whose l_d is m or more. Raising
+  // l_d resumes from the old l_d, lowering it by up to kKeptHipEntryStreams - 1 from the new one.
   std::vector<at::Tensor> hip_entries;
   int64_t hip_from = 0;  // the first layer the last HiP prefill ran
   // The viewed-layer-first prefill's stream entering the first layer it left (hip_mid_layer), for
@@ -408,14 +408,14 @@ void PairedPrefill::State::hip_prefill(const std::vector<LayerInputs>& carried) 
 }
 
 // Layers [first, last) of the HiP side from `input` (the stream entering `first`), the views layer
-// and the kept inputs taking each layer's attention as it runs; keeps the streams entering layers
-// 1 .. l_d it passes, and drops those above l_d (memory: the plan counts l_d of them). Returns the
-// stream entering `last`.
+// and the kept inputs taking each layer's attention as it runs; keeps the streams entering the
+// kKeptHipEntryStreams layers up to l_d it passes, and drops the others (memory: the plan counts
+// kKeptHipEntryStreams of them whatever l_d is). Returns the stream entering `last`.
 at::Tensor PairedPrefill::State::run_hip_layers(int64_t first, int64_t last, const at::Tensor& input) {
   const int64_t layers = model->config.n_layers;
   const int64_t top = std::min(options.hip.dense_layers, layers - 1);  // the highest entry kept
   EntryStreams entries;
-  entries.first_layer = 1;
+  entries.first_layer = std::max<int64_t>(1, top - kKeptHipEntryStreams + 1);
   entries.last_layer = top;
   prefilling = true;
   struct Done {
@@ -426,8 +426,8 @@ at::Tensor PairedPrefill::State::run_hip_layers(int64_t first, int64_t last, con
   hip_entries.resize(static_cast<size_t>(layers));
   for (int64_t l = 1; l < layers; ++l) {
     at::Tensor& kept = hip_entries[static_cast<size_t>(l)];
-    if (l > top) kept = at::Tensor();
-    else if (entries.streams[static_cast<size_t>(l - 1)].defined()) kept = entries.streams[static_cast<size_t>(l - 1)];
+    if (l > top || l < entries.first_layer) kept = at::Tensor();
+    else if (const at::Tensor& e = entries.streams[static_cast<size_t>(l - entries.first_layer)]; e.defined()) kept = e;
   }
   return stream;
 }
@@ -540,10 +540,11 @@ void PairedPrefill::rerun_hip(const AnalysisOptions& options, const AnalysisProg
     s.hip_prefill_time = s.hip_recorder();
     for (int64_t l = 0; l < from; ++l) s.hip_prefill_time.layers[static_cast<size_t>(l)] = last.layers[static_cast<size_t>(l)];
     s.hip_from = from;
-    // Streams above the new l_d serve no resume of this run: freed before it, so that its peak
-    // holds no more of them than the memory plan counts for the new l_d.
-    for (size_t l = static_cast<size_t>(std::max<int64_t>(kept.hip.dense_layers, 0)) + 1; l < s.hip_entries.size(); ++l)
-      s.hip_entries[l] = at::Tensor();
+    // Streams this run will not keep are freed before it, so that its peak holds no more of them than
+    // the memory plan counts (the one it resumes from is in its window: at or below the new l_d).
+    const int64_t top = std::min<int64_t>(kept.hip.dense_layers, static_cast<int64_t>(s.hip_entries.size()) - 1);
+    for (int64_t l = 0; l < static_cast<int64_t>(s.hip_entries.size()); ++l)
+      if (l != from && (l > top || l < top - kKeptHipEntryStreams + 1)) s.hip_entries[static_cast<size_t>(l)] = at::Tensor();
     s.prompt = PairedAnalysis{};
     s.prompt.prompt_ids = before->prompt_ids;
     before.reset();  // its kept inputs go with the last holder (the screen's view), not with this run

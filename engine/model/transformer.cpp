@@ -34,7 +34,7 @@ at::Tensor Transformer::logits_of(const at::Tensor& hidden) const {
 }
 
 at::Tensor Transformer::forward_hidden(const std::vector<int32_t>& tokens, KVCache& cache, AttentionBackend& attention,
-                                       Phase phase, EntryStreams* entries) const {
+                                       Phase phase) const {
   c10::InferenceMode inference;
   const int64_t T = static_cast<int64_t>(tokens.size());
   const int64_t start = cache.length();
@@ -53,8 +53,7 @@ at::Tensor Transformer::forward_hidden(const std::vector<int32_t>& tokens, KVCac
     return x;
   }
 
-  if (entries) entries->streams.assign(static_cast<size_t>(std::max<int64_t>(0, entries->last_layer - entries->first_layer + 1)), at::Tensor());
-  return run_layers(0, model_->config.n_layers, embed(tokens), cache, attention, phase, entries);
+  return run_layers(0, model_->config.n_layers, embed(tokens), cache, attention, phase, nullptr);
 }
 
 bool Transformer::decodes_by_graphs() const {
@@ -63,7 +62,7 @@ bool Transformer::decodes_by_graphs() const {
 
 void Transformer::prepare_decode_graphs(KVCache& cache, AttentionBackend& attention) const {
   // A full cache takes no step (forward refuses it), and the captures' eager passes write its next slot.
-  if (!decodes_by_graphs() || cache.length() >= cache.capacity()) return;
+  if (!decodes_by_graphs() || cache.length() >= std::min(cache.capacity(), max_positions_)) return;
   c10::InferenceMode inference;
   if (!graph_ || !graph_->serves(cache)) {
     graph_.reset();  // releases the previous cache before capturing for this one
@@ -91,7 +90,7 @@ at::Tensor Transformer::forward_hidden_from(int64_t first, const at::Tensor& inp
   last_step_graphed_ = false;
   last_step_attention_graphed_ = false;
   if (entries) {
-    entries->streams.assign(static_cast<size_t>(std::max<int64_t>(0, entries->last_layer - entries->first_layer + 1)), at::Tensor());
+    entries->reset();
     // The stream entering `first` is the input itself (not modified: the layers work on a copy).
     if (first >= entries->first_layer && first <= entries->last_layer)
       entries->streams[static_cast<size_t>(first - entries->first_layer)] = input;

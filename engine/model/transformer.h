@@ -26,6 +26,7 @@ enum class Phase { Prefill, Decode };
 struct EntryStreams {
   int64_t first_layer = 0, last_layer = -1;
   std::vector<at::Tensor> streams;
+  void reset() { streams.assign(static_cast<size_t>(std::max<int64_t>(0, last_layer - first_layer + 1)), at::Tensor()); }
 };
 
 class Transformer {
@@ -67,16 +68,16 @@ class Transformer {
   // The same pass without the final RMSNorm and classifier: the residual stream [T, dim] in the
   // run's dtype, on the run's device. Callers that need the logits of many positions (the paired analysis) turn a few rows
   // at a time into logits with logits_of instead of holding [T, vocab].
-  // A prefill may hand back copies of the residual stream entering layers (EntryStreams: what
-  // forward_hidden_from takes to re-run the layers from there on).
   at::Tensor forward_hidden(const std::vector<int32_t>& tokens, KVCache& cache, AttentionBackend& attention,
-                            Phase phase = Phase::Prefill, EntryStreams* entries = nullptr) const;
+                            Phase phase = Phase::Prefill) const;
   // The prefill's layers [first, last) (last < 0: to the end): `input` [T, dim] is the residual
   // stream entering `first` (the embeddings for 0, else as forward_hidden handed it back; not
   // modified), and the cache's layers below `first` already hold these T positions from the cache's
   // length on (what an earlier pass over the same rows wrote). Returns the stream entering `last`
   // (the last layer's output for the end) and advances the cache by T: with last < 0, the same
   // result as forward_hidden when the layers below `first` would compute what they computed before.
+  // `entries`, when given, receives copies of the streams entering its layers (what a later call
+  // takes as `input` to re-run the layers from there on).
   at::Tensor forward_hidden_from(int64_t first, const at::Tensor& input, KVCache& cache, AttentionBackend& attention,
                                  EntryStreams* entries = nullptr, int64_t last = -1) const;
   // Captures the CUDA graphs of a decode step on `cache` now, where the first decode step would

@@ -129,7 +129,10 @@ TEST(CudaEngine, GraphDecodeStepsMatchEagerSteps) {
       const bool hip = variant > 0;
       DenseAttention dense;
       HipModelParams params = testing::small_hip_params();
-      if (variant == 2) params.dense_layers = 0, params.refresh_every = 3;
+      if (variant == 2) {
+        params.dense_layers = 0;
+        params.refresh_every = 3;
+      }
       HipAttention hip_eager(params, model->config.n_layers), hip_graph(params, model->config.n_layers);
       int graphed = 0;
       const at::Tensor eager = decode_logits(model, hip ? static_cast<AttentionBackend&>(hip_eager) : dense, false, steps);

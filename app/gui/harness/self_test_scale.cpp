@@ -402,7 +402,7 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
     add(knob_step(Knob::b_q, "b_q_change_to_mask"), {"b_q_change_to_mask"});
     add(knob_step(Knob::b_k, "b_k_change_to_mask"), {"b_k_change_to_mask"});
     // l_d down by one (no target; the issue asks that it re-run only the layers it changes: the
-    // worker trace's "HiP prefill from layer" names where the HiP side resumed).
+    // worker trace's first "HiP prefill, layer N" line after it names where the HiP side resumed).
     add(knob_step(Knob::l_d, "l_d_change_to_mask"), {"l_d_change_to_mask"});
 
     // 3. Layer changes. Right after a knob change the other layers' views are still coming (the
