@@ -86,6 +86,16 @@ bool HipAttention::cuda_ready() {
   return cuda_ready_ == 1;
 }
 
+bool HipAttention::needs_refresh(const LayerState& state) const {
+  return !state.valid || state.steps_since_refresh >= params_.refresh_every;
+}
+
+int64_t HipAttention::cached_extra(const LayerState& state, int64_t position) const {
+  const int64_t extra = tail_block(position) - state.refresh_hi;
+  if (extra < 0 || extra > tail_room()) throw std::logic_error("HiP decode: the cached mask's dense tail outgrew its room");
+  return extra;
+}
+
 int64_t HipAttention::tail_block(int64_t position) const {
   const hip::HipParams& p = params_.hip;
   return std::max(p.sink / p.b_k, hip::floor_div(position + 1 - p.window, p.b_k));
@@ -136,12 +146,12 @@ bool HipAttention::begin_graphed_step(int64_t position, const GraphedAttention& 
   int64_t extra = -1;
   for (size_t l = static_cast<size_t>(params_.dense_layers); l < layers_.size(); ++l) {
     const LayerState& s = layers_[l];
-    if (!s.valid || s.steps_since_refresh >= params_.refresh_every) return false;
-    const int64_t e = tail_block(position) - s.refresh_hi;
+    if (needs_refresh(s)) return false;
+    const int64_t e = cached_extra(s, position);
     if (extra >= 0 && e != extra) return false;
     extra = e;
   }
-  if (extra < 0 || extra > tail_room()) throw std::logic_error("HiP decode: the cached mask's dense tail outgrew its room");
+  if (extra < 0) return false;  // no sparse layer
   buffers_.counts_now.copy_(buffers_.counts_by_extra.select(1, extra));  // one launch for every layer
   for (size_t l = static_cast<size_t>(params_.dense_layers); l < layers_.size(); ++l) ++layers_[l].steps_since_refresh;
   return true;
@@ -215,7 +225,7 @@ at::Tensor HipAttention::attend_reference(const AttentionCall& call, LayerState&
     state.valid = false;
     event.refreshed = true;
   } else {
-    if (!state.valid || state.steps_since_refresh >= params_.refresh_every) {
+    if (needs_refresh(state)) {
       state.decode_mask = select();
       state.valid = true;
       state.steps_since_refresh = 0;
@@ -290,10 +300,8 @@ at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& stat
   } else {
     profile_.begin(call.q.is_cuda());
     const int64_t position = call.first_position;
-    // Tail blocks a cached mask can need: the tail start moves one block every b_k positions, and a
-    // mask serves at most r_m steps.
     const int64_t room = tail_room();
-    if (!state.valid || state.steps_since_refresh >= params_.refresh_every) {
+    if (needs_refresh(state)) {
       const hip_torch::MaskTensors masks = hip_torch::estimate_masks(call.q, call.k, p);
       state.refresh_hi = tail_block(position);
       // Row h: its selected blocks (ascending), then refresh_hi, refresh_hi + 1, ... from column
@@ -321,8 +329,7 @@ at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& stat
     // position, so the key blocks the tail has moved past since the refresh are attended from the
     // row's tail columns. Together they attend exactly sink + blocks + [refresh dense_from,
     // position], as the reference does.
-    const int64_t extra = tail_block(position) - state.refresh_hi;
-    if (extra < 0 || extra > room) throw std::logic_error("HiP decode: the cached mask's dense tail outgrew its room");
+    const int64_t extra = cached_extra(state, position);
     const hip::HipParams widened = widened_params();
     const at::Tensor block_counts = state.gpu_counts_by_extra.select(0, extra);  // a view: no launch
     event.mask_seconds = span_seconds(mask_time);  // the refresh (a cached step launches nothing here)

@@ -112,7 +112,13 @@ class HipAttention final : public AttentionBackend {
   void ensure_decode_buffers(int64_t heads, const c10::Device& device);
   // Whether the CUDA kernels serve this backend's sparse layers and nothing needs per-call host work.
   bool graphable(const c10::Device& device);
+  // Tail blocks a cached mask can need: the tail start moves one block every b_k positions, and a
+  // mask serves at most r_m steps.
   int64_t tail_room() const { return params_.refresh_every / params_.hip.b_k + 2; }
+  // Whether a layer's next decode step estimates a new mask (the first after a prefill, or r_m steps on).
+  bool needs_refresh(const LayerState& state) const;
+  // Tail blocks the query at `position` has moved past since the layer's refresh (its count row).
+  int64_t cached_extra(const LayerState& state, int64_t position) const;
   // First key block of the dense tail for a query at `position` (the search range's hi).
   int64_t tail_block(int64_t position) const;
   // HiP's parameters widened to hold a cached row's tail blocks (the attention launch's k).

@@ -187,6 +187,13 @@ TEST(MemoryEstimate, An8BModelAt128kFitsAn80GBGpuAnd128GBHost) {
   int kept_on_device = 0;
   for (const MemoryLine& line : e.lines) kept_on_device += line.name == memory_line::kKeptQkv && line.place == MemoryPlace::Device;
   EXPECT_EQ(kept_on_device, 1);
+  // The residual streams: both sides', the viewed-layer-first one and the HiP side's kept entry
+  // streams, a bound whatever l_d a re-run picks (a stream a layer up to l_d would be 31 at l_d 31).
+  const uint64_t stream = uint64_t{131040} * 4096 * 2;
+  for (const int64_t ld : {int64_t{0}, int64_t{3}, int64_t{31}}) {
+    extras.hip.dense_layers = ld;
+    EXPECT_EQ(estimate_run_memory(c, gpu, shape).bytes(memory_line::kHidden), (3 + kKeptHipEntryStreams) * stream) << "l_d " << ld;
+  }
   // The old plan (all logits and every layer's Q/K/V on the host) needed about 200 GB there.
   extras.kept_layers = 32;
   EXPECT_GT(estimate_run_memory(c, gpu, shape).needed(MemoryPlace::Host), uint64_t{64} << 30);
