@@ -152,5 +152,52 @@ TEST(CudaEngine, GraphDecodeStepsMatchEagerSteps) {
   }
 }
 
+// The decode graphs are captured again when what they baked in changes: a new r_m whose cached masks
+// need another tail room (new HiP buffers), then another HiP backend (another l_d) on the same
+// transformer and cache. Every step's logits equal an eager run's that makes the same changes at the
+// same steps, and the steps after each change replay HiP's attention inside the graphs again.
+TEST(CudaEngine, GraphDecodeStepsFollowANewRmAndANewBackend) {
+  REQUIRE_CUDA();
+  ASSERT_TRUE(DecodeGraph::supported()) << "this CUDA build cannot capture CUDA graphs (engine without HIPSTUDIO_TORCH_CUDA)";
+  auto model = load("cuda", "bf16");
+  const auto ids = model->tokenizer->encode(kText, true);
+  const int steps = 18;
+  HipModelParams first = testing::small_hip_params();  // l_d 1, r_m 4, b_k 2: tail room 4
+  HipModelParams other = first;
+  other.dense_layers = 2;
+  // Steps 0-5 with `first`, 6-11 with r_m 8 (tail room 6), 12-17 with a second backend at l_d 2.
+  auto run = [&](bool graphs, std::vector<int>* graphed_by_phase) {
+    const int64_t capacity = static_cast<int64_t>(ids.size()) + steps;
+    Transformer transformer(model, capacity);
+    transformer.set_decode_graphs(graphs);
+    KVCache cache(model->config, model->run, capacity);
+    HipAttention a(first, model->config.n_layers), b(other, model->config.n_layers);
+    at::Tensor logits = transformer.forward(ids, cache, a);
+    std::vector<at::Tensor> rows;
+    for (int s = 0; s < steps; ++s) {
+      if (s == 6) a.set_refresh_every(8);
+      AttentionBackend& backend = s < 12 ? static_cast<AttentionBackend&>(a) : b;
+      const int32_t next = static_cast<int32_t>(logits[0].argmax().item<int64_t>());
+      logits = transformer.forward({next}, cache, backend, LogitsFor::LastToken, Phase::Decode);
+      if (graphed_by_phase) (*graphed_by_phase)[static_cast<size_t>(s / 6)] += transformer.last_step_attention_graphed() ? 1 : 0;
+      rows.push_back(logits);
+    }
+    return at::cat(rows, 0);
+  };
+  std::vector<int> graphed(3, 0);
+  const at::Tensor eager = run(false, nullptr), graph = run(true, &graphed);
+  const double diff = (eager - graph).abs().max().item<double>();
+  std::printf("[gpu] stories15M bf16 HiP decode through a new r_m and a new backend, CUDA graphs vs eager: max abs logit "
+              "diff %.3g over %d steps, attention inside the graphs on %d / %d / %d steps of each phase\n",
+              diff, steps, graphed[0], graphed[1], graphed[2]);
+  EXPECT_LE(diff, 2e-2);
+  EXPECT_TRUE(eager.argmax(-1).equal(graph.argmax(-1)));
+  // Phase 1: refreshes at steps 0 and 4. Phase 2 (r_m 8 from step 6, masks forgotten): a refresh at
+  // step 6. Phase 3: the new backend refreshes at steps 12 (it has no masks yet) and 16.
+  EXPECT_EQ(graphed[0], 4);
+  EXPECT_EQ(graphed[1], 5);
+  EXPECT_EQ(graphed[2], 4);
+}
+
 }  // namespace
 }  // namespace hipstudio
