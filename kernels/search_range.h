@@ -24,14 +24,20 @@ inline int64_t query_blocks(const AttentionInputs& in, const HipParams& p) { ret
 // floor(a / b) for b > 0, also for negative a (C++ division truncates toward zero).
 inline int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
+// hi for a query block whose first row sits at position p0: the first key block of its dense tail
+// (a cached decode mask keeps the hi of its refresh; the views compute it per query block).
+inline int64_t search_hi(const HipParams& p, int64_t p0) {
+  const int64_t lo = p.sink / p.b_k, top = floor_div(p0 + 1 - p.window, p.b_k);
+  return top > lo ? top : lo;
+}
+
 inline SearchRange search_range(const AttentionInputs& in, const HipParams& p, int64_t qb) {
   SearchRange r;
   r.row_begin = qb * p.b_q;
   r.row_end = r.row_begin + p.b_q < in.tq ? r.row_begin + p.b_q : in.tq;
   r.p0 = visible_end(in, p, r.row_begin);
   r.lo = p.sink / p.b_k;
-  const int64_t top = floor_div(r.p0 + 1 - p.window, p.b_k);
-  r.hi = top > r.lo ? top : r.lo;
+  r.hi = search_hi(p, r.p0);
   r.dense_from = r.hi * p.b_k;
   return r;
 }

@@ -91,14 +91,9 @@ bool HipAttention::needs_refresh(const LayerState& state) const {
 }
 
 int64_t HipAttention::cached_extra(const LayerState& state, int64_t position) const {
-  const int64_t extra = tail_block(position) - state.refresh_hi;
+  const int64_t extra = hip::search_hi(params_.hip, position) - state.refresh_hi;
   if (extra < 0 || extra > tail_room()) throw std::logic_error("HiP decode: the cached mask's dense tail outgrew its room");
   return extra;
-}
-
-int64_t HipAttention::tail_block(int64_t position) const {
-  const hip::HipParams& p = params_.hip;
-  return std::max(p.sink / p.b_k, hip::floor_div(position + 1 - p.window, p.b_k));
 }
 
 hip::HipParams HipAttention::widened_params() const {
@@ -303,7 +298,7 @@ at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& stat
     const int64_t room = tail_room();
     if (needs_refresh(state)) {
       const hip_torch::MaskTensors masks = hip_torch::estimate_masks(call.q, call.k, p);
-      state.refresh_hi = tail_block(position);
+      state.refresh_hi = hip::search_hi(params_.hip, position);
       // Row h: its selected blocks (ascending), then refresh_hi, refresh_hi + 1, ... from column
       // count_h on; all tail blocks lie above the selection, so rows stay ascending. One launch,
       // with every cached step's counts made in advance, into this layer's slice of the shared

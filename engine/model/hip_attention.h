@@ -119,8 +119,6 @@ class HipAttention final : public AttentionBackend {
   bool needs_refresh(const LayerState& state) const;
   // Tail blocks the query at `position` has moved past since the layer's refresh (its count row).
   int64_t cached_extra(const LayerState& state, int64_t position) const;
-  // First key block of the dense tail for a query at `position` (the search range's hi).
-  int64_t tail_block(int64_t position) const;
   // HiP's parameters widened to hold a cached row's tail blocks (the attention launch's k).
   hip::HipParams widened_params() const;
   at::Tensor attend_reference(const AttentionCall& call, LayerState& state, HipLayerEvent& event);

@@ -20,6 +20,15 @@ namespace hipstudio {
 
 namespace {
 
+// The layers whose entering streams a HiP prefill with l_d `dense_layers` keeps: the
+// kKeptHipEntryStreams up to l_d, from layer 1 on (layer 0's is the embeddings, made again cheaply).
+EntryStreams kept_entry_window(int64_t dense_layers, int64_t layers) {
+  EntryStreams window;
+  window.last_layer = std::min(dense_layers, layers - 1);
+  window.first_layer = std::max<int64_t>(1, window.last_layer - kKeptHipEntryStreams + 1);
+  return window;
+}
+
 void finish_side(SideResult& side) {
   double total = 0;
   for (double v : side.nll) total += v;
@@ -167,6 +176,11 @@ struct PairedPrefill::State {
   // m <= l_d depends on the prompt alone, and serves any later run whose l_d is m or more. Raising
   // l_d resumes from the old l_d, lowering it by up to kKeptHipEntryStreams - 1 from the new one.
   std::vector<at::Tensor> hip_entries;
+  // Frees the kept streams outside `window` (kept_entry_window's), but for layer `keep`'s.
+  void drop_entries_outside(const EntryStreams& window, int64_t keep = -1) {
+    for (int64_t l = 0; l < static_cast<int64_t>(hip_entries.size()); ++l)
+      if (l != keep && (l < window.first_layer || l > window.last_layer)) hip_entries[static_cast<size_t>(l)] = at::Tensor();
+  }
   int64_t hip_from = 0;  // the first layer the last HiP prefill ran
   // The viewed-layer-first prefill's stream entering the first layer it left (hip_mid_layer), for
   // finish_hip; undefined (-1) when the HiP side is whole.
@@ -413,10 +427,7 @@ void PairedPrefill::State::hip_prefill(const std::vector<LayerInputs>& carried) 
 // kKeptHipEntryStreams of them whatever l_d is). Returns the stream entering `last`.
 at::Tensor PairedPrefill::State::run_hip_layers(int64_t first, int64_t last, const at::Tensor& input) {
   const int64_t layers = model->config.n_layers;
-  const int64_t top = std::min(options.hip.dense_layers, layers - 1);  // the highest entry kept
-  EntryStreams entries;
-  entries.first_layer = std::max<int64_t>(1, top - kKeptHipEntryStreams + 1);
-  entries.last_layer = top;
+  EntryStreams entries = kept_entry_window(options.hip.dense_layers, layers);
   prefilling = true;
   struct Done {
     bool& flag;
@@ -424,11 +435,10 @@ at::Tensor PairedPrefill::State::run_hip_layers(int64_t first, int64_t last, con
   } done{prefilling};
   at::Tensor stream = hip_model.forward_hidden_from(first, input, hip_cache, *hip_attention, &entries, last);
   hip_entries.resize(static_cast<size_t>(layers));
-  for (int64_t l = 1; l < layers; ++l) {
-    at::Tensor& kept = hip_entries[static_cast<size_t>(l)];
-    if (l > top || l < entries.first_layer) kept = at::Tensor();
-    else if (const at::Tensor& e = entries.streams[static_cast<size_t>(l - entries.first_layer)]; e.defined()) kept = e;
-  }
+  drop_entries_outside(entries);
+  for (int64_t l = entries.first_layer; l <= entries.last_layer; ++l)
+    if (const at::Tensor& e = entries.streams[static_cast<size_t>(l - entries.first_layer)]; e.defined())
+      hip_entries[static_cast<size_t>(l)] = e;
   return stream;
 }
 
@@ -542,9 +552,7 @@ void PairedPrefill::rerun_hip(const AnalysisOptions& options, const AnalysisProg
     s.hip_from = from;
     // Streams this run will not keep are freed before it, so that its peak holds no more of them than
     // the memory plan counts (the one it resumes from is in its window: at or below the new l_d).
-    const int64_t top = std::min<int64_t>(kept.hip.dense_layers, static_cast<int64_t>(s.hip_entries.size()) - 1);
-    for (int64_t l = 0; l < static_cast<int64_t>(s.hip_entries.size()); ++l)
-      if (l != from && (l > top || l < top - kKeptHipEntryStreams + 1)) s.hip_entries[static_cast<size_t>(l)] = at::Tensor();
+    s.drop_entries_outside(kept_entry_window(kept.hip.dense_layers, s.model->config.n_layers), from);
     s.prompt = PairedAnalysis{};
     s.prompt.prompt_ids = before->prompt_ids;
     before.reset();  // its kept inputs go with the last holder (the screen's view), not with this run

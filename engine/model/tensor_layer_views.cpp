@@ -448,7 +448,7 @@ void TensorLayerViews::tile(const LayerViewsChunk& chunk, const at::Tensor& hip_
   profile_.lap("oracle block scores");
   std::vector<int64_t> hi(static_cast<size_t>(nq));
   const int64_t lo = p.sink / p.b_k;
-  for (int64_t j = 0; j < nq; ++j) hi[j] = std::max(lo, hip::floor_div(first + j * p.b_q + 1 - p.window, p.b_k));
+  for (int64_t j = 0; j < nq; ++j) hi[j] = hip::search_hi(p, first + j * p.b_q);
   const at::Tensor hi_t = at::tensor(hi, at::kLong).to(dev.device());
   const at::Tensor block_ids = at::arange(key_blocks, long_opts);
   const at::Tensor in_range = block_ids.ge(lo).unsqueeze(0).logical_and(block_ids.unsqueeze(0).lt(hi_t.unsqueeze(1)));

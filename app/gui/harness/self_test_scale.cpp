@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -462,9 +463,15 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
         {"layer_change_to_mask"});
     // The head and r_m changes below are made with the GUI at rest (every stage of the last change
     // done), as a user makes them: not measured while the layer change's own stages still run.
-    auto settle = [every_stage_error](const std::string& name) -> SelfTestStep {
+    // `at_rest`, where given, sees the snapshot the GUI settled on.
+    auto settle = [every_stage_error](const std::string& name,
+                                      std::function<void(const Snapshot&)> at_rest = {}) -> SelfTestStep {
       return {name, [](AppState&) {}, [](const AppState&, const Snapshot& snap) { return !snap.busy; },
-              [every_stage_error](AppState&, const Snapshot& snap) { return every_stage_error(snap); }, 600, 1};
+              [every_stage_error, at_rest](AppState&, const Snapshot& snap) {
+                if (at_rest) at_rest(snap);
+                return every_stage_error(snap);
+              },
+              600, 1};
     };
     add(settle("settle before the head change"), {});
     // The masks hold every head: the new head's mask is on screen in the frame of the change; the
@@ -501,13 +508,7 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
     // 4. r_m: only the decode half re-runs.
     // The analysis on screen before the change (the background's HiP layers have replaced the one
     // the last knob step saw), which the r_m change must decode from without a new prefill.
-    add({"settle before the r_m change", [](AppState&) {}, [](const AppState&, const Snapshot& snap) { return !snap.busy; },
-         [run, every_stage_error](AppState&, const Snapshot& snap) {
-           run->analysis = snap.analysis;
-           return every_stage_error(snap);
-         },
-         600, 1},
-        {});
+    add(settle("settle before the r_m change", [run](const Snapshot& snap) { run->analysis = snap.analysis; }), {});
     auto rm_before = std::make_shared<int>(0);
     add({"r_m_change_to_decode",
          [run, rm_before](AppState& s) {
