@@ -13,23 +13,38 @@ namespace {
 // Layout of the work. A weight row is read in 16-byte chunks (8 bf16/f16, 4 f32); lane l of a warp
 // takes chunks l, l + 32, ..., so each load instruction reads 512 contiguous bytes of a row.
 // Bytes in flight are what a bandwidth-bound kernel needs (Little's law: ~3.35 TB/s x ~1.5 us of
-// loaded latency ~ 5 MB on an H100, ~40 KB an SM): every lane issues kRowsPerWarp x kUnroll = 16
-// independent 16-byte loads before it uses any, 8 KB a warp, and an SM holds 16 or more warps.
-// Compile-time knobs for kernels/cuda/probe/gemv_probe.cu's sweeps (-D on the nvcc line).
+// loaded latency ~ 5 MB on an H100, ~40 KB an SM): every lane issues kRowsPerWarp x kUnroll
+// independent 16-byte loads before it uses any, and an SM holds 16 or more warps.
+// Three layouts, chosen by shape (launch_options), from sweeps of warps a block (4-32), rows a warp
+// (1/2/4) and loads in flight a row (2-16) on the H100 with kernels/cuda/probe/gemv_probe.cu
+// (kernels/BENCHMARKS.md, "the projections' layouts by shape"). In the probe's chain of an 8B
+// layer's four projections (a CUDA graph of 8 layers) they read the weights in 160.5 us a layer,
+// against 168 us for the one layout before (8 warps x 2 rows x 8 loads):
+//   stream: 16 warps of one row, 8 loads (output, gate/up, LM head);
+//   pair:   8 warps of 2 rows, 4 loads (q/k/v: 21.7 against 23.1 us in the stream layout);
+//   wide:   32 warps of one row, 4 loads, one block an SM (the down projection after SwiGLU:
+//           43.3 against 44.2 us; each block stages the 14336-wide activation once).
+// The stream layout's knobs stay compile-time for the probe's sweeps (-D on the nvcc line).
 #ifndef HIPSTUDIO_GEMV_WARPS
-#define HIPSTUDIO_GEMV_WARPS 8
+#define HIPSTUDIO_GEMV_WARPS 16
 #endif
 #ifndef HIPSTUDIO_GEMV_ROWS
-#define HIPSTUDIO_GEMV_ROWS 2
+#define HIPSTUDIO_GEMV_ROWS 1
 #endif
 #ifndef HIPSTUDIO_GEMV_UNROLL
 #define HIPSTUDIO_GEMV_UNROLL 8
 #endif
-constexpr int kWarps = HIPSTUDIO_GEMV_WARPS;
-constexpr int kThreads = kWarps * 32;
-constexpr int kRowsPerWarp = HIPSTUDIO_GEMV_ROWS;  // rows sharing each read of x from shared memory
-constexpr int kUnroll = HIPSTUDIO_GEMV_UNROLL;     // chunks a lane loads per row before using them
-constexpr int kRowsPerBlock = kWarps * kRowsPerWarp;
+template <int W, int R, int U>
+struct Layout {
+  static constexpr int kWarps = W;
+  static constexpr int kThreads = W * 32;
+  static constexpr int kRowsPerWarp = R;  // rows sharing each read of x from shared memory
+  static constexpr int kUnroll = U;       // chunks a lane loads per row before using them
+  static constexpr int kRowsPerBlock = W * R;
+};
+using StreamLayout = Layout<HIPSTUDIO_GEMV_WARPS, HIPSTUDIO_GEMV_ROWS, HIPSTUDIO_GEMV_UNROLL>;
+using PairLayout = Layout<8, 2, 4>;
+using WideLayout = Layout<32, 1, 4>;
 
 // Weights are read once and never again in this step: no L1 allocation (x lives in shared memory,
 // nothing else here is reused), and the L2 fetches whole 256-byte pieces ahead of the warp.
@@ -83,7 +98,7 @@ __device__ __forceinline__ void unpack<float>(const uint4& v, float* f) {
 __device__ __forceinline__ float silu(float g) { return g / (1.0f + expf(-g)); }
 
 // The grid is as many blocks as the GPU holds at once (no more than the rows need), and each warp
-// takes pairs of rows round-robin over all warps of the grid: every multiprocessor reads nearly the
+// takes groups of kRowsPerWarp rows round-robin over all warps of the grid: every multiprocessor reads nearly the
 // same number of weight bytes. With one block per 16 rows instead, the 4096-row projections made
 // 256 blocks for 132 multiprocessors, half of which read twice as much as the rest: 71-77% of
 // copy bandwidth there, against 95% for the 28672-row one (kernels/BENCHMARKS.md). Each block
@@ -92,20 +107,21 @@ __device__ __forceinline__ float silu(float g) { return g / (1.0f + expf(-g)); }
 // chunk, so a warp reading chunk c = base + lane of one plane touches 512 consecutive bytes (no
 // bank conflicts; a chunk's 32 bytes side by side would conflict two-way).
 // kNorm: 0 none, 1 rms_norm(x), 2 rms_norm(x + norm_residual) (norm_sum written by block 0).
-template <class T, bool kSiluMul, bool kResidual, int kNorm>
-__global__ void __launch_bounds__(kThreads) row_gemv_kernel(const T* __restrict__ w, const T* __restrict__ x,
+template <class T, bool kSiluMul, bool kResidual, int kNorm, class L>
+__global__ void __launch_bounds__(L::kThreads) row_gemv_kernel(const T* __restrict__ w, const T* __restrict__ x,
                                                             const T* residual, T* y, int n, int in,
                                                             int64_t w_stride, const float* __restrict__ norm_weight,
                                                             const T* __restrict__ norm_residual, T* norm_sum,
                                                             float eps) {
+  constexpr int kWarps = L::kWarps, kThreads = L::kThreads, kRowsPerWarp = L::kRowsPerWarp, kUnroll = L::kUnroll;
   constexpr int kElems = 16 / static_cast<int>(sizeof(T));
   constexpr int kParts = kElems / 4;
   extern __shared__ float4 xs[];  // (kParts, chunks)
   const int chunks = in / kElems;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int pairs = (n + kRowsPerWarp - 1) / kRowsPerWarp;
-  const int pair_step = static_cast<int>(gridDim.x) * kWarps;
-  int pair = static_cast<int>(blockIdx.x) * kWarps + warp;
+  const int groups = (n + kRowsPerWarp - 1) / kRowsPerWarp;
+  const int group_step = static_cast<int>(gridDim.x) * kWarps;
+  int group = static_cast<int>(blockIdx.x) * kWarps + warp;
 
   int row0 = 0;
   const T* wr[kRowsPerWarp];
@@ -114,7 +130,7 @@ __global__ void __launch_bounds__(kThreads) row_gemv_kernel(const T* __restrict_
     row0 = p * kRowsPerWarp;
 #pragma unroll
     for (int r = 0; r < kRowsPerWarp; ++r) {
-      valid[r] = p < pairs && row0 + r < n;
+      valid[r] = p < groups && row0 + r < n;
       wr[r] = w + static_cast<int64_t>(valid[r] ? row0 + r : 0) * w_stride;
     }
   };
@@ -132,7 +148,7 @@ __global__ void __launch_bounds__(kThreads) row_gemv_kernel(const T* __restrict_
   // The first weights are on their way while x is staged, and, launched as a programmatic dependent
   // (launch_typed), before the kernel that writes x and the residual has finished: the weights
   // depend on nothing, so only x, the residual and y wait for it.
-  set_rows(pair);
+  set_rows(group);
   load_batch(0);
   wait_for_prior_grid();
 
@@ -200,9 +216,9 @@ __global__ void __launch_bounds__(kThreads) row_gemv_kernel(const T* __restrict_
   }
   __syncthreads();
 
-  for (bool first = true; pair < pairs; pair += pair_step, first = false) {
+  for (bool first = true; group < groups; group += group_step, first = false) {
     if (!first) {
-      set_rows(pair);
+      set_rows(group);
       load_batch(0);
     }
     float acc[kRowsPerWarp] = {};
@@ -257,14 +273,14 @@ struct LaunchFacts {
   bool waits_for_prior_grid = false;
 };
 
-LaunchFacts launch_facts(const void* kernel, size_t smem) {
+LaunchFacts launch_facts(const void* kernel, size_t smem, int threads) {
   static OncePerKey<std::pair<const void*, size_t>, LaunchFacts> known;
   return known.get(std::make_pair(kernel, smem), [&] {
     // Shared memory (x) decides how many blocks an SM holds at large `in` (57 KB at the down
     // projection's 14336): ask for the largest shared part of L1, which the weights do not use.
     set_smem(kernel, smem, "row_gemv", /*max_shared_carveout=*/true);
     LaunchFacts f;
-    HIP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&f.resident_blocks, kernel, kThreads, smem));
+    HIP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&f.resident_blocks, kernel, threads, smem));
     f.resident_blocks = std::max(1, f.resident_blocks);
     cudaFuncAttributes attr{};
     HIP_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
@@ -273,12 +289,12 @@ LaunchFacts launch_facts(const void* kernel, size_t smem) {
   });
 }
 
-template <class T, bool kSiluMul, bool kResidual, int kNorm>
+template <class T, bool kSiluMul, bool kResidual, int kNorm, class L>
 void launch_typed(const RowGemvLaunch& l) {
-  const auto kernel = row_gemv_kernel<T, kSiluMul, kResidual, kNorm>;
+  const auto kernel = row_gemv_kernel<T, kSiluMul, kResidual, kNorm, L>;
   const size_t smem = static_cast<size_t>(l.in) * sizeof(float);
-  const LaunchFacts facts = launch_facts(reinterpret_cast<const void*>(kernel), smem);
-  const int64_t needed = (l.n + kRowsPerBlock - 1) / kRowsPerBlock;
+  const LaunchFacts facts = launch_facts(reinterpret_cast<const void*>(kernel), smem, L::kThreads);
+  const int64_t needed = (l.n + L::kRowsPerBlock - 1) / L::kRowsPerBlock;
   const int64_t resident = static_cast<int64_t>(device_sm_count()) * facts.resident_blocks;
   const auto blocks = static_cast<unsigned>(std::max<int64_t>(1, std::min(needed, resident)));
   // On sm_90 the launch may start before the previous kernel has finished (programmatic dependent
@@ -286,7 +302,7 @@ void launch_typed(const RowGemvLaunch& l) {
   // small kernel before it (RMSNorm, RoPE, attention), a few microseconds a launch at batch 1.
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(blocks);
-  config.blockDim = dim3(kThreads);
+  config.blockDim = dim3(L::kThreads);
   config.dynamicSmemBytes = smem;
   config.stream = as_stream(l.stream);
   cudaLaunchAttribute overlap[1];
@@ -302,14 +318,27 @@ void launch_typed(const RowGemvLaunch& l) {
   HIP_CUDA_CHECK_LAUNCH("row_gemv");
 }
 
+// Every form but silu_mul's (the down projection, always in the wide layout).
+template <class T, class L>
+void launch_plain_or_normed(const RowGemvLaunch& l) {
+  if (l.norm_weight) {  // the decode step's forms: q/k/v after the norm, gate/up after the add and norm
+    l.norm_residual ? launch_typed<T, false, false, 2, L>(l) : launch_typed<T, false, false, 1, L>(l);
+  } else {
+    l.residual ? launch_typed<T, false, true, 0, L>(l) : launch_typed<T, false, false, 0, L>(l);
+  }
+}
+
+// The layout by shape, the sweep's choice (see Layout): the wide one for the down projection
+// (silu_mul), the pair one for q/k/v-like shapes (more rows than inputs, fewer than twice as many),
+// the stream one elsewhere.
 template <class T>
 void launch_options(const RowGemvLaunch& l) {
   if (l.silu_mul) {
-    l.residual ? launch_typed<T, true, true, 0>(l) : launch_typed<T, true, false, 0>(l);
-  } else if (l.norm_weight) {  // the decode step's forms: q/k/v after the norm, gate/up after the add and norm
-    l.norm_residual ? launch_typed<T, false, false, 2>(l) : launch_typed<T, false, false, 1>(l);
+    l.residual ? launch_typed<T, true, true, 0, WideLayout>(l) : launch_typed<T, true, false, 0, WideLayout>(l);
+  } else if (l.n > l.in && l.n < 2 * l.in) {
+    launch_plain_or_normed<T, PairLayout>(l);
   } else {
-    l.residual ? launch_typed<T, false, true, 0>(l) : launch_typed<T, false, false, 0>(l);
+    launch_plain_or_normed<T, StreamLayout>(l);
   }
 }
 

@@ -1,7 +1,8 @@
 // Matrix-vector bandwidth probe: how fast row_gemv (kernels/cuda/row_gemv.cu) reads a Llama-3.1-8B
 // decode step's weights, replayed from a CUDA graph as the decode step runs it (so no launch gaps
 // but the kernel's own ramp and tail), next to a device copy. For sweeping the kernel's
-// compile-time knobs (HIPSTUDIO_GEMV_WARPS / ROWS / UNROLL) on the GPU machine, one binary each:
+// compile-time knobs of its stream layout (HIPSTUDIO_GEMV_WARPS / ROWS / UNROLL; the pair and wide
+// layouts are fixed) on the GPU machine, one binary each:
 //   nvcc -O3 -std=c++17 -arch=sm_90 -I. -DHIPSTUDIO_GEMV_ROWS=1 kernels/cuda/probe/gemv_probe.cu
 //        kernels/cuda/row_gemv.cu kernels/cuda/runtime.cu -o /tmp/gemv_probe && /tmp/gemv_probe
 // (built with the kernels as build*/hipstudio_gemv_probe with the default knobs).
