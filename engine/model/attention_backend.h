@@ -21,6 +21,10 @@ struct AttentionCall {
   // Optional: a contiguous [n_heads, T, head_dim] tensor of q's dtype a backend may write the result
   // into (and return), sparing the caller a copy; a backend that cannot returns a new tensor.
   at::Tensor out;
+  // Set by a decode graph's caller where the kernel right before this call on the stream is the
+  // layer's RoPE and cache write, and the backend's own inputs (a cached mask's rows and the step's
+  // counts) were in place before that kernel started: a backend may then overlap the two.
+  bool follows_query_write = false;
 };
 
 // What a backend lets a decode step's CUDA graph (decode_graph.h) capture of its attention.

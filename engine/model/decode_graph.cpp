@@ -71,6 +71,9 @@ struct DecodeGraph::Impl {
       call.v = values[static_cast<size_t>(l)];
       call.decoding = true;
       call.out = attended;
+      // Past the tail's first layer the query's RoPE and cache write (run_before) is the kernel
+      // just before; the first layer follows whatever ran before the tail (its own graph).
+      call.follows_query_write = l > from;
       attention.attend_in_graph(call, position, stream);
       x = run_after(l, x);
       if (l + 1 < model.config.n_layers) query = run_before(l + 1, x);

@@ -161,8 +161,10 @@ void HipAttention::attend_in_graph(const AttentionCall& call, const at::Tensor& 
     buffers_.workspace = hip_torch::sparse_attention_workspace(call.q, call.k, call.v, rows, counts, widened, position, call.out);
     buffers_.workspace_made = true;
   }
+  // The rows and this step's counts are in place before the step's graphs are launched
+  // (begin_graphed_step), so where the call follows its query's write the kernel may overlap it.
   hip_torch::sparse_attention_on_stream(call.q, call.k, call.v, rows, counts, widened, position, call.out, buffers_.workspace,
-                                        stream);
+                                        stream, /*mask_before_prior_kernel=*/call.follows_query_write);
 }
 
 at::Tensor HipAttention::attend(const AttentionCall& call) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "kernels/cuda/hip_cuda.h"
 
@@ -120,6 +121,50 @@ __device__ __forceinline__ void mma16816<__half>(float* d, const uint32_t* a, co
       "{%0,%1,%2,%3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// Programmatic dependent launch (sm_90), for the decode step's chain of small kernels: a kernel
+// launched with launch_after_prior (below) may start while the kernel before it in the stream ends,
+// and runs until wait_for_prior_grid() on work that does not depend on that kernel (weights, a
+// cached mask's block lists, the step's positions: all written before that kernel started).
+// wait_for_prior_grid: wait here until the kernel before has finished and its writes are visible.
+// A no-op when launched without the attribute, or built for an older architecture.
+__device__ __forceinline__ void wait_for_prior_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+// Lets the kernel after this one in the stream start (its part before wait_for_prior_grid) before
+// this one finishes. Only after this kernel's own wait_for_prior_grid: the next kernel may then
+// rely on everything before this one being complete.
+__device__ __forceinline__ void let_next_grid_start() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+// Whether the loaded code of `kernel` waits for the previous grid (wait_for_prior_grid): only code
+// compiled for sm_90 or later has the instruction. Asked of the loaded code, not of the device: an
+// sm_80-only build run on an H100 is JIT-compiled from compute_80 PTX without it, and launched as a
+// dependent it would read its inputs before the kernel writing them had finished. Asked once a kernel.
+bool kernel_waits_for_prior_grid(const void* kernel);
+
+// Launches `kernel` as a programmatic dependent of the kernel before it in the stream where its
+// code waits for it (kernel_waits_for_prior_grid), else as a plain launch.
+template <class... Params, class... Args>
+void launch_after_prior(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                        Args&&... args) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  cudaLaunchAttribute overlap[1];
+  overlap[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  overlap[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = overlap;
+  config.numAttrs = kernel_waits_for_prior_grid(reinterpret_cast<const void*>(kernel)) ? 1 : 0;
+  HIP_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
 }
 
 // Raises a kernel's dynamic shared memory limit when it needs more than 48 KB, checking the device limit.

@@ -111,6 +111,13 @@ struct AttentionLaunch {
   // (a fresh DeviceBuffer is).
   void* counters = nullptr;
   void* stream = nullptr;
+  // The caller's promise that blocks, counts, positions and every key and value before the query
+  // rows' first position were written before the kernel that comes before this launch in the
+  // stream started (a cached decode step: between the two, only the RoPE and cache-write kernel,
+  // which writes Q and the new key). Then the tensor-core kernel is launched as a programmatic
+  // dependent on sm_90: it lays out its key list and starts copying those older keys while that
+  // kernel ends, and reads Q and the newer keys after it.
+  bool mask_before_prior_kernel = false;
 };
 
 // Splits that estimate_attention would use (resolves num_splits == 0), and the workspace they need.

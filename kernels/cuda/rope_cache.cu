@@ -13,6 +13,10 @@ __global__ void rope_cache_kernel(const T* qkv, const T* table, const int64_t* p
                                   int64_t keys_head_stride, int64_t keys_row_stride, int64_t values_head_stride,
                                   int64_t values_row_stride, int n_heads, int n_kv_heads, int head_dim) {
   const int head = blockIdx.x, i = threadIdx.x;
+  // Launched as a dependent of the q/k/v projection (launch_after_prior): qkv is its output. The
+  // attention after this kernel may start its own set-up once every block is past this point.
+  wait_for_prior_grid();
+  let_next_grid_start();
   const int64_t pos = *position;
   const T* x = qkv + static_cast<int64_t>(head) * head_dim;
   if (head >= n_heads + n_kv_heads) {  // a value head: copied as it is
@@ -35,10 +39,11 @@ __global__ void rope_cache_kernel(const T* qkv, const T* table, const int64_t* p
 template <class T>
 void launch_typed(const RopeCacheLaunch& l) {
   const unsigned blocks = static_cast<unsigned>(l.n_heads + 2 * l.n_kv_heads);
-  rope_cache_kernel<T><<<blocks, static_cast<unsigned>(l.head_dim), 0, as_stream(l.stream)>>>(
-      static_cast<const T*>(l.qkv), static_cast<const T*>(l.table), l.position, static_cast<T*>(l.q),
-      static_cast<T*>(l.keys), static_cast<T*>(l.values), l.keys_head_stride, l.keys_row_stride, l.values_head_stride,
-      l.values_row_stride, static_cast<int>(l.n_heads), static_cast<int>(l.n_kv_heads), static_cast<int>(l.head_dim));
+  launch_after_prior(rope_cache_kernel<T>, dim3(blocks), dim3(static_cast<unsigned>(l.head_dim)), 0,
+                     as_stream(l.stream), static_cast<const T*>(l.qkv), static_cast<const T*>(l.table), l.position,
+                     static_cast<T*>(l.q), static_cast<T*>(l.keys), static_cast<T*>(l.values), l.keys_head_stride,
+                     l.keys_row_stride, l.values_head_stride, l.values_row_stride, static_cast<int>(l.n_heads),
+                     static_cast<int>(l.n_kv_heads), static_cast<int>(l.head_dim));
   HIP_CUDA_CHECK_LAUNCH("rope_cache_write");
 }
 

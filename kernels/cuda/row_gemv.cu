@@ -56,15 +56,6 @@ __device__ __forceinline__ uint4 load_stream(const void* p) {
   return v;
 }
 
-// Programmatic dependent launch (sm_90): wait here until the kernel before this one in the stream
-// has finished and its writes are visible. A no-op when launched without the attribute, or built
-// for an older architecture (whose launches never carry it).
-__device__ __forceinline__ void wait_for_prior_grid() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-
 // A 16-byte chunk as floats: 8 bf16/f16 or 4 f32.
 template <class T>
 __device__ __forceinline__ void unpack(const uint4& v, float* f);
@@ -261,31 +252,18 @@ __global__ void __launch_bounds__(L::kThreads) row_gemv_kernel(const T* __restri
   }
 }
 
-// What a launch of `kernel` with `smem` bytes of shared memory needs to know, found once per kernel
-// and size (host calls: the shared-memory limit, the occupancy calculation, the code's attributes)
+// Blocks one multiprocessor holds for a launch of `kernel` with `smem` bytes of shared memory,
+// found once per kernel and size (host calls: the shared-memory limit, the occupancy calculation)
 // rather than on every decode-step launch.
-struct LaunchFacts {
-  int resident_blocks = 1;  // blocks one multiprocessor holds
-  // Whether the code waits for the previous grid (wait_for_prior_grid): only code compiled for
-  // sm_90 or later has the instruction. Asked of the loaded code, not of the device: an sm_80-only
-  // build run on an H100 is JIT-compiled from compute_80 PTX without it, and launched as a
-  // dependent it would read x before the kernel writing it had finished.
-  bool waits_for_prior_grid = false;
-};
-
-LaunchFacts launch_facts(const void* kernel, size_t smem, int threads) {
-  static OncePerKey<std::pair<const void*, size_t>, LaunchFacts> known;
+int resident_blocks(const void* kernel, size_t smem, int threads) {
+  static OncePerKey<std::pair<const void*, size_t>, int> known;
   return known.get(std::make_pair(kernel, smem), [&] {
     // Shared memory (x) decides how many blocks an SM holds at large `in` (57 KB at the down
     // projection's 14336): ask for the largest shared part of L1, which the weights do not use.
     set_smem(kernel, smem, "row_gemv", /*max_shared_carveout=*/true);
-    LaunchFacts f;
-    HIP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&f.resident_blocks, kernel, threads, smem));
-    f.resident_blocks = std::max(1, f.resident_blocks);
-    cudaFuncAttributes attr{};
-    HIP_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
-    f.waits_for_prior_grid = attr.ptxVersion >= 90 && attr.binaryVersion >= 90;
-    return f;
+    int blocks = 0;
+    HIP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, smem));
+    return std::max(1, blocks);
   });
 }
 
@@ -293,28 +271,18 @@ template <class T, bool kSiluMul, bool kResidual, int kNorm, class L>
 void launch_typed(const RowGemvLaunch& l) {
   const auto kernel = row_gemv_kernel<T, kSiluMul, kResidual, kNorm, L>;
   const size_t smem = static_cast<size_t>(l.in) * sizeof(float);
-  const LaunchFacts facts = launch_facts(reinterpret_cast<const void*>(kernel), smem, L::kThreads);
   const int64_t needed = (l.n + L::kRowsPerBlock - 1) / L::kRowsPerBlock;
-  const int64_t resident = static_cast<int64_t>(device_sm_count()) * facts.resident_blocks;
+  const int64_t resident = static_cast<int64_t>(device_sm_count()) *
+                           resident_blocks(reinterpret_cast<const void*>(kernel), smem, L::kThreads);
   const auto blocks = static_cast<unsigned>(std::max<int64_t>(1, std::min(needed, resident)));
   // On sm_90 the launch may start before the previous kernel has finished (programmatic dependent
   // launch): the launch latency and each projection's first weight loads overlap the end of the
   // small kernel before it (RMSNorm, RoPE, attention), a few microseconds a launch at batch 1.
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(blocks);
-  config.blockDim = dim3(L::kThreads);
-  config.dynamicSmemBytes = smem;
-  config.stream = as_stream(l.stream);
-  cudaLaunchAttribute overlap[1];
-  overlap[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  overlap[0].val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = overlap;
-  config.numAttrs = facts.waits_for_prior_grid ? 1 : 0;
-  HIP_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, static_cast<const T*>(l.w), static_cast<const T*>(l.x),
-                                    static_cast<const T*>(l.residual), static_cast<T*>(l.y), static_cast<int>(l.n),
-                                    static_cast<int>(l.in), static_cast<int64_t>(l.w_stride == 0 ? l.in : l.w_stride),
-                                    l.norm_weight, static_cast<const T*>(l.norm_residual), static_cast<T*>(l.norm_sum),
-                                    static_cast<float>(l.eps)));
+  launch_after_prior(kernel, dim3(blocks), dim3(L::kThreads), smem, as_stream(l.stream), static_cast<const T*>(l.w),
+                     static_cast<const T*>(l.x), static_cast<const T*>(l.residual), static_cast<T*>(l.y),
+                     static_cast<int>(l.n), static_cast<int>(l.in),
+                     static_cast<int64_t>(l.w_stride == 0 ? l.in : l.w_stride), l.norm_weight,
+                     static_cast<const T*>(l.norm_residual), static_cast<T*>(l.norm_sum), static_cast<float>(l.eps));
   HIP_CUDA_CHECK_LAUNCH("row_gemv");
 }
 

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/once_per_key.h"
 #include "kernels/hip_param_rules.h"
 
 namespace hipstudio::gpu {
@@ -96,6 +97,15 @@ std::string device_name() {
   HIP_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
   return std::string(prop.name) + ", " + std::to_string(prop.multiProcessorCount) + " SMs, " +
          std::to_string(prop.l2CacheSize >> 20) + " MB L2";
+}
+
+bool kernel_waits_for_prior_grid(const void* kernel) {
+  static OncePerKey<const void*, bool> known;
+  return known.get(kernel, [&] {
+    cudaFuncAttributes attr{};
+    HIP_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
+    return attr.ptxVersion >= 90 && attr.binaryVersion >= 90;
+  });
 }
 
 void set_smem(const void* kernel, size_t bytes, const char* name, bool max_shared_carveout) {

@@ -329,7 +329,8 @@ at::Tensor sparse_attention_workspace(const at::Tensor& q, const at::Tensor& k, 
 
 void sparse_attention_on_stream(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& blocks,
                                 const at::Tensor& counts, const hip::HipParams& p, const at::Tensor& positions,
-                                const at::Tensor& out, const at::Tensor& workspace, void* stream) {
+                                const at::Tensor& out, const at::Tensor& workspace, void* stream,
+                                bool mask_before_prior_kernel) {
   require_ready();
   check_device_positions(positions, q);
   c10::DeviceGuard guard(q.device());
@@ -343,6 +344,7 @@ void sparse_attention_on_stream(const at::Tensor& q, const at::Tensor& k, const 
     l.workspace = workspace.data_ptr();  // its counters follow the partials (l.counters null)
   }
   l.stream = stream;
+  l.mask_before_prior_kernel = mask_before_prior_kernel;
   gpu::sparse_attention(l);
 }
 
@@ -392,7 +394,7 @@ at::Tensor sparse_attention_workspace(const at::Tensor&, const at::Tensor&, cons
 }
 void sparse_attention_on_stream(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
                                 const at::Tensor&, const hip::HipParams&, const at::Tensor&, const at::Tensor&,
-                                const at::Tensor&, void*) {
+                                const at::Tensor&, void*, bool) {
   throw std::runtime_error(cuda_kernels_status());
 }
 MaskTensors estimate_masks(const at::Tensor&, const at::Tensor&, const hip::HipParams&, const at::Tensor&) {

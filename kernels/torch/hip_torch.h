@@ -63,10 +63,13 @@ at::Tensor sparse_attention(const at::Tensor& q, const at::Tensor& k, const at::
 // checked here (the caller keeps each in [0, tk)), into `out` (Q's shape), and with the split
 // partials in `workspace` from sparse_attention_workspace() (undefined where the launch does not
 // split). The caller keeps the workspace as long as the graph: the buffers sparse_attention()
-// shares between its calls may be reallocated by a later, larger one.
+// shares between its calls may be reallocated by a later, larger one. mask_before_prior_kernel:
+// gpu::AttentionLaunch's promise of that name (blocks, counts and positions complete before the
+// kernel ahead of this launch on the stream started), which lets the launch overlap that kernel.
 void sparse_attention_on_stream(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& blocks,
                                 const at::Tensor& counts, const hip::HipParams& p, const at::Tensor& positions,
-                                const at::Tensor& out, const at::Tensor& workspace, void* stream);
+                                const at::Tensor& out, const at::Tensor& workspace, void* stream,
+                                bool mask_before_prior_kernel);
 // A zero-filled workspace for sparse_attention_on_stream with these arguments (undefined: none
 // needed). Every launch leaves its done-counters zero again, so one workspace serves every call of
 // the same shapes, one after another.

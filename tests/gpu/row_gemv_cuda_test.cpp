@@ -139,6 +139,12 @@ TEST(RowGemvCuda, MatchesFloat64ReferenceOverCaseTable) {
       {"norm strided rows", 100, 4096, at::kBFloat16, false, false, 64, 1},
       {"8B qkv after the norm", 6144, 4096, at::kBFloat16, false, false, 0, 1},
       {"8B gate+up after add+norm", 28672, 4096, at::kBFloat16, false, false, 0, 2},
+      // The pair layout (in < n < 2 in: q/k/v-like) in every form it takes, odd row counts included.
+      {"pair layout, residual", 1501, 1024, at::kBFloat16, false, true},
+      {"pair layout, add+norm", 1501, 1024, at::kHalf, false, false, 0, 2},
+      {"pair layout, norm, strided rows", 700, 512, at::kFloat, false, false, 64, 1},
+      // The wide layout (silu_mul: one block an SM) with fewer rows than a block's warps.
+      {"wide layout, 3 rows", 3, 2048, at::kBFloat16, true, true},
   };
   for (const GemvCase& c : cases) {
     const std::string label = std::string(c.name) + " " + std::to_string(c.n) + "x" + std::to_string(c.in) + " " +
