@@ -18,12 +18,15 @@ namespace {
 // Three layouts, chosen by shape (launch_options), from sweeps of warps a block (4-32), rows a warp
 // (1/2/4) and loads in flight a row (2-16) on the H100 with kernels/cuda/probe/gemv_probe.cu
 // (kernels/BENCHMARKS.md, "the projections' layouts by shape"). In the probe's chain of an 8B
-// layer's four projections (a CUDA graph of 8 layers) they read the weights in 160.5 us a layer,
+// layer's four projections (a CUDA graph of 8 layers) they read the weights in 159 us a layer,
 // against 168 us for the one layout before (8 warps x 2 rows x 8 loads):
 //   stream: 16 warps of one row, 8 loads (output, gate/up, LM head);
 //   pair:   8 warps of 2 rows, 4 loads (q/k/v: 21.7 against 23.1 us in the stream layout);
-//   wide:   32 warps of one row, 4 loads, one block an SM (the down projection after SwiGLU:
-//           43.3 against 44.2 us; each block stages the 14336-wide activation once).
+//   wide:   32 warps of one row, 4 loads, one block an SM, and the second batch of each warp's
+//           first row sent toward the L2 at the start (the down projection after SwiGLU: 42.1
+//           against 44.2 us; each block stages the 14336-wide activation once, and the prefetch
+//           keeps HBM busy meanwhile; 159 us a layer in the chain). The same prefetch in the
+//           other layouts, or of more batches, made the chain slower (160.4-168.5 us).
 // The stream layout's knobs stay compile-time for the probe's sweeps (-D on the nvcc line).
 #ifndef HIPSTUDIO_GEMV_WARPS
 #define HIPSTUDIO_GEMV_WARPS 16
@@ -34,17 +37,20 @@ namespace {
 #ifndef HIPSTUDIO_GEMV_UNROLL
 #define HIPSTUDIO_GEMV_UNROLL 8
 #endif
-template <int W, int R, int U>
+template <int W, int R, int U, int P = 0>
 struct Layout {
   static constexpr int kWarps = W;
   static constexpr int kThreads = W * 32;
   static constexpr int kRowsPerWarp = R;  // rows sharing each read of x from shared memory
   static constexpr int kUnroll = U;       // chunks a lane loads per row before using them
   static constexpr int kRowsPerBlock = W * R;
+  static constexpr int kPrefetch = P;     // batches after the first sent toward the L2 at the start
 };
 using StreamLayout = Layout<HIPSTUDIO_GEMV_WARPS, HIPSTUDIO_GEMV_ROWS, HIPSTUDIO_GEMV_UNROLL>;
 using PairLayout = Layout<8, 2, 4>;
-using WideLayout = Layout<32, 1, 4>;
+using WideLayout = Layout<32, 1, 4, 1>;
+
+__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p)); }
 
 // Weights are read once and never again in this step: no L1 allocation (x lives in shared memory,
 // nothing else here is reused), and the L2 fetches whole 256-byte pieces ahead of the warp.
@@ -141,6 +147,19 @@ __global__ void __launch_bounds__(L::kThreads) row_gemv_kernel(const T* __restri
   // depend on nothing, so only x, the residual and y wait for it.
   set_rows(group);
   load_batch(0);
+  // The wide layout's next batches of lines toward the L2 (no registers held): HBM keeps streaming
+  // while each block stages the wide SwiGLU activation.
+#pragma unroll
+  for (int b = 1; b <= L::kPrefetch; ++b) {
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int c = b * 32 * kUnroll + u * 32 + lane;
+        if (valid[r] && c < chunks) prefetch_l2(wr[r] + static_cast<int64_t>(c) * kElems);
+      }
+    }
+  }
   wait_for_prior_grid();
 
   const uint4* x16 = reinterpret_cast<const uint4*>(x);
