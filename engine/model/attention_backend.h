@@ -21,9 +21,13 @@ struct AttentionCall {
   // Optional: a contiguous [n_heads, T, head_dim] tensor of q's dtype a backend may write the result
   // into (and return), sparing the caller a copy; a backend that cannot returns a new tensor.
   at::Tensor out;
-  // Set by a decode graph's caller where the kernel right before this call on the stream is the
-  // layer's RoPE and cache write, and the backend's own inputs (a cached mask's rows and the step's
-  // counts) were in place before that kernel started: a backend may then overlap the two.
+  // The caller's promise (a decode graph's tail, past its first layer): the kernel right before this
+  // call on the stream is the layer's RoPE and cache write, which writes q and the keys and values at
+  // the query's position and nothing else this call reads; everything else it reads (the position,
+  // the older keys and values, a cached mask's rows and the step's counts) was in place before that
+  // kernel started. A backend may then start its attention while that kernel ends
+  // (gpu::AttentionLaunch::mask_before_prior_kernel). Whoever puts another kernel between the two
+  // must clear it.
   bool follows_query_write = false;
 };
 

@@ -71,8 +71,9 @@ struct DecodeGraph::Impl {
       call.v = values[static_cast<size_t>(l)];
       call.decoding = true;
       call.out = attended;
-      // Past the tail's first layer the query's RoPE and cache write (run_before) is the kernel
-      // just before; the first layer follows whatever ran before the tail (its own graph).
+      // Past the tail's first layer the kernel just before is run_before's RoPE and cache write,
+      // which writes only q and this position's key and value (the promise of follows_query_write:
+      // keep it so if run_before changes); the first layer follows whatever ran before the tail.
       call.follows_query_write = l > from;
       attention.attend_in_graph(call, position, stream);
       x = run_after(l, x);

@@ -30,8 +30,10 @@ struct AttnArgs {
   int64_t rows_total;
   float scale_log2;
   FastDiv by_splits, by_group, by_row_tiles, by_qbs, by_hkv, by_bk;  // no integer division in the kernels
-  // AttentionLaunch::mask_before_prior_kernel: launched as a programmatic dependent of the kernel
-  // that writes Q and the keys and values at the query rows' positions (the tensor-core kernel).
+  // AttentionLaunch::mask_before_prior_kernel, for a launch of decode CTAs (4 key groups) of the
+  // tensor-core kernel, sparse_attention_mma, the only kernel that reads it: launched as a
+  // programmatic dependent of the kernel that writes Q and the keys and values at the query rows'
+  // positions. False for every other launch.
   bool overlap_prior;
 };
 

@@ -113,10 +113,11 @@ struct AttentionLaunch {
   void* stream = nullptr;
   // The caller's promise that blocks, counts, positions and every key and value before the query
   // rows' first position were written before the kernel that comes before this launch in the
-  // stream started (a cached decode step: between the two, only the RoPE and cache-write kernel,
-  // which writes Q and the new key). Then the tensor-core kernel is launched as a programmatic
-  // dependent on sm_90: it lays out its key list and starts copying those older keys while that
-  // kernel ends, and reads Q and the newer keys after it.
+  // stream started, which itself writes nothing else the attention reads (a cached decode step:
+  // the RoPE and cache-write kernel, which writes Q and the new key and value). Then decode CTAs
+  // of the tensor-core kernel are launched as a programmatic dependent on sm_90: they lay out their
+  // key list and start copying those older keys while that kernel ends, and read Q and the newer
+  // keys after it.
   bool mask_before_prior_kernel = false;
 };
 

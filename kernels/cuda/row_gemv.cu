@@ -22,7 +22,8 @@ namespace {
 // against 168 us for the one layout before (8 warps x 2 rows x 8 loads):
 //   stream: 16 warps of one row, 8 loads (output, gate/up, LM head);
 //   pair:   8 warps of 2 rows, 4 loads (q/k/v: 21.7 against 23.1 us in the stream layout);
-//   wide:   32 warps of one row, 4 loads, one block an SM, and the second batch of each warp's
+//   wide:   32 warps of one row, 4 loads (1024 threads: one block an SM, by the register file;
+//           the grid follows the occupancy query either way), and the second batch of each warp's
 //           first row sent toward the L2 at the start (the down projection after SwiGLU: 42.1
 //           against 44.2 us; each block stages the 14336-wide activation once, and the prefetch
 //           keeps HBM busy meanwhile; 159 us a layer in the chain). The same prefetch in the
@@ -45,6 +46,8 @@ struct Layout {
   static constexpr int kUnroll = U;       // chunks a lane loads per row before using them
   static constexpr int kRowsPerBlock = W * R;
   static constexpr int kPrefetch = P;     // batches after the first sent toward the L2 at the start
+  static_assert(R >= 1 && R <= 32, "lane r writes row r of its warp's group");
+  static_assert(W >= 1 && W * 32 <= 1024, "a block holds at most 1024 threads");
 };
 using StreamLayout = Layout<HIPSTUDIO_GEMV_WARPS, HIPSTUDIO_GEMV_ROWS, HIPSTUDIO_GEMV_UNROLL>;
 using PairLayout = Layout<8, 2, 4>;
@@ -95,8 +98,8 @@ __device__ __forceinline__ void unpack<float>(const uint4& v, float* f) {
 __device__ __forceinline__ float silu(float g) { return g / (1.0f + expf(-g)); }
 
 // The grid is as many blocks as the GPU holds at once (no more than the rows need), and each warp
-// takes groups of kRowsPerWarp rows round-robin over all warps of the grid: every multiprocessor reads nearly the
-// same number of weight bytes. With one block per 16 rows instead, the 4096-row projections made
+// takes groups of kRowsPerWarp rows round-robin over all warps of the grid: every multiprocessor
+// reads nearly the same number of weight bytes. With one block per 16 rows instead, the 4096-row projections made
 // 256 blocks for 132 multiprocessors, half of which read twice as much as the rest: 71-77% of
 // copy bandwidth there, against 95% for the 28672-row one (kernels/BENCHMARKS.md). Each block
 // stages x in shared memory as float32 once (the silu_mul product computed there once a block, not
@@ -105,11 +108,10 @@ __device__ __forceinline__ float silu(float g) { return g / (1.0f + expf(-g)); }
 // bank conflicts; a chunk's 32 bytes side by side would conflict two-way).
 // kNorm: 0 none, 1 rms_norm(x), 2 rms_norm(x + norm_residual) (norm_sum written by block 0).
 template <class T, bool kSiluMul, bool kResidual, int kNorm, class L>
-__global__ void __launch_bounds__(L::kThreads) row_gemv_kernel(const T* __restrict__ w, const T* __restrict__ x,
-                                                            const T* residual, T* y, int n, int in,
-                                                            int64_t w_stride, const float* __restrict__ norm_weight,
-                                                            const T* __restrict__ norm_residual, T* norm_sum,
-                                                            float eps) {
+__global__ void __launch_bounds__(L::kThreads)
+    row_gemv_kernel(const T* __restrict__ w, const T* __restrict__ x, const T* residual, T* y, int n, int in,
+                    int64_t w_stride, const float* __restrict__ norm_weight, const T* __restrict__ norm_residual,
+                    T* norm_sum, float eps) {
   constexpr int kWarps = L::kWarps, kThreads = L::kThreads, kRowsPerWarp = L::kRowsPerWarp, kUnroll = L::kUnroll;
   constexpr int kElems = 16 / static_cast<int>(sizeof(T));
   constexpr int kParts = kElems / 4;
@@ -274,14 +276,15 @@ __global__ void __launch_bounds__(L::kThreads) row_gemv_kernel(const T* __restri
 // Blocks one multiprocessor holds for a launch of `kernel` with `smem` bytes of shared memory,
 // found once per kernel and size (host calls: the shared-memory limit, the occupancy calculation)
 // rather than on every decode-step launch.
-int resident_blocks(const void* kernel, size_t smem, int threads) {
+template <class L>
+int resident_blocks(const void* kernel, size_t smem) {
   static OncePerKey<std::pair<const void*, size_t>, int> known;
   return known.get(std::make_pair(kernel, smem), [&] {
     // Shared memory (x) decides how many blocks an SM holds at large `in` (57 KB at the down
     // projection's 14336): ask for the largest shared part of L1, which the weights do not use.
     set_smem(kernel, smem, "row_gemv", /*max_shared_carveout=*/true);
     int blocks = 0;
-    HIP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, smem));
+    HIP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, L::kThreads, smem));
     return std::max(1, blocks);
   });
 }
@@ -292,7 +295,7 @@ void launch_typed(const RowGemvLaunch& l) {
   const size_t smem = static_cast<size_t>(l.in) * sizeof(float);
   const int64_t needed = (l.n + L::kRowsPerBlock - 1) / L::kRowsPerBlock;
   const int64_t resident = static_cast<int64_t>(device_sm_count()) *
-                           resident_blocks(reinterpret_cast<const void*>(kernel), smem, L::kThreads);
+                           resident_blocks<L>(reinterpret_cast<const void*>(kernel), smem);
   const auto blocks = static_cast<unsigned>(std::max<int64_t>(1, std::min(needed, resident)));
   // On sm_90 the launch may start before the previous kernel has finished (programmatic dependent
   // launch): the launch latency and each projection's first weight loads overlap the end of the
@@ -315,17 +318,14 @@ void launch_plain_or_normed(const RowGemvLaunch& l) {
   }
 }
 
-// The layout by shape, the sweep's choice (see Layout): the wide one for the down projection
-// (silu_mul), the pair one for q/k/v-like shapes (more rows than inputs, fewer than twice as many),
-// the stream one elsewhere.
 template <class T>
 void launch_options(const RowGemvLaunch& l) {
-  if (l.silu_mul) {
-    l.residual ? launch_typed<T, true, true, 0, WideLayout>(l) : launch_typed<T, true, false, 0, WideLayout>(l);
-  } else if (l.n > l.in && l.n < 2 * l.in) {
-    launch_plain_or_normed<T, PairLayout>(l);
-  } else {
-    launch_plain_or_normed<T, StreamLayout>(l);
+  switch (row_gemv_layout(l)) {
+    case RowGemvLayout::kWide:
+      l.residual ? launch_typed<T, true, true, 0, WideLayout>(l) : launch_typed<T, true, false, 0, WideLayout>(l);
+      break;
+    case RowGemvLayout::kPair: launch_plain_or_normed<T, PairLayout>(l); break;
+    case RowGemvLayout::kStream: launch_plain_or_normed<T, StreamLayout>(l); break;
   }
 }
 

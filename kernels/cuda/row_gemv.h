@@ -77,6 +77,16 @@ inline const char* row_gemv_refusal(const RowGemvLaunch& l) {
   return "";
 }
 
+// The kernel's work layout for a launch (kernels/cuda/row_gemv.cu, Layout: measured per shape on
+// the H100): wide for the down projection (silu_mul), pair for q/k/v-like shapes (more rows than
+// inputs, fewer than twice as many), stream elsewhere. The one rule, used by the launch and the tests.
+enum class RowGemvLayout { kStream, kPair, kWide };
+inline RowGemvLayout row_gemv_layout(const RowGemvLaunch& l) {
+  if (l.silu_mul) return RowGemvLayout::kWide;
+  if (l.n > l.in && l.n < 2 * l.in) return RowGemvLayout::kPair;
+  return RowGemvLayout::kStream;
+}
+
 // Validates (CudaError with row_gemv_refusal's reason, or for a missing y) and launches.
 void row_gemv(const RowGemvLaunch& launch);
 

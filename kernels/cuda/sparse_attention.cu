@@ -21,7 +21,6 @@
 // shares this file's key list, mask, softmax and store (kernels/cuda/attention_parts.cuh).
 #include <algorithm>
 #include <atomic>
-#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -188,45 +187,53 @@ __global__ void __launch_bounds__(128, (kMinCtasPerSm<D, KG>)) sparse_attention_
     return put_tile_keys(skey_all + slot * kBK, kl, tile, blk, tid, k_row16, v_row16, e_lo);
   };
   auto block_of = [&](int tile) -> int { return tid < kBK ? kl.block_of(tile * kBK + tid) : 0; };
-  // K and V rows by cp.async, zero-filled where no key: the rows whose key is below `fresh` (and
-  // the empty ones), or with before_fresh false the others.
-  auto copy_rows = [&](int stage, int slot, int fresh, bool before_fresh) {
+  // K and V rows by cp.async, zero-filled where no key, for the rows whose key `copy_now(key)` takes.
+  auto copy_rows = [&](int stage, int slot, auto copy_now) {
     const TileKey* sks = skey_all + slot * kBK;
     T* sk = sk_all + stage * kBK * LD + copy_col;
     T* sv = sv_all + stage * kBK * LD + copy_col;
 #pragma unroll
     for (int j = copy_row0, i = 0; i < kBK / kCopyStep; ++i, j += kCopyStep) {
       const TileKey tk = sks[j];
-      if ((tk.key < fresh) != before_fresh) continue;
+      if (!copy_now(tk.key)) continue;
       const bool valid = tk.key >= 0 && copy_col_ok;
       cp_async16(sk + j * LD, kcol + tk.k_off, valid);
       cp_async16(sv + j * LD, vcol + tk.v_off, valid);
     }
   };
   auto issue = [&](int stage, int slot) {  // every row of a tile, one commit group
-    copy_rows(stage, slot, INT_MAX, true);
+    copy_rows(stage, slot, [](int) { return true; });
     cp_async_commit();
   };
   // Pipeline (attention_parts.cuh), two barriers a tile: key ids two tiles ahead, K/V copies one.
   const int n_tiles = t_end - t_begin;
   bool masked_cur = false, masked_next = false;
-  // Launched as a programmatic dependent (a.overlap_prior: a cached decode step), the key ids and
-  // the first tile's rows of keys before the first row's position (written in earlier steps) are
-  // on their way while the kernel before, which writes Q and the new keys, ends.
-  const int fresh = e_lo;
-  if (n_tiles > 0) {
-    masked_cur = key_ids(t_begin, 0, block_of(t_begin));
-    if (a.overlap_prior) copy_rows(0, 0, fresh, true);
-  }
-  wait_for_prior_grid();  // a no-op in a plain launch
-  if (n_tiles > 0) {
-    if (a.overlap_prior) {
-      copy_rows(0, 0, fresh, false);
-      cp_async_commit();
-    } else {
-      issue(0, 0);
+  if constexpr (KG == 4) {
+    // Decode CTAs only (<= 16 rows): launched as a programmatic dependent (a.overlap_prior, a
+    // cached decode step), the key ids and the first tile's rows of keys before the first row's
+    // position (written in earlier steps; empty slots too) are on their way while the kernel
+    // before, which writes Q and the keys at the query positions, ends.
+    const int fresh = e_lo;
+    if (n_tiles > 0) {
+      masked_cur = key_ids(t_begin, 0, block_of(t_begin));
+      if (a.overlap_prior) copy_rows(0, 0, [fresh](int key) { return key < fresh; });
     }
-    if (n_tiles > 1) masked_next = key_ids(t_begin + 1, 1, block_of(t_begin + 1));
+    wait_for_prior_grid();  // a no-op in a plain launch
+    if (n_tiles > 0) {
+      if (a.overlap_prior) {
+        copy_rows(0, 0, [fresh](int key) { return key >= fresh; });
+        cp_async_commit();
+      } else {
+        issue(0, 0);
+      }
+      if (n_tiles > 1) masked_next = key_ids(t_begin + 1, 1, block_of(t_begin + 1));
+    }
+  } else {
+    if (n_tiles > 0) {
+      masked_cur = key_ids(t_begin, 0, block_of(t_begin));
+      issue(0, 0);
+      if (n_tiles > 1) masked_next = key_ids(t_begin + 1, 1, block_of(t_begin + 1));
+    }
   }
   // Q fragments, loaded once (zero for padding rows and columns), after the first tile's gather
   // is on its way: the two latencies overlap (v15; decode CTAs compute a single tile).
@@ -572,8 +579,6 @@ void sparse_attention(const AttentionLaunch& l) {
   a.by_bk = FastDiv(static_cast<uint32_t>(l.hip.b_k));
   a.scale_log2 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(l.d))) * kLog2e;
   const bool mma = mma_path(l);
-  // Only the tensor-core kernel is launched as a dependent, and only where its code waits.
-  a.overlap_prior = false;
   a.splits = attention_splits(l);
   a.by_splits = FastDiv(static_cast<uint32_t>(a.splits));
   if (a.splits > 1) {
@@ -603,7 +608,11 @@ void sparse_attention(const AttentionLaunch& l) {
     const int threads = kThreads;  // CTAs of 33..48 rows: the fourth warp only copies
     auto launch = [&](auto kernel, size_t smem) {
       set_smem(reinterpret_cast<const void*>(kernel), smem, "sparse attention", true);
-      if (l.mask_before_prior_kernel && kernel_waits_for_prior_grid(reinterpret_cast<const void*>(kernel))) {
+      // Only decode CTAs (4 key groups) wait for the kernel before (the others' code has no wait,
+      // and a.overlap_prior stays false for them, as for the SIMT and wgmma kernels). Where the
+      // loaded code cannot wait (an sm_80 build), launch_after_prior launches plainly: the early
+      // copies are then merely early.
+      if (l.mask_before_prior_kernel && key_groups == 4) {
         AttnArgs dependent = a;
         dependent.overlap_prior = true;
         launch_after_prior(kernel, grid, dim3(threads), smem, s, dependent);

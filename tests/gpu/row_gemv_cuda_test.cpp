@@ -145,6 +145,8 @@ TEST(RowGemvCuda, MatchesFloat64ReferenceOverCaseTable) {
       {"pair layout, norm, strided rows", 700, 512, at::kFloat, false, false, 64, 1},
       // The wide layout (silu_mul: one block an SM) with fewer rows than a block's warps.
       {"wide layout, 3 rows", 3, 2048, at::kBFloat16, true, true},
+      // 192 chunks a row: the L2 prefetch of the second batch (chunks 128-255) stops at the row's end.
+      {"wide layout, prefetch past the row", 77, 1536, at::kBFloat16, true, true},
   };
   for (const GemvCase& c : cases) {
     const std::string label = std::string(c.name) + " " + std::to_string(c.n) + "x" + std::to_string(c.in) + " " +
@@ -182,6 +184,25 @@ TEST(RowGemvCuda, MatchesFloat64ReferenceOverCaseTable) {
     std::printf("[gpu] row_gemv %-40s max error %.3g of the allowed (%.3g of max |y|)\n", label.c_str(), worst, rel);
     EXPECT_LE(worst, 1.0) << label;
   }
+}
+
+// The layout rule (gpu::row_gemv_layout) at the shapes the sweeps chose it for and at the case table's
+// layout cases: a changed rule shows here, not as table cases that quietly test another layout.
+TEST(RowGemvCuda, LayoutRuleAtTheMeasuredShapes) {
+  auto layout = [](int64_t n, int64_t in, bool silu_mul) {
+    gpu::RowGemvLaunch l;
+    l.n = n, l.in = in, l.silu_mul = silu_mul;
+    return gpu::row_gemv_layout(l);
+  };
+  using gpu::RowGemvLayout;
+  EXPECT_EQ(layout(6144, 4096, false), RowGemvLayout::kPair);      // 8B q/k/v
+  EXPECT_EQ(layout(4096, 4096, false), RowGemvLayout::kStream);    // output
+  EXPECT_EQ(layout(28672, 4096, false), RowGemvLayout::kStream);   // gate/up
+  EXPECT_EQ(layout(4096, 14336, true), RowGemvLayout::kWide);      // down after SwiGLU
+  EXPECT_EQ(layout(128256, 4096, false), RowGemvLayout::kStream);  // LM head
+  EXPECT_EQ(layout(1501, 1024, false), RowGemvLayout::kPair);      // the table's pair cases
+  EXPECT_EQ(layout(700, 512, false), RowGemvLayout::kPair);
+  EXPECT_EQ(layout(3, 2048, true), RowGemvLayout::kWide);
 }
 
 TEST(RowGemvCuda, RefusesWhatItCannotRead) {
