@@ -32,8 +32,9 @@ TEST(HipCudaAttention, DependentDecodeLaunchEqualsThePlainOne) {
   ASSERT_TRUE(fused_rms_norm_built()) << "this CUDA build runs RoPE as LibTorch ops (engine without HIPSTUDIO_TORCH_CUDA)";
   at::manual_seed(11);
   const std::vector<DecodeCase> cases = {
-      // 32 heads and k 2048: about 33 tiles a head over 17 splits (on 132 SMs), so CTAs of two tiles.
-      {"two-tile CTAs", 32, 8, 128, 16384, 12000, 2048, 2, 0, 0},
+      // 64 heads and k 1024 in blocks of 4: about 18 tiles a head over 9 splits (on 132 SMs), so CTAs
+      // of two tiles.
+      {"two-tile CTAs", 64, 8, 128, 16384, 12000, 1024, 4, 0, 0},
       // One tile a CTA (the 8B decode's shape), the query in the cache's last row.
       {"one-tile CTAs, last row", 8, 2, 128, 4096, 4095, 256, 2, 0, 0},
       {"sink and window, d 64", 8, 2, 64, 512, 200, 64, 4, 4, 16},
