@@ -1,9 +1,12 @@
 // HiP's cached decode attention launched as a programmatic dependent of the RoPE and cache-write
 // kernel (AttentionLaunch::mask_before_prior_kernel, label gpu): it copies the keys before the
 // query's position while that kernel still runs, and the new key after it. Against the same launch
-// made plainly after the same write: bit-equal outputs. The cache row the write fills starts out
-// holding other values, and an attention over those differs, so a copy of the new key made too
-// early would show.
+// made plainly after the same write: bit-equal outputs, so the split copy leaves no row of a tile
+// unwritten or written twice, for CTAs of one and of two tiles, with sink and window. The cache row
+// the write fills starts out holding other values whose attention differs (checked), so a new key
+// read before the write would show; but the test cannot force that race: a version that copied the
+// new key before the wait passed too on the H100 (the RoPE kernel, a few blocks, ends before the
+// attention's first copies are issued). The race is excluded by the split's rule, not by timing.
 #include <gtest/gtest.h>
 
 #include <cmath>
