@@ -22,12 +22,9 @@ struct AttentionCall {
   // into (and return), sparing the caller a copy; a backend that cannot returns a new tensor.
   at::Tensor out;
   // The caller's promise (a decode graph's tail, past its first layer): the kernel right before this
-  // call on the stream is the layer's RoPE and cache write, which writes q and the keys and values at
-  // the query's position and nothing else this call reads; everything else it reads (the position,
-  // the older keys and values, a cached mask's rows and the step's counts) was in place before that
-  // kernel started. A backend may then start its attention while that kernel ends
-  // (gpu::AttentionLaunch::mask_before_prior_kernel). Whoever puts another kernel between the two
-  // must clear it.
+  // call on the stream is the layer's RoPE and cache write, and everything else the call reads was
+  // in place before that kernel started; a backend may then overlap the two (HiP passes it on as
+  // gpu::AttentionLaunch::mask_before_prior_kernel, which states it in full).
   bool follows_query_write = false;
 };
 

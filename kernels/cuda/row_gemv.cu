@@ -53,8 +53,6 @@ using StreamLayout = Layout<HIPSTUDIO_GEMV_WARPS, HIPSTUDIO_GEMV_ROWS, HIPSTUDIO
 using PairLayout = Layout<8, 2, 4>;
 using WideLayout = Layout<32, 1, 4, 1>;
 
-__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p)); }
-
 // Weights are read once and never again in this step: no L1 allocation (x lives in shared memory,
 // nothing else here is reused), and the L2 fetches whole 256-byte pieces ahead of the warp.
 __device__ __forceinline__ uint4 load_stream(const void* p) {

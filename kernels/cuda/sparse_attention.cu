@@ -208,32 +208,25 @@ __global__ void __launch_bounds__(128, (kMinCtasPerSm<D, KG>)) sparse_attention_
   // Pipeline (attention_parts.cuh), two barriers a tile: key ids two tiles ahead, K/V copies one.
   const int n_tiles = t_end - t_begin;
   bool masked_cur = false, masked_next = false;
-  if constexpr (KG == 4) {
-    // Decode CTAs only (<= 16 rows): launched as a programmatic dependent (a.overlap_prior, a
-    // cached decode step), the key ids and the first tile's rows of keys before the first row's
-    // position (written in earlier steps; empty slots too) are on their way while the kernel
-    // before, which writes Q and the keys at the query positions, ends.
-    const int fresh = e_lo;
-    if (n_tiles > 0) {
-      masked_cur = key_ids(t_begin, 0, block_of(t_begin));
-      if (a.overlap_prior) copy_rows(0, 0, [fresh](int key) { return key < fresh; });
-    }
-    wait_for_prior_grid();  // a no-op in a plain launch
-    if (n_tiles > 0) {
-      if (a.overlap_prior) {
-        copy_rows(0, 0, [fresh](int key) { return key >= fresh; });
-        cp_async_commit();
-      } else {
-        issue(0, 0);
-      }
-      if (n_tiles > 1) masked_next = key_ids(t_begin + 1, 1, block_of(t_begin + 1));
-    }
-  } else {
-    if (n_tiles > 0) {
-      masked_cur = key_ids(t_begin, 0, block_of(t_begin));
+  // Decode CTAs (<= 16 rows, KG == 4) launched as a programmatic dependent (a.overlap_prior): the
+  // key ids and the first tile's rows of keys before the first row's position (empty slots too)
+  // are on their way while the kernel before, which writes Q and the keys at the query positions,
+  // ends; the other rows after it. Every other launch copies the tile whole, as always.
+  const bool split_first_tile = KG == 4 && a.overlap_prior;
+  const int fresh = e_lo;
+  if (n_tiles > 0) {
+    masked_cur = key_ids(t_begin, 0, block_of(t_begin));
+    if (split_first_tile) copy_rows(0, 0, [fresh](int key) { return key < fresh; });
+  }
+  if constexpr (KG == 4) wait_for_prior_grid();  // a no-op in a plain launch
+  if (n_tiles > 0) {
+    if (split_first_tile) {
+      copy_rows(0, 0, [fresh](int key) { return key >= fresh; });
+      cp_async_commit();
+    } else {
       issue(0, 0);
-      if (n_tiles > 1) masked_next = key_ids(t_begin + 1, 1, block_of(t_begin + 1));
     }
+    if (n_tiles > 1) masked_next = key_ids(t_begin + 1, 1, block_of(t_begin + 1));
   }
   // Q fragments, loaded once (zero for padding rows and columns), after the first tile's gather
   // is on its way: the two latencies overlap (v15; decode CTAs compute a single tile).

@@ -64,9 +64,7 @@ at::Tensor sparse_attention(const at::Tensor& q, const at::Tensor& k, const at::
 // partials in `workspace` from sparse_attention_workspace() (undefined where the launch does not
 // split). The caller keeps the workspace as long as the graph: the buffers sparse_attention()
 // shares between its calls may be reallocated by a later, larger one. mask_before_prior_kernel:
-// gpu::AttentionLaunch's promise of that name (blocks, counts, positions and the keys and values
-// before the query's position complete before the kernel ahead of this launch on the stream
-// started, and that kernel writes nothing else the launch reads), which lets it overlap that kernel.
+// the caller's promise of gpu::AttentionLaunch's field of that name (kernels/cuda/hip_cuda.h).
 void sparse_attention_on_stream(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& blocks,
                                 const at::Tensor& counts, const hip::HipParams& p, const at::Tensor& positions,
                                 const at::Tensor& out, const at::Tensor& workspace, void* stream,
