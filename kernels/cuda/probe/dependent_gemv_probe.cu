@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/probe/graph_timing.cuh"
 #include "kernels/cuda/row_gemv.h"
 
 namespace {
@@ -48,38 +49,10 @@ __global__ void __launch_bounds__(128, 3)
   if (smem[(threadIdx.x + 1) % 128] == 1234.5f) sink[0] = total;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
+// Microseconds a call: the median replay of a graph of `calls` launches, over calls.
 template <class F>
 double graph_us(cudaStream_t s, int calls, F launch) {
-  for (int i = 0; i < calls; ++i) launch(i);
-  HIP_CUDA_CHECK(cudaStreamSynchronize(s));
-  cudaGraph_t g;
-  cudaGraphExec_t ge;
-  HIP_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < calls; ++i) launch(i);
-  HIP_CUDA_CHECK(cudaStreamEndCapture(s, &g));
-  HIP_CUDA_CHECK(cudaGraphInstantiate(&ge, g, 0));
-  HIP_CUDA_CHECK(cudaGraphLaunch(ge, s));
-  cudaEvent_t a, b;
-  HIP_CUDA_CHECK(cudaEventCreate(&a));
-  HIP_CUDA_CHECK(cudaEventCreate(&b));
-  std::vector<double> us;
-  for (int r = 0; r < 15; ++r) {
-    HIP_CUDA_CHECK(cudaEventRecord(a, s));
-    HIP_CUDA_CHECK(cudaGraphLaunch(ge, s));
-    HIP_CUDA_CHECK(cudaEventRecord(b, s));
-    HIP_CUDA_CHECK(cudaEventSynchronize(b));
-    float t = 0;
-    HIP_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
-    us.push_back(1e3 * t / calls);
-  }
-  HIP_CUDA_CHECK(cudaGraphExecDestroy(ge));
-  HIP_CUDA_CHECK(cudaGraphDestroy(g));
-  return median(us);
+  return 1e3 * hipstudio::probe::graph_replay_ms(s, calls, launch) / calls;
 }
 
 }  // namespace

@@ -18,45 +18,13 @@
 #include <vector>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/probe/graph_timing.cuh"
 #include "kernels/cuda/row_gemv.h"
 
 namespace {
 
 using hipstudio::gpu::RowGemvLaunch;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// Milliseconds per replay of a graph holding `calls` launches of `launch(i)`.
-template <class F>
-double graph_ms(cudaStream_t s, int calls, F launch) {
-  for (int i = 0; i < calls; ++i) launch(i);  // warm-up (and the kernels' one-time set-up) outside capture
-  HIP_CUDA_CHECK(cudaStreamSynchronize(s));
-  cudaGraph_t g;
-  cudaGraphExec_t ge;
-  HIP_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < calls; ++i) launch(i);
-  HIP_CUDA_CHECK(cudaStreamEndCapture(s, &g));
-  HIP_CUDA_CHECK(cudaGraphInstantiate(&ge, g, 0));
-  cudaEvent_t a, b;
-  HIP_CUDA_CHECK(cudaEventCreate(&a));
-  HIP_CUDA_CHECK(cudaEventCreate(&b));
-  std::vector<double> ms;
-  for (int r = 0; r < 15; ++r) {
-    HIP_CUDA_CHECK(cudaEventRecord(a, s));
-    HIP_CUDA_CHECK(cudaGraphLaunch(ge, s));
-    HIP_CUDA_CHECK(cudaEventRecord(b, s));
-    HIP_CUDA_CHECK(cudaEventSynchronize(b));
-    float t = 0;
-    HIP_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
-    ms.push_back(t);
-  }
-  HIP_CUDA_CHECK(cudaGraphExecDestroy(ge));
-  HIP_CUDA_CHECK(cudaGraphDestroy(g));
-  return median(ms);
-}
+namespace probe = hipstudio::probe;
 
 // The read-only floor: every SM streams a buffer with 8 independent 16-byte loads a lane in flight,
 // nothing written but a sink no run reaches. What a decode step's weight reads could approach.
@@ -86,7 +54,7 @@ int main() {
   HIP_CUDA_CHECK(cudaMalloc(&src, copy_bytes));
   HIP_CUDA_CHECK(cudaMalloc(&dst, copy_bytes));
   HIP_CUDA_CHECK(cudaMemset(src, 1, copy_bytes));
-  const double copy_ms = graph_ms(s, 2, [&](int) { HIP_CUDA_CHECK(cudaMemcpyAsync(dst, src, copy_bytes, cudaMemcpyDeviceToDevice, s)); }) / 2;
+  const double copy_ms = probe::graph_replay_ms(s, 2, [&](int) { HIP_CUDA_CHECK(cudaMemcpyAsync(dst, src, copy_bytes, cudaMemcpyDeviceToDevice, s)); }) / 2;
   const double copy_gbs = 2.0 * static_cast<double>(copy_bytes) / (copy_ms * 1e6);
   std::printf("device copy %.0f GB/s (read + write)\n", copy_gbs);
   double read_gbs = 0;  // the best of three grids
@@ -96,7 +64,7 @@ int main() {
     unsigned* sink = nullptr;
     HIP_CUDA_CHECK(cudaMalloc(&sink, 4));
     for (int per_sm : {2, 4, 8}) {
-      const double read_ms = graph_ms(s, 2, [&](int) {
+      const double read_ms = probe::graph_replay_ms(s, 2, [&](int) {
         read_floor_kernel<<<sms * per_sm, 256, 0, s>>>(static_cast<const uint4*>(src), copy_bytes / 16, sink);
       }) / 2;
       const double gbs = static_cast<double>(copy_bytes) / (read_ms * 1e6);
@@ -130,7 +98,7 @@ int main() {
     HIP_CUDA_CHECK(cudaMalloc(&res, static_cast<size_t>(sh.n) * 2));
     HIP_CUDA_CHECK(cudaMemset(res, 0, static_cast<size_t>(sh.n) * 2));
     const int calls = 8;
-    const double ms = graph_ms(s, calls, [&](int i) {
+    const double ms = probe::graph_replay_ms(s, calls, [&](int i) {
       RowGemvLaunch l;
       l.w = w[static_cast<size_t>(i % copies)], l.x = x, l.y = y, l.dtype = hipstudio::gpu::DType::kBF16;
       l.n = sh.n, l.in = sh.in, l.silu_mul = sh.fused, l.residual = sh.fused ? res : nullptr;
@@ -176,7 +144,7 @@ int main() {
     void* h2 = alloc(static_cast<size_t>(dim) * 2, 0);
     void* gu = alloc(static_cast<size_t>(2 * ffn) * 2, 0);
     float* norm_w = static_cast<float*>(alloc(static_cast<size_t>(dim) * 4, 0));
-    const double ms = graph_ms(s, 1, [&](int) {
+    const double ms = probe::graph_replay_ms(s, 1, [&](int) {
       for (int l = 0; l < layers; ++l) {
         auto base = [&] {
           RowGemvLaunch g;
