@@ -48,4 +48,10 @@ double graph_replay_ms(cudaStream_t s, int calls, F launch) {
   return median(ms);
 }
 
+// Microseconds a launch: the median replay of a graph of `calls` launches, over calls.
+template <class F>
+double graph_us_per_call(cudaStream_t s, int calls, F launch) {
+  return 1e3 * graph_replay_ms(s, calls, launch) / calls;
+}
+
 }  // namespace hipstudio::probe
