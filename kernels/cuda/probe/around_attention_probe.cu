@@ -42,10 +42,12 @@ __global__ void prefetching_standin(const uint4* buf, unsigned items, int steps,
         const unsigned long long piece = ((end - begin) / parts + 15) / 16 * 16;
         const unsigned long long b = begin + piece * threadIdx.x;
         const unsigned long long e = umin(end, b + piece);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900  // the bulk prefetch is Hopper's (a no-op in sm_80 code)
         if (b < e) {
           asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(pf + b), "r"(static_cast<unsigned>(e - b))
                        : "memory");
         }
+#endif
       }
     }
   } else if (mode == 2) {
