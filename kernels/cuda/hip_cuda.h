@@ -161,7 +161,9 @@ template <class F>
 double time_ms(F&& fn);
 class EventPair {
  public:
-  EventPair();
+  // Records on `stream` (a cudaStream_t; null: the legacy default stream, which a non-blocking
+  // stream's work does not wait for, so time such work on its own stream).
+  explicit EventPair(void* stream = nullptr);
   ~EventPair();
   EventPair(const EventPair&) = delete;
   EventPair& operator=(const EventPair&) = delete;
@@ -171,6 +173,7 @@ class EventPair {
  private:
   void* a_ = nullptr;
   void* b_ = nullptr;
+  void* stream_ = nullptr;
 };
 template <class F>
 double time_ms(F&& fn) {

@@ -164,7 +164,7 @@ void DeviceBuffer::fill_bytes(int value) { HIP_CUDA_CHECK(cudaMemset(ptr_, value
 
 void synchronize() { HIP_CUDA_CHECK(cudaDeviceSynchronize()); }
 
-EventPair::EventPair() {
+EventPair::EventPair(void* stream) : stream_(stream) {
   cudaEvent_t a, b;
   HIP_CUDA_CHECK(cudaEventCreate(&a));
   HIP_CUDA_CHECK(cudaEventCreate(&b));
@@ -175,9 +175,9 @@ EventPair::~EventPair() {
   cudaEventDestroy(static_cast<cudaEvent_t>(a_));
   cudaEventDestroy(static_cast<cudaEvent_t>(b_));
 }
-void EventPair::start() { HIP_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(a_), 0)); }
+void EventPair::start() { HIP_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(a_), static_cast<cudaStream_t>(stream_))); }
 double EventPair::stop_ms() {
-  HIP_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(b_), 0));
+  HIP_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(b_), static_cast<cudaStream_t>(stream_)));
   HIP_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(b_)));
   float ms = 0;
   HIP_CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(a_), static_cast<cudaEvent_t>(b_)));

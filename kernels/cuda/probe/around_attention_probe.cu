@@ -20,12 +20,10 @@
 #include <vector>
 
 #include "kernels/cuda/common.cuh"
-#include "kernels/cuda/probe/graph_timing.cuh"
+#include "kernels/cuda/probe/timing.cuh"
 #include "kernels/cuda/row_gemv.h"
 
 namespace {
-
-__device__ unsigned long long umin(unsigned long long a, unsigned long long b) { return a < b ? a : b; }
 
 // Experiment 1: how the stand-in sends [pf, pf + pf_bytes) toward the L2 before its chase: mode 0
 // not at all, 1 one bulk prefetch a CTA (its share), 2 one prefetch.global.L2 a line spread over all
@@ -35,13 +33,13 @@ __global__ void prefetching_standin(const uint4* buf, unsigned items, int steps,
   if (mode == 1 || mode == 3) {
     const unsigned long long share = (pf_bytes / gridDim.x + 15) / 16 * 16;
     const unsigned long long begin = share * blockIdx.x;
-    const unsigned long long end = umin(pf_bytes, begin + share);
+    const unsigned long long end = min(pf_bytes, begin + share);
     if (begin < end) {
       const int parts = mode == 1 ? 1 : 32;
       if (threadIdx.x < parts) {
         const unsigned long long piece = ((end - begin) / parts + 15) / 16 * 16;
         const unsigned long long b = begin + piece * threadIdx.x;
-        const unsigned long long e = umin(end, b + piece);
+        const unsigned long long e = min(end, b + piece);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900  // the bulk prefetch is Hopper's (a no-op in sm_80 code)
         if (b < e) {
           asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(pf + b), "r"(static_cast<unsigned>(e - b))

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/probe/timing.cuh"
 
 namespace {
 
@@ -110,24 +111,19 @@ __global__ void gather_rounds(const uint4* keys, uint32_t head_blocks, int ctas_
   keep(buf, sink);
 }
 
-float median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 // Median ms of `repeats` event-timed launches after 3 warm-up ones (launch(i): the i-th).
 template <class Launch>
 float time_ms(Launch launch, int repeats) {
   for (int i = 0; i < 3; ++i) launch(i);
-  std::vector<float> ms;
+  std::vector<double> ms;
   for (int i = 0; i < repeats; ++i) {
     hipstudio::gpu::EventPair e;
     e.start();
     launch(i);
-    ms.push_back(static_cast<float>(e.stop_ms()));
+    ms.push_back(e.stop_ms());
   }
   HIP_CUDA_CHECK(cudaGetLastError());
-  return median(ms);
+  return static_cast<float>(hipstudio::probe::median(ms));
 }
 
 template <int S>

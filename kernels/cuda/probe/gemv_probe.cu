@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "kernels/cuda/common.cuh"
-#include "kernels/cuda/probe/graph_timing.cuh"
+#include "kernels/cuda/probe/timing.cuh"
 #include "kernels/cuda/row_gemv.h"
 
 namespace {

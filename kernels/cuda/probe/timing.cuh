@@ -1,6 +1,7 @@
-// The probes' clock: `calls` launches captured in one CUDA graph, run once eagerly first (one-time
-// set-up outside the capture), the graph replayed once untimed (its first launch uploads it), then
-// 15 timed replays; the median replay in milliseconds, by CUDA events on the stream.
+// The probes' clock (kernels/cuda/probe/*.cu). The median of timed runs, and graph replays:
+// `calls` launches captured in one CUDA graph, run once eagerly first (one-time set-up outside the
+// capture), the graph replayed once untimed (its first launch uploads it), then 15 timed replays
+// between the kernels' own event pair (gpu::EventPair) on the probe's stream.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -12,11 +13,13 @@
 
 namespace hipstudio::probe {
 
+// The upper median (the middle element of an odd count).
 inline double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
 
+// The median replay in milliseconds.
 template <class F>
 double graph_replay_ms(cudaStream_t s, int calls, F launch) {
   for (int i = 0; i < calls; ++i) launch(i);
@@ -28,21 +31,13 @@ double graph_replay_ms(cudaStream_t s, int calls, F launch) {
   HIP_CUDA_CHECK(cudaStreamEndCapture(s, &g));
   HIP_CUDA_CHECK(cudaGraphInstantiate(&ge, g, 0));
   HIP_CUDA_CHECK(cudaGraphLaunch(ge, s));
-  cudaEvent_t a, b;
-  HIP_CUDA_CHECK(cudaEventCreate(&a));
-  HIP_CUDA_CHECK(cudaEventCreate(&b));
+  gpu::EventPair events(s);
   std::vector<double> ms;
   for (int r = 0; r < 15; ++r) {
-    HIP_CUDA_CHECK(cudaEventRecord(a, s));
+    events.start();
     HIP_CUDA_CHECK(cudaGraphLaunch(ge, s));
-    HIP_CUDA_CHECK(cudaEventRecord(b, s));
-    HIP_CUDA_CHECK(cudaEventSynchronize(b));
-    float t = 0;
-    HIP_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
-    ms.push_back(t);
+    ms.push_back(events.stop_ms());
   }
-  HIP_CUDA_CHECK(cudaEventDestroy(a));
-  HIP_CUDA_CHECK(cudaEventDestroy(b));
   HIP_CUDA_CHECK(cudaGraphExecDestroy(ge));
   HIP_CUDA_CHECK(cudaGraphDestroy(g));
   return median(ms);
