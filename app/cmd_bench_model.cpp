@@ -300,7 +300,7 @@ void register_bench_model(CLI::App& bench) {
     if (runner.attention_graphed_steps() > 0)
       decode_path += "; HiP's attention of layers " + std::to_string(hip_params.dense_layers) + " and up inside them on " +
                      std::to_string(runner.attention_graphed_steps()) + " of " + std::to_string(args->decode) +
-                     " steps (its cached ones)";
+                     " steps";
     std::printf("HiP backend: %s; decode steps: %s\n", h.backend.c_str(), decode_path.c_str());
     std::printf("%-6s %11s %7s %9s %9s %9s %9s %9s %12s %7s %9s %10s %8s\n", "side", "prefill ms", "+-", "attn", "mask ms",
                 "sparse ms", "dense ms", "other ms", "decode ms/tok", "+-", "step med", "decode t/s", "peak GiB");

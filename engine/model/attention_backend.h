@@ -26,14 +26,23 @@ struct AttentionCall {
   // in place before that kernel started; a backend may then overlap the two (HiP passes it on as
   // gpu::AttentionLaunch::mask_before_prior_kernel, which states it in full).
   bool follows_query_write = false;
+  // Inside a decode graph's capture (attend_in_graph): the call refreshes the layer's cached mask
+  // first, the capture of a refresh step (GraphedAttention::refreshes).
+  bool refresh_in_graph = false;
 };
 
 // What a backend lets a decode step's CUDA graph (decode_graph.h) capture of its attention.
 struct GraphedAttention {
   int64_t from_layer = -1;  // layers [from_layer, n_layers) can attend inside the graph; -1: none
   uint64_t buffers = 0;     // identity of the device buffers a capture bakes in: a new one makes it stale
-  bool operator==(const GraphedAttention& o) const { return from_layer == o.from_layer && buffers == o.buffers; }
+  bool refreshes = false;   // their refresh steps too (a second capture, with call.refresh_in_graph)
+  bool operator==(const GraphedAttention& o) const {
+    return from_layer == o.from_layer && buffers == o.buffers && refreshes == o.refreshes;
+  }
 };
+
+// Which capture a decode step replays for the layers a GraphedAttention names.
+enum class GraphedStep { kNone, kCached, kRefresh };
 
 class AttentionBackend {
  public:
@@ -49,19 +58,24 @@ class AttentionBackend {
   // runs on fixed device buffers can let the graph capture those calls, so that a step launches no
   // attention of its own there (each eager launch between two graphs left the GPU idle a few
   // microseconds). The default captures nothing and every step calls attend().
-  // prepare_graphed_decode: the layers a capture may hold for a model with `heads` query heads on
-  // options' device, making the buffers it reads (called before capturing, outside any capture).
-  virtual GraphedAttention prepare_graphed_decode(int64_t heads, const at::TensorOptions& options) {
-    (void)heads, (void)options;
+  // prepare_graphed_decode: the layers a capture may hold, given a layer's query (n_heads, 1,
+  // head_dim) and whole cache keys as the graphs hold them (their shapes, dtype and device), making
+  // the buffers it reads (called before capturing, outside any capture).
+  virtual GraphedAttention prepare_graphed_decode(const at::Tensor& q, const at::Tensor& k) {
+    (void)q, (void)k;
     return {};
   }
-  // Whether the decode step at `position` can replay a capture made under `plan`. True: the backend
-  // has done the step's bookkeeping for those layers and its buffers hold the step's inputs; the
-  // caller must then replay it. False: the step calls attend() for every layer.
-  virtual bool begin_graphed_step(int64_t position, const GraphedAttention& plan) {
+  // Which capture under `plan` the decode step at `position` can replay (plan.refreshes: whether a
+  // refresh step's capture exists). kCached / kRefresh: the backend has done the step's bookkeeping
+  // for those layers and its buffers hold the step's inputs; the caller must then replay that
+  // capture. kNone: the step calls attend() for every layer.
+  virtual GraphedStep begin_graphed_step(int64_t position, const GraphedAttention& plan) {
     (void)position, (void)plan;
-    return false;
+    return GraphedStep::kNone;
   }
+  // Whether the next decode step refreshes every layer a capture holds, so that a refresh step's
+  // capture (its eager pass and first replay write what a refresh writes) loses nothing cached.
+  virtual bool next_step_refreshes_graphed_layers() const { return false; }
   // One layer's attention as the graph captures it, on `stream` (a cudaStream_t): call.k / call.v
   // hold the whole cache (every position it can reach), `position` (int64 [1] on the device) the
   // query's position when the graph replays, call.out the output buffer.

@@ -40,10 +40,12 @@ struct DecodeGraph::Impl {
   std::vector<std::unique_ptr<at::cuda::CUDAGraph>> between;  // per layer
   // The tail: attention(from), after(from), before(from + 1), attention(from + 1), ..., after(last)
   // in one graph, captured for one backend and its buffers (tail_plan); tail_out is its output.
-  std::unique_ptr<at::cuda::CUDAGraph> tail;
+  // refresh_tail: the same with each attention refreshing its layer's mask first (tail_plan.refreshes),
+  // captured once a step that refreshes them all comes (its capture writes what a refresh writes).
+  std::unique_ptr<at::cuda::CUDAGraph> tail, refresh_tail;
   const AttentionBackend* tail_backend = nullptr;
   GraphedAttention tail_plan;
-  at::Tensor tail_out;
+  at::Tensor tail_out, refresh_tail_out;
   int64_t last_graphed_from = -1;
 
   Impl(const Model& m, const RopeTables& r) : model(m), rope(r) {}
@@ -60,7 +62,7 @@ struct DecodeGraph::Impl {
   }
   // The tail's work from layer `from` on, eagerly or under capture: layer from's input and query
   // are where the graph before it leaves them (x[from], q[from]).
-  at::Tensor run_tail(AttentionBackend& attention, int64_t from) {
+  at::Tensor run_tail(AttentionBackend& attention, int64_t from, bool refresh) {
     const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
     at::Tensor x = this->x[static_cast<size_t>(from)], query = this->q[static_cast<size_t>(from)];
     for (int64_t l = from; l < model.config.n_layers; ++l) {
@@ -75,11 +77,34 @@ struct DecodeGraph::Impl {
       // which writes only q and this position's key and value (the promise of follows_query_write:
       // keep it so if run_before changes); the first layer follows whatever ran before the tail.
       call.follows_query_write = l > from;
+      call.refresh_in_graph = refresh;
       attention.attend_in_graph(call, position, stream);
       x = run_after(l, x);
       if (l + 1 < model.config.n_layers) query = run_before(l + 1, x);
     }
     return x;
+  }
+
+  // One eager pass on a side stream (the attention launches' one-time set-up, their workspace),
+  // then the capture, into a pool of its own (a tail replays instead of the between graphs from
+  // `from` on, not after them), then one replay (its upload). The eager pass and the replay write
+  // the cache at `next` (the next step overwrites it), as the constructor's pass does.
+  std::unique_ptr<at::cuda::CUDAGraph> capture_tail(AttentionBackend& attention, int64_t from, bool refresh,
+                                                    int64_t next, at::Tensor* out) {
+    position.fill_(next);
+    c10::cuda::device_synchronize();
+    auto graph = std::make_unique<at::cuda::CUDAGraph>();
+    {
+      const c10::cuda::CUDAStreamGuard side(c10::cuda::getStreamFromPool());
+      run_tail(attention, from, refresh);
+      c10::cuda::device_synchronize();
+      graph->capture_begin();
+      *out = run_tail(attention, from, refresh);
+      graph->capture_end();
+      graph->replay();  // its first launch (the upload), outside any timed step
+    }
+    c10::cuda::device_synchronize();
+    return graph;
   }
 };
 
@@ -141,31 +166,18 @@ DecodeGraph::DecodeGraph(const Model& model, const RopeTables& rope, KVCache& ca
 void DecodeGraph::prepare_attention(AttentionBackend& attention, const KVCache& cache) {
   Impl& g = *impl_;
   const ModelConfig& c = g.model.config;
-  const GraphedAttention plan =
-      attention.prepare_graphed_decode(c.n_heads, at::TensorOptions().device(g.model.run.device).dtype(g.model.run.dtype));
-  if (plan.from_layer < 0 || plan.from_layer >= c.n_layers || (g.tail && g.tail_backend == &attention && g.tail_plan == plan))
-    return;
-  g.tail.reset();
-  g.tail_backend = nullptr;
-  g.position.fill_(cache.length());  // where the eager pass writes: the next step's slot
-  // As the constructor: one eager pass on a side stream (the attention launches' one-time set-up,
-  // their workspace), then the capture, into a pool of its own (the tail replays instead of the
-  // between graphs from `from` on, not after them).
-  c10::cuda::device_synchronize();
-  {
-    const c10::cuda::CUDAStreamGuard side(c10::cuda::getStreamFromPool());
-    g.run_tail(attention, plan.from_layer);
-    c10::cuda::device_synchronize();
-    auto graph = std::make_unique<at::cuda::CUDAGraph>();
-    graph->capture_begin();
-    g.tail_out = g.run_tail(attention, plan.from_layer);
-    graph->capture_end();
-    graph->replay();  // its first launch (the upload), outside any timed step
-    g.tail = std::move(graph);
+  const GraphedAttention plan = attention.prepare_graphed_decode(g.q.front(), g.keys.front());
+  if (plan.from_layer < 0 || plan.from_layer >= c.n_layers) return;
+  if (!(g.tail && g.tail_backend == &attention && g.tail_plan == plan)) {
+    g.tail.reset();
+    g.refresh_tail.reset();
+    g.tail_backend = nullptr;
+    g.tail = g.capture_tail(attention, plan.from_layer, /*refresh=*/false, cache.length(), &g.tail_out);
+    g.tail_backend = &attention;
+    g.tail_plan = plan;
   }
-  c10::cuda::device_synchronize();
-  g.tail_backend = &attention;
-  g.tail_plan = plan;
+  if (plan.refreshes && !g.refresh_tail && attention.next_step_refreshes_graphed_layers())
+    g.refresh_tail = g.capture_tail(attention, plan.from_layer, /*refresh=*/true, cache.length(), &g.refresh_tail_out);
 }
 
 int64_t DecodeGraph::last_graphed_attention_from() const { return impl_->last_graphed_from; }
@@ -181,7 +193,13 @@ at::Tensor DecodeGraph::step(int32_t token, KVCache& cache, AttentionBackend& at
   const int64_t position = cache.length();
   g.token.fill_(static_cast<int64_t>(token));
   g.position.fill_(position);
-  const bool tail = g.tail && g.tail_backend == &attention && attention.begin_graphed_step(position, g.tail_plan);
+  GraphedStep graphed = GraphedStep::kNone;
+  if (g.tail && g.tail_backend == &attention) {
+    GraphedAttention captured = g.tail_plan;
+    captured.refreshes = g.refresh_tail != nullptr;  // what this step may replay
+    graphed = attention.begin_graphed_step(position, captured);
+  }
+  const bool tail = graphed != GraphedStep::kNone;
   const int64_t eager_layers = tail ? g.tail_plan.from_layer : g.model.config.n_layers;
   g.last_graphed_from = tail ? g.tail_plan.from_layer : -1;
   g.first->replay();
@@ -197,6 +215,10 @@ at::Tensor DecodeGraph::step(int32_t token, KVCache& cache, AttentionBackend& at
     const at::Tensor attended = attention.attend(call);
     if (!attended.is_same(g.attended)) g.attended.copy_(attended);
     g.between[static_cast<size_t>(l)]->replay();
+  }
+  if (graphed == GraphedStep::kRefresh) {
+    g.refresh_tail->replay();
+    return g.refresh_tail_out.clone();
   }
   if (tail) {
     g.tail->replay();

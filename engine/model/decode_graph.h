@@ -11,7 +11,9 @@
 // upper layers' attention captured: one more graph, the "tail", runs layers [from, n_layers) with
 // their attention inside, reading the query's position from the device, so such a step launches
 // the embedding graph, the dense layers' attention and graphs, and the tail. Each eager attention
-// between two graphs left the GPU idle a few microseconds.
+// between two graphs left the GPU idle a few microseconds. Where the backend can (HiP's refreshes
+// with the few-search mask kernel), a second tail holds its refresh steps: each layer's mask search
+// (reading the position on the device) before its attention.
 //
 // The graphs bake in the addresses of the weights, the RoPE tables, one KVCache's tensors and
 // their own static buffers, so an instance serves one (Transformer, KVCache) pair; graphs() says
@@ -43,9 +45,10 @@ class DecodeGraph {
   bool serves(const KVCache& cache) const;
 
   // Captures the tail graph for `attention` if it offers one (prepare_graphed_decode) and the
-  // one held was captured for another backend or buffers. Outside the timed steps, as the rest.
-  // Its eager pass writes the cache at cache.length() (the next step overwrites it), as the
-  // constructor's does.
+  // one held was captured for another backend or buffers; and the refresh steps' tail where the
+  // backend offers it and its next step refreshes every layer the tail holds. Outside the timed
+  // steps, as the rest. Their eager passes write the cache at cache.length() (the next step
+  // overwrites it), as the constructor's does.
   void prepare_attention(AttentionBackend& attention, const KVCache& cache);
 
   // Runs `token` at position cache.length(): appends its keys/values to the cache (the caller

@@ -126,45 +126,78 @@ bool HipAttention::graphable(const c10::Device& device) {
          !observer_ && !record_access_ && !sync_timing_ && cuda_ready();
 }
 
-GraphedAttention HipAttention::prepare_graphed_decode(int64_t heads, const at::TensorOptions& options) {
-  if (!graphable(options.device())) return {};
-  ensure_decode_buffers(heads, options.device());
-  return {params_.dense_layers, buffers_.generation};
+GraphedAttention HipAttention::prepare_graphed_decode(const at::Tensor& q, const at::Tensor& k) {
+  if (!graphable(q.device())) return {};
+  ensure_decode_buffers(q.size(0), q.device());
+  if (buffers_.refresh_in_graph < 0)
+    buffers_.refresh_in_graph = hip_torch::refresh_in_decode_graph_supported(q, k, params_.hip) ? 1 : 0;
+  return {params_.dense_layers, buffers_.generation, buffers_.refresh_in_graph == 1};
 }
 
-bool HipAttention::begin_graphed_step(int64_t position, const GraphedAttention& plan) {
-  if (!buffers_.rows.defined() || !graphable(buffers_.rows.device()) ||
-      !(plan == GraphedAttention{params_.dense_layers, buffers_.generation}))
-    return false;
-  // Every sparse layer must reuse its cached mask at this step (the layers refresh together, so
-  // their tails have moved by the same number of blocks since).
+bool HipAttention::next_step_refreshes_graphed_layers() const {
+  for (size_t l = static_cast<size_t>(params_.dense_layers); l < layers_.size(); ++l)
+    if (!needs_refresh(layers_[l])) return false;
+  return true;
+}
+
+GraphedStep HipAttention::begin_graphed_step(int64_t position, const GraphedAttention& plan) {
+  if (!buffers_.rows.defined() || !graphable(buffers_.rows.device()) || plan.from_layer != params_.dense_layers ||
+      plan.buffers != buffers_.generation || params_.dense_layers >= static_cast<int64_t>(layers_.size()))
+    return GraphedStep::kNone;
+  const size_t first = static_cast<size_t>(params_.dense_layers);
+  // The layers refresh together: all of them at this step (a refresh capture), or none (each reuses
+  // its cached mask, whose tail has moved by the same number of blocks in every layer).
+  if (needs_refresh(layers_[first])) {
+    if (!plan.refreshes || buffers_.refresh_in_graph != 1 || !next_step_refreshes_graphed_layers()) return GraphedStep::kNone;
+    // The eager refresh's bookkeeping (attend_cuda); the capture writes each layer's rows.
+    const int64_t refresh_hi = hip::search_hi(params_.hip, position);
+    for (size_t l = first; l < layers_.size(); ++l) {
+      LayerState& s = layers_[l];
+      s.refresh_hi = refresh_hi;
+      s.gpu_rows = buffers_.rows.select(0, static_cast<int64_t>(l));
+      s.gpu_counts_by_extra = buffers_.counts_by_extra.select(0, static_cast<int64_t>(l));
+      s.valid = true;
+      s.steps_since_refresh = 1;  // this step is its first
+    }
+    return GraphedStep::kRefresh;
+  }
   int64_t extra = -1;
-  for (size_t l = static_cast<size_t>(params_.dense_layers); l < layers_.size(); ++l) {
+  for (size_t l = first; l < layers_.size(); ++l) {
     const LayerState& s = layers_[l];
-    if (needs_refresh(s)) return false;
+    if (needs_refresh(s)) return GraphedStep::kNone;
     const int64_t e = cached_extra(s, position);
-    if (extra >= 0 && e != extra) return false;
+    if (extra >= 0 && e != extra) return GraphedStep::kNone;
     extra = e;
   }
-  if (extra < 0) return false;  // no sparse layer
   buffers_.counts_now.copy_(buffers_.counts_by_extra.select(1, extra));  // one launch for every layer
-  for (size_t l = static_cast<size_t>(params_.dense_layers); l < layers_.size(); ++l) ++layers_[l].steps_since_refresh;
-  return true;
+  for (size_t l = first; l < layers_.size(); ++l) ++layers_[l].steps_since_refresh;
+  return GraphedStep::kCached;
 }
 
 void HipAttention::attend_in_graph(const AttentionCall& call, const at::Tensor& position, void* stream) {
   if (call.layer < params_.dense_layers || !buffers_.rows.defined())
     throw std::logic_error("HiP: layer " + std::to_string(call.layer) + " cannot attend inside a decode graph");
   const hip::HipParams widened = widened_params();
-  const at::Tensor rows = buffers_.rows.select(0, call.layer), counts = buffers_.counts_now.select(0, call.layer);
+  const at::Tensor rows = buffers_.rows.select(0, call.layer);
+  // A refresh attends its fresh rows at extra 0; a cached step the counts begin_graphed_step copied.
+  const at::Tensor counts = call.refresh_in_graph ? buffers_.counts_by_extra.select(0, call.layer).select(0, 0)
+                                                  : buffers_.counts_now.select(0, call.layer);
+  if (call.refresh_in_graph) {
+    if (buffers_.refresh_in_graph != 1) throw std::logic_error("HiP: this backend's refresh cannot run inside a decode graph");
+    hip_torch::DecodeRows fresh{rows, buffers_.counts_by_extra.select(0, call.layer)};
+    // The search reads Q, the new key and the position, as the attention's early start would.
+    hip_torch::refresh_decode_rows_on_stream(call.q, call.k, params_.hip, position, fresh, tail_room(), stream,
+                                             /*after_prior=*/call.follows_query_write);
+  }
   if (!buffers_.workspace_made) {  // before any capture: the graph warms every launch up eagerly first
     buffers_.workspace = hip_torch::sparse_attention_workspace(call.q, call.k, call.v, rows, counts, widened, position, call.out);
     buffers_.workspace_made = true;
   }
-  // The rows and this step's counts are in place before the step's graphs are launched
-  // (begin_graphed_step), so where the call follows its query's write the kernel may overlap it.
+  // A cached step's rows and counts are in place before the step's graphs are launched
+  // (begin_graphed_step), so where the call follows its query's write the kernel may overlap it; a
+  // refresh's come from the search just before.
   hip_torch::sparse_attention_on_stream(call.q, call.k, call.v, rows, counts, widened, position, call.out, buffers_.workspace,
-                                        stream, /*mask_before_prior_kernel=*/call.follows_query_write);
+                                        stream, /*mask_before_prior_kernel=*/call.follows_query_write && !call.refresh_in_graph);
 }
 
 at::Tensor HipAttention::attend(const AttentionCall& call) {

@@ -62,9 +62,12 @@ class HipAttention final : public AttentionBackend {
   // On CUDA with the kernels, no observer, no access recording and no per-call timing, the cached
   // steps' sparse layers (l_d and up) can run inside a decode graph: every HiP layer's rows and
   // count tables live in one set of device buffers, and a graphed step copies its counts in one
-  // launch (begin_graphed_step) before the graph replays.
-  GraphedAttention prepare_graphed_decode(int64_t heads, const at::TensorOptions& options) override;
-  bool begin_graphed_step(int64_t position, const GraphedAttention& plan) override;
+  // launch (begin_graphed_step) before the graph replays. Where the few-search mask kernel serves
+  // a refresh (bf16/f16, head_dim 64 or 128), the refresh steps can too: each layer's search reads
+  // the position on the device and writes its rows itself, the attention then reads them.
+  GraphedAttention prepare_graphed_decode(const at::Tensor& q, const at::Tensor& k) override;
+  GraphedStep begin_graphed_step(int64_t position, const GraphedAttention& plan) override;
+  bool next_step_refreshes_graphed_layers() const override;
   void attend_in_graph(const AttentionCall& call, const at::Tensor& position, void* stream) override;
 
   const HipModelParams& params() const { return params_; }
@@ -108,6 +111,7 @@ class HipAttention final : public AttentionBackend {
     at::Tensor rows, counts_by_extra, counts_now, workspace;
     bool workspace_made = false;
     uint64_t generation = 0;
+    int refresh_in_graph = -1;  // whether a refresh can run inside a graph (refresh_in_decode_graph_supported); -1: not asked yet
   };
   void ensure_decode_buffers(int64_t heads, const c10::Device& device);
   // Whether the CUDA kernels serve this backend's sparse layers and nothing needs per-call host work.

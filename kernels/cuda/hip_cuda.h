@@ -72,6 +72,22 @@ struct MaskLaunch {
   // 1, 2 or 4 (a thread-block cluster, sm_90); 0 = chosen by size (and never when warps_per_search
   // is set), -1 = never. Tests force each.
   int ctas_per_search = 0;
+  // A decode refresh inside a CUDA graph (engine/model/decode_graph.h), few-search path only (see
+  // mask_in_decode_graph_supported), one query (tq 1, batch 1, no positions):
+  // device_position: the query's position, read on the device when the kernel runs (a graph replays
+  //   at every refresh's position); the keys are [0, position], and tk above is only their bound
+  //   (the cache's capacity).
+  // decode_rows / counts_by_extra / tail_room: the search writes the refreshed mask laid out for
+  //   the cached steps itself, as build_decode_rows would from blocks and counts (decode_rows.h),
+  //   with the dense tail from the search range's end (search_hi at the position): no second
+  //   launch, and no host value. blocks and counts may then be null.
+  // after_prior: launched as a programmatic dependent of the kernel before it on the stream (sm_90):
+  //   its set-up overlaps that kernel's end; it reads Q and K only after that kernel has finished.
+  const int64_t* device_position = nullptr;
+  int32_t* decode_rows = nullptr;      // (hq, kb + tail_room)
+  int32_t* counts_by_extra = nullptr;  // (tail_room + 1, hq)
+  int64_t tail_room = 0;
+  bool after_prior = false;
 };
 
 // Validates (CudaError naming the problem) and launches the mask estimation: the bf16/f16 shapes
@@ -79,6 +95,8 @@ struct MaskLaunch {
 // <= 16 sampled rows (decode), a CTA or 2-CTA cluster each; everything else one CTA per (batch,
 // head, query block); all in one launch.
 void estimate_masks(const MaskLaunch& l);
+// Whether estimate_masks takes l's device_position / decode_rows (the few-search path serves l).
+bool mask_in_decode_graph_supported(const MaskLaunch& l);
 size_t mask_trace_bytes(int64_t kb);
 // A trace's layout: a header, then one fixed-size record per iteration; mask_trace_used_bytes is
 // the prefix that a trace of `iterations` iterations fills (what needs copying to the host).

@@ -64,6 +64,12 @@ struct ClusterMaskArgs {
   int32_t* counts;
   int32_t* iterations;
   int64_t* branches;
+  // A decode graph's refresh (MaskLaunch): the position read on the device, the rows written here.
+  const int64_t* device_position;
+  int32_t* rows;
+  int32_t* counts_by_extra;
+  int tail_room;
+  bool after_prior;
 };
 
 // Shared memory of one CTA; the warps' gather rings follow it. Arrays indexed [parity] alternate
@@ -299,6 +305,19 @@ __device__ void print_phase_clocks(int iterations) {
 #define PHASE_CLOCK(slot)
 #endif
 
+// The refreshed mask as build_decode_rows lays it out (decode_rows.h): the search's `count` blocks
+// (block_at(c), ascending), then the dense tail from tail_start, then -1; and the counts of each
+// cached step after it. One decode query per item, so item = head.
+template <class BlockAt>
+__device__ void write_decode_rows(const ClusterMaskArgs& a, int64_t item, int count, int64_t tail_start, int tid,
+                                  BlockAt block_at) {
+  const int width = a.kb + a.tail_room;
+  int32_t* row = a.rows + item * width;
+  for (int c = tid; c < width; c += kThreads)
+    row[c] = c < count ? block_at(c) : c < count + a.tail_room ? static_cast<int32_t>(tail_start + (c - count)) : -1;
+  for (int e = tid; e <= a.tail_room; e += kThreads) a.counts_by_extra[static_cast<int64_t>(e) * a.items + item] = count + e;
+}
+
 template <class T, int D>
 __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const ClusterMaskArgs a) {
   constexpr int KS = D / 16;          // k-steps per key row
@@ -317,17 +336,25 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
   PHASE_CLOCK(0);
   const SearchCoords sc = search_coords(s, a.hq, a.hkv, a.qbs);
   const int kb = a.kb;
-  int32_t* out = a.blocks + sc.item * kb;
-  const DevRange sr = dev_search_range(a.hip, a.positions, a.tq, a.tk, sc.qb);
+  int32_t* out = a.blocks ? a.blocks + sc.item * kb : nullptr;
+  // A graph's refresh reads its position here: the host wrote it before the graph started, so
+  // before the kernel this one may overlap.
+  const int64_t tk = a.device_position ? *a.device_position + 1 : a.tk;
+  const DevRange sr = dev_search_range(a.hip, a.positions, a.tq, tk, sc.qb);
   const int64_t n = sr.hi - sr.lo;
   if (n <= kb) {  // the whole range fits in the budget
+    wait_for_prior_grid();  // no output before the kernel before has ended (a no-op in a plain launch)
     if (rank == 0) {
-      for (int j = tid; j < kb; j += kThreads) out[j] = j < n ? static_cast<int32_t>(sr.lo + j) : -1;
+      if (out)
+        for (int j = tid; j < kb; j += kThreads) out[j] = j < n ? static_cast<int32_t>(sr.lo + j) : -1;
       if (tid == 0) {
-        a.counts[sc.item] = static_cast<int32_t>(n);
+        if (a.counts) a.counts[sc.item] = static_cast<int32_t>(n);
         if (a.iterations) a.iterations[sc.item] = 0;
         if (a.branches) a.branches[sc.item] = 0;
       }
+      if (a.rows)
+        write_decode_rows(a, sc.item, static_cast<int>(n), sr.hi, tid,
+                          [&](int c) { return static_cast<int32_t>(sr.lo + c); });
     }
     return;
   }
@@ -343,9 +370,11 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
   const double rho = a.hip.rho;
 
   // Q as the A operand, one m-tile of 16 sampled rows (mask_search.cuh); its loads overlap the
-  // slots' arithmetic below.
+  // slots' arithmetic below. A dependent launch loads it after the set-up instead, once the kernel
+  // before (the query's RoPE and cache write) has ended: the set-up then overlaps that kernel.
   uint32_t qf[1][KS][4];
-  load_q_mtile<T, D>(qf[0], qbase + sr.row_begin * a.qs.t, a.hip.b_sq * a.qs.t, R, 0, lane);
+  const T* q_row0 = qbase + sr.row_begin * a.qs.t;
+  if (!a.after_prior) load_q_mtile<T, D>(qf[0], q_row0, a.hip.b_sq * a.qs.t, R, 0, lane);
 
   // Initial slots: node t / 2 of Kb (nearly) equal nodes, side t % 2; every representative is new.
   {
@@ -382,6 +411,10 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
     // arrival.
     if (tid == 0 && expect_bytes > 0)
       for (int i = 0; i < 2; ++i) exchange_expect(sm.exchange_bar + i, expect_bytes);
+  }
+  if (a.after_prior) {
+    wait_for_prior_grid();  // Q and the new key are written; the gathers below read K
+    load_q_mtile<T, D>(qf[0], q_row0, a.hip.b_sq * a.qs.t, R, 0, lane);
   }
 
   int largest = static_cast<int>((static_cast<uint32_t>(n) + kb - 1) / kb);  // n < 2^31: blocks below tk
@@ -483,12 +516,14 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
 
   if (tid == 0 && expect_bytes > 0) exchange_inval(sm.exchange_bar);  // every thread passed its last wait
   if (rank == 0) {
-    for (int j = tid; j < kb; j += kThreads) out[j] = sm.node_begin[j];
+    if (out)
+      for (int j = tid; j < kb; j += kThreads) out[j] = sm.node_begin[j];
     if (tid == 0) {
-      a.counts[sc.item] = kb;
+      if (a.counts) a.counts[sc.item] = kb;
       if (a.iterations) a.iterations[sc.item] = iter;
       if (a.branches) a.branches[sc.item] = branch_total;
     }
+    if (a.rows) write_decode_rows(a, sc.item, kb, sr.hi, tid, [&](int c) { return sm.node_begin[c]; });
   }
   PHASE_CLOCK(61);
 #ifdef HIPSTUDIO_MASK_CLUSTER_CLOCKS
@@ -498,17 +533,20 @@ __global__ void __launch_bounds__(kThreads, 1) hip_mask_cluster_kernel(const Clu
 
 // A launch of `grid` CTAs of kThreads in clusters of `ctas` (the occupancy query and the launch
 // take the same description). Not copyable: cfg points at attr.
+// after_prior: also a programmatic dependent of the kernel before it (the code must wait for it).
 struct ClusterLaunch {
   cudaLaunchConfig_t cfg{};
-  cudaLaunchAttribute attr{};
-  ClusterLaunch(int64_t grid, int ctas, size_t smem, cudaStream_t stream) {
+  cudaLaunchAttribute attr[2]{};
+  ClusterLaunch(int64_t grid, int ctas, size_t smem, cudaStream_t stream, bool after_prior = false) {
     cfg.gridDim = dim3(static_cast<unsigned>(grid));
     cfg.blockDim = dim3(kThreads);
     cfg.dynamicSmemBytes = smem;
     cfg.stream = stream;
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = static_cast<unsigned>(ctas), attr.val.clusterDim.y = 1, attr.val.clusterDim.z = 1;
-    cfg.attrs = &attr, cfg.numAttrs = 1;
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = static_cast<unsigned>(ctas), attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = 1;
+    attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[1].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr, cfg.numAttrs = after_prior ? 2 : 1;
   }
   ClusterLaunch(const ClusterLaunch&) = delete;
   ClusterLaunch& operator=(const ClusterLaunch&) = delete;
@@ -577,6 +615,8 @@ void estimate_masks_cluster(const MaskLaunch& l, int ctas) {
   const int64_t kpr = p.b_k / p.b_sk;
   a.kpr_log2 = kpr == 1 ? 0 : kpr == 2 ? 1 : kpr == 4 ? 2 : 3;
   a.blocks = l.blocks, a.counts = l.counts, a.iterations = l.iterations, a.branches = l.branches;
+  a.device_position = l.device_position;
+  a.rows = l.decode_rows, a.counts_by_extra = l.counts_by_extra, a.tail_room = static_cast<int>(l.tail_room);
   const bool d64 = l.d <= 64;
   const size_t smem = kSmemHead + static_cast<size_t>(kWarps) * kStages * 16 * (d64 ? 64 : 128) * 2;
   cudaStream_t stream = as_stream(l.stream);
@@ -587,10 +627,13 @@ void estimate_masks_cluster(const MaskLaunch& l, int ctas) {
     a.ctas = ctas;
     const int64_t ctas_total = a.items * ctas;
     if (ctas_total >= (int64_t{1} << 31)) throw_arg("too many (batch, head, query block) items for one launch");
+    // Dependent only where the loaded code waits (an sm_80 build run on sm_90 would not).
+    a.after_prior = l.after_prior && kernel_waits_for_prior_grid(fn);
     if (ctas == 1) {
-      kernel<<<dim3(static_cast<unsigned>(ctas_total)), kThreads, smem, stream>>>(a);
+      if (a.after_prior) launch_after_prior(kernel, dim3(static_cast<unsigned>(ctas_total)), dim3(kThreads), smem, stream, a);
+      else kernel<<<dim3(static_cast<unsigned>(ctas_total)), kThreads, smem, stream>>>(a);
     } else {
-      ClusterLaunch cluster(ctas_total, ctas, smem, stream);
+      ClusterLaunch cluster(ctas_total, ctas, smem, stream, a.after_prior);
       HIP_CUDA_CHECK(cudaLaunchKernelEx(&cluster.cfg, kernel, a));
     }
   };

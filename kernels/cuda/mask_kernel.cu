@@ -635,10 +635,34 @@ hip::MaskTrace decode_mask_trace(const uint8_t* host, size_t size, int64_t kb, i
   return t;
 }
 
+namespace {
+// CTAs per search when the few-search path (mask_cluster_kernel.cu) serves l, else 0.
+int few_search_ctas(const MaskLaunch& l) {
+  if (l.ctas_per_search < 0 || !cluster_mask_eligible(l)) return 0;
+  const hip::HipParams& p = l.hip;
+  const int64_t items = l.batch * l.hq * ((l.tq + p.b_q - 1) / p.b_q);
+  return l.ctas_per_search > 0 ? l.ctas_per_search : l.warps_per_search > 0 ? 0 : cluster_mask_ctas_per_search(items);
+}
+}  // namespace
+
+bool mask_in_decode_graph_supported(const MaskLaunch& l) {
+  return l.batch == 1 && l.tq == 1 && !l.positions && !l.traced() && few_search_ctas(l) > 0;
+}
+
 void estimate_masks(const MaskLaunch& l) {
   const hip::HipParams& p = l.hip;
   check_hip_params(p);
-  if (!l.q || !l.k || !l.blocks || !l.counts) throw_arg("mask estimation needs Q, K, blocks and counts pointers");
+  const bool in_graph = l.device_position || l.decode_rows || l.counts_by_extra || l.after_prior;
+  if (!l.q || !l.k || (!l.decode_rows && (!l.blocks || !l.counts)))
+    throw_arg("mask estimation needs Q, K, and blocks and counts pointers (or decode rows)");
+  if (in_graph) {
+    if (!mask_in_decode_graph_supported(l))
+      throw_arg("a device position, decode rows or a dependent launch need the few-search mask kernel: bf16/f16, d 64 or "
+                "128, one query of one sequence without positions or traces, Kb <= 256");
+    if (!l.decode_rows != !l.counts_by_extra) throw_arg("decode rows need both rows and counts_by_extra");
+    if (l.tail_room < 0 || hip::hip_kb(p) + l.tail_room > (int64_t{1} << 30))
+      throw_arg("decode rows: tail_room " + std::to_string(l.tail_room) + " outside [0, 2^30 - Kb]");
+  }
   if (l.batch < 1 || l.hq < 1 || l.hkv < 1 || l.tq < 1 || l.tk < 1 || l.d < 1)
     throw_arg("mask estimation needs batch, heads, queries, keys and d >= 1");
   if (l.hq % l.hkv != 0) throw_arg("query heads must be a multiple of KV heads");
@@ -649,15 +673,9 @@ void estimate_masks(const MaskLaunch& l) {
   if (l.d > 256) throw_arg("head dimension " + std::to_string(l.d) + " exceeds 256");
   if (l.traced() && !l.trace_buffer) throw_arg("a trace request needs trace_buffer (mask_trace_bytes)");
 
-  if (l.ctas_per_search >= 0 && cluster_mask_eligible(l)) {  // v16: few searches (decode), a CTA or cluster each
-    const int64_t items = l.batch * l.hq * ((l.tq + p.b_q - 1) / p.b_q);
-    const int ctas = l.ctas_per_search > 0 ? l.ctas_per_search
-                     : l.warps_per_search > 0 ? 0
-                                              : cluster_mask_ctas_per_search(items);
-    if (ctas > 0) {
-      estimate_masks_cluster(l, ctas);
-      return;
-    }
+  if (const int ctas = few_search_ctas(l); ctas > 0) {  // v16: few searches (decode), a CTA or cluster each
+    estimate_masks_cluster(l, ctas);
+    return;
   }
   if (warp_mask_eligible(l)) {  // v8: the common tensor-core shapes, no CTA barriers (mask_warp_kernel.cu)
     estimate_masks_warp(l, l.warps_per_search);

@@ -94,6 +94,15 @@ void check_pair(const at::Tensor& q, const Shape& qs, const at::Tensor& k, const
     fail("query heads (" + std::to_string(qs.heads) + ") must be a multiple of " + kname + " heads (" + std::to_string(ks.heads) + ")");
 }
 
+// The mask launch's inputs: Q, K, their shapes and strides, the parameters.
+gpu::MaskLaunch mask_inputs(const at::Tensor& q, const Shape& qs, const at::Tensor& k, const Shape& ks, const hip::HipParams& p) {
+  gpu::MaskLaunch l;
+  l.q = q.data_ptr(), l.k = k.data_ptr(), l.dtype = dtype_of(q);
+  l.q_stride = qs.strides, l.k_stride = ks.strides;
+  l.batch = qs.batch, l.hq = qs.heads, l.hkv = ks.heads, l.tq = qs.t, l.tk = ks.t, l.d = qs.d, l.hip = p;
+  return l;
+}
+
 // trace_head: the head to trace, kEveryHead for all of them (hq traces in *trace_buf), < 0 none.
 constexpr int64_t kEveryHead = -2;
 MaskTensors run_masks(const at::Tensor& q, const at::Tensor& k, const hip::HipParams& p, const at::Tensor& positions,
@@ -127,11 +136,8 @@ MaskTensors run_masks(const at::Tensor& q, const at::Tensor& k, const hip::HipPa
     m.iterations = at::empty(cshape, i32);
     m.branches = at::empty(cshape, i64);
   }
-  gpu::MaskLaunch l;
-  l.q = q.data_ptr(), l.k = k.data_ptr(), l.dtype = dtype_of(q);
-  l.q_stride = qs.strides, l.k_stride = ks.strides;
+  gpu::MaskLaunch l = mask_inputs(q, qs, k, ks, p);
   l.positions = pos.defined() ? pos.data_ptr<int64_t>() : nullptr;
-  l.batch = qs.batch, l.hq = qs.heads, l.hkv = ks.heads, l.tq = qs.t, l.tk = ks.t, l.d = qs.d, l.hip = p;
   l.blocks = m.blocks.data_ptr<int32_t>(), l.counts = m.counts.data_ptr<int32_t>();
   l.iterations = m.iterations.data_ptr<int32_t>(), l.branches = m.branches.data_ptr<int64_t>();
   if (trace_buf) {
@@ -373,6 +379,45 @@ void decode_rows_into(DecodeRows& into, const MaskTensors& mask, int64_t tail_st
   gpu::build_decode_rows(l);
 }
 
+namespace {
+// A decode graph's refresh over q (hq, 1, d) and the whole cache k (hkv, capacity, d).
+gpu::MaskLaunch graph_refresh_launch(const at::Tensor& q, const at::Tensor& k, const hip::HipParams& p) {
+  const Shape qs = shape_of(q, "Q"), ks = shape_of(k, "K");
+  check_pair(q, qs, k, ks, "K");
+  if (q.dim() != 3 || qs.t != 1) fail("a refresh inside a decode graph takes one query (hq, 1, d), got Q " + shape_str(q));
+  return mask_inputs(q, qs, k, ks, p);
+}
+}  // namespace
+
+bool refresh_in_decode_graph_supported(const at::Tensor& q, const at::Tensor& k, const hip::HipParams& p) {
+  if (!gpu::device_status().empty()) return false;
+  c10::DeviceGuard guard(q.device());
+  return gpu::mask_in_decode_graph_supported(graph_refresh_launch(q, k, p));
+}
+
+void refresh_decode_rows_on_stream(const at::Tensor& q, const at::Tensor& k, const hip::HipParams& p,
+                                   const at::Tensor& position, DecodeRows& into, int64_t tail_room, void* stream,
+                                   bool after_prior) {
+  require_ready();
+  check_device_positions(position, q);
+  c10::DeviceGuard guard(q.device());
+  gpu::MaskLaunch l = graph_refresh_launch(q, k, p);
+  const int64_t heads = l.hq, kb = hip::hip_kb(p);
+  auto check = [&](const at::Tensor& t, std::vector<int64_t> shape, const char* name) {
+    if (!t.defined() || t.sizes().vec() != shape || t.scalar_type() != at::kInt || !t.is_contiguous() || t.device() != q.device())
+      fail(std::string("refresh rows: ") + name + " must be contiguous int32 " + shape_str(at::empty(shape, at::kInt)) +
+           " on Q's device, got " + (t.defined() ? shape_str(t) : "none"));
+  };
+  check(into.rows, {heads, 1, kb + tail_room}, "rows");
+  check(into.counts_by_extra, {tail_room + 1, heads, 1}, "counts_by_extra");
+  l.device_position = position.data_ptr<int64_t>();
+  l.decode_rows = into.rows.data_ptr<int32_t>(), l.counts_by_extra = into.counts_by_extra.data_ptr<int32_t>();
+  l.tail_room = tail_room;
+  l.stream = stream;
+  l.after_prior = after_prior;
+  gpu::estimate_masks(l);
+}
+
 DecodeRows decode_rows(const MaskTensors& mask, int64_t tail_start, int64_t tail_room) {
   if (!mask.blocks.defined() || mask.blocks.dim() != 3)
     fail("decode_rows takes contiguous int32 CUDA blocks (hq, 1, kb), got " + (mask.blocks.defined() ? shape_str(mask.blocks) : "none"));
@@ -386,6 +431,11 @@ DecodeRows decode_rows(const MaskTensors& mask, int64_t tail_start, int64_t tail
 #else
 DecodeRows decode_rows(const MaskTensors&, int64_t, int64_t) { throw std::runtime_error(cuda_kernels_status()); }
 void decode_rows_into(DecodeRows&, const MaskTensors&, int64_t, int64_t, void*) {
+  throw std::runtime_error(cuda_kernels_status());
+}
+bool refresh_in_decode_graph_supported(const at::Tensor&, const at::Tensor&, const hip::HipParams&) { return false; }
+void refresh_decode_rows_on_stream(const at::Tensor&, const at::Tensor&, const hip::HipParams&, const at::Tensor&,
+                                   DecodeRows&, int64_t, void*, bool) {
   throw std::runtime_error(cuda_kernels_status());
 }
 at::Tensor sparse_attention_workspace(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,

@@ -88,6 +88,18 @@ DecodeRows decode_rows(const MaskTensors& mask, int64_t tail_start, int64_t tail
 // (a cudaStream_t; null: the legacy default stream): a decode graph reads them where they are.
 void decode_rows_into(DecodeRows& into, const MaskTensors& mask, int64_t tail_start, int64_t tail_room, void* stream);
 
+// A decode refresh as a CUDA graph captures it (engine/model/hip_attention.h): the search of q's
+// one query (hq, 1, d) over k's keys [0, position] (k: the whole cache; `position`, int64 (1) on the
+// device, is read when the kernel runs), written straight into `into` in decode_rows' layout with
+// the dense tail from search_hi at that position: what estimate_masks and decode_rows_into give,
+// in one launch and with no host value. On `stream`; after_prior: the caller's promise that the
+// kernel before it on the stream writes nothing else this reads but Q and the position's key (the
+// search then starts while that kernel ends). Only where refresh_in_decode_graph_supported.
+bool refresh_in_decode_graph_supported(const at::Tensor& q, const at::Tensor& k, const hip::HipParams& p);
+void refresh_decode_rows_on_stream(const at::Tensor& q, const at::Tensor& k, const hip::HipParams& p,
+                                   const at::Tensor& position, DecodeRows& into, int64_t tail_room, void* stream,
+                                   bool after_prior);
+
 // Dense baseline: LibTorch's scaled-dot-product attention with one backend forced (torch >= 2).
 enum class DenseBackend { kAuto, kFlash, kCuDNN, kEfficient, kMath };
 const char* dense_backend_name(DenseBackend b);
