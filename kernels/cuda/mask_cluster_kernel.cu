@@ -26,6 +26,10 @@
 // cluster barrier), the gather rings on a 128-byte line and a relaxed arrival at the setup's
 // cluster barrier (47-49 us); the keys as the mma A operand and a radix selection seeded by the
 // previous threshold were measured too and dropped (no gain).
+// A decode graph's refresh (MaskLaunch::device_position / decode_rows / after_prior, 2026-11-27):
+// the position read on the device, the cached steps' rows written by the search itself, and the
+// set-up (slots, exchange barriers, cluster barrier) overlapping the RoPE kernel before it, with Q
+// loaded after the wait.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>

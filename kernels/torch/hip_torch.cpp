@@ -300,6 +300,18 @@ gpu::AttentionLaunch attention_launch(const at::Tensor& q, const at::Tensor& k, 
   return l;
 }
 
+// `into` has the decode rows' layout for `heads` rows of kb + tail_room blocks (decode_rows.h), on `device`.
+void check_decode_rows(const DecodeRows& into, int64_t heads, int64_t kb, int64_t tail_room, const c10::Device& device,
+                       const char* who) {
+  auto check = [&](const at::Tensor& t, std::vector<int64_t> shape, const char* name) {
+    if (!t.defined() || t.sizes().vec() != shape || t.scalar_type() != at::kInt || !t.is_contiguous() || t.device() != device)
+      fail(std::string(who) + ": " + name + " must be contiguous int32 " + shape_str(at::empty(shape, at::kInt)) + " on " +
+           device.str() + ", got " + (t.defined() ? shape_str(t) : "none"));
+  };
+  check(into.rows, {heads, 1, kb + tail_room}, "rows");
+  check(into.counts_by_extra, {tail_room + 1, heads, 1}, "counts_by_extra");
+}
+
 // Device positions the kernel reads when it runs (a graph replay), so only their form is checked.
 void check_device_positions(const at::Tensor& positions, const at::Tensor& q) {
   if (!positions.defined() || positions.dim() != 1 || positions.size(0) != q.size(-2) ||
@@ -363,13 +375,7 @@ void decode_rows_into(DecodeRows& into, const MaskTensors& mask, int64_t tail_st
       c.device() != b.device())
     fail("decode_rows takes contiguous int32 counts (hq, 1) on the blocks' device, got " + (c.defined() ? shape_str(c) : "none"));
   const int64_t heads = b.size(0), kb = b.size(2);
-  auto check = [&](const at::Tensor& t, std::vector<int64_t> shape, const char* name) {
-    if (!t.defined() || t.sizes().vec() != shape || t.scalar_type() != at::kInt || !t.is_contiguous() || t.device() != b.device())
-      fail(std::string("decode_rows: ") + name + " must be contiguous int32 " + shape_str(at::empty(shape, at::kInt)) +
-           " on the blocks' device, got " + (t.defined() ? shape_str(t) : "none"));
-  };
-  check(into.rows, {heads, 1, kb + tail_room}, "rows");
-  check(into.counts_by_extra, {tail_room + 1, heads, 1}, "counts_by_extra");
+  check_decode_rows(into, heads, kb, tail_room, b.device(), "decode_rows");
   c10::DeviceGuard guard(b.device());
   gpu::DecodeRowsLaunch l;
   l.blocks = b.data_ptr<int32_t>(), l.counts = c.data_ptr<int32_t>();
@@ -402,14 +408,7 @@ void refresh_decode_rows_on_stream(const at::Tensor& q, const at::Tensor& k, con
   check_device_positions(position, q);
   c10::DeviceGuard guard(q.device());
   gpu::MaskLaunch l = graph_refresh_launch(q, k, p);
-  const int64_t heads = l.hq, kb = hip::hip_kb(p);
-  auto check = [&](const at::Tensor& t, std::vector<int64_t> shape, const char* name) {
-    if (!t.defined() || t.sizes().vec() != shape || t.scalar_type() != at::kInt || !t.is_contiguous() || t.device() != q.device())
-      fail(std::string("refresh rows: ") + name + " must be contiguous int32 " + shape_str(at::empty(shape, at::kInt)) +
-           " on Q's device, got " + (t.defined() ? shape_str(t) : "none"));
-  };
-  check(into.rows, {heads, 1, kb + tail_room}, "rows");
-  check(into.counts_by_extra, {tail_room + 1, heads, 1}, "counts_by_extra");
+  check_decode_rows(into, l.hq, hip::hip_kb(p), tail_room, q.device(), "refresh rows");
   l.device_position = position.data_ptr<int64_t>();
   l.decode_rows = into.rows.data_ptr<int32_t>(), l.counts_by_extra = into.counts_by_extra.data_ptr<int32_t>();
   l.tail_room = tail_room;

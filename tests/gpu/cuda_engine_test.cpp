@@ -97,12 +97,12 @@ TEST(CudaEngine, GreedyGenerationMatchesCpu) {
   EXPECT_EQ(a.generated_ids, b.generated_ids);
 }
 
-// Greedy decode steps after a prefill, with the step's row-wise work replayed from CUDA graphs or
-// launched eagerly: per-step logits [steps, vocab] and whether every step took the asked path;
-// `attention_graphed` counts the steps whose attention ran inside the graphs.
+// Greedy decode steps after a prefill of `ids` (default: kText), with the step's row-wise work
+// replayed from CUDA graphs or launched eagerly: per-step logits [steps, vocab] and whether every
+// step took the asked path; `attention_graphed` counts the steps whose attention ran inside the graphs.
 at::Tensor decode_logits(std::shared_ptr<const Model> model, AttentionBackend& attention, bool graphs, int steps,
-                         int* attention_graphed = nullptr) {
-  const auto ids = model->tokenizer->encode(kText, true);
+                         int* attention_graphed = nullptr, std::vector<int32_t> ids = {}) {
+  if (ids.empty()) ids = model->tokenizer->encode(kText, true);
   const int64_t capacity = static_cast<int64_t>(ids.size()) + steps;
   Transformer transformer(model, capacity);
   transformer.set_decode_graphs(graphs);
@@ -199,24 +199,10 @@ TEST(CudaEngine, GraphRefreshStepsMatchEagerSteps) {
   const int steps = 12;
   std::vector<int32_t> prompt(1000);
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 37 + 11) % 512);
-  auto run = [&](bool graphs, int* graphed) {
-    HipAttention hip(params, model->config.n_layers);
-    Transformer transformer(model, static_cast<int64_t>(prompt.size()) + steps);
-    transformer.set_decode_graphs(graphs);
-    KVCache cache(model->config, model->run, static_cast<int64_t>(prompt.size()) + steps);
-    at::Tensor logits = transformer.forward(prompt, cache, hip);
-    std::vector<at::Tensor> rows;
-    for (int s = 0; s < steps; ++s) {
-      const int32_t next = static_cast<int32_t>(logits[0].argmax().item<int64_t>());
-      logits = transformer.forward({next}, cache, hip, LogitsFor::LastToken, Phase::Decode);
-      EXPECT_EQ(transformer.last_step_graphed(), graphs) << "step " << s;
-      *graphed += transformer.last_step_attention_graphed() ? 1 : 0;
-      rows.push_back(logits);
-    }
-    return at::cat(rows, 0);
-  };
+  HipAttention hip_eager(params, model->config.n_layers), hip_graph(params, model->config.n_layers);
   int graphed_eager = 0, graphed = 0;
-  const at::Tensor eager = run(false, &graphed_eager), graph = run(true, &graphed);
+  const at::Tensor eager = decode_logits(model, hip_eager, false, steps, &graphed_eager, prompt);
+  const at::Tensor graph = decode_logits(model, hip_graph, true, steps, &graphed, prompt);
   const double diff = (eager - graph).abs().max().item<double>();
   std::printf("[gpu] random bf16 model (head_dim 64), HiP l_d 1 r_m 3 decode, CUDA graphs vs eager: max abs logit diff "
               "%.3g over %d steps, greedy tokens %s, attention inside the graphs on %d steps (refreshes included)\n",
