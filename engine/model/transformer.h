@@ -84,7 +84,7 @@ class Transformer {
   // (a warm-up of every layer and a capture per layer): a benchmark's timed steps then hold decode
   // steps only. A no-op where decode steps do not replay graphs (CPU, a layer timer, graphs off).
   // Where `attention` offers it (AttentionBackend::prepare_graphed_decode), also the graph that
-  // holds its upper layers' attention.
+  // holds its upper layers' attention, and the one of its refresh steps.
   void prepare_decode_graphs(KVCache& cache, AttentionBackend& attention) const;
   // The embeddings of `tokens` [T, dim]: the stream entering layer 0.
   at::Tensor embed(const std::vector<int32_t>& tokens) const;

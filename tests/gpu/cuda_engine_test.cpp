@@ -121,7 +121,8 @@ at::Tensor decode_logits(std::shared_ptr<const Model> model, AttentionBackend& a
 
 // A graph-replayed decode step computes what the eager one does, dense and HiP (cached masks and
 // refreshes), in fp32 and bf16. HiP's cached steps run their sparse layers' attention inside the
-// graphs (from l_d on; l_d 0 puts every layer there), its refresh steps eagerly.
+// graphs (from l_d on; l_d 0 puts every layer there), its refresh steps eagerly (stories15M's
+// head_dim 48 is not the few-search mask kernel's: GraphRefreshStepsMatchEagerSteps covers those).
 TEST(CudaEngine, GraphDecodeStepsMatchEagerSteps) {
   REQUIRE_CUDA();
   ASSERT_TRUE(DecodeGraph::supported()) << "this CUDA build cannot capture CUDA graphs (engine without HIPSTUDIO_TORCH_CUDA)";
