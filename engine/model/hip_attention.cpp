@@ -129,9 +129,9 @@ bool HipAttention::graphable(const c10::Device& device) {
 GraphedAttention HipAttention::prepare_graphed_decode(const at::Tensor& q, const at::Tensor& k) {
   if (!graphable(q.device())) return {};
   ensure_decode_buffers(q.size(0), q.device());
-  if (buffers_.refresh_in_graph < 0)
-    buffers_.refresh_in_graph = hip_torch::refresh_in_decode_graph_supported(q, k, params_.hip) ? 1 : 0;
-  return {params_.dense_layers, buffers_.generation, buffers_.refresh_in_graph == 1};
+  // Asked of every graph's q and k (a host check): the same buffers may serve another model's.
+  buffers_.refresh_in_graph = hip_torch::refresh_in_decode_graph_supported(q, k, params_.hip);
+  return {params_.dense_layers, buffers_.generation, buffers_.refresh_in_graph};
 }
 
 bool HipAttention::next_step_refreshes_graphed_layers() const {
@@ -142,13 +142,14 @@ bool HipAttention::next_step_refreshes_graphed_layers() const {
 
 GraphedStep HipAttention::begin_graphed_step(int64_t position, const GraphedAttention& plan) {
   if (!buffers_.rows.defined() || !graphable(buffers_.rows.device()) || plan.from_layer != params_.dense_layers ||
-      plan.buffers != buffers_.generation || params_.dense_layers >= static_cast<int64_t>(layers_.size()))
+      plan.buffers != buffers_.generation || params_.dense_layers >= static_cast<int64_t>(layers_.size()) ||
+      buffers_.rows.size(3) != hip::hip_kb(params_.hip) + tail_room())  // rows made for another k or r_m
     return GraphedStep::kNone;
   const size_t first = static_cast<size_t>(params_.dense_layers);
   // The layers refresh together: all of them at this step (a refresh capture), or none (each reuses
   // its cached mask, whose tail has moved by the same number of blocks in every layer).
   if (needs_refresh(layers_[first])) {
-    if (!plan.refreshes || buffers_.refresh_in_graph != 1 || !next_step_refreshes_graphed_layers()) return GraphedStep::kNone;
+    if (!plan.refreshes || !buffers_.refresh_in_graph || !next_step_refreshes_graphed_layers()) return GraphedStep::kNone;
     // The eager refresh's bookkeeping (attend_cuda); the capture writes each layer's rows.
     const int64_t refresh_hi = hip::search_hi(params_.hip, position);
     for (size_t l = first; l < layers_.size(); ++l) {
@@ -183,7 +184,7 @@ void HipAttention::attend_in_graph(const AttentionCall& call, const at::Tensor& 
   const at::Tensor counts = call.refresh_in_graph ? buffers_.counts_by_extra.select(0, call.layer).select(0, 0)
                                                   : buffers_.counts_now.select(0, call.layer);
   if (call.refresh_in_graph) {
-    if (buffers_.refresh_in_graph != 1) throw std::logic_error("HiP: this backend's refresh cannot run inside a decode graph");
+    if (!buffers_.refresh_in_graph) throw std::logic_error("HiP: this backend's refresh cannot run inside a decode graph");
     hip_torch::DecodeRows fresh{rows, buffers_.counts_by_extra.select(0, call.layer)};
     // The search reads Q, the new key and the position, as the attention's early start would.
     hip_torch::refresh_decode_rows_on_stream(call.q, call.k, params_.hip, position, fresh, tail_room(), stream,

@@ -111,7 +111,7 @@ class HipAttention final : public AttentionBackend {
     at::Tensor rows, counts_by_extra, counts_now, workspace;
     bool workspace_made = false;
     uint64_t generation = 0;
-    int refresh_in_graph = -1;  // whether a refresh can run inside a graph (refresh_in_decode_graph_supported); -1: not asked yet
+    bool refresh_in_graph = false;  // a refresh can run inside the graphs last prepared (refresh_in_decode_graph_supported)
   };
   void ensure_decode_buffers(int64_t heads, const c10::Device& device);
   // Whether the CUDA kernels serve this backend's sparse layers and nothing needs per-call host work.

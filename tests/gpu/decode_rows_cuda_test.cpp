@@ -75,7 +75,8 @@ TEST(DecodeRowsCuda, BadMasksAreRefused) {
 // keys and decode_rows with the host's tail start give. The keys past the position are large, so a
 // search that read them would pick other blocks. Cases: searched ranges (the 8B shape's 32 heads,
 // d 128; 8 heads, d 64), a range within the budget (no search), the cache's last slot; plain and
-// dependent launches.
+// dependent launches (the latter after a LibTorch kernel, which never lets it start early: that the
+// search waits for a RoPE kernel that does is CudaEngine.GraphRefreshStepsMatchEagerSteps' part).
 TEST(DecodeRowsCuda, GraphRefreshRowsEqualTheSearchAndLayoutLaunchedApart) {
   REQUIRE_CUDA_KERNELS();
   struct Case {
