@@ -129,9 +129,22 @@ bool HipAttention::graphable(const c10::Device& device) {
 GraphedAttention HipAttention::prepare_graphed_decode(const at::Tensor& q, const at::Tensor& k) {
   if (!graphable(q.device())) return {};
   ensure_decode_buffers(q.size(0), q.device());
-  // Asked of every graph's q and k (a host check): the same buffers may serve another model's.
-  buffers_.refresh_in_graph = hip_torch::refresh_in_decode_graph_supported(q, k, params_.hip);
+  // Asked again only for other graphs' tensors (this runs before every graphed step, and the
+  // same buffers may serve another model's graphs): the answer depends on their form alone.
+  const RefreshAsked asked{q.data_ptr(), k.data_ptr(), q.scalar_type(), q.size(-1), k.size(1)};
+  if (!(asked == buffers_.refresh_asked)) {
+    buffers_.refresh_in_graph = hip_torch::refresh_in_decode_graph_supported(q, k, params_.hip);
+    buffers_.refresh_asked = asked;
+  }
   return {params_.dense_layers, buffers_.generation, buffers_.refresh_in_graph};
+}
+
+void HipAttention::note_refresh(LayerState& state, int64_t layer, int64_t position) {
+  state.refresh_hi = hip::search_hi(params_.hip, position);
+  state.gpu_rows = buffers_.rows.select(0, layer);
+  state.gpu_counts_by_extra = buffers_.counts_by_extra.select(0, layer);
+  state.valid = true;
+  state.steps_since_refresh = 0;
 }
 
 bool HipAttention::next_step_refreshes_graphed_layers() const {
@@ -151,14 +164,9 @@ GraphedStep HipAttention::begin_graphed_step(int64_t position, const GraphedAtte
   if (needs_refresh(layers_[first])) {
     if (!plan.refreshes || !buffers_.refresh_in_graph || !next_step_refreshes_graphed_layers()) return GraphedStep::kNone;
     // The eager refresh's bookkeeping (attend_cuda); the capture writes each layer's rows.
-    const int64_t refresh_hi = hip::search_hi(params_.hip, position);
     for (size_t l = first; l < layers_.size(); ++l) {
-      LayerState& s = layers_[l];
-      s.refresh_hi = refresh_hi;
-      s.gpu_rows = buffers_.rows.select(0, static_cast<int64_t>(l));
-      s.gpu_counts_by_extra = buffers_.counts_by_extra.select(0, static_cast<int64_t>(l));
-      s.valid = true;
-      s.steps_since_refresh = 1;  // this step is its first
+      note_refresh(layers_[l], static_cast<int64_t>(l), position);
+      ++layers_[l].steps_since_refresh;
     }
     return GraphedStep::kRefresh;
   }
@@ -334,16 +342,14 @@ at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& stat
     const int64_t room = tail_room();
     if (needs_refresh(state)) {
       const hip_torch::MaskTensors masks = hip_torch::estimate_masks(call.q, call.k, p);
-      state.refresh_hi = hip::search_hi(params_.hip, position);
       // Row h: its selected blocks (ascending), then refresh_hi, refresh_hi + 1, ... from column
       // count_h on; all tail blocks lie above the selection, so rows stay ascending. One launch,
       // with every cached step's counts made in advance, into this layer's slice of the shared
       // buffers (where a decode graph reads them).
       ensure_decode_buffers(heads, call.q.device());
       hip_torch::DecodeRows rows{buffers_.rows.select(0, call.layer), buffers_.counts_by_extra.select(0, call.layer)};
-      hip_torch::decode_rows_into(rows, masks, state.refresh_hi, room, nullptr);
-      state.gpu_rows = std::move(rows.rows);
-      state.gpu_counts_by_extra = std::move(rows.counts_by_extra);
+      hip_torch::decode_rows_into(rows, masks, hip::search_hi(p, position), room, nullptr);
+      note_refresh(state, call.layer, position);  // once its rows are written
       profile_.lap("refresh: mask");
       if (need_host_mask) {  // the access recorder reads the mask on the host (analysis runs only)
         const at::Tensor b = masks.blocks.to(at::kCPU).contiguous(), c = masks.counts.to(at::kCPU).contiguous();
@@ -351,8 +357,6 @@ at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& stat
         state.host_counts.assign(c.data_ptr<int32_t>(), c.data_ptr<int32_t>() + heads);
         profile_.lap("refresh: mask to host");
       }
-      state.valid = true;
-      state.steps_since_refresh = 0;
       event.refreshed = true;
     }
     ++state.steps_since_refresh;

@@ -107,11 +107,22 @@ class HipAttention final : public AttentionBackend {
   // graphed step attends, and the graphed launches' split workspace. A layer's LayerState views
   // its slices. Made again (a new generation, every cached mask forgotten) only when their shape
   // or device changes.
+  // The form of a decode graph's q and cache keys that refresh_in_graph was asked of.
+  struct RefreshAsked {
+    const void* q = nullptr;
+    const void* k = nullptr;
+    at::ScalarType dtype = at::kFloat;
+    int64_t head_dim = 0, capacity = 0;
+    bool operator==(const RefreshAsked& o) const {
+      return q == o.q && k == o.k && dtype == o.dtype && head_dim == o.head_dim && capacity == o.capacity;
+    }
+  };
   struct DecodeBuffers {
     at::Tensor rows, counts_by_extra, counts_now, workspace;
     bool workspace_made = false;
     uint64_t generation = 0;
     bool refresh_in_graph = false;  // a refresh can run inside the graphs last prepared (refresh_in_decode_graph_supported)
+    RefreshAsked refresh_asked;     // the graphs' tensors it was asked of
   };
   void ensure_decode_buffers(int64_t heads, const c10::Device& device);
   // Whether the CUDA kernels serve this backend's sparse layers and nothing needs per-call host work.
@@ -121,6 +132,9 @@ class HipAttention final : public AttentionBackend {
   int64_t tail_room() const { return params_.refresh_every / params_.hip.b_k + 2; }
   // Whether a layer's next decode step estimates a new mask (the first after a prefill, or r_m steps on).
   bool needs_refresh(const LayerState& state) const;
+  // A refresh's bookkeeping at `position` (eager or inside a graph): the tail start, the layer's
+  // slices of the shared rows and counts (which the refresh then fills), and a fresh step count.
+  void note_refresh(LayerState& state, int64_t layer, int64_t position);
   // Tail blocks the query at `position` has moved past since the layer's refresh (its count row).
   int64_t cached_extra(const LayerState& state, int64_t position) const;
   // HiP's parameters widened to hold a cached row's tail blocks (the attention launch's k).

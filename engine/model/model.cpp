@@ -9,10 +9,8 @@
 
 namespace hipstudio {
 
-namespace {
-
 // Matrices go to the run dtype; norm weights stay float32 because RMSNorm runs in float32.
-void place(ModelWeights& w, const RunDevice& run) {
+void place_weights(ModelWeights& w, const RunDevice& run) {
   auto matrix = [&](at::Tensor& t) {
     if (t.defined()) t = t.to(run.device, run.dtype).contiguous();
   };
@@ -35,8 +33,6 @@ void place(ModelWeights& w, const RunDevice& run) {
   }
 }
 
-}  // namespace
-
 std::shared_ptr<const Model> load_model(const ModelSource& source, const RunDevice& run) {
   auto model = std::make_shared<Model>();
   model->source = source;
@@ -54,7 +50,7 @@ std::shared_ptr<const Model> load_model(const ModelSource& source, const RunDevi
       throw InputError(source.tokenizer + ": the tokenizer has " + std::to_string(model->tokenizer->vocab_size()) +
                        " tokens but the model's vocabulary has only " + std::to_string(model->config.vocab_size) +
                        "; tokenizer and model do not belong together");
-    place(model->weights, run);
+    place_weights(model->weights, run);
   } catch (const c10::Error& e) {
     // Allocation failures and device errors surface here (for example a GPU out of memory).
     throw InputError("loading " + source.display_name + " onto " + device_description(run) +

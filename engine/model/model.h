@@ -45,6 +45,10 @@ struct Model {
 // Throws InputError for missing/corrupt files, unsupported architectures or dtypes.
 std::shared_ptr<const Model> load_model(const ModelSource& source, const RunDevice& run);
 
+// Puts loaded weights on run.device as every loader's do: the matrices (and a tied classifier) in
+// run.dtype, the RMSNorm weights in float32 (RMSNorm runs in float32), all contiguous.
+void place_weights(ModelWeights& weights, const RunDevice& run);
+
 // The individual loaders: llama2.c files are float32 on the CPU (load_model moves them to the
 // device); Hugging Face weights are converted to `dtype` tensor by tensor and copied from the file
 // mapping straight to `device`, so a bf16 checkpoint never needs a float32 or a second host copy.
