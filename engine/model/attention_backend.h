@@ -66,9 +66,11 @@ class AttentionBackend {
     return {};
   }
   // Which capture under `plan` the decode step at `position` can replay (plan.refreshes: whether a
-  // refresh step's capture exists). kCached / kRefresh: the backend has done the step's bookkeeping
-  // for those layers and its buffers hold the step's inputs; the caller must then replay that
-  // capture. kNone: the step calls attend() for every layer.
+  // refresh step's capture exists), asked once the layers below plan.from_layer have attended
+  // (their attend() calls come first). kCached / kRefresh: the backend has done the step's
+  // bookkeeping for those layers and its buffers hold the step's inputs (launches it makes for them
+  // are ordered before the capture's replay); the caller must then replay that capture. kNone: the
+  // step calls attend() for the layers from plan.from_layer on.
   virtual GraphedStep begin_graphed_step(int64_t position, const GraphedAttention& plan) {
     (void)position, (void)plan;
     return GraphedStep::kNone;

@@ -11,6 +11,7 @@
 #if defined(HIPSTUDIO_TORCH_CUDA) && __has_include(<ATen/cuda/CUDAGraph.h>)
 #define HIPSTUDIO_DECODE_GRAPHS 1
 #include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -24,6 +25,15 @@ struct DecodeGraph::Impl {
   const Model& model;
   const RopeTables& rope;
   const void* cache_keys = nullptr;  // identity of the cache the graphs write into
+  // The step's token and position, written by the host into pinned memory and copied to the device
+  // by the first graph's first node (token_position: int64 [2] on the device, token and position its
+  // views). Why: two eager fill_ launches before the first graph left the GPU idle ~25 us a step
+  // (each launch's host time, kernels/BENCHMARKS.md's timeline). `staged_read` is recorded after
+  // that graph: the host waits for it before overwriting the staging (a no-op in practice: each step
+  // ends by copying its logits to the host).
+  int64_t* staged = nullptr;
+  cudaEvent_t staged_read = nullptr;
+  at::Tensor token_position;
   // What the host sets before a replay (token, position) and the attention output the graph after
   // it reads (attended: written there by the eager attention, or by the tail's own attention). The graphs' own outputs (each layer's input rows x and its
   // queries q) stay where the capture allocated them, in the graphs' pool: a replay rewrites them
@@ -49,6 +59,20 @@ struct DecodeGraph::Impl {
   int64_t last_graphed_from = -1;
 
   Impl(const Model& m, const RopeTables& r) : model(m), rope(r) {}
+  ~Impl() {
+    if (staged_read) cudaEventDestroy(staged_read);
+    if (staged) cudaFreeHost(staged);
+  }
+
+  // The step's inputs into the staging, once the previous step's copy has read it.
+  void stage(int64_t token_id, int64_t pos) {
+    C10_CUDA_CHECK(cudaEventSynchronize(staged_read));
+    staged[0] = token_id;
+    staged[1] = pos;
+  }
+  void copy_staged(cudaStream_t stream) {
+    C10_CUDA_CHECK(cudaMemcpyAsync(token_position.data_ptr(), staged, 2 * sizeof(int64_t), cudaMemcpyHostToDevice, stream));
+  }
 
   at::Tensor run_embed() { return model.weights.embedding.index_select(0, token); }
   at::Tensor run_before(int64_t l, const at::Tensor& input) {
@@ -115,8 +139,13 @@ DecodeGraph::DecodeGraph(const Model& model, const RopeTables& rope, KVCache& ca
   Impl& g = *impl_;
   const ModelConfig& c = model.config;
   const auto options = at::TensorOptions().device(model.run.device).dtype(model.run.dtype);
-  g.token = at::zeros({1}, options.dtype(at::kLong));
-  g.position = at::full({1}, cache.length(), options.dtype(at::kLong));
+  C10_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&g.staged), 2 * sizeof(int64_t)));
+  C10_CUDA_CHECK(cudaEventCreateWithFlags(&g.staged_read, cudaEventDisableTiming));
+  g.staged[0] = 0;
+  g.staged[1] = cache.length();
+  g.token_position = at::tensor({int64_t{0}, cache.length()}, at::TensorOptions().dtype(at::kLong)).to(model.run.device);
+  g.token = g.token_position.narrow(0, 0, 1);
+  g.position = g.token_position.narrow(0, 1, 1);
   g.attended = at::zeros({c.n_heads, 1, c.head_dim}, options);
   for (int64_t l = 0; l < c.n_layers; ++l) {
     g.keys.push_back(cache.keys(l, cache.capacity()));
@@ -146,6 +175,7 @@ DecodeGraph::DecodeGraph(const Model& model, const RopeTables& rope, KVCache& ca
       return graph;
     };
     g.first = capture([&] {
+      g.copy_staged(c10::cuda::getCurrentCUDAStream().stream());
       g.x.push_back(g.run_embed());
       g.q.push_back(g.run_before(0, g.x.back()));
     });
@@ -158,6 +188,7 @@ DecodeGraph::DecodeGraph(const Model& model, const RopeTables& rope, KVCache& ca
     // One replay of each now: a graph's first launch also uploads it to the device, which a
     // benchmark's first timed step would otherwise pay (this writes the same scratch as the warm-up).
     g.first->replay();
+    C10_CUDA_CHECK(cudaEventRecord(g.staged_read, c10::cuda::getCurrentCUDAStream().stream()));
     for (auto& graph : g.between) graph->replay();
   }
   c10::cuda::device_synchronize();
@@ -190,20 +221,16 @@ bool DecodeGraph::serves(const KVCache& cache) const {
 
 at::Tensor DecodeGraph::step(int32_t token, KVCache& cache, AttentionBackend& attention) {
   Impl& g = *impl_;
-  const int64_t position = cache.length();
-  g.token.fill_(static_cast<int64_t>(token));
-  g.position.fill_(position);
-  GraphedStep graphed = GraphedStep::kNone;
-  if (g.tail && g.tail_backend == &attention) {
-    GraphedAttention captured = g.tail_plan;
-    captured.refreshes = g.refresh_tail != nullptr;  // what this step may replay
-    graphed = attention.begin_graphed_step(position, captured);
-  }
-  const bool tail = graphed != GraphedStep::kNone;
-  const int64_t eager_layers = tail ? g.tail_plan.from_layer : g.model.config.n_layers;
-  g.last_graphed_from = tail ? g.tail_plan.from_layer : -1;
+  const int64_t position = cache.length(), n_layers = g.model.config.n_layers;
+  g.stage(token, position);
   g.first->replay();
-  for (int64_t l = 0; l < eager_layers; ++l) {
+  C10_CUDA_CHECK(cudaEventRecord(g.staged_read, c10::cuda::getCurrentCUDAStream().stream()));
+  // The layers below a tail attend eagerly whichever capture the step replays; the backend is asked
+  // about the tail only after them, so that its own launches (HiP: the step's counts) are issued
+  // while the GPU runs those layers rather than before the first graph, with the GPU idle.
+  const bool has_tail = g.tail && g.tail_backend == &attention;
+  const int64_t tail_from = has_tail ? g.tail_plan.from_layer : n_layers;
+  auto eager_layer = [&](int64_t l) {
     AttentionCall call;
     call.layer = l;
     call.q = g.q[static_cast<size_t>(l)];
@@ -215,7 +242,18 @@ at::Tensor DecodeGraph::step(int32_t token, KVCache& cache, AttentionBackend& at
     const at::Tensor attended = attention.attend(call);
     if (!attended.is_same(g.attended)) g.attended.copy_(attended);
     g.between[static_cast<size_t>(l)]->replay();
+  };
+  for (int64_t l = 0; l < tail_from; ++l) eager_layer(l);
+  GraphedStep graphed = GraphedStep::kNone;
+  if (has_tail) {
+    GraphedAttention captured = g.tail_plan;
+    captured.refreshes = g.refresh_tail != nullptr;  // what this step may replay
+    graphed = attention.begin_graphed_step(position, captured);
   }
+  const bool tail = graphed != GraphedStep::kNone;
+  g.last_graphed_from = tail ? tail_from : -1;
+  if (!tail)
+    for (int64_t l = tail_from; l < n_layers; ++l) eager_layer(l);
   if (graphed == GraphedStep::kRefresh) {
     g.refresh_tail->replay();
     return g.refresh_tail_out.clone();

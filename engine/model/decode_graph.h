@@ -14,6 +14,10 @@
 // between two graphs left the GPU idle a few microseconds. Where the backend can (HiP's refreshes
 // with the few-search mask kernel), a second tail holds its refresh steps: each layer's mask search
 // (reading the position on the device) before its attention.
+// The step's token and position reach the device through pinned host memory that the embedding
+// graph's first node copies (no eager launch before the first graph), and the backend is asked
+// which tail to replay only once the layers below it have been launched, so that its own launches
+// are issued while the GPU is busy.
 //
 // The graphs bake in the addresses of the weights, the RoPE tables, one KVCache's tensors and
 // their own static buffers, so an instance serves one (Transformer, KVCache) pair; graphs() says
