@@ -59,6 +59,7 @@ class Runner {
     if (hip) hip->reset();
     reset_peak_device_memory();
     const auto [p, s] = run(backend, nullptr);
+    graphed_[hip ? 1 : 0] = last_run_graphed_;
     r.prefill.push_back(p);
     r.steps.insert(r.steps.end(), s.begin(), s.end());
     r.per_token.push_back(mean(s));
@@ -93,8 +94,12 @@ class Runner {
   }
 
   bool decode_graphed() const { return decode_graphed_; }
-  // Steps of the last timed run whose attention replayed inside the graphs (HiP's cached steps).
-  int64_t attention_graphed_steps() const { return attention_graphed_steps_; }
+  // A side's last timed run: the steps whose attention replayed inside the graphs, and from which
+  // layer on (the lowest over those steps; -1: none).
+  struct GraphedAttentionSteps {
+    int64_t steps = 0, from = -1;
+  };
+  const GraphedAttentionSteps& attention_graphed(bool hip) const { return graphed_[hip ? 1 : 0]; }
 
  private:
   struct Breakdown {
@@ -141,16 +146,19 @@ class Runner {
     transformer.prepare_decode_graphs(cache, backend);
     if (breakdown) breakdown->decoding = true;
     std::vector<double> steps;
-    int64_t attention_graphed = 0;
+    last_run_graphed_ = {};
     for (int64_t s = 0; s < decode_; ++s) {
       const int32_t next = static_cast<int32_t>(logits[0].argmax().item<int64_t>());
       start = now();
       logits = transformer.forward({next}, cache, backend, LogitsFor::LastToken, Phase::Decode);
       steps.push_back(now() - start);
       if (!breakdown) decode_graphed_ = transformer.last_step_graphed();
-      attention_graphed += transformer.last_step_attention_graphed() ? 1 : 0;
+      const int64_t from = transformer.last_step_attention_graphed_from();
+      if (from >= 0) {
+        ++last_run_graphed_.steps;
+        last_run_graphed_.from = last_run_graphed_.from < 0 ? from : std::min(last_run_graphed_.from, from);
+      }
     }
-    if (!breakdown && attention_graphed > 0) attention_graphed_steps_ = attention_graphed;
     if (breakdown && breakdown->hip) breakdown->hip->set_observer({});
     return {prefill_ms, steps};
   }
@@ -160,7 +168,7 @@ class Runner {
   int64_t decode_;
   bool cuda_;
   bool decode_graphed_ = false;
-  int64_t attention_graphed_steps_ = 0;
+  GraphedAttentionSteps last_run_graphed_, graphed_[2];  // [0] dense, [1] HiP
 };
 
 void print_row(const char* side, const SideResult& r) {
@@ -297,10 +305,13 @@ void register_bench_model(CLI::App& bench) {
                 static_cast<long long>(hip_params.dense_layers), static_cast<long long>(hip_params.refresh_every),
                 args->repeats, args->warmup);
     std::string decode_path = runner.decode_graphed() ? "CUDA graphs around attention" : "eager launches";
-    if (runner.attention_graphed_steps() > 0)
-      decode_path += "; HiP's attention of layers " + std::to_string(hip_params.dense_layers) + " and up inside them on " +
-                     std::to_string(runner.attention_graphed_steps()) + " of " + std::to_string(args->decode) +
-                     " steps";
+    for (const bool hip_side : {false, true}) {
+      const auto& g = runner.attention_graphed(hip_side);
+      if (g.steps == 0) continue;
+      decode_path += std::string("; ") + (hip_side ? "HiP's" : "dense's") + " attention of layers " +
+                     std::to_string(g.from) + " and up inside them on " + std::to_string(g.steps) + " of " +
+                     std::to_string(args->decode) + " steps";
+    }
     std::printf("HiP backend: %s; decode steps: %s\n", h.backend.c_str(), decode_path.c_str());
     std::printf("%-6s %11s %7s %9s %9s %9s %9s %9s %12s %7s %9s %10s %8s\n", "side", "prefill ms", "+-", "attn", "mask ms",
                 "sparse ms", "dense ms", "other ms", "decode ms/tok", "+-", "step med", "decode t/s", "peak GiB");

@@ -29,6 +29,9 @@ struct AttentionCall {
   // Inside a decode graph's capture (attend_in_graph): the call refreshes the layer's cached mask
   // first, the capture of a refresh step (GraphedAttention::refreshes).
   bool refresh_in_graph = false;
+  // Inside a decode graph's capture: int32 [1] on the device, the query's position + 1 (the keys
+  // the query sees) when the graph replays, for kernels that take a key count.
+  at::Tensor key_count;
 };
 
 // What a backend lets a decode step's CUDA graph (decode_graph.h) capture of its attention.
@@ -97,6 +100,25 @@ class DenseAttention final : public AttentionBackend {
   // memory estimate asks these instead of repeating the rule.
   static bool fused_on(const c10::Device& device);
   static at::ScalarType score_type(const c10::Device& device, at::ScalarType dtype);
+
+  // Decode steps with the attention of every layer inside the decode graph: LibTorch's flash
+  // attention (the kernels attend() runs through SDPA for a decode step: split over the keys, the
+  // query heads of a KV group folded into rows), called in its variable-length form with the key
+  // count read on the device (seqused_k) over the whole cache. Why: eagerly, each layer's attention
+  // between two graph launches left the GPU idle ~9 us (kernels/BENCHMARKS.md, the fifth session's
+  // timeline), 0.28 ms a 32-layer step that a fair dense baseline does not pay.
+  // decodes_in_graph: whether this build and q/k's form allow it (CUDA, bf16/f16, head_dim a
+  // multiple of 8 up to 256, LibTorch with flash's seqused_k); float32 stays eager.
+  static bool decodes_in_graph(const at::Tensor& q, const at::Tensor& k);
+  GraphedAttention prepare_graphed_decode(const at::Tensor& q, const at::Tensor& k) override;
+  GraphedStep begin_graphed_step(int64_t position, const GraphedAttention& plan) override;
+  void attend_in_graph(const AttentionCall& call, const at::Tensor& position, void* stream) override;
+
+ private:
+  // The variable-length form's cumulative offsets for one sequence: [0, 1] and [0, capacity].
+  at::Tensor query_offsets_, key_offsets_;
+  int64_t offsets_capacity_ = -1;
+  GraphedAttention plan_;
 };
 
 }  // namespace hipstudio

@@ -25,15 +25,16 @@ struct DecodeGraph::Impl {
   const Model& model;
   const RopeTables& rope;
   const void* cache_keys = nullptr;  // identity of the cache the graphs write into
-  // The step's token and position, written by the host into pinned memory and copied to the device
-  // by the first graph's first node (token_position: int64 [2] on the device, token and position its
-  // views). Why: two eager fill_ launches before the first graph left the GPU idle ~25 us a step
-  // (each launch's host time, kernels/BENCHMARKS.md's timeline). `staged_read` is recorded after
-  // that graph: the host waits for it before overwriting the staging (a no-op in practice: each step
-  // ends by copying its logits to the host).
+  // The step's token, position and key count (position + 1, int32 in the low half of the third
+  // int64), written by the host into pinned memory and copied to the device by the first graph's
+  // first node (inputs: int64 [3] on the device; token, position and key_count its views). Why: two
+  // eager fill_ launches before the first graph left the GPU idle ~25 us a step (each launch's host
+  // time, kernels/BENCHMARKS.md's timeline). `staged_read` is recorded after that graph: the host
+  // waits for it before overwriting the staging (a no-op in practice: each step ends by copying its
+  // logits to the host).
   int64_t* staged = nullptr;
   cudaEvent_t staged_read = nullptr;
-  at::Tensor token_position;
+  at::Tensor inputs, key_count;
   // What the host sets before a replay (token, position) and the attention output the graph after
   // it reads (attended: written there by the eager attention, or by the tail's own attention). The graphs' own outputs (each layer's input rows x and its
   // queries q) stay where the capture allocated them, in the graphs' pool: a replay rewrites them
@@ -67,11 +68,20 @@ struct DecodeGraph::Impl {
   // The step's inputs into the staging, once the previous step's copy has read it.
   void stage(int64_t token_id, int64_t pos) {
     C10_CUDA_CHECK(cudaEventSynchronize(staged_read));
+    stage_values(token_id, pos);
+  }
+  void stage_values(int64_t token_id, int64_t pos) {
     staged[0] = token_id;
     staged[1] = pos;
+    staged[2] = pos + 1;  // < 2^31 (the caches' capacity): the int32 view reads it whole
   }
   void copy_staged(cudaStream_t stream) {
-    C10_CUDA_CHECK(cudaMemcpyAsync(token_position.data_ptr(), staged, 2 * sizeof(int64_t), cudaMemcpyHostToDevice, stream));
+    C10_CUDA_CHECK(cudaMemcpyAsync(inputs.data_ptr(), staged, 3 * sizeof(int64_t), cudaMemcpyHostToDevice, stream));
+  }
+  // The device's position and key count set directly (the captures' eager passes, outside any step).
+  void set_device_position(int64_t pos) {
+    position.fill_(pos);
+    key_count.fill_(pos + 1);
   }
 
   at::Tensor run_embed() { return model.weights.embedding.index_select(0, token); }
@@ -97,6 +107,7 @@ struct DecodeGraph::Impl {
       call.v = values[static_cast<size_t>(l)];
       call.decoding = true;
       call.out = attended;
+      call.key_count = key_count;
       // Past the tail's first layer the kernel just before is run_before's RoPE and cache write,
       // which writes only q and this position's key and value (the promise of follows_query_write:
       // keep it so if run_before changes); the first layer follows whatever ran before the tail.
@@ -115,7 +126,7 @@ struct DecodeGraph::Impl {
   // the cache at `next` (the next step overwrites it), as the constructor's pass does.
   std::unique_ptr<at::cuda::CUDAGraph> capture_tail(AttentionBackend& attention, int64_t from, bool refresh,
                                                     int64_t next, at::Tensor* out) {
-    position.fill_(next);
+    set_device_position(next);
     c10::cuda::device_synchronize();
     auto graph = std::make_unique<at::cuda::CUDAGraph>();
     {
@@ -139,13 +150,13 @@ DecodeGraph::DecodeGraph(const Model& model, const RopeTables& rope, KVCache& ca
   Impl& g = *impl_;
   const ModelConfig& c = model.config;
   const auto options = at::TensorOptions().device(model.run.device).dtype(model.run.dtype);
-  C10_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&g.staged), 2 * sizeof(int64_t)));
+  C10_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&g.staged), 3 * sizeof(int64_t)));
   C10_CUDA_CHECK(cudaEventCreateWithFlags(&g.staged_read, cudaEventDisableTiming));
-  g.staged[0] = 0;
-  g.staged[1] = cache.length();
-  g.token_position = at::tensor({int64_t{0}, cache.length()}, at::TensorOptions().dtype(at::kLong)).to(model.run.device);
-  g.token = g.token_position.narrow(0, 0, 1);
-  g.position = g.token_position.narrow(0, 1, 1);
+  g.stage_values(0, cache.length());
+  g.inputs = at::from_blob(g.staged, {3}, at::TensorOptions().dtype(at::kLong)).to(model.run.device);
+  g.token = g.inputs.narrow(0, 0, 1);
+  g.position = g.inputs.narrow(0, 1, 1);
+  g.key_count = g.inputs.narrow(0, 2, 1).view(at::kInt).narrow(0, 0, 1);  // little-endian: the low half
   g.attended = at::zeros({c.n_heads, 1, c.head_dim}, options);
   for (int64_t l = 0; l < c.n_layers; ++l) {
     g.keys.push_back(cache.keys(l, cache.capacity()));

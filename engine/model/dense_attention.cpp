@@ -1,9 +1,16 @@
+#include <atomic>
 #include <cmath>
+#include <stdexcept>
 
 #include <ATen/ATen.h>
 #include <torch/version.h>
 
 #include "engine/model/attention_backend.h"
+
+// at::_flash_attention_forward with seqused_k (the key count read on the device): LibTorch 2.5 on.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
+#define HIPSTUDIO_FLASH_DECODE_IN_GRAPH 1
+#endif
 
 namespace hipstudio {
 
@@ -69,6 +76,60 @@ bool DenseAttention::fused_on(const c10::Device& device) {
 
 at::ScalarType DenseAttention::score_type(const c10::Device& device, at::ScalarType dtype) {
   return device.is_cpu() && dtype == at::kFloat ? at::kDouble : at::kFloat;
+}
+
+bool DenseAttention::decodes_in_graph(const at::Tensor& q, const at::Tensor& k) {
+#ifdef HIPSTUDIO_FLASH_DECODE_IN_GRAPH
+  const auto dtype = q.scalar_type();
+  const int64_t d = q.size(-1);
+  return q.is_cuda() && k.device() == q.device() && (dtype == at::kBFloat16 || dtype == at::kHalf) &&
+         k.scalar_type() == dtype && d % 8 == 0 && d <= 256 && q.dim() == 3 && k.dim() == 3 &&
+         q.size(0) % k.size(0) == 0 && q.size(1) == 1 && k.size(1) < (int64_t{1} << 31);
+#else
+  (void)q, (void)k;
+  return false;
+#endif
+}
+
+GraphedAttention DenseAttention::prepare_graphed_decode(const at::Tensor& q, const at::Tensor& k) {
+  if (!decodes_in_graph(q, k)) return {};
+  const int64_t capacity = k.size(1);
+  // Asked before every graphed step: compared on the host, no device read.
+  if (!(key_offsets_.defined() && key_offsets_.device() == k.device() && offsets_capacity_ == capacity)) {
+    // A process-wide generation: a graph captured with other offsets' addresses never matches.
+    static std::atomic<uint64_t> generations{0};
+    const auto i32 = at::TensorOptions().dtype(at::kInt);
+    query_offsets_ = at::tensor({0, 1}, i32).to(k.device());
+    key_offsets_ = at::tensor({0, static_cast<int>(capacity)}, i32).to(k.device());
+    offsets_capacity_ = capacity;
+    plan_ = {0, ++generations, false};
+  }
+  return plan_;
+}
+
+GraphedStep DenseAttention::begin_graphed_step(int64_t, const GraphedAttention& plan) {
+  // No state of its own: every step of a graph captured under this plan replays it.
+  return plan_.from_layer == 0 && plan == plan_ ? GraphedStep::kCached : GraphedStep::kNone;
+}
+
+void DenseAttention::attend_in_graph(const AttentionCall& call, const at::Tensor&, void*) {
+#ifdef HIPSTUDIO_FLASH_DECODE_IN_GRAPH
+  if (!key_offsets_.defined() || !call.key_count.defined() || !call.out.defined())
+    throw std::logic_error("dense attention inside a decode graph needs prepare_graphed_decode, a key count and an output");
+  const int64_t heads = call.q.size(0), d = call.q.size(2), capacity = call.k.size(1);
+  // One sequence of one query row over the whole cache; flash folds the query heads of each KV
+  // group into rows and splits the keys, as for attend()'s decode step, and stops at key_count.
+  // The graph runs on LibTorch's current stream, the capture's.
+  const auto result = at::_flash_attention_forward(
+      call.q.reshape({1, heads, d}), call.k.transpose(0, 1), call.v.transpose(0, 1), query_offsets_, key_offsets_,
+      /*max_q=*/1, /*max_k=*/capacity, /*dropout_p=*/0.0, /*is_causal=*/false, /*return_debug_mask=*/false,
+      /*scale=*/std::nullopt, /*window_size_left=*/std::nullopt, /*window_size_right=*/std::nullopt,
+      /*seqused_k=*/call.key_count);
+  call.out.copy_(std::get<0>(result).reshape({heads, 1, d}));
+#else
+  (void)call;
+  throw std::logic_error("dense attention inside a decode graph needs LibTorch 2.5 or later");
+#endif
 }
 
 at::Tensor DenseAttention::attend(const AttentionCall& call) {

@@ -136,7 +136,15 @@ GraphedAttention HipAttention::prepare_graphed_decode(const at::Tensor& q, const
     buffers_.refresh_in_graph = hip_torch::refresh_in_decode_graph_supported(q, k, params_.hip);
     buffers_.refresh_asked = asked;
   }
-  return {params_.dense_layers, buffers_.generation, buffers_.refresh_in_graph};
+  // The dense layers inside the capture too where the dense attention can be: a capture then bakes
+  // in the dense side's offsets as well, so the plan's identity covers both buffer generations.
+  GraphedAttention plan{params_.dense_layers, buffers_.generation, buffers_.refresh_in_graph};
+  if (params_.dense_layers > 0) {
+    const GraphedAttention dense = dense_.prepare_graphed_decode(q, k);
+    if (dense.from_layer == 0) plan.from_layer = 0, plan.buffers = buffers_.generation << 32 ^ dense.buffers;
+  }
+  buffers_.plan = plan;
+  return plan;
 }
 
 void HipAttention::note_refresh(LayerState& state, int64_t layer, int64_t position) {
@@ -154,8 +162,8 @@ bool HipAttention::next_step_refreshes_graphed_layers() const {
 }
 
 GraphedStep HipAttention::begin_graphed_step(int64_t position, const GraphedAttention& plan) {
-  if (!buffers_.rows.defined() || !graphable(buffers_.rows.device()) || plan.from_layer != params_.dense_layers ||
-      plan.buffers != buffers_.generation || params_.dense_layers >= static_cast<int64_t>(layers_.size()) ||
+  if (!buffers_.rows.defined() || !graphable(buffers_.rows.device()) || plan.from_layer != buffers_.plan.from_layer ||
+      plan.buffers != buffers_.plan.buffers || params_.dense_layers >= static_cast<int64_t>(layers_.size()) ||
       buffers_.rows.size(3) != hip::hip_kb(params_.hip) + tail_room())  // rows made for another k or r_m
     return GraphedStep::kNone;
   const size_t first = static_cast<size_t>(params_.dense_layers);
@@ -184,6 +192,10 @@ GraphedStep HipAttention::begin_graphed_step(int64_t position, const GraphedAtte
 }
 
 void HipAttention::attend_in_graph(const AttentionCall& call, const at::Tensor& position, void* stream) {
+  if (call.layer < params_.dense_layers && buffers_.plan.from_layer == 0) {
+    dense_.attend_in_graph(call, position, stream);  // no mask, no refresh: the dense layers' own call
+    return;
+  }
   if (call.layer < params_.dense_layers || !buffers_.rows.defined())
     throw std::logic_error("HiP: layer " + std::to_string(call.layer) + " cannot attend inside a decode graph");
   const hip::HipParams widened = widened_params();

@@ -64,7 +64,9 @@ class HipAttention final : public AttentionBackend {
   // count tables live in one set of device buffers, and a graphed step copies its counts in one
   // launch (begin_graphed_step) before the graph replays. Where the few-search mask kernel serves
   // a refresh (bf16/f16, head_dim 64 or 128), the refresh steps can too: each layer's search reads
-  // the position on the device and writes its rows itself, the attention then reads them.
+  // the position on the device and writes its rows itself, the attention then reads them. Where the
+  // dense attention can run inside the graph too (DenseAttention::decodes_in_graph), the l_d dense
+  // layers join the capture (from layer 0), as the dense baseline's layers do.
   GraphedAttention prepare_graphed_decode(const at::Tensor& q, const at::Tensor& k) override;
   GraphedStep begin_graphed_step(int64_t position, const GraphedAttention& plan) override;
   bool next_step_refreshes_graphed_layers() const override;
@@ -123,6 +125,7 @@ class HipAttention final : public AttentionBackend {
     uint64_t generation = 0;
     bool refresh_in_graph = false;  // a refresh can run inside the graphs last prepared (refresh_in_decode_graph_supported)
     RefreshAsked refresh_asked;     // the graphs' tensors it was asked of
+    GraphedAttention plan;          // what prepare_graphed_decode last offered
   };
   void ensure_decode_buffers(int64_t heads, const c10::Device& device);
   // Whether the CUDA kernels serve this backend's sparse layers and nothing needs per-call host work.

@@ -43,13 +43,13 @@ at::Tensor Transformer::forward_hidden(const std::vector<int32_t>& tokens, KVCac
     throw std::logic_error("forward past the prepared context: " + std::to_string(start + T) + " positions");
 
   last_step_graphed_ = false;
-  last_step_attention_graphed_ = false;
+  last_step_attention_from_ = -1;
   if (T == 1 && phase == Phase::Decode && decodes_by_graphs()) {
     prepare_decode_graphs(cache, attention);
     at::Tensor x = graph_->step(tokens.front(), cache, attention);
     cache.advance(1);
     last_step_graphed_ = true;
-    last_step_attention_graphed_ = graph_->last_graphed_attention_from() >= 0;
+    last_step_attention_from_ = graph_->last_graphed_attention_from();
     return x;
   }
 
@@ -88,7 +88,7 @@ at::Tensor Transformer::forward_hidden_from(int64_t first, const at::Tensor& inp
   if (T == 0 || start + T > max_positions_ || start + T > cache.capacity())
     throw std::logic_error("forward_hidden_from past the prepared context: " + std::to_string(start + T) + " positions");
   last_step_graphed_ = false;
-  last_step_attention_graphed_ = false;
+  last_step_attention_from_ = -1;
   if (entries) {
     entries->reset();
     // The stream entering `first` is the input itself (not modified: the layers work on a copy).

@@ -53,9 +53,11 @@ class Transformer {
   // hold the cache they were captured for until a step on another cache or this object's end.
   void set_decode_graphs(bool on) { decode_graphs_ = on; }
   // Whether the last decode step replayed graphs, and whether its upper layers' attention ran
-  // inside them (AttentionBackend::prepare_graphed_decode: HiP's cached steps).
+  // inside them (AttentionBackend::prepare_graphed_decode: HiP's cached steps, dense's decode steps
+  // on bf16/f16), from which layer on (-1: none).
   bool last_step_graphed() const { return last_step_graphed_; }
-  bool last_step_attention_graphed() const { return last_step_attention_graphed_; }
+  bool last_step_attention_graphed() const { return last_step_attention_from_ >= 0; }
+  int64_t last_step_attention_graphed_from() const { return last_step_attention_from_; }
 
   // Runs `tokens` at positions [cache.length(), cache.length() + T), appends their keys/values to
   // the cache and returns float32 logits on the CPU: [1, vocab] or [T, vocab]. Each layer's
@@ -107,7 +109,7 @@ class Transformer {
   bool decode_graphs_ = true;
   mutable std::unique_ptr<DecodeGraph> graph_;
   mutable bool last_step_graphed_ = false;
-  mutable bool last_step_attention_graphed_ = false;
+  mutable int64_t last_step_attention_from_ = -1;
 };
 
 }  // namespace hipstudio
