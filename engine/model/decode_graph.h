@@ -3,15 +3,15 @@
 // CUDA graphs: per layer one graph before attention (RMSNorm, q/k/v projection, RoPE at a
 // device-side position, the cache write) and one after it (output projection, MLP), plus one for
 // the embedding; one layer's "after" and the next layer's "before" are captured as one graph.
-// Attention itself (dense SDPA over a key length that grows every step, or HiP's kernels with their
-// cached masks) runs eagerly between them, unchanged. Why: eagerly a step is ~35 LibTorch launches
-// a layer, ~1,100 for an 8B model, and the host's launch time, not the weights' bandwidth, set the
-// step time; replayed, a layer is one graph launch and attention.
-// A backend that can (AttentionBackend::prepare_graphed_decode: HiP's cached steps) also has its
-// upper layers' attention captured: one more graph, the "tail", runs layers [from, n_layers) with
-// their attention inside, reading the query's position from the device, so such a step launches
-// the embedding graph, the dense layers' attention and graphs, and the tail. Each eager attention
-// between two graphs left the GPU idle a few microseconds. Where the backend can (HiP's refreshes
+// Attention a backend cannot capture runs eagerly between them. Why: eagerly a step is ~35 LibTorch
+// launches a layer, ~1,100 for an 8B model, and the host's launch time, not the weights' bandwidth,
+// set the step time; replayed, a layer is one graph launch and attention.
+// A backend that can (AttentionBackend::prepare_graphed_decode: dense in bf16/f16, HiP's cached
+// steps) also has its attention captured: one more graph, the "tail", runs layers [from, n_layers)
+// with their attention inside, reading the query's position and key count from the device, so such
+// a step launches the embedding graph, any eager layers' attention and graphs, and the tail. Each
+// eager attention between two graphs left the GPU idle ~9 us (kernels/BENCHMARKS.md, fifth
+// session's timeline). Where the backend can (HiP's refreshes
 // with the few-search mask kernel), a second tail holds its refresh steps: each layer's mask search
 // (reading the position on the device) before its attention.
 // The step's token and position reach the device through pinned host memory that the embedding
