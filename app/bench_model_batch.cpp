@@ -93,7 +93,7 @@ void print_row(const char* side, const Samples& s, int64_t sequences) {
 void run_batch_bench(const BatchBench& bench) {
   const Model& model = *bench.model;
   const int64_t n = static_cast<int64_t>(bench.prompts.size());
-  DenseAttention dense;  // stateless: one object serves every sequence
+  DenseAttention dense;  // no per-sequence state: one object serves every sequence (batched steps are eager)
   std::vector<std::unique_ptr<HipAttention>> hips;  // one per sequence: each keeps its own decode masks
   std::vector<AttentionBackend*> dense_side, hip_side;
   for (int64_t i = 0; i < n; ++i) {

@@ -24,7 +24,7 @@ namespace {
 // and completion come out once the run ends, under a "[sequence i]" line.
 void generate_batch_and_print(std::shared_ptr<const Model> model, const std::string& prompt, const GenerationOptions& options,
                               int64_t batch, const HipModelParams* hip_params) {
-  DenseAttention dense;  // stateless: one object serves every sequence
+  DenseAttention dense;  // no per-sequence state: one object serves every sequence (batched steps are eager)
   std::vector<std::unique_ptr<HipAttention>> hips;  // one per sequence: each keeps its own decode masks
   std::vector<AttentionBackend*> attention;
   for (int64_t i = 0; i < batch; ++i) {

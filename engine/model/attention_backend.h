@@ -1,4 +1,5 @@
 #pragma once
+#include <atomic>
 // The per-layer attention interface: the forward pass hands each layer's post-RoPE queries and
 // the layer's KV cache (already holding the new tokens) to a backend, which returns the attention
 // output. Dense attention is one backend; HiP plugs in as another without touching the model.
@@ -43,6 +44,13 @@ struct GraphedAttention {
     return from_layer == o.from_layer && buffers == o.buffers && refreshes == o.refreshes;
   }
 };
+
+// A new GraphedAttention::buffers identity, unique in the process across every backend (so that
+// a capture made for one backend's buffers never matches another's plan).
+inline uint64_t next_graph_buffers_id() {
+  static std::atomic<uint64_t> ids{0};
+  return ++ids;
+}
 
 // Which capture a decode step replays for the layers a GraphedAttention names.
 enum class GraphedStep { kNone, kCached, kRefresh };
@@ -115,7 +123,8 @@ class DenseAttention final : public AttentionBackend {
   void attend_in_graph(const AttentionCall& call, const at::Tensor& position, void* stream) override;
 
  private:
-  // The variable-length form's cumulative offsets for one sequence: [0, 1] and [0, capacity].
+  // The variable-length form's cumulative offsets for one sequence, int32 [2] on the device: [0, 1]
+  // and [0, capacity] (offsets_capacity_); plan_: what prepare_graphed_decode offered for them.
   at::Tensor query_offsets_, key_offsets_;
   int64_t offsets_capacity_ = -1;
   GraphedAttention plan_;

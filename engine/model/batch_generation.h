@@ -22,8 +22,8 @@ struct BatchGenerationResult {
   double decode_seconds = 0.0;                      // every batched decode step, sampling included
 };
 
-// One backend per sequence (attention.size() = N >= 1); a stateful backend (HiP) must not appear
-// twice, a stateless one (dense) may. A sequence that samples the end of text (with stop_at_eos)
+// One backend per sequence (attention.size() = N >= 1); a backend with per-sequence state (HiP's
+// cached masks) must not appear twice, one without (dense) may. A sequence that samples the end of text (with stop_at_eos)
 // leaves the batch; the others go on until they stop or reach max_new_tokens. The KV caches of all N
 // are planned (and refused when they do not fit) before the first prefill.
 BatchGenerationResult generate_batch(std::shared_ptr<const Model> model, const std::string& prompt,

@@ -18,7 +18,7 @@ namespace hipstudio {
 struct BatchSequence {
   KVCache* cache = nullptr;               // the sequence's cache; advanced by one position
   // The sequence's backend. A backend that keeps state between decode steps (HiP's cached masks)
-  // must be one object per sequence; a stateless one (dense) may be shared.
+  // must be one object per sequence; one without per-sequence state (dense) may be shared.
   AttentionBackend* attention = nullptr;
 };
 

@@ -35,8 +35,9 @@ struct DecodeGraph::Impl {
   int64_t* staged = nullptr;
   cudaEvent_t staged_read = nullptr;
   at::Tensor inputs, key_count;
-  // What the host sets before a replay (token, position) and the attention output the graph after
-  // it reads (attended: written there by the eager attention, or by the tail's own attention). The graphs' own outputs (each layer's input rows x and its
+  // The step's token and position on the device (views of `inputs`, which the first graph's copy
+  // fills from the staging) and the attention output the graph after it reads (attended: written
+  // there by the eager attention, or by the tail's own attention). The graphs' own outputs (each layer's input rows x and its
   // queries q) stay where the capture allocated them, in the graphs' pool: a replay rewrites them
   // in place, and the next graph (or attention) reads them there.
   at::Tensor token, position, attended;
@@ -73,7 +74,10 @@ struct DecodeGraph::Impl {
   void stage_values(int64_t token_id, int64_t pos) {
     staged[0] = token_id;
     staged[1] = pos;
-    staged[2] = pos + 1;  // < 2^31 (the caches' capacity): the int32 view reads it whole
+    // The key count, read through an int32 view of this int64's low half: whole below 2^31, which
+    // every capture that reads it ensures (DenseAttention::decodes_in_graph; HiP's kernels take
+    // tk < 2^30).
+    staged[2] = pos + 1;
   }
   void copy_staged(cudaStream_t stream) {
     C10_CUDA_CHECK(cudaMemcpyAsync(inputs.data_ptr(), staged, 3 * sizeof(int64_t), cudaMemcpyHostToDevice, stream));
@@ -156,7 +160,8 @@ DecodeGraph::DecodeGraph(const Model& model, const RopeTables& rope, KVCache& ca
   g.inputs = at::from_blob(g.staged, {3}, at::TensorOptions().dtype(at::kLong)).to(model.run.device);
   g.token = g.inputs.narrow(0, 0, 1);
   g.position = g.inputs.narrow(0, 1, 1);
-  g.key_count = g.inputs.narrow(0, 2, 1).view(at::kInt).narrow(0, 0, 1);  // little-endian: the low half
+  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the key count is the low half of an int64");
+  g.key_count = g.inputs.narrow(0, 2, 1).view(at::kInt).narrow(0, 0, 1);
   g.attended = at::zeros({c.n_heads, 1, c.head_dim}, options);
   for (int64_t l = 0; l < c.n_layers; ++l) {
     g.keys.push_back(cache.keys(l, cache.capacity()));

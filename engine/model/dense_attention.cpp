@@ -1,4 +1,3 @@
-#include <atomic>
 #include <cmath>
 #include <stdexcept>
 
@@ -7,9 +6,11 @@
 
 #include "engine/model/attention_backend.h"
 
-// at::_flash_attention_forward with seqused_k (the key count read on the device): LibTorch 2.5 on.
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
+// at::_flash_attention_forward with seqused_k (the key count read on the device): LibTorch 2.5 on,
+// built with CUDA (its device properties say whether flash runs on the GPU).
+#if defined(HIPSTUDIO_TORCH_CUDA) && (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5))
 #define HIPSTUDIO_FLASH_DECODE_IN_GRAPH 1
+#include <ATen/cuda/CUDAContext.h>
 #endif
 
 namespace hipstudio {
@@ -82,9 +83,12 @@ bool DenseAttention::decodes_in_graph(const at::Tensor& q, const at::Tensor& k) 
 #ifdef HIPSTUDIO_FLASH_DECODE_IN_GRAPH
   const auto dtype = q.scalar_type();
   const int64_t d = q.size(-1);
-  return q.is_cuda() && k.device() == q.device() && (dtype == at::kBFloat16 || dtype == at::kHalf) &&
-         k.scalar_type() == dtype && d % 8 == 0 && d <= 256 && q.dim() == 3 && k.dim() == 3 &&
-         q.size(0) % k.size(0) == 0 && q.size(1) == 1 && k.size(1) < (int64_t{1} << 31);
+  if (!(q.is_cuda() && k.device() == q.device() && (dtype == at::kBFloat16 || dtype == at::kHalf) &&
+        k.scalar_type() == dtype && d % 8 == 0 && d <= 256 && q.dim() == 3 && k.dim() == 3 &&
+        q.size(0) % k.size(0) == 0 && q.size(1) == 1 && k.size(1) < (int64_t{1} << 31)))
+    return false;
+  // LibTorch's flash attention runs on sm_80 and newer (an older GPU decodes eagerly, through SDPA's other kernels).
+  return at::cuda::getDeviceProperties(q.device().index())->major >= 8;
 #else
   (void)q, (void)k;
   return false;
@@ -96,13 +100,11 @@ GraphedAttention DenseAttention::prepare_graphed_decode(const at::Tensor& q, con
   const int64_t capacity = k.size(1);
   // Asked before every graphed step: compared on the host, no device read.
   if (!(key_offsets_.defined() && key_offsets_.device() == k.device() && offsets_capacity_ == capacity)) {
-    // A process-wide generation: a graph captured with other offsets' addresses never matches.
-    static std::atomic<uint64_t> generations{0};
     const auto i32 = at::TensorOptions().dtype(at::kInt);
     query_offsets_ = at::tensor({0, 1}, i32).to(k.device());
     key_offsets_ = at::tensor({0, static_cast<int>(capacity)}, i32).to(k.device());
     offsets_capacity_ = capacity;
-    plan_ = {0, ++generations, false};
+    plan_ = {0, next_graph_buffers_id(), false};  // a graph captured with other offsets never matches
   }
   return plan_;
 }
@@ -116,6 +118,9 @@ void DenseAttention::attend_in_graph(const AttentionCall& call, const at::Tensor
 #ifdef HIPSTUDIO_FLASH_DECODE_IN_GRAPH
   if (!key_offsets_.defined() || !call.key_count.defined() || !call.out.defined())
     throw std::logic_error("dense attention inside a decode graph needs prepare_graphed_decode, a key count and an output");
+  // The offsets say how many slots k holds: a cache of another capacity would be read past its end.
+  if (call.k.size(1) != offsets_capacity_ || call.k.device() != key_offsets_.device())
+    throw std::logic_error("dense attention inside a decode graph: the cache is not the one prepare_graphed_decode saw");
   const int64_t heads = call.q.size(0), d = call.q.size(2), capacity = call.k.size(1);
   // One sequence of one query row over the whole cache; flash folds the query heads of each KV
   // group into rows and splits the keys, as for attend()'s decode step, and stops at key_count.

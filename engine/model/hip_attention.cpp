@@ -109,15 +109,14 @@ void HipAttention::ensure_decode_buffers(int64_t heads, const c10::Device& devic
   const bool same_device = buffers_.rows.defined() && buffers_.rows.device().type() == device.type() &&
                            (!device.has_index() || buffers_.rows.device().index() == device.index());
   if (same_device && buffers_.rows.sizes().vec() == rows_shape) return;
-  // Process-wide generations: a graph captured for another backend (or buffers since freed) never
-  // matches a new one.
-  static std::atomic<uint64_t> generations{0};
   const auto i32 = at::TensorOptions().device(device).dtype(at::kInt);
   buffers_ = DecodeBuffers{};
   buffers_.rows = at::full(rows_shape, -1, i32);
   buffers_.counts_by_extra = at::zeros({layers, room + 1, heads, 1}, i32);
   buffers_.counts_now = at::zeros({layers, heads, 1}, i32);
-  buffers_.generation = ++generations;
+  // Unique in the process (next_graph_buffers_id): a graph captured for another backend (or for
+  // buffers since freed) never matches a new one.
+  buffers_.generation = next_graph_buffers_id();
   for (LayerState& s : layers_) s.valid = false;  // their rows lived in the old buffers
 }
 
@@ -141,7 +140,10 @@ GraphedAttention HipAttention::prepare_graphed_decode(const at::Tensor& q, const
   GraphedAttention plan{params_.dense_layers, buffers_.generation, buffers_.refresh_in_graph};
   if (params_.dense_layers > 0) {
     const GraphedAttention dense = dense_.prepare_graphed_decode(q, k);
-    if (dense.from_layer == 0) plan.from_layer = 0, plan.buffers = buffers_.generation << 32 ^ dense.buffers;
+    if (dense.from_layer == 0) {
+      plan.from_layer = 0;
+      plan.buffers = (buffers_.generation << 32) ^ dense.buffers;
+    }
   }
   buffers_.plan = plan;
   return plan;

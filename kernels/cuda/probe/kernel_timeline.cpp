@@ -114,7 +114,8 @@ __attribute__((constructor)) void start() {
   check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY), "enable copies");
   check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET), "enable memsets");
   check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME), "enable runtime calls");
-  // Buffers handed over every 200 ms: what the process has not flushed when it ends is not lost whole.
+  // Buffers handed over every 200 ms: this atexit handler, registered before the CUDA runtime's own,
+  // runs after the runtime's teardown, so the last records may be lost with it; at most ~200 ms.
   check(cuptiActivityFlushPeriod(200), "flush period");
   std::atexit(finish);
 }
