@@ -1,5 +1,8 @@
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <stdexcept>
+#include <utility>
 
 #include <ATen/ATen.h>
 #include <torch/version.h>
@@ -64,6 +67,34 @@ at::Tensor fused_attention(const AttentionCall& call) {
 }
 #endif
 
+#ifdef HIPSTUDIO_FLASH_DECODE_IN_GRAPH
+// Whether this LibTorch's flash attention runs the graph form's call on `device` in `dtype`: tried
+// once on a few keys (a LibTorch built without flash, or a device it refuses, throws), so that a
+// decode step never meets that error inside a capture. Asked outside any capture.
+bool flash_decode_runs(const c10::Device& device, at::ScalarType dtype) {
+  static std::mutex lock;
+  static std::map<std::pair<int, int>, bool> known;
+  const std::lock_guard<std::mutex> hold(lock);
+  const auto key = std::make_pair(static_cast<int>(device.index()), static_cast<int>(dtype));
+  const auto found = known.find(key);
+  if (found != known.end()) return found->second;
+  bool runs = false;
+  try {
+    const auto options = at::TensorOptions().device(device).dtype(dtype);
+    const auto i32 = at::TensorOptions().device(device).dtype(at::kInt);
+    const at::Tensor q = at::zeros({1, 4, 64}, options), k = at::zeros({16, 2, 64}, options);
+    at::_flash_attention_forward(q, k, k, at::tensor({0, 1}, i32.device(at::kCPU)).to(device),
+                                 at::tensor({0, 16}, i32.device(at::kCPU)).to(device), 1, 16, 0.0, false, false,
+                                 std::nullopt, std::nullopt, std::nullopt, at::full({1}, 5, i32));
+    runs = true;
+  } catch (const c10::Error&) {
+    runs = false;
+  }
+  known[key] = runs;
+  return runs;
+}
+#endif
+
 }  // namespace
 
 bool DenseAttention::fused_on(const c10::Device& device) {
@@ -87,8 +118,9 @@ bool DenseAttention::decodes_in_graph(const at::Tensor& q, const at::Tensor& k) 
         k.scalar_type() == dtype && d % 8 == 0 && d <= 256 && q.dim() == 3 && k.dim() == 3 &&
         q.size(0) % k.size(0) == 0 && q.size(1) == 1 && k.size(1) < (int64_t{1} << 31)))
     return false;
-  // LibTorch's flash attention runs on sm_80 and newer (an older GPU decodes eagerly, through SDPA's other kernels).
-  return at::cuda::getDeviceProperties(q.device().index())->major >= 8;
+  // LibTorch's flash attention runs on sm_80 and newer (an older GPU decodes eagerly, through SDPA's
+  // other kernels), where this LibTorch was built with it.
+  return at::cuda::getDeviceProperties(q.device().index())->major >= 8 && flash_decode_runs(q.device(), dtype);
 #else
   (void)q, (void)k;
   return false;
