@@ -1,8 +1,8 @@
 #pragma once
-#include <atomic>
 // The per-layer attention interface: the forward pass hands each layer's post-RoPE queries and
 // the layer's KV cache (already holding the new tokens) to a backend, which returns the attention
 // output. Dense attention is one backend; HiP plugs in as another without touching the model.
+#include <atomic>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -45,6 +45,24 @@ struct GraphedAttention {
   }
 };
 
+// The form of the tensors a decode graph holds (a layer's query and its whole cache keys), as a
+// backend's prepare_graphed_decode sees them before every graphed step: what it decides from their
+// form it decides once per form, not once per step.
+struct DecodeGraphForm {
+  const void* q = nullptr;
+  const void* k = nullptr;
+  c10::Device device = c10::kCPU;
+  at::ScalarType dtype = at::kFloat;
+  int64_t heads = 0, kv_heads = 0, head_dim = 0, capacity = 0;
+  static DecodeGraphForm of(const at::Tensor& q, const at::Tensor& k) {
+    return {q.data_ptr(), k.data_ptr(), q.device(), q.scalar_type(), q.size(0), k.size(0), q.size(-1), k.size(1)};
+  }
+  bool operator==(const DecodeGraphForm& o) const {
+    return q == o.q && k == o.k && device == o.device && dtype == o.dtype && heads == o.heads &&
+           kv_heads == o.kv_heads && head_dim == o.head_dim && capacity == o.capacity;
+  }
+};
+
 // A new GraphedAttention::buffers identity, unique in the process across every backend (so that
 // a capture made for one backend's buffers never matches another's plan).
 inline uint64_t next_graph_buffers_id() {
@@ -76,14 +94,14 @@ class AttentionBackend {
     (void)q, (void)k;
     return {};
   }
-  // Which capture under `plan` the decode step at `position` can replay (plan.refreshes: whether a
-  // refresh step's capture exists), asked once the layers below plan.from_layer have attended
-  // (their attend() calls come first). kCached / kRefresh: the backend has done the step's
-  // bookkeeping for those layers and its buffers hold the step's inputs (launches it makes for them
-  // are ordered before the capture's replay); the caller must then replay that capture. kNone: the
-  // step calls attend() for the layers from plan.from_layer on.
-  virtual GraphedStep begin_graphed_step(int64_t position, const GraphedAttention& plan) {
-    (void)position, (void)plan;
+  // Which capture made under `plan` the decode step at `position` can replay (refresh_captured:
+  // whether a refresh step's capture exists besides the cached steps' one), asked once the layers
+  // below plan.from_layer have attended (their attend() calls come first). kCached / kRefresh: the
+  // backend has done the step's bookkeeping for those layers and its buffers hold the step's inputs
+  // (launches it makes for them are ordered before the capture's replay); the caller must then
+  // replay that capture. kNone: the step calls attend() for the layers from plan.from_layer on.
+  virtual GraphedStep begin_graphed_step(int64_t position, const GraphedAttention& plan, bool refresh_captured) {
+    (void)position, (void)plan, (void)refresh_captured;
     return GraphedStep::kNone;
   }
   // Whether the next decode step refreshes every layer a capture holds, so that a refresh step's
@@ -119,14 +137,17 @@ class DenseAttention final : public AttentionBackend {
   // multiple of 8 up to 256, LibTorch with flash's seqused_k); float32 stays eager.
   static bool decodes_in_graph(const at::Tensor& q, const at::Tensor& k);
   GraphedAttention prepare_graphed_decode(const at::Tensor& q, const at::Tensor& k) override;
-  GraphedStep begin_graphed_step(int64_t position, const GraphedAttention& plan) override;
+  GraphedStep begin_graphed_step(int64_t position, const GraphedAttention& plan, bool refresh_captured) override;
   void attend_in_graph(const AttentionCall& call, const at::Tensor& position, void* stream) override;
 
  private:
   // The variable-length form's cumulative offsets for one sequence, int32 [2] on the device: [0, 1]
-  // and [0, capacity] (offsets_capacity_); plan_: what prepare_graphed_decode offered for them.
+  // and [0, capacity] (offsets_capacity_); plan_: what prepare_graphed_decode offered for the
+  // graphs' tensors of form form_ (decided once per form; the identity changes only with the offsets).
   at::Tensor query_offsets_, key_offsets_;
   int64_t offsets_capacity_ = -1;
+  uint64_t offsets_id_ = 0;  // the offsets' GraphedAttention::buffers identity
+  DecodeGraphForm form_;
   GraphedAttention plan_;
 };
 

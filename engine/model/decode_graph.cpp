@@ -260,12 +260,9 @@ at::Tensor DecodeGraph::step(int32_t token, KVCache& cache, AttentionBackend& at
     g.between[static_cast<size_t>(l)]->replay();
   };
   for (int64_t l = 0; l < tail_from; ++l) eager_layer(l);
-  GraphedStep graphed = GraphedStep::kNone;
-  if (has_tail) {
-    GraphedAttention captured = g.tail_plan;
-    captured.refreshes = g.refresh_tail != nullptr;  // what this step may replay
-    graphed = attention.begin_graphed_step(position, captured);
-  }
+  const GraphedStep graphed =
+      has_tail ? attention.begin_graphed_step(position, g.tail_plan, /*refresh_captured=*/g.refresh_tail != nullptr)
+               : GraphedStep::kNone;
   const bool tail = graphed != GraphedStep::kNone;
   g.last_graphed_from = tail ? tail_from : -1;
   if (!tail)

@@ -128,20 +128,26 @@ bool DenseAttention::decodes_in_graph(const at::Tensor& q, const at::Tensor& k) 
 }
 
 GraphedAttention DenseAttention::prepare_graphed_decode(const at::Tensor& q, const at::Tensor& k) {
-  if (!decodes_in_graph(q, k)) return {};
+  // Asked before every graphed step: decided once per form of the graphs' tensors (the device's
+  // properties and the flash check are not asked again each step).
+  const DecodeGraphForm form = DecodeGraphForm::of(q, k);
+  if (form == form_) return plan_;
+  form_ = form;
+  plan_ = {};
+  if (!decodes_in_graph(q, k)) return plan_;
   const int64_t capacity = k.size(1);
-  // Asked before every graphed step: compared on the host, no device read.
   if (!(key_offsets_.defined() && key_offsets_.device() == k.device() && offsets_capacity_ == capacity)) {
     const auto i32 = at::TensorOptions().dtype(at::kInt);
     query_offsets_ = at::tensor({0, 1}, i32).to(k.device());
     key_offsets_ = at::tensor({0, static_cast<int>(capacity)}, i32).to(k.device());
     offsets_capacity_ = capacity;
-    plan_ = {0, next_graph_buffers_id(), false};  // a graph captured with other offsets never matches
+    offsets_id_ = next_graph_buffers_id();  // a graph captured with other offsets never matches
   }
+  plan_ = {0, offsets_id_, false};
   return plan_;
 }
 
-GraphedStep DenseAttention::begin_graphed_step(int64_t, const GraphedAttention& plan) {
+GraphedStep DenseAttention::begin_graphed_step(int64_t, const GraphedAttention& plan, bool) {
   // No state of its own: every step of a graph captured under this plan replays it.
   return plan_.from_layer == 0 && plan == plan_ ? GraphedStep::kCached : GraphedStep::kNone;
 }

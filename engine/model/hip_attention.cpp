@@ -130,7 +130,7 @@ GraphedAttention HipAttention::prepare_graphed_decode(const at::Tensor& q, const
   ensure_decode_buffers(q.size(0), q.device());
   // Asked again only for other graphs' tensors (this runs before every graphed step, and the
   // same buffers may serve another model's graphs): the answer depends on their form alone.
-  const RefreshAsked asked{q.data_ptr(), k.data_ptr(), q.scalar_type(), q.size(-1), k.size(1)};
+  const DecodeGraphForm asked = DecodeGraphForm::of(q, k);
   if (!(asked == buffers_.refresh_asked)) {
     buffers_.refresh_in_graph = hip_torch::refresh_in_decode_graph_supported(q, k, params_.hip);
     buffers_.refresh_asked = asked;
@@ -163,16 +163,16 @@ bool HipAttention::next_step_refreshes_graphed_layers() const {
   return true;
 }
 
-GraphedStep HipAttention::begin_graphed_step(int64_t position, const GraphedAttention& plan) {
-  if (!buffers_.rows.defined() || !graphable(buffers_.rows.device()) || plan.from_layer != buffers_.plan.from_layer ||
-      plan.buffers != buffers_.plan.buffers || params_.dense_layers >= static_cast<int64_t>(layers_.size()) ||
+GraphedStep HipAttention::begin_graphed_step(int64_t position, const GraphedAttention& plan, bool refresh_captured) {
+  // graphable: the kernels serve the sparse layers, and there is at least one.
+  if (!buffers_.rows.defined() || !graphable(buffers_.rows.device()) || !(plan == buffers_.plan) ||
       buffers_.rows.size(3) != hip::hip_kb(params_.hip) + tail_room())  // rows made for another k or r_m
     return GraphedStep::kNone;
   const size_t first = static_cast<size_t>(params_.dense_layers);
   // The layers refresh together: all of them at this step (a refresh capture), or none (each reuses
   // its cached mask, whose tail has moved by the same number of blocks in every layer).
   if (needs_refresh(layers_[first])) {
-    if (!plan.refreshes || !buffers_.refresh_in_graph || !next_step_refreshes_graphed_layers()) return GraphedStep::kNone;
+    if (!refresh_captured || !plan.refreshes || !next_step_refreshes_graphed_layers()) return GraphedStep::kNone;
     // The eager refresh's bookkeeping (attend_cuda); the capture writes each layer's rows.
     for (size_t l = first; l < layers_.size(); ++l) {
       note_refresh(layers_[l], static_cast<int64_t>(l), position);

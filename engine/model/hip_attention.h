@@ -68,7 +68,7 @@ class HipAttention final : public AttentionBackend {
   // dense attention can run inside the graph too (DenseAttention::decodes_in_graph), the l_d dense
   // layers join the capture (from layer 0), as the dense baseline's layers do.
   GraphedAttention prepare_graphed_decode(const at::Tensor& q, const at::Tensor& k) override;
-  GraphedStep begin_graphed_step(int64_t position, const GraphedAttention& plan) override;
+  GraphedStep begin_graphed_step(int64_t position, const GraphedAttention& plan, bool refresh_captured) override;
   bool next_step_refreshes_graphed_layers() const override;
   void attend_in_graph(const AttentionCall& call, const at::Tensor& position, void* stream) override;
 
@@ -109,22 +109,12 @@ class HipAttention final : public AttentionBackend {
   // graphed step attends, and the graphed launches' split workspace. A layer's LayerState views
   // its slices. Made again (a new generation, every cached mask forgotten) only when their shape
   // or device changes.
-  // The form of a decode graph's q and cache keys that refresh_in_graph was asked of.
-  struct RefreshAsked {
-    const void* q = nullptr;
-    const void* k = nullptr;
-    at::ScalarType dtype = at::kFloat;
-    int64_t head_dim = 0, capacity = 0;
-    bool operator==(const RefreshAsked& o) const {
-      return q == o.q && k == o.k && dtype == o.dtype && head_dim == o.head_dim && capacity == o.capacity;
-    }
-  };
   struct DecodeBuffers {
     at::Tensor rows, counts_by_extra, counts_now, workspace;
     bool workspace_made = false;
     uint64_t generation = 0;
     bool refresh_in_graph = false;  // a refresh can run inside the graphs last prepared (refresh_in_decode_graph_supported)
-    RefreshAsked refresh_asked;     // the graphs' tensors it was asked of
+    DecodeGraphForm refresh_asked;  // the form of the graphs' tensors it was asked of
     GraphedAttention plan;          // what prepare_graphed_decode last offered
   };
   void ensure_decode_buffers(int64_t heads, const c10::Device& device);
