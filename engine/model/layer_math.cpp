@@ -65,7 +65,7 @@ struct FusedNorm {
 };
 
 at::Tensor row_gemv(const at::Tensor& x, const at::Tensor& w, bool silu_mul, const at::Tensor* residual,
-                    const FusedNorm& norm = {}) {
+                    const FusedNorm& norm = {}, bool next_starts_early = false) {
   const at::ScalarType t = w.scalar_type();
   if (!w.is_cuda() || (t != at::kBFloat16 && t != at::kHalf) || w.dim() != 2 || w.stride(1) != 1) return {};
   if (x.device() != w.device() || x.get_device() != c10::cuda::current_device() || x.scalar_type() != t ||
@@ -89,6 +89,7 @@ at::Tensor row_gemv(const at::Tensor& x, const at::Tensor& w, bool silu_mul, con
   l.in = w.size(1);
   l.w_stride = w.stride(0);
   l.silu_mul = silu_mul;
+  l.next_starts_early = next_starts_early;
   at::Tensor sum;
   if (norm.weight) {
     l.norm_weight = norm.weight->data_ptr<float>();
@@ -180,7 +181,9 @@ at::Tensor attention_qkv(const ModelConfig& c, const LayerWeights& layer, const 
     FusedNorm norm;
     norm.weight = &layer.attn_norm;
     norm.eps = c.rms_norm_eps;
-    qkv = row_gemv(x, layer.wqkv, /*silu_mul=*/false, nullptr, norm);
+    // The RoPE kernel next only waits for it (rotate_and_cache_row), and the attention after that
+    // lays out its keys meanwhile (kernels/cuda/row_gemv.h, next_starts_early).
+    qkv = row_gemv(x, layer.wqkv, /*silu_mul=*/false, nullptr, norm, /*next_starts_early=*/true);
   }
 #endif
   if (!qkv.defined()) qkv = project(rms_norm(x, layer.attn_norm, c.rms_norm_eps), layer.wqkv);

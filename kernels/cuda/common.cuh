@@ -135,8 +135,10 @@ __device__ __forceinline__ void wait_for_prior_grid() {
 #endif
 }
 // Lets the kernel after this one in the stream start (its part before wait_for_prior_grid) before
-// this one finishes. Only after this kernel's own wait_for_prior_grid: the next kernel may then
-// rely on everything before this one being complete.
+// this one finishes. Called after this kernel's own wait_for_prior_grid, the next kernel's early
+// part may rely on everything before this one being complete; called before it (the decode step's
+// q/k/v projection and RoPE kernel), the next kernel's early part runs beside this kernel and the
+// ones before it, and may read only what was complete before they started.
 __device__ __forceinline__ void let_next_grid_start() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");

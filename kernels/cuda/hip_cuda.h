@@ -131,11 +131,12 @@ struct AttentionLaunch {
   void* stream = nullptr;
   // The caller's promise that blocks, counts, positions and every key and value before the query
   // rows' first position were written before the kernel that comes before this launch in the
-  // stream started, which itself writes nothing else the attention reads (a cached decode step:
-  // the RoPE and cache-write kernel, which writes Q and the new key and value). Then decode CTAs
-  // of the tensor-core kernel are launched as a programmatic dependent on sm_90: they lay out their
-  // key list and start copying those older keys while that kernel ends, and read Q and the newer
-  // keys after it.
+  // stream started, and before the kernel before that one started too, and that these two write
+  // nothing else the attention reads (a cached decode step: the RoPE and cache-write kernel, which
+  // writes Q and the new key and value and lets its dependent start at once, after the q/k/v
+  // projection, which lets the RoPE kernel start at once). Then decode launches are programmatic
+  // dependents on sm_90: they lay out their key lists and start copying those older keys while the
+  // kernels before them run, and read Q and the newer keys after them.
   bool mask_before_prior_kernel = false;
 };
 

@@ -14,9 +14,12 @@ __global__ void rope_cache_kernel(const T* qkv, const T* table, const int64_t* p
                                   int64_t values_row_stride, int n_heads, int n_kv_heads, int head_dim) {
   const int head = blockIdx.x, i = threadIdx.x;
   // Launched as a dependent of the q/k/v projection (launch_after_prior): qkv is its output. The
-  // attention after this kernel may start its own set-up once every block is past this point.
-  wait_for_prior_grid();
+  // kernel after this one (HiP's attention or mask search) may start its own set-up at once, while
+  // the projection still runs: what it reads before its own wait was written before the step's
+  // kernels (AttentionLaunch::mask_before_prior_kernel, MaskLaunch::after_prior), and it waits for
+  // this kernel, which ends after the projection, before it reads Q or the new key.
   let_next_grid_start();
+  wait_for_prior_grid();
   const int64_t pos = *position;
   const T* x = qkv + static_cast<int64_t>(head) * head_dim;
   if (head >= n_heads + n_kv_heads) {  // a value head: copied as it is

@@ -109,7 +109,8 @@ template <class T, bool kSiluMul, bool kResidual, int kNorm, class L>
 __global__ void __launch_bounds__(L::kThreads)
     row_gemv_kernel(const T* __restrict__ w, const T* __restrict__ x, const T* residual, T* y, int n, int in,
                     int64_t w_stride, const float* __restrict__ norm_weight, const T* __restrict__ norm_residual,
-                    T* norm_sum, float eps) {
+                    T* norm_sum, float eps, bool next_starts_early) {
+  if (next_starts_early) let_next_grid_start();  // RowGemvLaunch::next_starts_early
   constexpr int kWarps = L::kWarps, kThreads = L::kThreads, kRowsPerWarp = L::kRowsPerWarp, kUnroll = L::kUnroll;
   constexpr int kElems = 16 / static_cast<int>(sizeof(T));
   constexpr int kParts = kElems / 4;
@@ -302,7 +303,8 @@ void launch_typed(const RowGemvLaunch& l) {
                      static_cast<const T*>(l.x), static_cast<const T*>(l.residual), static_cast<T*>(l.y),
                      static_cast<int>(l.n), static_cast<int>(l.in),
                      static_cast<int64_t>(l.w_stride == 0 ? l.in : l.w_stride), l.norm_weight,
-                     static_cast<const T*>(l.norm_residual), static_cast<T*>(l.norm_sum), static_cast<float>(l.eps));
+                     static_cast<const T*>(l.norm_residual), static_cast<T*>(l.norm_sum), static_cast<float>(l.eps),
+                     l.next_starts_early);
   HIP_CUDA_CHECK_LAUNCH("row_gemv");
 }
 

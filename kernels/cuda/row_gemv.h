@@ -37,6 +37,12 @@ struct RowGemvLaunch {
                                        // not overlap x, norm_residual or y (other blocks read them)
   double eps = 1e-5;
   void* stream = nullptr;          // cudaStream_t; null: the legacy default stream
+  // Let the next kernel in the stream start at once (sm_90: griddepcontrol.launch_dependents before
+  // anything else), its part before its own wait running beside this projection. Only where that
+  // kernel waits for this one before it reads anything this one's predecessors wrote: the decode
+  // step's q/k/v projection, whose next kernel (rope_cache.h) only waits, so that the attention
+  // after that can lay out its keys during the projection (decode_attention.h).
+  bool next_starts_early = false;
 };
 
 // Largest `in` the kernel takes: x is kept in shared memory as float32 (4 in bytes a block).
