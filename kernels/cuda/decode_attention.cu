@@ -24,6 +24,7 @@ namespace {
 
 constexpr int kWarps = 4;
 constexpr int kCtaThreads = kWarps * 32;
+constexpr int kPairs = 4;  // key pairs a warp scores together
 constexpr int kCtaKeyRounds = kOneRowMaxChunkKeys / kCtaThreads;  // a chunk's key ids a thread computes
 static_assert(kOneRowMaxChunkKeys % kCtaThreads == 0, "a chunk's keys are whole rounds of the CTA's threads");
 
@@ -158,20 +159,32 @@ __global__ void __launch_bounds__(kCtaThreads, 4) one_row_decode_kernel(const At
     __syncthreads();
 
     const int w_lo = n * warp / kWarps, w_hi = n * (warp + 1) / kWarps;
-    for (int j0 = w_lo; j0 < w_hi; j0 += 2) {  // uniform trip count: the shuffles need all 32 lanes
-      const int j = j0 + half;
-      float s = 0.f;
-      if (j < w_hi && piece < pieces) {
-        float kf[8];
-        unpack8<T>(*reinterpret_cast<const uint4*>(sk + j * D + piece * 8), kf);
+    // kPairs key pairs a round, their shuffle reductions interleaved (independent chains); uniform
+    // trip count: the shuffles need all 32 lanes.
+    for (int j0 = w_lo; j0 < w_hi; j0 += 2 * kPairs) {
+      float s[kPairs];
 #pragma unroll
-        for (int t = 0; t < 8; ++t) s = fmaf(qf[t], kf[t], s);
+      for (int u = 0; u < kPairs; ++u) {
+        const int j = j0 + 2 * u + half;
+        s[u] = 0.f;
+        if (j < w_hi && piece < pieces) {
+          float kf[8];
+          unpack8<T>(*reinterpret_cast<const uint4*>(sk + j * D + piece * 8), kf);
+#pragma unroll
+          for (int t = 0; t < 8; ++t) s[u] = fmaf(qf[t], kf[t], s[u]);
+        }
       }
 #pragma unroll
-      for (int o = 8; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);  // within the half-warp
-      if (j < w_hi && piece == 0) {
-        const int key = skey[j];
-        sp[j] = key < 0 || key > e ? -INFINITY : s * a.scale_log2;
+      for (int o = 8; o > 0; o >>= 1)  // within each half-warp
+#pragma unroll
+        for (int u = 0; u < kPairs; ++u) s[u] += __shfl_xor_sync(0xffffffffu, s[u], o);
+#pragma unroll
+      for (int u = 0; u < kPairs; ++u) {
+        const int j = j0 + 2 * u + half;
+        if (j < w_hi && piece == 0) {
+          const int key = skey[j];
+          sp[j] = key < 0 || key > e ? -INFINITY : s[u] * a.scale_log2;
+        }
       }
     }
     __syncwarp();
@@ -191,6 +204,7 @@ __global__ void __launch_bounds__(kCtaThreads, 4) one_row_decode_kernel(const At
       acc.x *= alpha, acc.y *= alpha, acc.z *= alpha, acc.w *= alpha;
       __syncwarp();
       if (4 * lane < d) {
+#pragma unroll 4
         for (int j = w_lo; j < w_hi; ++j) {
           const float p = sp[j];
           float vf[4];
