@@ -134,9 +134,9 @@ struct AttentionLaunch {
   // stream started, and before the kernel before that one started too, and that these two write
   // nothing else the attention reads (a cached decode step: the RoPE and cache-write kernel, which
   // writes Q and the new key and value and lets its dependent start at once, after the q/k/v
-  // projection, which lets the RoPE kernel start at once). Then decode launches are programmatic
-  // dependents on sm_90: they lay out their key lists and start copying those older keys while the
-  // kernels before them run, and read Q and the newer keys after them.
+  // projection, which lets the RoPE kernel start at once). Then decode CTAs of the tensor-core kernel
+  // are launched as a programmatic dependent on sm_90: they lay out their key list and start copying
+  // those older keys while the kernels before them end, and read Q and the newer keys after them.
   bool mask_before_prior_kernel = false;
 };
 

@@ -30,7 +30,6 @@
 #include "kernels/cuda/attention_parts.cuh"
 #include "kernels/cuda/attention_wgmma.h"
 #include "kernels/cuda/common.cuh"
-#include "kernels/cuda/decode_attention.h"
 #include "kernels/cuda/fast_div.h"
 
 namespace hipstudio::gpu {
@@ -521,29 +520,6 @@ bool use_wgmma(int key_groups, int splits) {
   return available;
 }
 
-// The longest key list a row of the launch may have: sink, the mask's blocks, window, and the
-// dense tail's bound (a query block and a key block).
-int64_t estimated_keys(const AttentionLaunch& l) {
-  return l.hip.k + l.hip.sink + l.hip.window + l.hip.b_q + l.hip.b_k;
-}
-
-// Whether the launch runs the one-row decode kernel (decode_attention.h): the tensor-core path's
-// dtypes and layouts, one query row, rows that leave every split CTA an SM (half the GPU or less),
-// unless HIPSTUDIO_ATTN_ONE_ROW=0 (read at every call, so that a benchmark or a test can compare
-// the two kernels within one process; unset or "auto": this rule).
-bool one_row_decode(const AttentionLaunch& l) {
-  const char* env = std::getenv("HIPSTUDIO_ATTN_ONE_ROW");
-  if (env && std::strcmp(env, "0") != 0 && std::strcmp(env, "auto") != 0)
-    throw_arg(std::string("HIPSTUDIO_ATTN_ONE_ROW must be 0 (never) or auto, not '") + env + "'");
-  if (env && std::strcmp(env, "0") == 0) return false;
-  return mma_path(l) && l.tq == 1 && l.hq <= 65535 && l.batch <= 65535 &&
-         2 * l.batch * l.hq <= static_cast<int64_t>(device_sm_count());
-}
-
-OneRowDecodePlan one_row_plan(const AttentionLaunch& l) {
-  return one_row_decode_plan(l.batch * l.hq, estimated_keys(l), device_sm_count(), l.num_splits);
-}
-
 int64_t base_ctas(const AttentionLaunch& l) {
   const int64_t qbs = (l.tq + l.hip.b_q - 1) / l.hip.b_q;
   const int64_t row_tiles = (std::min<int64_t>(l.hip.b_q, l.tq) + kRowsCta - 1) / kRowsCta;
@@ -556,13 +532,13 @@ int64_t attention_wgmma_launches() { return g_wgmma_launches.load(std::memory_or
 
 int attention_splits(const AttentionLaunch& l) {
   if (!mma_path(l)) return 1;  // the SIMT path does not split
-  if (one_row_decode(l)) return one_row_plan(l).splits;
   if (l.num_splits > 0) return std::min(l.num_splits, kMaxSplits);
   const int64_t ctas = base_ctas(l);
   const int64_t want = 4 * static_cast<int64_t>(device_sm_count());
   if (ctas >= want / 2) return 1;
   // About 4 CTAs per multiprocessor, but no split shorter than one 64-key tile of a typical list.
-  const int64_t tiles = (estimated_keys(l) + kBK - 1) / kBK;
+  const int64_t est_keys = l.hip.k + l.hip.sink + l.hip.window + l.hip.b_q + l.hip.b_k;
+  const int64_t tiles = (est_keys + kBK - 1) / kBK;
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({(want + ctas - 1) / ctas, tiles, kMaxSplits})));
 }
 
@@ -604,11 +580,6 @@ void sparse_attention(const AttentionLaunch& l) {
     a.part_ml = a.part_o + static_cast<size_t>(a.splits) * a.rows_total * l.d;
     a.done = l.counters ? static_cast<unsigned*>(l.counters)
                         : reinterpret_cast<unsigned*>(a.part_ml + static_cast<size_t>(a.splits) * a.rows_total * 2);
-  }
-  if (one_row_decode(l)) {
-    launch_one_row_decode(a, l.dtype, l.d <= 64 ? 64 : 128, one_row_plan(l).chunk_keys, l.batch, l.stream,
-                          l.mask_before_prior_kernel);
-    return;
   }
   const int64_t ctas = base_ctas(l) * a.splits;
   if (ctas >= (int64_t{1} << 31)) throw_arg("too many CTAs for one launch");

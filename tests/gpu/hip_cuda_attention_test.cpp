@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <optional>
 #include <string>
 
@@ -187,30 +186,6 @@ TEST(HipCudaAttention, WgmmaAndMmaSyncPrefillPathsMatchReference) {
   const int64_t ran = gpu::attention_wgmma_launches() - before;
   std::printf("[gpu] wgmma attention launches: %lld\n", static_cast<long long>(ran));
   EXPECT_EQ(ran, static_cast<int64_t>(1 + 2 * wide.size()));
-}
-
-// One-row decode launches (tq 1, few rows) run the one-row kernel (kernels/cuda/decode_attention.h)
-// by default, and the tensor-core kernel with HIPSTUDIO_ATTN_ONE_ROW=0, as larger batches do: the
-// one-row cases on both, against the float64 reference, including the graph-step shape's widened
-// block list (k 524 in blocks of 2, b_q 64, 32 heads: 4 splits of one chunk) and long splits that
-// loop over chunks (k 4096, 2 splits).
-TEST(HipCudaAttention, OneRowDecodeAndTensorCoreDecodeMatchReference) {
-  HIP_CUDA_REQUIRE();
-  std::vector<AttnCase> one_row;
-  for (const AttnCase& c : cases())
-    if (c.tq == 1) one_row.push_back(c);
-  one_row.push_back({"decode1_8b_shape", 32, 8, 1, 9000, 128, 524, 64, 2, 0, 0});
-  one_row.push_back({"decode1_chunk_loop_d64", 8, 2, 1, 12000, 64, 4096, 32, 4, 4, 16, false, 2});
-  one_row.push_back({"decode1_d48_sink_window", 6, 6, 1, 700, 48, 64, 32, 2, 2, 8});
-  ASSERT_GE(one_row.size(), 6u);
-  for (const char* kernel : {"auto", "0"}) {
-    ScopedEnv env("HIPSTUDIO_ATTN_ONE_ROW", kernel);
-    const char* path = std::strcmp(kernel, "0") == 0 ? ", tensor-core kernel" : ", one-row kernel";
-    for (const AttnCase& c : one_row)
-      for (at::ScalarType st : {at::kBFloat16, at::kHalf}) run_case(c, st, 1e-2, false, path);
-  }
-  ScopedEnv bad("HIPSTUDIO_ATTN_ONE_ROW", "yes");
-  EXPECT_THROW(run_case(one_row[0], at::kBFloat16, 1e-2, false), std::exception);
 }
 #endif
 
