@@ -181,8 +181,8 @@ at::Tensor attention_qkv(const ModelConfig& c, const LayerWeights& layer, const 
     FusedNorm norm;
     norm.weight = &layer.attn_norm;
     norm.eps = c.rms_norm_eps;
-    // The RoPE kernel next only waits for it (rotate_and_cache_row), and the attention after that
-    // lays out its keys meanwhile (kernels/cuda/row_gemv.h, next_starts_early).
+    // The RoPE kernel next only waits for it (rotate_and_cache_row), and HiP's attention or mask
+    // search after that sets up meanwhile (kernels/cuda/row_gemv.h, next_starts_early).
     qkv = row_gemv(x, layer.wqkv, /*silu_mul=*/false, nullptr, norm, /*next_starts_early=*/true);
   }
 #endif
