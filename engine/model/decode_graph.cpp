@@ -19,6 +19,16 @@
 
 namespace hipstudio {
 
+std::vector<std::pair<int64_t, int64_t>> decode_tail_chunks(int64_t from, int64_t layers) {
+  std::vector<std::pair<int64_t, int64_t>> chunks;
+  for (const int64_t size : {int64_t{1}, int64_t{3}, layers}) {
+    const int64_t begin = chunks.empty() ? from : chunks.back().second;
+    if (begin >= layers) break;
+    chunks.emplace_back(begin, std::min(layers, begin + size));
+  }
+  return chunks;
+}
+
 #ifdef HIPSTUDIO_DECODE_GRAPHS
 
 struct DecodeGraph::Impl {
@@ -51,10 +61,12 @@ struct DecodeGraph::Impl {
   std::unique_ptr<at::cuda::CUDAGraph> first;
   std::vector<std::unique_ptr<at::cuda::CUDAGraph>> between;  // per layer
   // The tail: attention(from), after(from), before(from + 1), attention(from + 1), ..., after(last)
-  // in one graph, captured for one backend and its buffers (tail_plan); tail_out is its output.
-  // refresh_tail: the same with each attention refreshing its layer's mask first (tail_plan.refreshes),
-  // captured once a step that refreshes them all comes (its capture writes what a refresh writes).
-  std::unique_ptr<at::cuda::CUDAGraph> tail, refresh_tail;
+  // as graphs over decode_tail_chunks' layer ranges, replayed in order, captured for one backend
+  // and its buffers (tail_plan); tail_out is the last one's output. refresh_tail: the same with each
+  // attention refreshing its layer's mask first (tail_plan.refreshes), captured once a step that
+  // refreshes them all comes (its capture writes what a refresh writes). Empty: none.
+  using Graphs = std::vector<std::unique_ptr<at::cuda::CUDAGraph>>;
+  Graphs tail, refresh_tail;
   const AttentionBackend* tail_backend = nullptr;
   GraphedAttention tail_plan;
   at::Tensor tail_out, refresh_tail_out;
@@ -98,12 +110,13 @@ struct DecodeGraph::Impl {
     return attention_output_and_mlp(model.config, model.weights.layers[static_cast<size_t>(l)], input,
                                     attended.transpose(0, 1).reshape({1, model.config.q_dim()}));
   }
-  // The tail's work from layer `from` on, eagerly or under capture: layer from's input and query
-  // are where the graph before it leaves them (x[from], q[from]).
-  at::Tensor run_tail(AttentionBackend& attention, int64_t from, bool refresh) {
+  // The tail's work on layers [begin, end) of a tail from layer `from`, eagerly or under capture:
+  // x and query hold layer begin's input and query (for begin == from, where the graph before the
+  // tail leaves them: x[from], q[from]) and come back as layer end's (query undefined past the last).
+  void run_tail(AttentionBackend& attention, int64_t from, int64_t begin, int64_t end, bool refresh, at::Tensor& x,
+                at::Tensor& query) {
     const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
-    at::Tensor x = this->x[static_cast<size_t>(from)], query = this->q[static_cast<size_t>(from)];
-    for (int64_t l = from; l < model.config.n_layers; ++l) {
+    for (int64_t l = begin; l < end; ++l) {
       AttentionCall call;
       call.layer = l;
       call.q = query;
@@ -119,31 +132,38 @@ struct DecodeGraph::Impl {
       call.refresh_in_graph = refresh;
       attention.attend_in_graph(call, position, stream);
       x = run_after(l, x);
-      if (l + 1 < model.config.n_layers) query = run_before(l + 1, x);
+      query = l + 1 < model.config.n_layers ? run_before(l + 1, x) : at::Tensor();
     }
-    return x;
   }
 
   // One eager pass on a side stream (the attention launches' one-time set-up, their workspace),
-  // then the capture, into a pool of its own (a tail replays instead of the between graphs from
-  // `from` on, not after them), then one replay (its upload). The eager pass and the replay write
-  // the cache at `next` (the next step overwrites it), as the constructor's pass does.
-  std::unique_ptr<at::cuda::CUDAGraph> capture_tail(AttentionBackend& attention, int64_t from, bool refresh,
-                                                    int64_t next, at::Tensor* out) {
+  // then the chunks' captures, in order, into one pool of the tail's own (a tail replays instead of
+  // the between graphs from `from` on, not after them; its chunks replay in capture order, so they
+  // may share it), then one replay (each graph's first launch uploads it). The eager pass and the
+  // replay write the cache at `next` (the next step overwrites it), as the constructor's pass does.
+  Graphs capture_tail(AttentionBackend& attention, int64_t from, bool refresh, int64_t next, at::Tensor* out) {
     set_device_position(next);
     c10::cuda::device_synchronize();
-    auto graph = std::make_unique<at::cuda::CUDAGraph>();
+    Graphs graphs;
+    const int64_t layers = model.config.n_layers;
     {
       const c10::cuda::CUDAStreamGuard side(c10::cuda::getStreamFromPool());
-      run_tail(attention, from, refresh);
+      at::Tensor x = this->x[static_cast<size_t>(from)], query = this->q[static_cast<size_t>(from)];
+      run_tail(attention, from, from, layers, refresh, x, query);
       c10::cuda::device_synchronize();
-      graph->capture_begin();
-      *out = run_tail(attention, from, refresh);
-      graph->capture_end();
-      graph->replay();  // its first launch (the upload), outside any timed step
+      const auto pool = at::cuda::graph_pool_handle();
+      x = this->x[static_cast<size_t>(from)], query = this->q[static_cast<size_t>(from)];
+      for (const auto& [begin, end] : decode_tail_chunks(from, layers)) {
+        graphs.push_back(std::make_unique<at::cuda::CUDAGraph>());
+        graphs.back()->capture_begin(pool);
+        run_tail(attention, from, begin, end, refresh, x, query);  // the next chunk reads x and query where this one leaves them
+        graphs.back()->capture_end();
+      }
+      *out = x;
+      for (auto& graph : graphs) graph->replay();  // the uploads, outside any timed step
     }
     c10::cuda::device_synchronize();
-    return graph;
+    return graphs;
   }
 };
 
@@ -215,15 +235,15 @@ void DecodeGraph::prepare_attention(AttentionBackend& attention, const KVCache& 
   const ModelConfig& c = g.model.config;
   const GraphedAttention plan = attention.prepare_graphed_decode(g.q.front(), g.keys.front());
   if (plan.from_layer < 0 || plan.from_layer >= c.n_layers) return;
-  if (!(g.tail && g.tail_backend == &attention && g.tail_plan == plan)) {
-    g.tail.reset();
-    g.refresh_tail.reset();
+  if (!(!g.tail.empty() && g.tail_backend == &attention && g.tail_plan == plan)) {
+    g.tail.clear();
+    g.refresh_tail.clear();
     g.tail_backend = nullptr;
     g.tail = g.capture_tail(attention, plan.from_layer, /*refresh=*/false, cache.length(), &g.tail_out);
     g.tail_backend = &attention;
     g.tail_plan = plan;
   }
-  if (plan.refreshes && !g.refresh_tail && attention.next_step_refreshes_graphed_layers())
+  if (plan.refreshes && g.refresh_tail.empty() && attention.next_step_refreshes_graphed_layers())
     g.refresh_tail = g.capture_tail(attention, plan.from_layer, /*refresh=*/true, cache.length(), &g.refresh_tail_out);
 }
 
@@ -244,7 +264,7 @@ at::Tensor DecodeGraph::step(int32_t token, KVCache& cache, AttentionBackend& at
   // The layers below a tail attend eagerly whichever capture the step replays; the backend is asked
   // about the tail only after them, so that its own launches (HiP: the step's counts) are issued
   // while the GPU runs those layers rather than before the first graph, with the GPU idle.
-  const bool has_tail = g.tail && g.tail_backend == &attention;
+  const bool has_tail = !g.tail.empty() && g.tail_backend == &attention;
   const int64_t tail_from = has_tail ? g.tail_plan.from_layer : n_layers;
   auto eager_layer = [&](int64_t l) {
     AttentionCall call;
@@ -261,18 +281,18 @@ at::Tensor DecodeGraph::step(int32_t token, KVCache& cache, AttentionBackend& at
   };
   for (int64_t l = 0; l < tail_from; ++l) eager_layer(l);
   const GraphedStep graphed =
-      has_tail ? attention.begin_graphed_step(position, g.tail_plan, /*refresh_captured=*/g.refresh_tail != nullptr)
+      has_tail ? attention.begin_graphed_step(position, g.tail_plan, /*refresh_captured=*/!g.refresh_tail.empty())
                : GraphedStep::kNone;
   const bool tail = graphed != GraphedStep::kNone;
   g.last_graphed_from = tail ? tail_from : -1;
   if (!tail)
     for (int64_t l = tail_from; l < n_layers; ++l) eager_layer(l);
   if (graphed == GraphedStep::kRefresh) {
-    g.refresh_tail->replay();
+    for (auto& graph : g.refresh_tail) graph->replay();
     return g.refresh_tail_out.clone();
   }
   if (tail) {
-    g.tail->replay();
+    for (auto& graph : g.tail) graph->replay();
     return g.tail_out.clone();
   }
   return g.x.back().clone();

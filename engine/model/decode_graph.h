@@ -14,6 +14,10 @@
 // session's timeline). Where the backend can (HiP's refreshes
 // with the few-search mask kernel), a second tail holds its refresh steps: each layer's mask search
 // (reading the position on the device) before its attention.
+// A tail is replayed as a few graphs over consecutive layers (decode_tail_chunks): launching one
+// graph of all 32 layers of an 8B model took the host ~150-290 us (~1 us a node) while the GPU,
+// done with the embedding graph, waited; the later chunks' launches overlap the earlier chunks'
+// work (kernels/BENCHMARKS.md, sixth session).
 // The step's token and position reach the device through pinned host memory that the embedding
 // graph's first node copies (no eager launch before the first graph), and the backend is asked
 // which tail to replay only once the layers below it have been launched, so that its own launches
@@ -22,7 +26,10 @@
 // The graphs bake in the addresses of the weights, the RoPE tables, one KVCache's tensors and
 // their own static buffers, so an instance serves one (Transformer, KVCache) pair; graphs() says
 // whether the build can capture them at all (a CUDA LibTorch).
+#include <cstdint>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 
@@ -32,6 +39,13 @@
 #include "engine/model/rope.h"
 
 namespace hipstudio {
+
+// The layer ranges [begin, end) of a tail from layer `from` to `layers`, one graph each: one layer,
+// then three, then the rest. Each graph's launch costs the host ~7 us a layer; the GPU runs ~170 us
+// a layer of an 8B model (2.5 us of stories15M's), so each launch after the first is hidden behind
+// the chunk before it, and the first one (~7 us) behind the embedding graph. More chunks would only
+// add graph boundaries (a few us each: the programmatic launches do not cross them).
+std::vector<std::pair<int64_t, int64_t>> decode_tail_chunks(int64_t from, int64_t layers);
 
 class DecodeGraph {
  public:
