@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "tests/app/run_hipstudio.h"
@@ -70,6 +71,22 @@ TEST(TimelineSteps, RefusesAStepOptionWithoutANumber) {
   const std::string script = std::string(HIPSTUDIO_SOURCE_DIR) + "/scripts/timeline-steps";
   const int raw = std::system(("python3 " + script + " /nonexistent.csv --step >/dev/null 2>&1").c_str());
   EXPECT_EQ(WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, 2);
+}
+
+// A file that is not there gets an error naming it and exit 2, not a Python traceback; --help is
+// the usage, not a file name.
+TEST(TimelineSteps, RefusesAMissingFileAndAnswersHelp) {
+  if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3 on this machine";
+  const std::string script = std::string(HIPSTUDIO_SOURCE_DIR) + "/scripts/timeline-steps";
+  const std::string out = ::testing::TempDir() + "/timeline_steps_missing.txt";
+  const int raw = std::system(("python3 " + script + " /nonexistent/timeline.csv.gz >" + out + " 2>&1").c_str());
+  EXPECT_EQ(WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, 2);
+  std::ifstream f(out);
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("error: cannot read the timeline /nonexistent/timeline.csv.gz"), std::string::npos) << text;
+  EXPECT_EQ(text.find("Traceback"), std::string::npos) << text;
+  const int help = std::system(("python3 " + script + " --help >/dev/null 2>&1").c_str());
+  EXPECT_EQ(WIFEXITED(help) ? WEXITSTATUS(help) : -1, 0);
 }
 
 }  // namespace
