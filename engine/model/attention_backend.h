@@ -23,8 +23,9 @@ struct AttentionCall {
   // into (and return), sparing the caller a copy; a backend that cannot returns a new tensor.
   at::Tensor out;
   // The caller's promise (a decode graph's tail, past its first layer): the kernel right before this
-  // call on the stream is the layer's RoPE and cache write, and everything else the call reads was
-  // in place before that kernel started; a backend may then overlap the two (HiP passes it on as
+  // call on the stream is the layer's RoPE and cache write, after the layer's q/k/v projection (both
+  // let their dependents start at once), and everything else the call reads was in place before
+  // that projection started; a backend may then overlap them (HiP passes it on as
   // gpu::AttentionLaunch::mask_before_prior_kernel, which states it in full).
   bool follows_query_write = false;
   // Inside a decode graph's capture (attend_in_graph): the call refreshes the layer's cached mask

@@ -1,5 +1,6 @@
 #include "engine/model/decode_graph.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <ATen/ATen.h>
@@ -126,8 +127,9 @@ struct DecodeGraph::Impl {
       call.out = attended;
       call.key_count = key_count;
       // Past the tail's first layer the kernel just before is run_before's RoPE and cache write,
-      // which writes only q and this position's key and value (the promise of follows_query_write:
-      // keep it so if run_before changes); the first layer follows whatever ran before the tail.
+      // after its q/k/v projection, which write only qkv, q and this position's key and value (the
+      // promise of follows_query_write: keep it so if run_before changes); the first layer follows
+      // whatever ran before the tail. (A chunk's first layer is its graph's root: no overlap there.)
       call.follows_query_write = l > from;
       call.refresh_in_graph = refresh;
       attention.attend_in_graph(call, position, stream);
@@ -148,15 +150,19 @@ struct DecodeGraph::Impl {
     const int64_t layers = model.config.n_layers;
     {
       const c10::cuda::CUDAStreamGuard side(c10::cuda::getStreamFromPool());
-      at::Tensor x = this->x[static_cast<size_t>(from)], query = this->q[static_cast<size_t>(from)];
+      at::Tensor x = this->x[static_cast<size_t>(from)];
+      at::Tensor query = this->q[static_cast<size_t>(from)];
       run_tail(attention, from, from, layers, refresh, x, query);
       c10::cuda::device_synchronize();
       const auto pool = at::cuda::graph_pool_handle();
-      x = this->x[static_cast<size_t>(from)], query = this->q[static_cast<size_t>(from)];
+      x = this->x[static_cast<size_t>(from)];
+      query = this->q[static_cast<size_t>(from)];
       for (const auto& [begin, end] : decode_tail_chunks(from, layers)) {
         graphs.push_back(std::make_unique<at::cuda::CUDAGraph>());
         graphs.back()->capture_begin(pool);
-        run_tail(attention, from, begin, end, refresh, x, query);  // the next chunk reads x and query where this one leaves them
+        // The next chunk reads x and query where this one leaves them (held here meanwhile, so no
+        // later capture into the pool reuses their memory).
+        run_tail(attention, from, begin, end, refresh, x, query);
         graphs.back()->capture_end();
       }
       *out = x;
@@ -235,7 +241,7 @@ void DecodeGraph::prepare_attention(AttentionBackend& attention, const KVCache& 
   const ModelConfig& c = g.model.config;
   const GraphedAttention plan = attention.prepare_graphed_decode(g.q.front(), g.keys.front());
   if (plan.from_layer < 0 || plan.from_layer >= c.n_layers) return;
-  if (!(!g.tail.empty() && g.tail_backend == &attention && g.tail_plan == plan)) {
+  if (g.tail.empty() || g.tail_backend != &attention || !(g.tail_plan == plan)) {
     g.tail.clear();
     g.refresh_tail.clear();
     g.tail_backend = nullptr;

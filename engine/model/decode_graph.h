@@ -7,8 +7,8 @@
 // launches a layer, ~1,100 for an 8B model, and the host's launch time, not the weights' bandwidth,
 // set the step time; replayed, a layer is one graph launch and attention.
 // A backend that can (AttentionBackend::prepare_graphed_decode: dense in bf16/f16, HiP's cached
-// steps) also has its attention captured: one more graph, the "tail", runs layers [from, n_layers)
-// with their attention inside, reading the query's position and key count from the device, so such
+// steps) also has its attention captured: the "tail" (a few graphs in a row, below) runs layers
+// [from, n_layers) with their attention inside, reading the query's position and key count from the device, so such
 // a step launches the embedding graph, any eager layers' attention and graphs, and the tail. Each
 // eager attention between two graphs left the GPU idle ~9 us (kernels/BENCHMARKS.md, fifth
 // session's timeline). Where the backend can (HiP's refreshes
@@ -41,10 +41,11 @@
 namespace hipstudio {
 
 // The layer ranges [begin, end) of a tail from layer `from` to `layers`, one graph each: one layer,
-// then three, then the rest. Each graph's launch costs the host ~7 us a layer; the GPU runs ~170 us
-// a layer of an 8B model (2.5 us of stories15M's), so each launch after the first is hidden behind
-// the chunk before it, and the first one (~7 us) behind the embedding graph. More chunks would only
-// add graph boundaries (a few us each: the programmatic launches do not cross them).
+// then three, then the rest. Each graph's launch costs the host ~7 us a layer (traced); the GPU runs
+// ~170 us a layer of an 8B model at 128k, so each launch after the first is hidden behind the chunk
+// before it, and the first one (~7 us) behind the embedding graph. (A small model's layers, a few
+// us each, hide little.) More chunks would only add graph boundaries (a few us each: programmatic
+// launches do not cross them).
 std::vector<std::pair<int64_t, int64_t>> decode_tail_chunks(int64_t from, int64_t layers);
 
 class DecodeGraph {

@@ -181,8 +181,10 @@ at::Tensor attention_qkv(const ModelConfig& c, const LayerWeights& layer, const 
     FusedNorm norm;
     norm.weight = &layer.attn_norm;
     norm.eps = c.rms_norm_eps;
-    // The RoPE kernel next only waits for it (rotate_and_cache_row), and HiP's attention or mask
-    // search after that sets up meanwhile (kernels/cuda/row_gemv.h, next_starts_early).
+    // In a decode graph the RoPE kernel next only waits for it (rotate_and_cache_row), and HiP's
+    // attention or mask search after that sets up meanwhile (kernels/cuda/row_gemv.h,
+    // next_starts_early); where a plain launch comes next (a bias add, LibTorch's RoPE) the early
+    // start changes nothing.
     qkv = row_gemv(x, layer.wqkv, /*silu_mul=*/false, nullptr, norm, /*next_starts_early=*/true);
   }
 #endif

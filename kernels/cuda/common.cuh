@@ -126,7 +126,8 @@ __device__ __forceinline__ void mma16816<__half>(float* d, const uint32_t* a, co
 // Programmatic dependent launch (sm_90), for the decode step's chain of small kernels: a kernel
 // launched with launch_after_prior (below) may start while the kernel before it in the stream ends,
 // and runs until wait_for_prior_grid() on work that does not depend on that kernel (weights, a
-// cached mask's block lists, the step's positions: all written before that kernel started).
+// cached mask's block lists, the step's positions: all written before that kernel, and any kernel
+// that let it start at once, started), writing no memory those kernels read.
 // wait_for_prior_grid: wait here until the kernel before has finished and its writes are visible.
 // A no-op when launched without the attribute, or built for an older architecture.
 __device__ __forceinline__ void wait_for_prior_grid() {
@@ -138,7 +139,8 @@ __device__ __forceinline__ void wait_for_prior_grid() {
 // this one finishes. Called after this kernel's own wait_for_prior_grid, the next kernel's early
 // part may rely on everything before this one being complete; called before it (the decode step's
 // q/k/v projection and RoPE kernel), the next kernel's early part runs beside this kernel and the
-// ones before it, and may read only what was complete before they started.
+// ones before it, and may read only what was complete before they started and write nothing they
+// read.
 __device__ __forceinline__ void let_next_grid_start() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");

@@ -82,7 +82,9 @@ struct MaskLaunch {
   //   with the dense tail from the search range's end (search_hi at the position): no second
   //   launch, and no host value. blocks and counts may then be null.
   // after_prior: launched as a programmatic dependent of the kernel before it on the stream (sm_90):
-  //   its set-up overlaps that kernel's end; it reads Q and K only after that kernel has finished.
+  //   its set-up overlaps that kernel (and, as that kernel, the RoPE one, lets it start at once, the
+  //   q/k/v projection before it), reading nothing but the device position, written before them,
+  //   and writing nothing; it reads Q and K only after that kernel has finished.
   const int64_t* device_position = nullptr;
   int32_t* decode_rows = nullptr;      // (hq, kb + tail_room)
   int32_t* counts_by_extra = nullptr;  // (tail_room + 1, hq)
@@ -130,13 +132,13 @@ struct AttentionLaunch {
   void* counters = nullptr;
   void* stream = nullptr;
   // The caller's promise that blocks, counts, positions and every key and value before the query
-  // rows' first position were written before the kernel that comes before this launch in the
-  // stream started, and before the kernel before that one started too, and that these two write
-  // nothing else the attention reads (a cached decode step: the RoPE and cache-write kernel, which
-  // writes Q and the new key and value and lets its dependent start at once, after the q/k/v
-  // projection, which lets the RoPE kernel start at once). Then decode CTAs of the tensor-core kernel
-  // are launched as a programmatic dependent on sm_90: they lay out their key list and start copying
-  // those older keys while the kernels before them end, and read Q and the newer keys after them.
+  // rows' first position were complete before the kernel two before this launch in the stream
+  // started, and that it and the kernel after it write nothing else the attention reads (a cached
+  // decode step: the q/k/v projection, then the RoPE and cache-write kernel, which writes Q and the
+  // new key and value; both let their dependents start at once). Then decode CTAs of the
+  // tensor-core kernel are launched as a programmatic dependent on sm_90: they lay out their key
+  // list and start copying those older keys (writing no global memory) while those kernels run, and
+  // read Q and the newer keys after them.
   bool mask_before_prior_kernel = false;
 };
 

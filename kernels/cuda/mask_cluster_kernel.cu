@@ -28,8 +28,9 @@
 // previous threshold were measured too and dropped (no gain).
 // A decode graph's refresh (MaskLaunch::device_position / decode_rows / after_prior, 2026-11-27):
 // the position read on the device, the cached steps' rows written by the search itself, and the
-// set-up (slots, exchange barriers, cluster barrier) overlapping the RoPE kernel before it, with Q
-// loaded after the wait.
+// set-up (slots, exchange barriers, cluster barrier) overlapping the RoPE kernel before it (and the
+// q/k/v projection before that, both letting their dependents start at once), with Q loaded after
+// the wait.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>

@@ -15,8 +15,8 @@ __global__ void rope_cache_kernel(const T* qkv, const T* table, const int64_t* p
   const int head = blockIdx.x, i = threadIdx.x;
   // Launched as a dependent of the q/k/v projection (launch_after_prior): qkv is its output. The
   // kernel after this one (HiP's attention or mask search) may start its own set-up at once, while
-  // the projection still runs: what it reads before its own wait was written before the step's
-  // kernels (AttentionLaunch::mask_before_prior_kernel, MaskLaunch::after_prior), and it waits for
+  // the projection still runs: what it reads before its own wait was complete before the projection
+  // started (AttentionLaunch::mask_before_prior_kernel, MaskLaunch::after_prior), and it waits for
   // this kernel, which ends after the projection, before it reads Q or the new key.
   let_next_grid_start();
   wait_for_prior_grid();

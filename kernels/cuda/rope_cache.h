@@ -25,6 +25,9 @@ struct RopeCacheLaunch {
 };
 
 // Validates (CudaError) and launches. The kernel trusts the position (inside the table and cache).
+// Launched as a programmatic dependent of the kernel before it (sm_90), it waits for that kernel
+// before reading anything, and lets the kernel after it start at once: a programmatic dependent
+// after it may run its early part beside this kernel and the one before (kernels/cuda/common.cuh).
 void rope_cache_write(const RopeCacheLaunch& launch);
 
 }  // namespace hipstudio::gpu

@@ -39,7 +39,8 @@ struct RowGemvLaunch {
   void* stream = nullptr;          // cudaStream_t; null: the legacy default stream
   // Let the next kernel in the stream start at once (sm_90: griddepcontrol.launch_dependents before
   // anything else), its part before its own wait running beside this projection. Only where that
-  // kernel waits for this one before it reads anything this one or its predecessors wrote: the
+  // kernel waits for this one before it reads anything this one or its predecessors wrote, and
+  // writes nothing before then that they read: the
   // decode step's q/k/v projection, whose next kernel (rope_cache.h) only waits and lets its own
   // dependent start at once, so that HiP's mask search or attention after it sets up, and the
   // attention lays out its keys, while the projection ends (kernels/BENCHMARKS.md, sixth session).

@@ -93,8 +93,9 @@ void decode_rows_into(DecodeRows& into, const MaskTensors& mask, int64_t tail_st
 // device, is read when the kernel runs), written straight into `into` in decode_rows' layout with
 // the dense tail from search_hi at that position: what estimate_masks and decode_rows_into give,
 // in one launch and with no host value. On `stream`; after_prior: the caller's promise that the
-// kernel before it on the stream writes nothing else this reads but Q and the position's key (the
-// search then starts while that kernel ends). Only where refresh_in_decode_graph_supported.
+// kernel before it on the stream (and the one before that, which may let it start at once) writes
+// nothing else this reads but Q and the position's key (the search then sets up while they run).
+// Only where refresh_in_decode_graph_supported.
 bool refresh_in_decode_graph_supported(const at::Tensor& q, const at::Tensor& k, const hip::HipParams& p);
 void refresh_decode_rows_on_stream(const at::Tensor& q, const at::Tensor& k, const hip::HipParams& p,
                                    const at::Tensor& position, DecodeRows& into, int64_t tail_room, void* stream,

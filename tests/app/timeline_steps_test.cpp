@@ -73,18 +73,27 @@ TEST(TimelineSteps, RefusesAStepOptionWithoutANumber) {
   EXPECT_EQ(WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, 2);
 }
 
-// A file that is not there gets an error naming it and exit 2, not a Python traceback; --help is
-// the usage, not a file name.
-TEST(TimelineSteps, RefusesAMissingFileAndAnswersHelp) {
+// A file that is not there, or a gzip file cut short, gets an error naming it and exit 2, not a
+// Python traceback; --help is the usage, not a file name.
+TEST(TimelineSteps, RefusesMissingAndTruncatedFilesAndAnswersHelp) {
   if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3 on this machine";
   const std::string script = std::string(HIPSTUDIO_SOURCE_DIR) + "/scripts/timeline-steps";
-  const std::string out = ::testing::TempDir() + "/timeline_steps_missing.txt";
-  const int raw = std::system(("python3 " + script + " /nonexistent/timeline.csv.gz >" + out + " 2>&1").c_str());
-  EXPECT_EQ(WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, 2);
-  std::ifstream f(out);
-  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  EXPECT_NE(text.find("error: cannot read the timeline /nonexistent/timeline.csv.gz"), std::string::npos) << text;
-  EXPECT_EQ(text.find("Traceback"), std::string::npos) << text;
+  const std::string dir = ::testing::TempDir();
+  const std::string out = dir + "timeline_steps_refusal.txt", cut = dir + "timeline_steps_cut.csv.gz";
+  // A gzip stream of a few lines, cut in half: gzip reads part of it, then finds no end.
+  ASSERT_EQ(std::system(("python3 -c \"import gzip,sys; d=gzip.compress(b'kernel,k,1,2,7,0,0,0\\n'*500); "
+                         "open(sys.argv[1],'wb').write(d[:len(d)//2])\" " + cut).c_str()),
+            0);
+  for (const std::string& path : {std::string("/nonexistent/timeline.csv.gz"), cut}) {
+    const int raw = std::system(("python3 " + script + " " + path + " >" + out + " 2>&1").c_str());
+    EXPECT_EQ(WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, 2) << path;
+    std::ifstream f(out);
+    const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("error: cannot read the timeline " + path), std::string::npos) << text;
+    EXPECT_EQ(text.find("Traceback"), std::string::npos) << text;
+  }
+  std::remove(out.c_str());
+  std::remove(cut.c_str());
   const int help = std::system(("python3 " + script + " --help >/dev/null 2>&1").c_str());
   EXPECT_EQ(WIFEXITED(help) ? WEXITSTATUS(help) : -1, 0);
 }

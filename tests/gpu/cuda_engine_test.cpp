@@ -211,8 +211,8 @@ std::shared_ptr<const Model> random_bf16_model() {
 // few-search kernel serves, every step of a decode with refreshes at steps 0, 3, 6 and 9 replays
 // HiP's attention inside the graphs. With every layer sparse (l_d 0) the logits equal the eager
 // run's bit for bit (the same kernels on the same inputs: one block of one head's mask taken
-// wrongly, or a search reading the graph's stale query before the RoPE kernel ends (layers 1-3
-// start as its dependents), would show). With a dense layer 0 (l_d 1) that layer runs flash over
+// wrongly, or a search reading the graph's stale query before the RoPE kernel ends (layers 2-3
+// start as its dependents; layer 1 begins a graph of the tail's, decode_tail_chunks), would show). With a dense layer 0 (l_d 1) that layer runs flash over
 // the whole cache with the key count on the device inside the graph, SDPA over the keys so far
 // eagerly: the same kernels split the keys at other places, so the logits agree to bf16 rounding.
 TEST(CudaEngine, GraphRefreshStepsMatchEagerSteps) {
