@@ -94,11 +94,7 @@ class Runner {
   }
 
   bool decode_graphed() const { return decode_graphed_; }
-  // A side's last timed run: the steps whose attention replayed inside the graphs, and from which
-  // layer on (the lowest over those steps; -1: none).
-  struct GraphedAttentionSteps {
-    int64_t steps = 0, from = -1;
-  };
+  // A side's last timed run: the steps whose attention replayed inside the graphs, and from which layer on.
   const GraphedAttentionSteps& attention_graphed(bool hip) const { return graphed_[hip ? 1 : 0]; }
 
  private:
@@ -153,11 +149,7 @@ class Runner {
       logits = transformer.forward({next}, cache, backend, LogitsFor::LastToken, Phase::Decode);
       steps.push_back(now() - start);
       if (!breakdown) decode_graphed_ = transformer.last_step_graphed();
-      const int64_t from = transformer.last_step_attention_graphed_from();
-      if (from >= 0) {
-        ++last_run_graphed_.steps;
-        last_run_graphed_.from = last_run_graphed_.from < 0 ? from : std::min(last_run_graphed_.from, from);
-      }
+      last_run_graphed_.add(transformer.last_step_attention_graphed_from());
     }
     if (breakdown && breakdown->hip) breakdown->hip->set_observer({});
     return {prefill_ms, steps};

@@ -29,6 +29,17 @@ struct EntryStreams {
   void reset() { streams.assign(static_cast<size_t>(std::max<int64_t>(0, last_layer - first_layer + 1)), at::Tensor()); }
 };
 
+// Over a run of decode steps: how many ran their attention inside the decode graphs, and from which
+// layer on (the lowest over them; -1: none). add() takes each step's last_step_attention_graphed_from().
+struct GraphedAttentionSteps {
+  int64_t steps = 0, from = -1;
+  void add(int64_t step_from) {
+    if (step_from < 0) return;
+    ++steps;
+    from = from < 0 ? step_from : std::min(from, step_from);
+  }
+};
+
 class Transformer {
  public:
   // `max_positions` bounds the positions this instance will see (the RoPE tables are built for it).
@@ -56,7 +67,6 @@ class Transformer {
   // inside them (AttentionBackend::prepare_graphed_decode: HiP's cached steps, dense's decode steps
   // on bf16/f16), from which layer on (-1: none).
   bool last_step_graphed() const { return last_step_graphed_; }
-  bool last_step_attention_graphed() const { return last_step_attention_from_ >= 0; }
   int64_t last_step_attention_graphed_from() const { return last_step_attention_from_; }
 
   // Runs `tokens` at positions [cache.length(), cache.length() + T), appends their keys/values to

@@ -101,10 +101,9 @@ TEST(CudaEngine, GreedyGenerationMatchesCpu) {
 
 // Greedy decode steps after a prefill of `ids` (default: kText), with the step's row-wise work
 // replayed from CUDA graphs or launched eagerly: per-step logits [steps, vocab] and whether every
-// step took the asked path; `attention_graphed` counts the steps whose attention ran inside the graphs,
-// `graphed_from` gets the lowest layer from which it did (-1: none).
+// step took the asked path; `graphed` tallies the steps whose attention ran inside the graphs.
 at::Tensor decode_logits(std::shared_ptr<const Model> model, AttentionBackend& attention, bool graphs, int steps,
-                         int* attention_graphed = nullptr, std::vector<int32_t> ids = {}, int64_t* graphed_from = nullptr) {
+                         GraphedAttentionSteps* graphed = nullptr, std::vector<int32_t> ids = {}) {
   if (ids.empty()) ids = model->tokenizer->encode(kText, true);
   const int64_t capacity = static_cast<int64_t>(ids.size()) + steps;
   Transformer transformer(model, capacity);
@@ -116,9 +115,7 @@ at::Tensor decode_logits(std::shared_ptr<const Model> model, AttentionBackend& a
     const int32_t next = static_cast<int32_t>(logits[0].argmax().item<int64_t>());
     logits = transformer.forward({next}, cache, attention, LogitsFor::LastToken, Phase::Decode);
     EXPECT_EQ(transformer.last_step_graphed(), graphs) << "step " << s;
-    if (attention_graphed) *attention_graphed += transformer.last_step_attention_graphed() ? 1 : 0;
-    const int64_t from = transformer.last_step_attention_graphed_from();
-    if (graphed_from && from >= 0) *graphed_from = *graphed_from < 0 ? from : std::min(*graphed_from, from);
+    if (graphed) graphed->add(transformer.last_step_attention_graphed_from());
     rows.push_back(logits);
   }
   return at::cat(rows, 0);
@@ -146,11 +143,10 @@ TEST(CudaEngine, GraphDecodeStepsMatchEagerSteps) {
         params.refresh_every = 3;
       }
       HipAttention hip_eager(params, model->config.n_layers), hip_graph(params, model->config.n_layers);
-      int graphed = 0;
-      int64_t graphed_from = -1;
+      GraphedAttentionSteps graphed;
       const at::Tensor eager = decode_logits(model, hip ? static_cast<AttentionBackend&>(hip_eager) : dense, false, steps);
-      const at::Tensor graph = decode_logits(model, hip ? static_cast<AttentionBackend&>(hip_graph) : dense, true, steps,
-                                             &graphed, {}, &graphed_from);
+      const at::Tensor graph =
+          decode_logits(model, hip ? static_cast<AttentionBackend&>(hip_graph) : dense, true, steps, &graphed);
       const double diff = (eager - graph).abs().max().item<double>();
       // Refreshes at steps 0, r_m, 2 r_m, ...: every other step is a cached one.
       const bool dense_in_graph = DenseAttention::decodes_in_graph(
@@ -167,11 +163,11 @@ TEST(CudaEngine, GraphDecodeStepsMatchEagerSteps) {
       std::printf("[gpu] stories15M %s %s decode, CUDA graphs vs eager: max abs logit diff %.3g over %d steps, "
                   "greedy tokens %s, attention inside the graphs on %d steps\n",
                   dtype, hip ? (variant == 1 ? "HiP l_d 1" : "HiP l_d 0") : "dense", diff, steps,
-                  eager.argmax(-1).equal(graph.argmax(-1)) ? "identical" : "DIFFERENT", graphed);
+                  eager.argmax(-1).equal(graph.argmax(-1)) ? "identical" : "DIFFERENT", static_cast<int>(graphed.steps));
       EXPECT_LE(diff, std::string(dtype) == "f32" ? 1e-4 : 2e-2) << dtype << " variant " << variant;
       EXPECT_TRUE(eager.argmax(-1).equal(graph.argmax(-1))) << dtype << " variant " << variant;
-      EXPECT_EQ(graphed, cached) << dtype << " variant " << variant;
-      EXPECT_EQ(graphed_from, cached > 0 ? from : -1) << dtype << " variant " << variant;
+      EXPECT_EQ(graphed.steps, cached) << dtype << " variant " << variant;
+      EXPECT_EQ(graphed.from, cached > 0 ? from : -1) << dtype << " variant " << variant;
     }
   }
 }
@@ -227,21 +223,20 @@ TEST(CudaEngine, GraphRefreshStepsMatchEagerSteps) {
     std::vector<int32_t> prompt(1000);
     for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 37 + 11) % 512);
     HipAttention hip_eager(params, model->config.n_layers), hip_graph(params, model->config.n_layers);
-    int graphed_eager = 0, graphed = 0;
-    int64_t graphed_from = -1;
+    GraphedAttentionSteps graphed_eager, graphed;
     const at::Tensor eager = decode_logits(model, hip_eager, false, steps, &graphed_eager, prompt);
-    const at::Tensor graph = decode_logits(model, hip_graph, true, steps, &graphed, prompt, &graphed_from);
+    const at::Tensor graph = decode_logits(model, hip_graph, true, steps, &graphed, prompt);
     const double diff = (eager - graph).abs().max().item<double>();
     std::printf("[gpu] random bf16 model (head_dim 64), HiP l_d %lld r_m 3 decode, CUDA graphs vs eager: max abs logit "
                 "diff %.3g over %d steps, greedy tokens %s, attention inside the graphs on %d steps (refreshes included)\n",
                 static_cast<long long>(dense_layers), diff, steps,
-                eager.argmax(-1).equal(graph.argmax(-1)) ? "identical" : "DIFFERENT", graphed);
+                eager.argmax(-1).equal(graph.argmax(-1)) ? "identical" : "DIFFERENT", static_cast<int>(graphed.steps));
     if (dense_layers == 0) EXPECT_EQ(diff, 0.0);
     else EXPECT_LE(diff, 2e-2);
     EXPECT_TRUE(eager.argmax(-1).equal(graph.argmax(-1))) << "l_d " << dense_layers;
-    EXPECT_EQ(graphed_eager, 0);
-    EXPECT_EQ(graphed, steps) << "l_d " << dense_layers;
-    EXPECT_EQ(graphed_from, 0) << "l_d " << dense_layers << ": the dense layer attends inside the graph too";
+    EXPECT_EQ(graphed_eager.steps, 0);
+    EXPECT_EQ(graphed.steps, steps) << "l_d " << dense_layers;
+    EXPECT_EQ(graphed.from, 0) << "l_d " << dense_layers << ": the dense layer attends inside the graph too";
   }
 }
 
@@ -310,7 +305,7 @@ TEST(CudaEngine, GraphDecodeStepsFollowANewRmAndANewBackend) {
       AttentionBackend& backend = s < 12 ? static_cast<AttentionBackend&>(a) : b;
       const int32_t next = static_cast<int32_t>(logits[0].argmax().item<int64_t>());
       logits = transformer.forward({next}, cache, backend, LogitsFor::LastToken, Phase::Decode);
-      if (graphed_by_phase) (*graphed_by_phase)[static_cast<size_t>(s / 6)] += transformer.last_step_attention_graphed() ? 1 : 0;
+      if (graphed_by_phase) (*graphed_by_phase)[static_cast<size_t>(s / 6)] += transformer.last_step_attention_graphed_from() >= 0 ? 1 : 0;
       rows.push_back(logits);
     }
     return at::cat(rows, 0);
