@@ -110,8 +110,11 @@ class AttentionBackend {
   virtual bool next_step_refreshes_graphed_layers() const { return false; }
   // One layer's attention as the graph captures it, on `stream` (a cudaStream_t): call.k / call.v
   // hold the whole cache (every position it can reach), `position` (int64 [1] on the device) the
-  // query's position when the graph replays, call.out the output buffer.
-  virtual void attend_in_graph(const AttentionCall& call, const at::Tensor& position, void* stream) {
+  // query's position when the graph replays, call.out an output buffer. Returns the output: call.out
+  // where the backend writes there, or a tensor of its own kernel's (a [n_heads, 1, head_dim] view,
+  // allocated inside the capture, so at one address every replay) that the caller reads instead of
+  // paying a copy into call.out (dense: LibTorch's flash call takes no output argument).
+  virtual at::Tensor attend_in_graph(const AttentionCall& call, const at::Tensor& position, void* stream) {
     (void)call, (void)position, (void)stream;
     throw std::logic_error(name() + " attention cannot run inside a decode graph");
   }
@@ -139,7 +142,7 @@ class DenseAttention final : public AttentionBackend {
   static bool decodes_in_graph(const at::Tensor& q, const at::Tensor& k);
   GraphedAttention prepare_graphed_decode(const at::Tensor& q, const at::Tensor& k) override;
   GraphedStep begin_graphed_step(int64_t position, const GraphedAttention& plan, bool refresh_captured) override;
-  void attend_in_graph(const AttentionCall& call, const at::Tensor& position, void* stream) override;
+  at::Tensor attend_in_graph(const AttentionCall& call, const at::Tensor& position, void* stream) override;
 
  private:
   // The variable-length form's cumulative offsets for one sequence, int32 [2] on the device: [0, 1]

@@ -48,9 +48,11 @@ struct DecodeGraph::Impl {
   at::Tensor inputs, key_count;
   // The step's token and position on the device (views of `inputs`, which the first graph's copy
   // fills from the staging) and the attention output the graph after it reads (attended: written
-  // there by the eager attention, or by the tail's own attention). The graphs' own outputs (each layer's input rows x and its
-  // queries q) stay where the capture allocated them, in the graphs' pool: a replay rewrites them
-  // in place, and the next graph (or attention) reads them there.
+  // there by the eager attention; inside the tail a backend may return an output of its own
+  // instead, AttentionBackend::attend_in_graph, which the tail's graphs then read where it is).
+  // The graphs' own outputs (each layer's input rows x and its queries q) stay where the capture
+  // allocated them, in the graphs' pool: a replay rewrites them in place, and the next graph (or
+  // attention) reads them there.
   at::Tensor token, position, attended;
   std::vector<at::Tensor> x;  // (layers + 1): x[l] is layer l's input, x[layers] the step's output
   std::vector<at::Tensor> q;  // (layers)
@@ -107,9 +109,10 @@ struct DecodeGraph::Impl {
     return rotate_and_cache_row(model.config, qkv, rope.table, position, keys[static_cast<size_t>(l)],
                                 values[static_cast<size_t>(l)]);
   }
-  at::Tensor run_after(int64_t l, const at::Tensor& input) {
+  // `heads_out`: the layer's attention output, [n_heads, 1, head_dim].
+  at::Tensor run_after(int64_t l, const at::Tensor& input, const at::Tensor& heads_out) {
     return attention_output_and_mlp(model.config, model.weights.layers[static_cast<size_t>(l)], input,
-                                    attended.transpose(0, 1).reshape({1, model.config.q_dim()}));
+                                    heads_out.transpose(0, 1).reshape({1, model.config.q_dim()}));
   }
   // The tail's work on layers [begin, end) of a tail from layer `from`, eagerly or under capture:
   // x and query hold layer begin's input and query (for begin == from, where the graph before the
@@ -132,8 +135,8 @@ struct DecodeGraph::Impl {
       // whatever ran before the tail. (A chunk's first layer is its graph's root: no overlap there.)
       call.follows_query_write = l > from;
       call.refresh_in_graph = refresh;
-      attention.attend_in_graph(call, position, stream);
-      x = run_after(l, x);
+      const at::Tensor heads_out = attention.attend_in_graph(call, position, stream);
+      x = run_after(l, x, heads_out);
       query = l + 1 < model.config.n_layers ? run_before(l + 1, x) : at::Tensor();
     }
   }
@@ -205,7 +208,7 @@ DecodeGraph::DecodeGraph(const Model& model, const RopeTables& rope, KVCache& ca
     at::Tensor x = g.run_embed();
     for (int64_t l = 0; l < c.n_layers; ++l) {
       g.run_before(l, x);
-      x = g.run_after(l, x);
+      x = g.run_after(l, x, g.attended);
     }
     c10::cuda::device_synchronize();
     const auto pool = at::cuda::graph_pool_handle();
@@ -223,7 +226,7 @@ DecodeGraph::DecodeGraph(const Model& model, const RopeTables& rope, KVCache& ca
     });
     for (int64_t l = 0; l < c.n_layers; ++l) {
       g.between.push_back(capture([&] {
-        g.x.push_back(g.run_after(l, g.x.back()));
+        g.x.push_back(g.run_after(l, g.x.back(), g.attended));
         if (l + 1 < c.n_layers) g.q.push_back(g.run_before(l + 1, g.x.back()));
       }));
     }

@@ -152,10 +152,10 @@ GraphedStep DenseAttention::begin_graphed_step(int64_t, const GraphedAttention& 
   return plan_.from_layer == 0 && plan == plan_ ? GraphedStep::kCached : GraphedStep::kNone;
 }
 
-void DenseAttention::attend_in_graph(const AttentionCall& call, const at::Tensor&, void*) {
+at::Tensor DenseAttention::attend_in_graph(const AttentionCall& call, const at::Tensor&, void*) {
 #ifdef HIPSTUDIO_FLASH_DECODE_IN_GRAPH
-  if (!key_offsets_.defined() || !call.key_count.defined() || !call.out.defined())
-    throw std::logic_error("dense attention inside a decode graph needs prepare_graphed_decode, a key count and an output");
+  if (!key_offsets_.defined() || !call.key_count.defined())
+    throw std::logic_error("dense attention inside a decode graph needs prepare_graphed_decode and a key count");
   // The offsets say how many slots k holds: a cache of another capacity would be read past its end.
   if (call.k.size(1) != offsets_capacity_ || call.k.device() != key_offsets_.device())
     throw std::logic_error("dense attention inside a decode graph: the cache is not the one prepare_graphed_decode saw");
@@ -168,7 +168,9 @@ void DenseAttention::attend_in_graph(const AttentionCall& call, const at::Tensor
       /*max_q=*/1, /*max_k=*/capacity, /*dropout_p=*/0.0, /*is_causal=*/false, /*return_debug_mask=*/false,
       /*scale=*/std::nullopt, /*window_size_left=*/std::nullopt, /*window_size_right=*/std::nullopt,
       /*seqused_k=*/call.key_count);
-  call.out.copy_(std::get<0>(result).reshape({heads, 1, d}));
+  // Flash's own output, not copied into call.out: a copy node a layer (~1 us) the dense baseline
+  // would pay and HiP's sparse layers not (kernels/BENCHMARKS.md, seventh session).
+  return std::get<0>(result).reshape({heads, 1, d});
 #else
   (void)call;
   throw std::logic_error("dense attention inside a decode graph needs LibTorch 2.5 or later");

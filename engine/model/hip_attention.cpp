@@ -193,11 +193,9 @@ GraphedStep HipAttention::begin_graphed_step(int64_t position, const GraphedAtte
   return GraphedStep::kCached;
 }
 
-void HipAttention::attend_in_graph(const AttentionCall& call, const at::Tensor& position, void* stream) {
-  if (call.layer < params_.dense_layers && buffers_.plan.from_layer == 0) {
-    dense_.attend_in_graph(call, position, stream);  // no mask, no refresh: the dense layers' own call
-    return;
-  }
+at::Tensor HipAttention::attend_in_graph(const AttentionCall& call, const at::Tensor& position, void* stream) {
+  if (call.layer < params_.dense_layers && buffers_.plan.from_layer == 0)
+    return dense_.attend_in_graph(call, position, stream);  // no mask, no refresh: the dense layers' own call
   if (call.layer < params_.dense_layers || !buffers_.rows.defined())
     throw std::logic_error("HiP: layer " + std::to_string(call.layer) + " cannot attend inside a decode graph");
   const hip::HipParams widened = widened_params();
@@ -221,6 +219,7 @@ void HipAttention::attend_in_graph(const AttentionCall& call, const at::Tensor& 
   // refresh's come from the search just before.
   hip_torch::sparse_attention_on_stream(call.q, call.k, call.v, rows, counts, widened, position, call.out, buffers_.workspace,
                                         stream, /*mask_before_prior_kernel=*/call.follows_query_write && !call.refresh_in_graph);
+  return call.out;
 }
 
 at::Tensor HipAttention::attend(const AttentionCall& call) {

@@ -70,7 +70,7 @@ class HipAttention final : public AttentionBackend {
   GraphedAttention prepare_graphed_decode(const at::Tensor& q, const at::Tensor& k) override;
   GraphedStep begin_graphed_step(int64_t position, const GraphedAttention& plan, bool refresh_captured) override;
   bool next_step_refreshes_graphed_layers() const override;
-  void attend_in_graph(const AttentionCall& call, const at::Tensor& position, void* stream) override;
+  at::Tensor attend_in_graph(const AttentionCall& call, const at::Tensor& position, void* stream) override;
 
   const HipModelParams& params() const { return params_; }
   // Called after every layer call with what it did.
