@@ -24,9 +24,9 @@ struct AttentionCall {
   at::Tensor out;
   // The caller's promise (a decode graph's tail, past its first layer): the kernel right before this
   // call on the stream is the layer's RoPE and cache write, after the layer's q/k/v projection (both
-  // let their dependents start at once), or, with rope_qkv, that projection itself, and everything
-  // else the call reads was in place before that projection started; a backend may then overlap
-  // them (HiP passes it on as gpu::AttentionLaunch::mask_before_prior_kernel, which states it in full).
+  // let their dependents start at once), and everything else the call reads was in place before
+  // that projection started; a backend may then overlap them (HiP passes it on as
+  // gpu::AttentionLaunch::mask_before_prior_kernel, which states it in full).
   bool follows_query_write = false;
   // Inside a decode graph's capture (attend_in_graph): the call refreshes the layer's cached mask
   // first, the capture of a refresh step (GraphedAttention::refreshes).
@@ -34,12 +34,6 @@ struct AttentionCall {
   // Inside a decode graph's capture: int32 [1] on the device, the query's position + 1 (the keys
   // the query sees) when the graph replays, for kernels that take a key count.
   at::Tensor key_count;
-  // Inside a decode graph's capture, where the backend's rotates_in_graph said so: q is the raw
-  // (unrotated) query, a view of the start of rope_qkv, the layer's q/k/v projection row
-  // (1, (n_heads + 2 n_kv_heads) head_dim), and rope_table the RoPE table (positions, 2, head_dim):
-  // the call rotates the query and the new key itself and writes the new key and value into the
-  // cache at the position (no RoPE kernel ran for this layer).
-  at::Tensor rope_qkv, rope_table;
 };
 
 // What a backend lets a decode step's CUDA graph (decode_graph.h) capture of its attention.
@@ -114,14 +108,6 @@ class AttentionBackend {
   // Whether the next decode step refreshes every layer a capture holds, so that a refresh step's
   // capture (its eager pass and first replay write what a refresh writes) loses nothing cached.
   virtual bool next_step_refreshes_graphed_layers() const { return false; }
-  // Whether attend_in_graph for `layer`, in the capture of a refresh step (refresh) or of a cached
-  // one, does the layer's RoPE and cache write itself (AttentionCall::rope_qkv), so that the graph
-  // runs no RoPE kernel before it: one kernel fewer on the step's chain. Asked at capture, after
-  // prepare_graphed_decode, for the tail's layers past its first.
-  virtual bool rotates_in_graph(int64_t layer, bool refresh) const {
-    (void)layer, (void)refresh;
-    return false;
-  }
   // One layer's attention as the graph captures it, on `stream` (a cudaStream_t): call.k / call.v
   // hold the whole cache (every position it can reach), `position` (int64 [1] on the device) the
   // query's position when the graph replays, call.out an output buffer. Returns the output: call.out

@@ -104,15 +104,8 @@ struct DecodeGraph::Impl {
   }
 
   at::Tensor run_embed() { return model.weights.embedding.index_select(0, token); }
-  // Layer l's q/k/v projection, then its RoPE and cache write: returns the rotated query. With
-  // raw_qkv (the tail's attention does the RoPE itself: AttentionBackend::rotates_in_graph), no RoPE
-  // kernel: the projection row comes back there and the query returned is the raw view of its start.
-  at::Tensor run_before(int64_t l, const at::Tensor& input, at::Tensor* raw_qkv = nullptr) {
+  at::Tensor run_before(int64_t l, const at::Tensor& input) {
     const at::Tensor qkv = attention_qkv(model.config, model.weights.layers[static_cast<size_t>(l)], input);
-    if (raw_qkv) {
-      *raw_qkv = qkv;
-      return qkv.narrow(1, 0, model.config.q_dim()).view({model.config.n_heads, 1, model.config.head_dim});
-    }
     return rotate_and_cache_row(model.config, qkv, rope.table, position, keys[static_cast<size_t>(l)],
                                 values[static_cast<size_t>(l)]);
   }
@@ -121,39 +114,30 @@ struct DecodeGraph::Impl {
     return attention_output_and_mlp(model.config, model.weights.layers[static_cast<size_t>(l)], input,
                                     heads_out.transpose(0, 1).reshape({1, model.config.q_dim()}));
   }
-  // A tail layer's input: its input rows x and its query, rotated, or raw where the layer's
-  // attention rotates it (qkv then holds the layer's q/k/v row).
-  struct TailInput {
-    at::Tensor x, query, qkv;
-  };
   // The tail's work on layers [begin, end) of a tail from layer `from`, eagerly or under capture:
-  // `in` holds layer begin's input (for begin == from, where the graph before the tail leaves it:
-  // x[from] and the rotated q[from]) and comes back as layer end's (no query past the last).
-  void run_tail(AttentionBackend& attention, int64_t from, int64_t begin, int64_t end, bool refresh, TailInput& in) {
+  // x and query hold layer begin's input and query (for begin == from, where the graph before the
+  // tail leaves them: x[from], q[from]) and come back as layer end's (query undefined past the last).
+  void run_tail(AttentionBackend& attention, int64_t from, int64_t begin, int64_t end, bool refresh, at::Tensor& x,
+                at::Tensor& query) {
     const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
     for (int64_t l = begin; l < end; ++l) {
       AttentionCall call;
       call.layer = l;
-      call.q = in.query;
-      if (in.qkv.defined()) call.rope_qkv = in.qkv, call.rope_table = rope.table;
+      call.q = query;
       call.k = keys[static_cast<size_t>(l)];
       call.v = values[static_cast<size_t>(l)];
       call.decoding = true;
       call.out = attended;
       call.key_count = key_count;
       // Past the tail's first layer the kernel just before is run_before's RoPE and cache write,
-      // after its q/k/v projection, or (rope_qkv) that projection, which write only qkv, q and this
-      // position's key and value (the promise of follows_query_write: keep it so if run_before
-      // changes); the first layer follows whatever ran before the tail. (A chunk's first layer is
-      // its graph's root: no overlap there.)
+      // after its q/k/v projection, which write only qkv, q and this position's key and value (the
+      // promise of follows_query_write: keep it so if run_before changes); the first layer follows
+      // whatever ran before the tail. (A chunk's first layer is its graph's root: no overlap there.)
       call.follows_query_write = l > from;
       call.refresh_in_graph = refresh;
       const at::Tensor heads_out = attention.attend_in_graph(call, position, stream);
-      in.x = run_after(l, in.x, heads_out);
-      in.qkv = at::Tensor();
-      in.query = l + 1 < model.config.n_layers
-                     ? run_before(l + 1, in.x, attention.rotates_in_graph(l + 1, refresh) ? &in.qkv : nullptr)
-                     : at::Tensor();
+      x = run_after(l, x, heads_out);
+      query = l + 1 < model.config.n_layers ? run_before(l + 1, x) : at::Tensor();
     }
   }
 
@@ -169,20 +153,22 @@ struct DecodeGraph::Impl {
     const int64_t layers = model.config.n_layers;
     {
       const c10::cuda::CUDAStreamGuard side(c10::cuda::getStreamFromPool());
-      TailInput in{this->x[static_cast<size_t>(from)], this->q[static_cast<size_t>(from)], {}};
-      run_tail(attention, from, from, layers, refresh, in);
+      at::Tensor x = this->x[static_cast<size_t>(from)];
+      at::Tensor query = this->q[static_cast<size_t>(from)];
+      run_tail(attention, from, from, layers, refresh, x, query);
       c10::cuda::device_synchronize();
       const auto pool = at::cuda::graph_pool_handle();
-      in = {this->x[static_cast<size_t>(from)], this->q[static_cast<size_t>(from)], {}};
+      x = this->x[static_cast<size_t>(from)];
+      query = this->q[static_cast<size_t>(from)];
       for (const auto& [begin, end] : decode_tail_chunks(from, layers)) {
         graphs.push_back(std::make_unique<at::cuda::CUDAGraph>());
         graphs.back()->capture_begin(pool);
-        // The next chunk reads `in` where this one leaves it (held here meanwhile, so no later
-        // capture into the pool reuses its memory).
-        run_tail(attention, from, begin, end, refresh, in);
+        // The next chunk reads x and query where this one leaves them (held here meanwhile, so no
+        // later capture into the pool reuses their memory).
+        run_tail(attention, from, begin, end, refresh, x, query);
         graphs.back()->capture_end();
       }
-      *out = in.x;
+      *out = x;
       for (auto& graph : graphs) graph->replay();  // the uploads, outside any timed step
     }
     c10::cuda::device_synchronize();

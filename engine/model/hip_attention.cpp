@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <stdexcept>
 
 #include <ATen/ATen.h>
@@ -134,8 +133,6 @@ GraphedAttention HipAttention::prepare_graphed_decode(const at::Tensor& q, const
   const DecodeGraphForm asked = DecodeGraphForm::of(q, k);
   if (!(asked == buffers_.refresh_asked)) {
     buffers_.refresh_in_graph = hip_torch::refresh_in_decode_graph_supported(q, k, params_.hip);
-    const char* fold = std::getenv("HIPSTUDIO_ROPE_FOLD");
-    buffers_.rope_fold = !(fold && std::string(fold) == "0") && hip_torch::rope_fold_supported(q, k, widened_params());
     buffers_.refresh_asked = asked;
   }
   // The dense layers inside the capture too where the dense attention can be: a capture then bakes
@@ -196,10 +193,6 @@ GraphedStep HipAttention::begin_graphed_step(int64_t position, const GraphedAtte
   return GraphedStep::kCached;
 }
 
-bool HipAttention::rotates_in_graph(int64_t layer, bool refresh) const {
-  return buffers_.rope_fold && !refresh && layer >= params_.dense_layers && buffers_.rows.defined();
-}
-
 at::Tensor HipAttention::attend_in_graph(const AttentionCall& call, const at::Tensor& position, void* stream) {
   if (call.layer < params_.dense_layers && buffers_.plan.from_layer == 0)
     return dense_.attend_in_graph(call, position, stream);  // no mask, no refresh: the dense layers' own call
@@ -224,11 +217,8 @@ at::Tensor HipAttention::attend_in_graph(const AttentionCall& call, const at::Te
   // A cached step's rows and counts are in place before the step's graphs are launched
   // (begin_graphed_step), so where the call follows its query's write the kernel may overlap it; a
   // refresh's come from the search just before.
-  if (call.rope_qkv.defined() && (call.refresh_in_graph || !rotates_in_graph(call.layer, false)))
-    throw std::logic_error("HiP: layer " + std::to_string(call.layer) + " was handed a raw query it does not rotate");
   hip_torch::sparse_attention_on_stream(call.q, call.k, call.v, rows, counts, widened, position, call.out, buffers_.workspace,
-                                        stream, /*mask_before_prior_kernel=*/call.follows_query_write && !call.refresh_in_graph,
-                                        hip_torch::FoldedRope{call.rope_qkv, call.rope_table});
+                                        stream, /*mask_before_prior_kernel=*/call.follows_query_write && !call.refresh_in_graph);
   return call.out;
 }
 

@@ -71,12 +71,6 @@ class HipAttention final : public AttentionBackend {
   GraphedStep begin_graphed_step(int64_t position, const GraphedAttention& plan, bool refresh_captured) override;
   bool next_step_refreshes_graphed_layers() const override;
   at::Tensor attend_in_graph(const AttentionCall& call, const at::Tensor& position, void* stream) override;
-  // The cached steps' sparse layers rotate their query and write the new key and value inside the
-  // attention kernel (hip_torch::FoldedRope) where the kernel takes the graphs' form
-  // (bf16/f16, head_dim 64 or 128); a refresh's search reads the rotated query and the cached key,
-  // so its capture keeps the RoPE kernel. HIPSTUDIO_ROPE_FOLD=0, read when a new form of graphs is
-  // prepared, turns it off (to measure the fold against the RoPE kernel in one build).
-  bool rotates_in_graph(int64_t layer, bool refresh) const override;
 
   const HipModelParams& params() const { return params_; }
   // Called after every layer call with what it did.
@@ -120,7 +114,6 @@ class HipAttention final : public AttentionBackend {
     bool workspace_made = false;
     uint64_t generation = 0;
     bool refresh_in_graph = false;  // a refresh can run inside the graphs last prepared (refresh_in_decode_graph_supported)
-    bool rope_fold = false;         // their cached steps' attention can do the RoPE (rope_fold_supported)
     DecodeGraphForm refresh_asked;  // the form of the graphs' tensors it was asked of
     GraphedAttention plan;          // what prepare_graphed_decode last offered
   };

@@ -8,7 +8,6 @@
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/fast_div.h"
-#include "kernels/cuda/rope_math.cuh"
 
 namespace hipstudio::gpu {
 
@@ -36,9 +35,6 @@ struct AttnArgs {
   // programmatic dependent of the kernel that writes Q and the keys and values at the query rows'
   // positions. False for every other launch.
   bool overlap_prior;
-  // AttentionLaunch::rope_table (decode CTAs of sparse_attention_mma only; null otherwise): q is then
-  // the raw q/k/v projection row, rotated here, and the new key and value are written to the cache.
-  const void* rope_table;
 };
 
 namespace {
@@ -223,53 +219,6 @@ __device__ __forceinline__ void load_q_fragments(uint32_t (*qf)[4], const AttnAr
     qf[ks][2] = q0ok && hi ? *reinterpret_cast<const uint32_t*>(qrow0 + col + 8) : 0u;
     qf[ks][3] = q1ok && hi ? *reinterpret_cast<const uint32_t*>(qrow1 + col + 8) : 0u;
   }
-}
-
-// load_q_fragments for a launch with the rotation folded in (AttnArgs::rope_table): the one query
-// row (row 0: tq 1, batch 1) of head c.h comes raw from the q/k/v row a.q and is rotated on the
-// way, as rope_cache_write would have written it (rotate_element); row 1 is never the CTA's.
-// table_row: the table's (cos, sin) rows at the query's position.
-template <class T, int KS>
-__device__ __forceinline__ void load_rotated_q_fragments(uint32_t (*qf)[4], const AttnArgs& a, const CtaCoords& c,
-                                                         const T* table_row, bool q0ok, int d, int cq) {
-  const T* qrow = static_cast<const T*>(a.q) + static_cast<int64_t>(c.h) * d;
-  // Columns col and col + 1 (col even; d / 2 is a multiple of 8, so their partners are adjacent too).
-  auto rotated_pair = [&](int col) -> uint32_t {
-    const int partner = (col + d / 2) % d;
-    float r[2];
-#pragma unroll
-    for (int x = 0; x < 2; ++x)
-      r[x] = to_f32(rotate_element<T>(to_f32(qrow[col + x]), to_f32(qrow[partner + x]), to_f32(table_row[col + x]),
-                                      to_f32(table_row[d + col + x])));
-    return pack2<T>(r[0], r[1]);
-  };
-#pragma unroll
-  for (int ks = 0; ks < KS; ++ks) {
-    const int col = ks * 16 + cq * 2;
-    qf[ks][0] = q0ok && col < d ? rotated_pair(col) : 0u;
-    qf[ks][1] = 0u;
-    qf[ks][2] = q0ok && col + 8 < d ? rotated_pair(col + 8) : 0u;
-    qf[ks][3] = 0u;
-  }
-}
-
-// Eight consecutive elements [col, col + 8) of a raw key row rotated (rotate_element), as one
-// 16-byte piece of a tile row; col a multiple of 8, d a multiple of 16.
-template <class T>
-__device__ __forceinline__ uint4 rotated_piece(const T* row, const T* table_row, int col, int d) {
-  const uint4 xv = *reinterpret_cast<const uint4*>(row + col);
-  const uint4 pv = *reinterpret_cast<const uint4*>(row + (col + d / 2) % d);
-  const uint4 cv = *reinterpret_cast<const uint4*>(table_row + col);
-  const uint4 sv = *reinterpret_cast<const uint4*>(table_row + d + col);
-  const T* x = reinterpret_cast<const T*>(&xv);
-  const T* p = reinterpret_cast<const T*>(&pv);
-  const T* co = reinterpret_cast<const T*>(&cv);
-  const T* si = reinterpret_cast<const T*>(&sv);
-  uint4 out;
-  T* o = reinterpret_cast<T*>(&out);
-#pragma unroll
-  for (int e = 0; e < 8; ++e) o[e] = rotate_element<T>(to_f32(x[e]), to_f32(p[e]), to_f32(co[e]), to_f32(si[e]));
-  return out;
 }
 
 // A row's softmax sum from its 4 lanes' partial sums (lanes 4g .. 4g + 3 hold row g's columns).

@@ -132,29 +132,15 @@ struct AttentionLaunch {
   void* counters = nullptr;
   void* stream = nullptr;
   // The caller's promise that blocks, counts, positions and every key and value before the query
-  // rows' first position were complete before the step's q/k/v projection started, and that it and
-  // any kernel between it and this launch write nothing else the attention reads (a cached decode
-  // step: the q/k/v projection, then the RoPE and cache-write kernel, which writes Q and the new key
-  // and value, both letting their dependents start at once; or, with rope_table, the projection
-  // alone, right before this launch). Then decode CTAs of the tensor-core kernel are launched as a
-  // programmatic dependent on sm_90: they lay out their key list and start copying those older keys
-  // (writing no global memory) while those kernels run, and read Q and the newer keys after them.
+  // rows' first position were complete before the kernel two before this launch in the stream
+  // started, and that it and the kernel after it write nothing else the attention reads (a cached
+  // decode step: the q/k/v projection, then the RoPE and cache-write kernel, which writes Q and the
+  // new key and value; both let their dependents start at once). Then decode CTAs of the
+  // tensor-core kernel are launched as a programmatic dependent on sm_90: they lay out their key
+  // list and start copying those older keys (writing no global memory) while those kernels run, and
+  // read Q and the newer keys after them.
   bool mask_before_prior_kernel = false;
-  // A cached decode step's RoPE and cache write done by the attention itself, so that the step's
-  // chain has one kernel fewer a layer (kernels/BENCHMARKS.md, seventh session): q is then the raw
-  // q/k/v projection row, (hq + 2 hkv) * d contiguous elements (query heads, key heads, value heads,
-  // unrotated; q_stride as for an (hq, 1, d) view of its start), and rope_table rope_cache.h's table
-  // (positions, 2, d). The kernel rotates the query and the new key at positions[0] exactly as
-  // rope_cache_write does (kernels/cuda/rope_math.cuh), attends with them, and writes the new key and
-  // value into k and v at that position. Only for batch 1, one causal query row at given positions,
-  // bf16/f16, d 64 or 128, the tensor-core path (sparse_attention_folds_rope says whether a launch
-  // qualifies); q and rope_table 16-byte aligned.
-  const void* rope_table = nullptr;
 };
-
-// Why `l` cannot take rope_table ("" when it can), for callers choosing between the folded launch
-// and the RoPE kernel before a plain one.
-std::string sparse_attention_rope_refusal(const AttentionLaunch& l);
 
 // Splits that estimate_attention would use (resolves num_splits == 0), and the workspace they need.
 int attention_splits(const AttentionLaunch& l);

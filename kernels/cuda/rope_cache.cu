@@ -1,7 +1,6 @@
 #include "kernels/cuda/rope_cache.h"
 
 #include "kernels/cuda/common.cuh"
-#include "kernels/cuda/rope_math.cuh"
 
 namespace hipstudio::gpu {
 
@@ -30,7 +29,9 @@ __global__ void rope_cache_kernel(const T* qkv, const T* table, const int64_t* p
   }
   const T* row = table + pos * 2 * head_dim;
   const int partner = i < head_dim / 2 ? i + head_dim / 2 : i - head_dim / 2;  // roll by head_dim / 2
-  const T out = rotate_element<T>(to_f32(x[i]), to_f32(x[partner]), to_f32(row[i]), to_f32(row[head_dim + i]));
+  // rotate_rows: addcmul(x * cos, roll(x), sin), the product x * cos rounded to T first.
+  const float a = to_f32(from_f32<T>(to_f32(x[i]) * to_f32(row[i])));
+  const T out = from_f32<T>(a + to_f32(x[partner]) * to_f32(row[head_dim + i]));
   if (head < n_heads) {
     q[static_cast<int64_t>(head) * head_dim + i] = out;
   } else {

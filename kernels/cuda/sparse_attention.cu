@@ -201,31 +201,8 @@ __global__ void __launch_bounds__(128, (kMinCtasPerSm<D, KG>)) sparse_attention_
       cp_async16(sv + j * LD, vcol + tk.v_off, valid);
     }
   };
-  const int fresh = e_lo;
-  // The rotation folded in (a.rope_table, decode CTAs: AttentionLaunch::rope_table): the new key's
-  // entries (key == fresh, the query's position) are written from registers (fresh_k, fresh_v:
-  // this thread's 16-byte pieces of the rotated key and of the value, from the raw q/k/v row after
-  // the wait), never copied from the cache row this kernel itself fills.
-  const bool rope = KG == 4 && a.rope_table != nullptr;
-  uint4 fresh_k = make_uint4(0u, 0u, 0u, 0u), fresh_v = fresh_k;
-  auto put_fresh_rows = [&](int stage, int slot) {
-    const TileKey* sks = skey_all + slot * kBK;
-    T* sk = sk_all + stage * kBK * LD + copy_col;
-    T* sv = sv_all + stage * kBK * LD + copy_col;
-#pragma unroll
-    for (int j = copy_row0, i = 0; i < kBK / kCopyStep; ++i, j += kCopyStep) {
-      if (sks[j].key != fresh) continue;
-      *reinterpret_cast<uint4*>(sk + j * LD) = fresh_k;
-      *reinterpret_cast<uint4*>(sv + j * LD) = fresh_v;
-    }
-  };
   auto issue = [&](int stage, int slot) {  // every row of a tile, one commit group
-    if (rope) {
-      copy_rows(stage, slot, [fresh](int key) { return key != fresh; });
-      put_fresh_rows(stage, slot);
-    } else {
-      copy_rows(stage, slot, [](int) { return true; });
-    }
+    copy_rows(stage, slot, [](int) { return true; });
     cp_async_commit();
   };
   // Pipeline (attention_parts.cuh), two barriers a tile: key ids two tiles ahead, K/V copies one.
@@ -233,38 +210,18 @@ __global__ void __launch_bounds__(128, (kMinCtasPerSm<D, KG>)) sparse_attention_
   bool masked_cur = false, masked_next = false;
   // Decode CTAs (<= 16 rows, KG == 4) launched as a programmatic dependent (a.overlap_prior): the
   // key ids and the first tile's rows of keys before the first row's position (empty slots too)
-  // are on their way while the kernel before, which writes Q and the keys at the query positions
-  // (with the rotation folded in: the q/k/v row), ends; the other rows after it. Every other launch
-  // copies the tile whole, as always.
+  // are on their way while the kernel before, which writes Q and the keys at the query positions,
+  // ends; the other rows after it. Every other launch copies the tile whole, as always.
   const bool split_first_tile = KG == 4 && a.overlap_prior;
-  const T* table_row = nullptr;
-  int64_t position = 0;
-  if (rope) {
-    position = a.positions[0];
-    table_row = static_cast<const T*>(a.rope_table) + position * 2 * d;
-    if (tid * 64 < 4 * d) prefetch_l1(reinterpret_cast<const uint8_t*>(table_row) + tid * 64);  // its cos and sin rows
-  }
+  const int fresh = e_lo;
   if (n_tiles > 0) {
     masked_cur = key_ids(t_begin, 0, block_of(t_begin));
     if (split_first_tile) copy_rows(0, 0, [fresh](int key) { return key < fresh; });
   }
   if constexpr (KG == 4) wait_for_prior_grid();  // a no-op in a plain launch
-  if (rope) {
-    // The raw row's key and value heads follow its hq query heads (d == D: every column is real).
-    const T* raw = static_cast<const T*>(a.q);
-    fresh_k = rotated_piece<T>(raw + static_cast<int64_t>(a.hq + g) * d, table_row, copy_col, d);
-    fresh_v = *reinterpret_cast<const uint4*>(raw + static_cast<int64_t>(a.hq + a.hkv + g) * d + copy_col);
-    // One CTA of the KV group writes the new key and value into the cache for the steps after this
-    // one: no CTA of this launch reads that row from memory. (k and v are the caller's writable cache.)
-    if (c.split == 0 && c.h == g * (a.hq / a.hkv) && tid < kVecs) {
-      *reinterpret_cast<uint4*>(const_cast<T*>(kbase) + position * a.ks.t + copy_col) = fresh_k;
-      *reinterpret_cast<uint4*>(const_cast<T*>(vbase) + position * a.vs.t + copy_col) = fresh_v;
-    }
-  }
   if (n_tiles > 0) {
     if (split_first_tile) {
-      if (rope) put_fresh_rows(0, 0);
-      else copy_rows(0, 0, [fresh](int key) { return key >= fresh; });
+      copy_rows(0, 0, [fresh](int key) { return key >= fresh; });
       cp_async_commit();
     } else {
       issue(0, 0);
@@ -275,8 +232,7 @@ __global__ void __launch_bounds__(128, (kMinCtasPerSm<D, KG>)) sparse_attention_
   // is on its way: the two latencies overlap (v15; decode CTAs compute a single tile).
   const bool q0ok = row0 < c.r1, q1ok = row1 < c.r1;
   uint32_t qf[KS][4];
-  if (rope) load_rotated_q_fragments<T, KS>(qf, a, c, table_row, q0ok, d, cq);
-  else load_q_fragments<T, KS>(qf, a, c, row0, row1, q0ok, q1ok, d, cq);
+  load_q_fragments<T, KS>(qf, a, c, row0, row1, q0ok, q1ok, d, cq);
 
   for (int i = 0; i < n_tiles; ++i) {
     const int stage = i & 1, slot = i % kKeySlots;
@@ -564,10 +520,6 @@ bool use_wgmma(int key_groups, int splits) {
   return available;
 }
 
-// Key groups of the tensor-core kernel's CTAs: one warp per 16 rows for CTAs of > 32 rows; smaller
-// CTAs (b_q 32, decode) get 4 warps that split each tile's keys into 2 or 4 groups.
-int mma_key_groups(int64_t rows_cta) { return rows_cta <= 16 ? 4 : rows_cta <= 32 ? 2 : 1; }
-
 int64_t base_ctas(const AttentionLaunch& l) {
   const int64_t qbs = (l.tq + l.hip.b_q - 1) / l.hip.b_q;
   const int64_t row_tiles = (std::min<int64_t>(l.hip.b_q, l.tq) + kRowsCta - 1) / kRowsCta;
@@ -577,18 +529,6 @@ int64_t base_ctas(const AttentionLaunch& l) {
 }  // namespace
 
 int64_t attention_wgmma_launches() { return g_wgmma_launches.load(std::memory_order_relaxed); }
-
-std::string sparse_attention_rope_refusal(const AttentionLaunch& l) {
-  if (l.dtype == DType::kF32) return "the folded RoPE takes bf16 or f16 only";
-  if (l.batch != 1 || l.tq != 1 || !l.positions || !l.hip.causal)
-    return "the folded RoPE takes one causal query row (batch 1, tq 1) at given positions";
-  if (l.d != 64 && l.d != 128) return "the folded RoPE takes head dimension 64 or 128";
-  if (!mma_path(l) || mma_key_groups(std::min<int64_t>({l.hip.b_q, l.tq, kRowsCta})) != 4)
-    return "the folded RoPE runs only in the tensor-core kernel's decode CTAs";
-  if (!l.q || !l.rope_table || !aligned(l.q, 16) || !aligned(l.rope_table, 16))
-    return "the folded RoPE needs 16-byte aligned q (the q/k/v row) and rope_table";
-  return "";
-}
 
 int attention_splits(const AttentionLaunch& l) {
   if (!mma_path(l)) return 1;  // the SIMT path does not split
@@ -631,11 +571,6 @@ void sparse_attention(const AttentionLaunch& l) {
   a.by_qbs = FastDiv(static_cast<uint32_t>(a.qbs)), a.by_hkv = FastDiv(static_cast<uint32_t>(a.hkv));
   a.by_bk = FastDiv(static_cast<uint32_t>(l.hip.b_k));
   a.scale_log2 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(l.d))) * kLog2e;
-  if (l.rope_table) {
-    const std::string why = sparse_attention_rope_refusal(l);
-    if (!why.empty()) throw_arg(why);
-    a.rope_table = l.rope_table;
-  }
   const bool mma = mma_path(l);
   a.splits = attention_splits(l);
   a.by_splits = FastDiv(static_cast<uint32_t>(a.splits));
@@ -651,7 +586,9 @@ void sparse_attention(const AttentionLaunch& l) {
   const dim3 grid(static_cast<unsigned>(ctas));
   cudaStream_t s = as_stream(l.stream);
   if (mma) {
-    const int key_groups = mma_key_groups(a.rows_cta);
+    // One warp per 16 rows for CTAs of > 32 rows; smaller CTAs (b_q 32, decode) get 4 warps that
+    // split each tile's keys into 2 or 4 groups.
+    const int key_groups = a.rows_cta <= 16 ? 4 : a.rows_cta <= 32 ? 2 : 1;
 #ifdef HIPSTUDIO_HAVE_WGMMA
     if (use_wgmma(key_groups, a.splits)) {
       launch_sparse_attention_wgmma(a, l.dtype, l.d <= 64 ? 64 : 128, grid.x, s);

@@ -348,28 +348,11 @@ at::Tensor sparse_attention_workspace(const at::Tensor& q, const at::Tensor& k, 
 void sparse_attention_on_stream(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& blocks,
                                 const at::Tensor& counts, const hip::HipParams& p, const at::Tensor& positions,
                                 const at::Tensor& out, const at::Tensor& workspace, void* stream,
-                                bool mask_before_prior_kernel, const FoldedRope& rope) {
+                                bool mask_before_prior_kernel) {
   require_ready();
   check_device_positions(positions, q);
   c10::DeviceGuard guard(q.device());
   gpu::AttentionLaunch l = attention_launch(q, k, v, blocks, counts, p, positions, out, 0);
-  if (rope.qkv.defined() || rope.table.defined()) {
-    // The kernel reads the key and value heads after q's hq heads: q must be the start of the row.
-    const at::Tensor& qkv = rope.qkv;
-    const at::Tensor& table = rope.table;
-    if (!qkv.defined() || qkv.dim() != 2 || qkv.size(0) != 1 || !qkv.is_contiguous() ||
-        qkv.size(1) != (l.hq + 2 * l.hkv) * l.d || qkv.scalar_type() != q.scalar_type() || qkv.device() != q.device() ||
-        q.data_ptr() != qkv.data_ptr() || !q.is_contiguous())
-      fail("a folded RoPE takes the contiguous q/k/v row (1, (hq + 2 hkv) d) on Q's device with Q the (hq, 1, d) view of "
-           "its start, got " + (qkv.defined() ? shape_str(qkv) : std::string("none")) + " and Q " + shape_str(q));
-    if (!table.defined() || table.dim() != 3 || table.size(1) != 2 || table.size(2) != l.d || !table.is_contiguous() ||
-        table.scalar_type() != q.scalar_type() || table.device() != q.device())
-      fail("a folded RoPE takes the contiguous (positions, 2, d) table in Q's dtype on Q's device, got " +
-           (table.defined() ? shape_str(table) : std::string("none")));
-    l.rope_table = table.data_ptr();
-    const std::string why = gpu::sparse_attention_rope_refusal(l);
-    if (!why.empty()) fail(why);
-  }
   const size_t bytes = gpu::attention_workspace_bytes(l, l.num_splits);
   if (bytes > 0) {
     if (!workspace.defined() || static_cast<size_t>(workspace.numel()) * workspace.element_size() < bytes ||
@@ -381,21 +364,6 @@ void sparse_attention_on_stream(const at::Tensor& q, const at::Tensor& k, const 
   l.stream = stream;
   l.mask_before_prior_kernel = mask_before_prior_kernel;
   gpu::sparse_attention(l);
-}
-
-bool rope_fold_supported(const at::Tensor& q, const at::Tensor& k, const hip::HipParams& p) {
-  if (!gpu::device_status().empty() || !q.defined() || !k.defined() || !q.is_cuda() || q.dim() != 3 || q.size(1) != 1 ||
-      k.dim() != 3 || k.device() != q.device() || k.scalar_type() != q.scalar_type())
-    return false;
-  c10::DeviceGuard guard(q.device());
-  // The launch's form alone: the mask and the output take Q's device and these shapes.
-  const int64_t kb = p.k / std::max<int64_t>(p.b_k, 1);
-  const auto i32 = q.options().dtype(at::kInt);
-  const at::Tensor blocks = at::empty({q.size(0), 1, kb}, i32), counts = at::empty({q.size(0), 1}, i32);
-  const at::Tensor position = at::zeros({1}, q.options().dtype(at::kLong));
-  gpu::AttentionLaunch l = attention_launch(q, k, k, blocks, counts, p, position, q, 0);
-  l.rope_table = q.data_ptr();  // its alignment is the caller's table's to keep; the form is what is asked
-  return gpu::sparse_attention_rope_refusal(l).empty();
 }
 
 void decode_rows_into(DecodeRows& into, const MaskTensors& mask, int64_t tail_start, int64_t tail_room, void* stream) {
@@ -475,10 +443,9 @@ at::Tensor sparse_attention_workspace(const at::Tensor&, const at::Tensor&, cons
 }
 void sparse_attention_on_stream(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
                                 const at::Tensor&, const hip::HipParams&, const at::Tensor&, const at::Tensor&,
-                                const at::Tensor&, void*, bool, const FoldedRope&) {
+                                const at::Tensor&, void*, bool) {
   throw std::runtime_error(cuda_kernels_status());
 }
-bool rope_fold_supported(const at::Tensor&, const at::Tensor&, const hip::HipParams&) { return false; }
 MaskTensors estimate_masks(const at::Tensor&, const at::Tensor&, const hip::HipParams&, const at::Tensor&) {
   throw std::runtime_error(cuda_kernels_status());
 }

@@ -65,22 +65,10 @@ at::Tensor sparse_attention(const at::Tensor& q, const at::Tensor& k, const at::
 // split). The caller keeps the workspace as long as the graph: the buffers sparse_attention()
 // shares between its calls may be reallocated by a later, larger one. mask_before_prior_kernel:
 // the caller's promise of gpu::AttentionLaunch's field of that name (kernels/cuda/hip_cuda.h).
-//
-// rope: a cached decode step's RoPE and cache write folded into the launch (gpu::AttentionLaunch::
-// rope_table): qkv is the layer's raw q/k/v projection row (1, (hq + 2 hkv) d), contiguous, and q
-// the (hq, 1, d) view of its start; table the RoPE table (positions, 2, d) in Q's dtype. The launch
-// rotates the query and the new key at the position and writes the new key and value into k and v
-// there. Only where rope_fold_supported.
-struct FoldedRope {
-  at::Tensor qkv, table;
-};
 void sparse_attention_on_stream(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& blocks,
                                 const at::Tensor& counts, const hip::HipParams& p, const at::Tensor& positions,
                                 const at::Tensor& out, const at::Tensor& workspace, void* stream,
-                                bool mask_before_prior_kernel, const FoldedRope& rope = {});
-// Whether a launch of a query of q's form (hq, 1, d) over the cache k, with these parameters, can
-// take a FoldedRope (false without the kernels or a device).
-bool rope_fold_supported(const at::Tensor& q, const at::Tensor& k, const hip::HipParams& p);
+                                bool mask_before_prior_kernel);
 // A zero-filled workspace for sparse_attention_on_stream with these arguments (undefined: none
 // needed). Every launch leaves its done-counters zero again, so one workspace serves every call of
 // the same shapes, one after another.
