@@ -98,13 +98,22 @@ class AttentionBackend {
   // Which capture made under `plan` the decode step at `position` can replay (refresh_captured:
   // whether a refresh step's capture exists besides the cached steps' one), asked once the layers
   // below plan.from_layer have attended (their attend() calls come first). kCached / kRefresh: the
-  // backend has done the step's bookkeeping for those layers and its buffers hold the step's inputs
-  // (launches it makes for them are ordered before the capture's replay); the caller must then
-  // replay that capture. kNone: the step calls attend() for the layers from plan.from_layer on.
+  // backend has done the step's bookkeeping for those layers and its buffers hold the step's inputs,
+  // or will once before_graphed_layers has run for the layers that read them (launches it makes
+  // are ordered before the graphs replayed after them); the caller must then replay that capture,
+  // calling before_graphed_layers before each of its graphs. kNone: the step calls attend() for the
+  // layers from plan.from_layer on.
   virtual GraphedStep begin_graphed_step(int64_t position, const GraphedAttention& plan, bool refresh_captured) {
     (void)position, (void)plan, (void)refresh_captured;
     return GraphedStep::kNone;
   }
+  // Called before the step replays the graph of layers [begin, end) of the capture that
+  // begin_graphed_step chose, in layer order: a backend issues here what those layers need and
+  // begin_graphed_step left pending, so that the host issues it while the GPU runs the graphs
+  // before (HiP: its count copy, before the first graph that holds a sparse layer rather than
+  // before the first graph, where the GPU waited ~17 us a step on that launch: kernels/BENCHMARKS.md,
+  // seventh session).
+  virtual void before_graphed_layers(int64_t begin, int64_t end) { (void)begin, (void)end; }
   // Whether the next decode step refreshes every layer a capture holds, so that a refresh step's
   // capture (its eager pass and first replay write what a refresh writes) loses nothing cached.
   virtual bool next_step_refreshes_graphed_layers() const { return false; }

@@ -296,12 +296,20 @@ at::Tensor DecodeGraph::step(int32_t token, KVCache& cache, AttentionBackend& at
   g.last_graphed_from = tail ? tail_from : -1;
   if (!tail)
     for (int64_t l = tail_from; l < n_layers; ++l) eager_layer(l);
+  // The chunks in order, each after the backend's own launches for its layers (before_graphed_layers).
+  auto replay = [&](Impl::Graphs& graphs) {
+    const auto chunks = decode_tail_chunks(tail_from, n_layers);
+    for (size_t i = 0; i < graphs.size(); ++i) {
+      attention.before_graphed_layers(chunks[i].first, chunks[i].second);
+      graphs[i]->replay();
+    }
+  };
   if (graphed == GraphedStep::kRefresh) {
-    for (auto& graph : g.refresh_tail) graph->replay();
+    replay(g.refresh_tail);
     return g.refresh_tail_out.clone();
   }
   if (tail) {
-    for (auto& graph : g.tail) graph->replay();
+    replay(g.tail);
     return g.tail_out.clone();
   }
   return g.x.back().clone();

@@ -114,6 +114,10 @@ void HipAttention::ensure_decode_buffers(int64_t heads, const c10::Device& devic
   buffers_.rows = at::full(rows_shape, -1, i32);
   buffers_.counts_by_extra = at::zeros({layers, room + 1, heads, 1}, i32);
   buffers_.counts_now = at::zeros({layers, heads, 1}, i32);
+  for (int64_t l = 0; l < layers; ++l) {
+    buffers_.layer_rows.push_back(buffers_.rows.select(0, l));
+    buffers_.layer_counts_by_extra.push_back(buffers_.counts_by_extra.select(0, l));
+  }
   // Unique in the process (next_graph_buffers_id): a graph captured for another backend (or for
   // buffers since freed) never matches a new one.
   buffers_.generation = next_graph_buffers_id();
@@ -151,8 +155,8 @@ GraphedAttention HipAttention::prepare_graphed_decode(const at::Tensor& q, const
 
 void HipAttention::note_refresh(LayerState& state, int64_t layer, int64_t position) {
   state.refresh_hi = hip::search_hi(params_.hip, position);
-  state.gpu_rows = buffers_.rows.select(0, layer);
-  state.gpu_counts_by_extra = buffers_.counts_by_extra.select(0, layer);
+  state.gpu_rows = buffers_.layer_rows.at(static_cast<size_t>(layer));
+  state.gpu_counts_by_extra = buffers_.layer_counts_by_extra.at(static_cast<size_t>(layer));
   state.valid = true;
   state.steps_since_refresh = 0;
 }
@@ -164,6 +168,7 @@ bool HipAttention::next_step_refreshes_graphed_layers() const {
 }
 
 GraphedStep HipAttention::begin_graphed_step(int64_t position, const GraphedAttention& plan, bool refresh_captured) {
+  buffers_.pending_extra = -1;
   // graphable: the kernels serve the sparse layers, and there is at least one.
   if (!buffers_.rows.defined() || !graphable(buffers_.rows.device()) || !(plan == buffers_.plan) ||
       buffers_.rows.size(3) != hip::hip_kb(params_.hip) + tail_room())  // rows made for another k or r_m
@@ -188,9 +193,15 @@ GraphedStep HipAttention::begin_graphed_step(int64_t position, const GraphedAtte
     if (extra >= 0 && e != extra) return GraphedStep::kNone;
     extra = e;
   }
-  buffers_.counts_now.copy_(buffers_.counts_by_extra.select(1, extra));  // one launch for every layer
+  buffers_.pending_extra = extra;  // copied by before_graphed_layers
   for (size_t l = first; l < layers_.size(); ++l) ++layers_[l].steps_since_refresh;
   return GraphedStep::kCached;
+}
+
+void HipAttention::before_graphed_layers(int64_t, int64_t end) {
+  if (buffers_.pending_extra < 0 || end <= params_.dense_layers) return;
+  buffers_.counts_now.copy_(buffers_.counts_by_extra.select(1, buffers_.pending_extra));  // one launch for every layer
+  buffers_.pending_extra = -1;
 }
 
 at::Tensor HipAttention::attend_in_graph(const AttentionCall& call, const at::Tensor& position, void* stream) {
