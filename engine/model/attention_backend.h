@@ -111,8 +111,8 @@ class AttentionBackend {
   // begin_graphed_step chose, in layer order: a backend issues here what those layers need and
   // begin_graphed_step left pending, so that the host issues it while the GPU runs the graphs
   // before (HiP: its count copy, before the first graph that holds a sparse layer rather than
-  // before the first graph, where the GPU waited ~17 us a step on that launch: kernels/BENCHMARKS.md,
-  // seventh session).
+  // before the first graph, where the GPU waited 21 us a step for the host to issue it and that
+  // graph: kernels/BENCHMARKS.md, seventh session).
   virtual void before_graphed_layers(int64_t begin, int64_t end) { (void)begin, (void)end; }
   // Whether the next decode step refreshes every layer a capture holds, so that a refresh step's
   // capture (its eager pass and first replay write what a refresh writes) loses nothing cached.

@@ -72,6 +72,7 @@ struct DecodeGraph::Impl {
   Graphs tail, refresh_tail;
   const AttentionBackend* tail_backend = nullptr;
   GraphedAttention tail_plan;
+  std::vector<std::pair<int64_t, int64_t>> tail_chunks;  // the graphs' layer ranges, both tails'
   at::Tensor tail_out, refresh_tail_out;
   int64_t last_graphed_from = -1;
 
@@ -251,6 +252,7 @@ void DecodeGraph::prepare_attention(AttentionBackend& attention, const KVCache& 
     g.tail = g.capture_tail(attention, plan.from_layer, /*refresh=*/false, cache.length(), &g.tail_out);
     g.tail_backend = &attention;
     g.tail_plan = plan;
+    g.tail_chunks = decode_tail_chunks(plan.from_layer, c.n_layers);
   }
   if (plan.refreshes && g.refresh_tail.empty() && attention.next_step_refreshes_graphed_layers())
     g.refresh_tail = g.capture_tail(attention, plan.from_layer, /*refresh=*/true, cache.length(), &g.refresh_tail_out);
@@ -271,8 +273,9 @@ at::Tensor DecodeGraph::step(int32_t token, KVCache& cache, AttentionBackend& at
   g.first->replay();
   C10_CUDA_CHECK(cudaEventRecord(g.staged_read, c10::cuda::getCurrentCUDAStream().stream()));
   // The layers below a tail attend eagerly whichever capture the step replays; the backend is asked
-  // about the tail only after them, so that its own launches (HiP: the step's counts) are issued
-  // while the GPU runs those layers rather than before the first graph, with the GPU idle.
+  // about the tail only after them (their attend() calls come first), and issues its own launches
+  // for the tail's layers in before_graphed_layers, chunk by chunk (HiP: the step's counts, while the
+  // GPU runs the chunks before), rather than before the first graph, with the GPU idle.
   const bool has_tail = !g.tail.empty() && g.tail_backend == &attention;
   const int64_t tail_from = has_tail ? g.tail_plan.from_layer : n_layers;
   auto eager_layer = [&](int64_t l) {
@@ -298,9 +301,8 @@ at::Tensor DecodeGraph::step(int32_t token, KVCache& cache, AttentionBackend& at
     for (int64_t l = tail_from; l < n_layers; ++l) eager_layer(l);
   // The chunks in order, each after the backend's own launches for its layers (before_graphed_layers).
   auto replay = [&](Impl::Graphs& graphs) {
-    const auto chunks = decode_tail_chunks(tail_from, n_layers);
     for (size_t i = 0; i < graphs.size(); ++i) {
-      attention.before_graphed_layers(chunks[i].first, chunks[i].second);
+      attention.before_graphed_layers(g.tail_chunks.at(i).first, g.tail_chunks.at(i).second);
       graphs[i]->replay();
     }
   };

@@ -211,7 +211,7 @@ at::Tensor HipAttention::attend_in_graph(const AttentionCall& call, const at::Te
     throw std::logic_error("HiP: layer " + std::to_string(call.layer) + " cannot attend inside a decode graph");
   const hip::HipParams widened = widened_params();
   const at::Tensor rows = buffers_.rows.select(0, call.layer);
-  // A refresh attends its fresh rows at extra 0; a cached step the counts begin_graphed_step copied.
+  // A refresh attends its fresh rows at extra 0; a cached step the counts before_graphed_layers copied.
   const at::Tensor counts = call.refresh_in_graph ? buffers_.counts_by_extra.select(0, call.layer).select(0, 0)
                                                   : buffers_.counts_now.select(0, call.layer);
   if (call.refresh_in_graph) {
@@ -225,9 +225,9 @@ at::Tensor HipAttention::attend_in_graph(const AttentionCall& call, const at::Te
     buffers_.workspace = hip_torch::sparse_attention_workspace(call.q, call.k, call.v, rows, counts, widened, position, call.out);
     buffers_.workspace_made = true;
   }
-  // A cached step's rows and counts are in place before the step's graphs are launched
-  // (begin_graphed_step), so where the call follows its query's write the kernel may overlap it; a
-  // refresh's come from the search just before.
+  // A cached step's rows and counts are in place before the graph holding this layer is launched
+  // (the counts copied by before_graphed_layers ahead of it), so where the call follows its query's
+  // write the kernel may overlap it; a refresh's come from the search just before.
   hip_torch::sparse_attention_on_stream(call.q, call.k, call.v, rows, counts, widened, position, call.out, buffers_.workspace,
                                         stream, /*mask_before_prior_kernel=*/call.follows_query_write && !call.refresh_in_graph);
   return call.out;

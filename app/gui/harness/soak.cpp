@@ -614,13 +614,12 @@ int Soak::finish() {
               st.loop, mmss(st.since(st.start)).c_str(), st.first_rss, st.last_rss, pct, grew, st.first_threads, st.last_threads,
               st.first_anon, st.last_anon);
   int failures = 0;
-  // 5% of the first loop's RSS, at least 8 MiB: below ~160 MiB the allocator's own noise would do.
-  const double allowed = std::max(0.05 * st.first_rss, 8.0);
+  const double allowed = soak_rss_allowance(st.first_rss);
   if (kAddressSanitizer) {
     // AddressSanitizer keeps freed memory in its quarantine (up to 256 MiB), so RSS measures the
     // quarantine, not the program; its leak checker at exit does this check's job in that build.
     std::printf("soak: RSS check skipped under AddressSanitizer (LeakSanitizer checks at exit)\n");
-  } else if (grew > allowed) {
+  } else if (soak_rss_grew(st.loop_rss)) {
     std::printf("soak: FAIL resident memory grew %.1f MiB, kept by the last loops (allowed %.1f MiB)\n", grew, allowed);
     ++failures;
   }

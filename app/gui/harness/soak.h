@@ -4,9 +4,9 @@
 // (and try an invalid combination), cancel analyses and generations at random moments, generate,
 // export a view, save a capture, reopen it and compare it with the live run, close it. Every run
 // that completes is compared with the first uncancelled run of the same parameters. The process's
-// resident memory and threads are measured after each loop; the soak fails when, at the end, RSS
-// grew more than 5% over the first loop's (warm-up: caches, fonts, LibTorch and BLAS pools) or the
-// thread count grew.
+// resident memory and threads are measured after each loop; the soak fails when the last two loops
+// both hold RSS more than 5% (at least 8 MiB) above the first loop's (warm-up: caches, fonts,
+// LibTorch and BLAS pools; soak_growth.h) or the thread count grew.
 #include <cstdint>
 #include <memory>
 #include <random>
