@@ -72,7 +72,7 @@ struct DecodeGraph::Impl {
   Graphs tail, refresh_tail;
   const AttentionBackend* tail_backend = nullptr;
   GraphedAttention tail_plan;
-  std::vector<std::pair<int64_t, int64_t>> tail_chunks;  // the graphs' layer ranges, both tails'
+  std::vector<std::pair<int64_t, int64_t>> tail_chunks;  // both tails' graphs' layer ranges (decode_tail_chunks)
   at::Tensor tail_out, refresh_tail_out;
   int64_t last_graphed_from = -1;
 
@@ -142,12 +142,15 @@ struct DecodeGraph::Impl {
     }
   }
 
-  // One eager pass on a side stream (the attention launches' one-time set-up, their workspace),
-  // then the chunks' captures, in order, into one pool of the tail's own (a tail replays instead of
-  // the between graphs from `from` on, not after them; its chunks replay in capture order, so they
-  // may share it), then one replay (each graph's first launch uploads it). The eager pass and the
-  // replay write the cache at `next` (the next step overwrites it), as the constructor's pass does.
+  // One eager pass on a side stream (the attention launches' one-time set-up, their workspace), then
+  // the captures of tail_chunks (set for `from` before), in order, into one pool of the tail's own
+  // (a tail replays instead of the between graphs from `from` on, not after them; its chunks replay
+  // in capture order, so they may share it), then one replay (each graph's first launch uploads it).
+  // The eager pass and the replay write the cache at `next` (the next step overwrites it), as the
+  // constructor's pass does.
   Graphs capture_tail(AttentionBackend& attention, int64_t from, bool refresh, int64_t next, at::Tensor* out) {
+    if (tail_chunks.empty() || tail_chunks.front().first != from)
+      throw std::logic_error("decode graph: the tail's chunks were not set for its first layer");
     set_device_position(next);
     c10::cuda::device_synchronize();
     Graphs graphs;
@@ -161,7 +164,7 @@ struct DecodeGraph::Impl {
       const auto pool = at::cuda::graph_pool_handle();
       x = this->x[static_cast<size_t>(from)];
       query = this->q[static_cast<size_t>(from)];
-      for (const auto& [begin, end] : decode_tail_chunks(from, layers)) {
+      for (const auto& [begin, end] : tail_chunks) {
         graphs.push_back(std::make_unique<at::cuda::CUDAGraph>());
         graphs.back()->capture_begin(pool);
         // The next chunk reads x and query where this one leaves them (held here meanwhile, so no
@@ -249,10 +252,10 @@ void DecodeGraph::prepare_attention(AttentionBackend& attention, const KVCache& 
     g.tail.clear();
     g.refresh_tail.clear();
     g.tail_backend = nullptr;
+    g.tail_chunks = decode_tail_chunks(plan.from_layer, c.n_layers);  // both tails' graphs, captured next
     g.tail = g.capture_tail(attention, plan.from_layer, /*refresh=*/false, cache.length(), &g.tail_out);
     g.tail_backend = &attention;
     g.tail_plan = plan;
-    g.tail_chunks = decode_tail_chunks(plan.from_layer, c.n_layers);
   }
   if (plan.refreshes && g.refresh_tail.empty() && attention.next_step_refreshes_graphed_layers())
     g.refresh_tail = g.capture_tail(attention, plan.from_layer, /*refresh=*/true, cache.length(), &g.refresh_tail_out);

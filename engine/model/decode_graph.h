@@ -8,20 +8,21 @@
 // set the step time; replayed, a layer is one graph launch and attention.
 // A backend that can (AttentionBackend::prepare_graphed_decode: dense in bf16/f16, HiP's cached
 // steps) also has its attention captured: the "tail" (a few graphs in a row, below) runs layers
-// [from, n_layers) with their attention inside, reading the query's position and key count from the device, so such
-// a step launches the embedding graph, any eager layers' attention and graphs, and the tail. Each
-// eager attention between two graphs left the GPU idle ~9 us (kernels/BENCHMARKS.md, fifth
-// session's timeline). Where the backend can (HiP's refreshes
-// with the few-search mask kernel), a second tail holds its refresh steps: each layer's mask search
-// (reading the position on the device) before its attention.
+// [from, n_layers) with their attention inside, reading the query's position and key count from the
+// device, so such a step launches the embedding graph, any eager layers' attention and graphs, and
+// the tail. Each eager attention between two graphs left the GPU idle ~9 us (kernels/BENCHMARKS.md,
+// fifth session's timeline). Where the backend can (HiP's refreshes with the few-search mask
+// kernel), a second tail holds its refresh steps: each layer's mask search (reading the position on
+// the device) before its attention.
 // A tail is replayed as a few graphs over consecutive layers (decode_tail_chunks): launching one
 // graph of all 32 layers of an 8B model took the host ~150-290 us (~1 us a node) while the GPU,
 // done with the embedding graph, waited; the later chunks' launches overlap the earlier chunks'
 // work (kernels/BENCHMARKS.md, sixth session).
 // The step's token and position reach the device through pinned host memory that the embedding
 // graph's first node copies (no eager launch before the first graph), and the backend is asked
-// which tail to replay only once the layers below it have been launched, so that its own launches
-// are issued while the GPU is busy.
+// which tail to replay only once the layers below it have been launched, and issues its own
+// launches for the tail's layers chunk by chunk (AttentionBackend::before_graphed_layers), so that
+// they are issued while the GPU is busy.
 //
 // The graphs bake in the addresses of the weights, the RoPE tables, one KVCache's tensors and
 // their own static buffers, so an instance serves one (Transformer, KVCache) pair; graphs() says

@@ -118,6 +118,7 @@ void HipAttention::ensure_decode_buffers(int64_t heads, const c10::Device& devic
     buffers_.layer_rows.push_back(buffers_.rows.select(0, l));
     buffers_.layer_counts_by_extra.push_back(buffers_.counts_by_extra.select(0, l));
   }
+  for (int64_t e = 0; e <= room; ++e) buffers_.counts_for_extra.push_back(buffers_.counts_by_extra.select(1, e));
   // Unique in the process (next_graph_buffers_id): a graph captured for another backend (or for
   // buffers since freed) never matches a new one.
   buffers_.generation = next_graph_buffers_id();
@@ -200,7 +201,7 @@ GraphedStep HipAttention::begin_graphed_step(int64_t position, const GraphedAtte
 
 void HipAttention::before_graphed_layers(int64_t, int64_t end) {
   if (buffers_.pending_extra < 0 || end <= params_.dense_layers) return;
-  buffers_.counts_now.copy_(buffers_.counts_by_extra.select(1, buffers_.pending_extra));  // one launch for every layer
+  buffers_.counts_now.copy_(buffers_.counts_for_extra.at(static_cast<size_t>(buffers_.pending_extra)));  // one launch, every layer
   buffers_.pending_extra = -1;
 }
 
@@ -210,13 +211,13 @@ at::Tensor HipAttention::attend_in_graph(const AttentionCall& call, const at::Te
   if (call.layer < params_.dense_layers || !buffers_.rows.defined())
     throw std::logic_error("HiP: layer " + std::to_string(call.layer) + " cannot attend inside a decode graph");
   const hip::HipParams widened = widened_params();
-  const at::Tensor rows = buffers_.rows.select(0, call.layer);
+  const at::Tensor& rows = buffers_.layer_rows.at(static_cast<size_t>(call.layer));
+  const at::Tensor& counts_by_extra = buffers_.layer_counts_by_extra.at(static_cast<size_t>(call.layer));
   // A refresh attends its fresh rows at extra 0; a cached step the counts before_graphed_layers copied.
-  const at::Tensor counts = call.refresh_in_graph ? buffers_.counts_by_extra.select(0, call.layer).select(0, 0)
-                                                  : buffers_.counts_now.select(0, call.layer);
+  const at::Tensor counts = call.refresh_in_graph ? counts_by_extra.select(0, 0) : buffers_.counts_now.select(0, call.layer);
   if (call.refresh_in_graph) {
     if (!buffers_.refresh_in_graph) throw std::logic_error("HiP: this backend's refresh cannot run inside a decode graph");
-    hip_torch::DecodeRows fresh{rows, buffers_.counts_by_extra.select(0, call.layer)};
+    hip_torch::DecodeRows fresh{rows, counts_by_extra};
     // The search reads Q, the new key and the position, as the attention's early start would.
     hip_torch::refresh_decode_rows_on_stream(call.q, call.k, params_.hip, position, fresh, tail_room(), stream,
                                              /*after_prior=*/call.follows_query_write);
@@ -371,7 +372,8 @@ at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& stat
       // with every cached step's counts made in advance, into this layer's slice of the shared
       // buffers (where a decode graph reads them).
       ensure_decode_buffers(heads, call.q.device());
-      hip_torch::DecodeRows rows{buffers_.rows.select(0, call.layer), buffers_.counts_by_extra.select(0, call.layer)};
+      hip_torch::DecodeRows rows{buffers_.layer_rows.at(static_cast<size_t>(call.layer)),
+                                 buffers_.layer_counts_by_extra.at(static_cast<size_t>(call.layer))};
       hip_torch::decode_rows_into(rows, masks, hip::search_hi(p, position), room, nullptr);
       note_refresh(state, call.layer, position);  // once its rows are written
       profile_.lap("refresh: mask");

@@ -62,11 +62,12 @@ class HipAttention final : public AttentionBackend {
   // On CUDA with the kernels, no observer, no access recording and no per-call timing, the cached
   // steps' sparse layers (l_d and up) can run inside a decode graph: every HiP layer's rows and
   // count tables live in one set of device buffers, and a graphed step copies its counts in one
-  // launch (before_graphed_layers) before the first graph with a sparse layer. Where the few-search mask kernel serves
-  // a refresh (bf16/f16, head_dim 64 or 128), the refresh steps can too: each layer's search reads
-  // the position on the device and writes its rows itself, the attention then reads them. Where the
-  // dense attention can run inside the graph too (DenseAttention::decodes_in_graph), the l_d dense
-  // layers join the capture (from layer 0), as the dense baseline's layers do.
+  // launch (before_graphed_layers) before the first graph with a sparse layer. Where the few-search
+  // mask kernel serves a refresh (bf16/f16, head_dim 64 or 128), the refresh steps can too: each
+  // layer's search reads the position on the device and writes its rows itself, the attention then
+  // reads them. Where the dense attention can run inside the graph too
+  // (DenseAttention::decodes_in_graph), the l_d dense layers join the capture (from layer 0), as
+  // the dense baseline's layers do.
   GraphedAttention prepare_graphed_decode(const at::Tensor& q, const at::Tensor& k) override;
   GraphedStep begin_graphed_step(int64_t position, const GraphedAttention& plan, bool refresh_captured) override;
   bool next_step_refreshes_graphed_layers() const override;
@@ -113,11 +114,12 @@ class HipAttention final : public AttentionBackend {
   struct DecodeBuffers {
     at::Tensor rows, counts_by_extra, counts_now, workspace;
     int64_t pending_extra = -1;  // a cached step's count row begin_graphed_step chose, not yet copied to counts_now
-    // Each layer's slices of rows and counts_by_extra, made once: a graphed refresh step hands them
-    // to every sparse layer's state, and making those views (2 a layer) each refresh was host time
-    // the GPU waited on (the seventh session's timeline: a 42 us gap before a refresh step's graphs,
-    // 21 us before a cached step's; kernels/BENCHMARKS.md).
-    std::vector<at::Tensor> layer_rows, layer_counts_by_extra;
+    // The views every user of the buffers takes, made once with them: each layer's slices of rows
+    // and counts_by_extra, and counts_for_extra[e] (counts_by_extra.select(1, e)), the source of a
+    // cached step's count copy. A graphed step makes none: making them each step was host time the
+    // GPU waited on (the seventh session's timeline: a 42 us gap before a refresh step's graphs, 21
+    // us before a cached step's; kernels/BENCHMARKS.md).
+    std::vector<at::Tensor> layer_rows, layer_counts_by_extra, counts_for_extra;
     bool workspace_made = false;
     uint64_t generation = 0;
     bool refresh_in_graph = false;  // a refresh can run inside the graphs last prepared (refresh_in_decode_graph_supported)
