@@ -122,8 +122,8 @@ at::Tensor aten_rms_norm(const at::Tensor& x, const at::Tensor& weight, double e
 at::Tensor down_projection_add(const at::Tensor& residual, const at::Tensor& gate_up, const at::Tensor& w2,
                                int64_t hidden) {
 #ifdef HIPSTUDIO_FUSED_LAYER_KERNELS
-  if (gate_up.size(0) == 1) {
-    at::Tensor y = row_gemv(gate_up, w2, /*silu_mul=*/true, &residual);
+  if (gate_up.size(0) == 1) {  // the next kernel starts early: attention_output_and_mlp says why
+    at::Tensor y = row_gemv(gate_up, w2, /*silu_mul=*/true, &residual, {}, /*next_starts_early=*/true);
     if (y.defined()) return y;
   }
 #endif
@@ -247,24 +247,42 @@ at::Tensor rotate_and_cache_row(const ModelConfig& c, const at::Tensor& qkv, con
   return in.q;
 }
 
+namespace {
+
+// The MLP half after the output projection `out`, in the form that takes any row count: residual
+// add and RMSNorm, gate/up, SwiGLU, down and the residual add.
+at::Tensor add_rms_norm_mlp(const ModelConfig& c, const LayerWeights& layer, const at::Tensor& x, const at::Tensor& out) {
+  const SumAndNorm y = add_rms_norm(x, out, layer.mlp_norm, c.rms_norm_eps);
+  const at::Tensor gate_up = project(y.normed, layer.w13);  // [n, 2 hidden]
+  return down_projection_add(y.sum, gate_up, layer.w2, c.hidden_dim);
+}
+
+}  // namespace
+
 at::Tensor attention_output_and_mlp(const ModelConfig& c, const LayerWeights& layer, const at::Tensor& x,
                                     const at::Tensor& attended) {
-  const at::Tensor out = project(attended, layer.wo);
 #ifdef HIPSTUDIO_FUSED_LAYER_KERNELS
   if (x.size(0) == 1) {  // a decode step: the residual add and norm inside the gate/up kernel
+    // Each of the three projections lets the next kernel start at once (next_starts_early): the
+    // next is the following projection here, or the next layer's q/k/v projection (a LibTorch
+    // launch or a copy where the step ends), whose part before its wait reads only weights. So a
+    // multiprocessor whose blocks of one projection are done takes the next one's block and starts
+    // its weight loads meanwhile (the probe's chain of an 8B layer: 158.2 against 160.3 us,
+    // kernels/BENCHMARKS.md, eighth session).
+    at::Tensor out = row_gemv(attended, layer.wo, /*silu_mul=*/false, nullptr, {}, /*next_starts_early=*/true);
+    if (!out.defined()) out = project(attended, layer.wo);
     FusedNorm norm;
     norm.weight = &layer.mlp_norm;
     norm.eps = c.rms_norm_eps;
     norm.residual = &out;
     at::Tensor sum;
     norm.sum = &sum;
-    const at::Tensor gate_up = row_gemv(x, layer.w13, /*silu_mul=*/false, nullptr, norm);
+    const at::Tensor gate_up = row_gemv(x, layer.w13, /*silu_mul=*/false, nullptr, norm, /*next_starts_early=*/true);
     if (gate_up.defined()) return down_projection_add(sum, gate_up, layer.w2, c.hidden_dim);
+    return add_rms_norm_mlp(c, layer, x, out);
   }
 #endif
-  const SumAndNorm y = add_rms_norm(x, out, layer.mlp_norm, c.rms_norm_eps);
-  const at::Tensor gate_up = project(y.normed, layer.w13);  // [n, 2 hidden]
-  return down_projection_add(y.sum, gate_up, layer.w2, c.hidden_dim);
+  return add_rms_norm_mlp(c, layer, x, project(attended, layer.wo));
 }
 
 }  // namespace hipstudio

@@ -40,10 +40,13 @@ struct RowGemvLaunch {
   // Let the next kernel in the stream start at once (sm_90: griddepcontrol.launch_dependents before
   // anything else), its part before its own wait running beside this projection. Only where that
   // kernel waits for this one before it reads anything this one or its predecessors wrote, and
-  // writes nothing before then that they read: the
-  // decode step's q/k/v projection, whose next kernel (rope_cache.h) only waits and lets its own
-  // dependent start at once, so that HiP's mask search or attention after it sets up, and the
-  // attention lays out its keys, while the projection ends (kernels/BENCHMARKS.md, sixth session).
+  // writes nothing before then that they read. The decode step sets it on every projection of a
+  // layer (engine/model/layer_math.cpp): after the q/k/v projection comes the RoPE kernel
+  // (rope_cache.h), which only waits and lets its own dependent start at once, so that HiP's mask
+  // search or attention sets up, and the attention lays out its keys, while the projection ends
+  // (kernels/BENCHMARKS.md, sixth session); after the others comes another projection, whose part
+  // before its wait reads only weights, so that a multiprocessor done with one projection's blocks
+  // takes the next one's and starts its weight loads (eighth session).
   bool next_starts_early = false;
 };
 

@@ -39,41 +39,73 @@ namespace {
 // sum_s 2^(m_s - M) l_s, one warp per row, 4 columns per lane. Partials written by other CTAs
 // are read with ld.global.cg (L2, not this SM's possibly stale L1). `w`: this warp's kMaxSplits
 // floats of shared memory for the splits' weights.
+// The merge is the step's last work: its loads are issued together, one round trip to the L2
+// (eighth session: it used to take three, m, then l, then O, each waiting for the one before). A
+// lane keeps the l of the splits whose m it loaded, and where d <= 128 and splits <= kEarlySplits
+// (a decode step's merge: 9 splits at 32k-128k, k 512) it loads its 4 columns of every split's O
+// with them, in registers. The sums run in the same order as before: the same bits.
 constexpr int kMaxSplits = 256;
+constexpr int kEarlySplits = 16;
 template <class T>
 __device__ void merge_rows(const AttnArgs& a, const CtaCoords& c, float* w, int warp, int lane, int nwarps) {
   const int64_t base = (static_cast<int64_t>(c.b) * a.hq + c.h) * a.tq;
   const int d = a.d;
   T* obase = static_cast<T*>(a.out) + c.b * a.os.b + c.h * a.os.h;
+  const bool early = d <= 128 && a.splits <= kEarlySplits;
+  const int col0 = lane * 4;
   for (int row = c.r0 + warp; row < c.r1; row += nwarps) {
     const int64_t r = base + row;
+    float4 po[kEarlySplits];
+    if (early && col0 < d) {
+#pragma unroll
+      for (int s = 0; s < kEarlySplits; ++s) {
+        if (s < a.splits) po[s] = __ldcg(reinterpret_cast<const float4*>(a.part_o + (s * a.rows_total + r) * a.d + col0));
+      }
+    }
     float mmax = -INFINITY;
-    for (int s = lane; s < a.splits; s += 32) {
+    float l_of[kMaxSplits / 32];  // l of split lane + 32 j
+#pragma unroll
+    for (int j = 0; j < kMaxSplits / 32; ++j) {
+      const int s = lane + 32 * j;
+      if (s >= a.splits) break;
       const float2 ml = __ldcg(reinterpret_cast<const float2*>(a.part_ml + 2 * (s * a.rows_total + r)));
       w[s] = ml.x;
+      l_of[j] = ml.y;
       mmax = fmaxf(mmax, ml.x);
     }
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) mmax = fmaxf(mmax, __shfl_xor_sync(0xffffffffu, mmax, o));
     const float mu = mmax == -INFINITY ? 0.f : mmax;
     float lsum = 0.f;
-    for (int s = lane; s < a.splits; s += 32) {
+#pragma unroll
+    for (int j = 0; j < kMaxSplits / 32; ++j) {
+      const int s = lane + 32 * j;
+      if (s >= a.splits) break;
       const float m = w[s];
       const float ws = m == -INFINITY ? 0.f : exp2f(m - mu);
-      lsum += ws * __ldcg(a.part_ml + 2 * (s * a.rows_total + r) + 1);
+      lsum += ws * l_of[j];
       w[s] = ws;
     }
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) lsum += __shfl_xor_sync(0xffffffffu, lsum, o);
     __syncwarp();
     const float inv_l = lsum > 0.f ? 1.f / lsum : 0.f;
-    for (int col = lane * 4; col < d; col += 128) {
+    for (int col = col0; col < d; col += 128) {
       float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (early) {
+#pragma unroll
+        for (int s = 0; s < kEarlySplits; ++s) {
+          if (s >= a.splits) break;
+          const float ws = w[s];
+          acc.x += ws * po[s].x, acc.y += ws * po[s].y, acc.z += ws * po[s].z, acc.w += ws * po[s].w;
+        }
+      } else {
 #pragma unroll 4
-      for (int s = 0; s < a.splits; ++s) {
-        const float ws = w[s];
-        const float4 po = __ldcg(reinterpret_cast<const float4*>(a.part_o + (s * a.rows_total + r) * a.d + col));
-        acc.x += ws * po.x, acc.y += ws * po.y, acc.z += ws * po.z, acc.w += ws * po.w;
+        for (int s = 0; s < a.splits; ++s) {
+          const float ws = w[s];
+          const float4 p = __ldcg(reinterpret_cast<const float4*>(a.part_o + (s * a.rows_total + r) * a.d + col));
+          acc.x += ws * p.x, acc.y += ws * p.y, acc.z += ws * p.z, acc.w += ws * p.w;
+        }
       }
       T* orow = obase + row * a.os.t + col;
       *reinterpret_cast<uint32_t*>(orow) = pack2<T>(acc.x * inv_l, acc.y * inv_l);

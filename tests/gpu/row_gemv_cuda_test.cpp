@@ -1,7 +1,8 @@
 // The decode step's matrix-vector kernel (kernels/cuda/row_gemv.h, label gpu): one table of cases
 // (plain, silu_mul, residual, the fused RMSNorm with and without its residual add; f32, bf16, f16; odd row counts, short rows, strided rows and the five
 // projections of an 8B Llama) against a float64 evaluation on the CPU of the same rounded inputs;
-// project() and the layer's MLP on CUDA against their LibTorch form; and, printed for the log, the
+// project() and the layer's MLP on CUDA against their LibTorch form; a chain of projections that let
+// the next start early against the plain chain; and, printed for the log, the
 // weight-read bandwidth of each 8B shape next to at::mv's (cuBLAS gemv) and a device copy's.
 #include <gtest/gtest.h>
 
@@ -315,6 +316,63 @@ TEST(RowGemvCuda, BandwidthOfDecodeShapesNextToCublas) {
 // The engine's one-row forms on CUDA against LibTorch's eager ops on the same inputs: the kernels
 // round once where LibTorch rounds the activation and each projection, so they agree to a few bf16
 // roundings of the outputs' scale.
+// The decode step's chain of projections with every launch letting the next start at once
+// (next_starts_early, as the engine's decode step now launches them) gives what the plain chain
+// gives, bit for bit. Each projection reads the one before's output: the buffers start as NaN, so a
+// launch that read its input before the kernel writing it had finished would leave NaN or other
+// numbers behind.
+TEST(RowGemvCuda, EarlyStartedChainMatchesThePlainChain) {
+  REQUIRE_CUDA_KERNELS();
+  at::manual_seed(11);
+  const int64_t dim = 1024, qkv_rows = 1536, hidden = 2816, layers = 4;
+  const auto opts = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
+  const auto f32 = opts.dtype(at::kFloat);
+  auto weights = [&](int64_t n, int64_t in) { return at::randn({n, in}, f32).mul(1.0 / std::sqrt(double(in))).to(at::kBFloat16); };
+  std::vector<at::Tensor> wqkv, wo, wgu, wd;
+  for (int64_t l = 0; l < layers; ++l) {
+    wqkv.push_back(weights(qkv_rows, dim)), wo.push_back(weights(dim, dim));
+    wgu.push_back(weights(2 * hidden, dim)), wd.push_back(weights(dim, hidden));
+  }
+  const at::Tensor norm_w = at::rand({dim}, f32).add(0.5), h0 = at::randn({dim}, opts).mul(3);
+  auto run_chain = [&](bool early) {
+    // Every buffer made (and set to NaN) before the first launch, so that the chain's launches
+    // follow one another on the stream with nothing between them.
+    const double nan = std::nan("");
+    std::vector<at::Tensor> out;  // per layer: q/k/v, output, gate/up, the residual sum, the next h
+    for (int64_t l = 0; l < layers; ++l) {
+      out.insert(out.end(), {at::full({qkv_rows}, nan, opts), at::full({dim}, nan, opts), at::full({2 * hidden}, nan, opts),
+                             at::full({dim}, nan, opts), at::full({dim}, nan, opts)});
+    }
+    auto launch = [&](const at::Tensor& w, const at::Tensor& x, const at::Tensor& y) {
+      gpu::RowGemvLaunch g;
+      g.w = w.data_ptr(), g.x = x.data_ptr(), g.y = y.data_ptr(), g.dtype = gpu::DType::kBF16;
+      g.n = w.size(0), g.in = w.size(1), g.next_starts_early = early;
+      return g;
+    };
+    for (int64_t l = 0; l < layers; ++l) {
+      const at::Tensor& h = l == 0 ? h0 : out[5 * (l - 1) + 4];
+      const at::Tensor &qkv = out[5 * l], &o = out[5 * l + 1], &gu = out[5 * l + 2], &h2 = out[5 * l + 3];
+      gpu::RowGemvLaunch a = launch(wqkv[l], h, qkv);  // q/k/v after the norm
+      a.norm_weight = norm_w.data_ptr<float>();
+      gpu::row_gemv(a);
+      gpu::row_gemv(launch(wo[l], qkv.narrow(0, 0, dim), o));  // q's rows stand in for the attention
+      gpu::RowGemvLaunch c = launch(wgu[l], o, gu);  // gate/up after the residual add and norm
+      c.norm_weight = norm_w.data_ptr<float>(), c.norm_residual = h.data_ptr(), c.norm_sum = h2.data_ptr();
+      gpu::row_gemv(c);
+      gpu::RowGemvLaunch d = launch(wd[l], gu, out[5 * l + 4]);  // down after SwiGLU, plus the residual
+      d.silu_mul = true, d.residual = h2.data_ptr();
+      gpu::row_gemv(d);
+    }
+    return out;
+  };
+  const std::vector<at::Tensor> plain = run_chain(false), early = run_chain(true);
+  ASSERT_EQ(plain.size(), early.size());
+  for (size_t i = 0; i < plain.size(); ++i) {
+    EXPECT_FALSE(plain[i].isnan().any().item<bool>()) << "plain chain, output " << i;
+    EXPECT_TRUE(early[i].equal(plain[i])) << "output " << i << " (layer " << i / 5 << ", part " << i % 5 << ")";
+  }
+}
+
 double relative_gap(const at::Tensor& a, const at::Tensor& b) {
   return ((a.to(at::kDouble) - b.to(at::kDouble)).abs().max() / b.to(at::kDouble).abs().max()).item<double>();
 }
