@@ -106,9 +106,8 @@ struct DecodeGraph::Impl {
 
   at::Tensor run_embed() { return model.weights.embedding.index_select(0, token); }
   at::Tensor run_before(int64_t l, const at::Tensor& input) {
-    const at::Tensor qkv = attention_qkv(model.config, model.weights.layers[static_cast<size_t>(l)], input);
-    return rotate_and_cache_row(model.config, qkv, rope.table, position, keys[static_cast<size_t>(l)],
-                                values[static_cast<size_t>(l)]);
+    return rotated_qkv_cached_row(model.config, model.weights.layers[static_cast<size_t>(l)], input, rope.table,
+                                  position, keys[static_cast<size_t>(l)], values[static_cast<size_t>(l)]);
   }
   // `heads_out`: the layer's attention output, [n_heads, 1, head_dim].
   at::Tensor run_after(int64_t l, const at::Tensor& input, const at::Tensor& heads_out) {

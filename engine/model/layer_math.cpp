@@ -64,8 +64,11 @@ struct FusedNorm {
   at::Tensor* sum = nullptr;             // with residual: receives x + residual [1, in]
 };
 
+// With `rope` (everything but its qkv, dtype and stream set; its q points into `rope_q`), the RoPE
+// epilogue instead of y: returns rope_q when the kernel ran.
 at::Tensor row_gemv(const at::Tensor& x, const at::Tensor& w, bool silu_mul, const at::Tensor* residual,
-                    const FusedNorm& norm = {}, bool next_starts_early = false) {
+                    const FusedNorm& norm = {}, bool next_starts_early = false,
+                    const gpu::RopeCacheLaunch* rope = nullptr, const at::Tensor* rope_q = nullptr) {
   const at::ScalarType t = w.scalar_type();
   if (!w.is_cuda() || (t != at::kBFloat16 && t != at::kHalf) || w.dim() != 2 || w.stride(1) != 1) return {};
   if (x.device() != w.device() || x.get_device() != c10::cuda::current_device() || x.scalar_type() != t ||
@@ -100,13 +103,14 @@ at::Tensor row_gemv(const at::Tensor& x, const at::Tensor& w, bool silu_mul, con
       l.norm_sum = sum.data_ptr();
     }
   }
-  at::Tensor y = at::empty({1, w.size(0)}, x.options());
-  l.y = y.data_ptr();
+  at::Tensor y = rope ? at::Tensor() : at::empty({1, w.size(0)}, x.options());
+  l.y = rope ? nullptr : y.data_ptr();
+  l.rope = rope;
   if (*gpu::row_gemv_refusal(l) != '\0') return {};
   l.stream = at::cuda::getCurrentCUDAStream().stream();
   gpu::row_gemv(l);
   if (norm.sum) *norm.sum = sum;
-  return y;
+  return rope ? *rope_q : y;
 }
 #endif
 
@@ -210,32 +214,51 @@ AttentionInputs attention_inputs(const ModelConfig& c, const LayerWeights& layer
   return rotate_qkv(c, attention_qkv(c, layer, x), rope_rows);
 }
 
+#ifdef HIPSTUDIO_FUSED_LAYER_KERNELS
+namespace {
+
+// Whether the RoPE kernel (or row_gemv's RoPE epilogue) takes a row of dtype t on `device`: the
+// table, position and cache on that device, in the layouts rope_cache.h reads.
+bool rope_cache_fits(const ModelConfig& c, at::ScalarType t, const at::Device& device, const at::Tensor& table,
+                     const at::Tensor& position, const at::Tensor& keys, const at::Tensor& values) {
+  return device.is_cuda() && device.index() == c10::cuda::current_device() &&
+         (t == at::kFloat || t == at::kBFloat16 || t == at::kHalf) && table.device() == device &&
+         table.scalar_type() == t && table.is_contiguous() && table.dim() == 3 && table.size(1) == 2 &&
+         table.size(2) == c.head_dim && position.device() == device && position.scalar_type() == at::kLong &&
+         position.numel() == 1 && keys.device() == device && values.device() == device && keys.scalar_type() == t &&
+         values.scalar_type() == t && keys.dim() == 3 && values.dim() == 3 && keys.stride(2) == 1 &&
+         values.stride(2) == 1 && c.head_dim <= 1024;
+}
+
+// The launch of the RoPE and cache write into q (qkv, dtype and stream left to the caller).
+gpu::RopeCacheLaunch rope_cache_launch(const ModelConfig& c, const at::Tensor& q, const at::Tensor& table,
+                                       const at::Tensor& position, const at::Tensor& keys, const at::Tensor& values) {
+  gpu::RopeCacheLaunch l;
+  l.table = table.data_ptr();
+  l.position = position.data_ptr<int64_t>();
+  l.q = q.data_ptr();
+  l.keys = keys.data_ptr();
+  l.values = values.data_ptr();
+  l.keys_head_stride = keys.stride(0), l.keys_row_stride = keys.stride(1);
+  l.values_head_stride = values.stride(0), l.values_row_stride = values.stride(1);
+  l.n_heads = c.n_heads, l.n_kv_heads = c.n_kv_heads, l.head_dim = c.head_dim;
+  return l;
+}
+
+}  // namespace
+#endif
+
 at::Tensor rotate_and_cache_row(const ModelConfig& c, const at::Tensor& qkv, const at::Tensor& table,
                                 const at::Tensor& position, const at::Tensor& keys, const at::Tensor& values) {
 #ifdef HIPSTUDIO_FUSED_LAYER_KERNELS
-  const at::ScalarType t = qkv.scalar_type();
-  const bool fits = qkv.is_cuda() && qkv.get_device() == c10::cuda::current_device() && qkv.dim() == 2 &&
-                    qkv.size(0) == 1 && qkv.is_contiguous() && qkv.size(1) == c.q_dim() + 2 * c.kv_dim() &&
-                    (t == at::kFloat || t == at::kBFloat16 || t == at::kHalf) && table.device() == qkv.device() &&
-                    table.scalar_type() == t && table.is_contiguous() && table.dim() == 3 && table.size(1) == 2 &&
-                    table.size(2) == c.head_dim &&
-                    position.device() == qkv.device() && position.scalar_type() == at::kLong && position.numel() == 1 &&
-                    keys.device() == qkv.device() && values.device() == qkv.device() && keys.scalar_type() == t &&
-                    values.scalar_type() == t && keys.dim() == 3 && values.dim() == 3 && keys.stride(2) == 1 &&
-                    values.stride(2) == 1 && c.head_dim <= 1024;
+  const bool fits = qkv.dim() == 2 && qkv.size(0) == 1 && qkv.is_contiguous() &&
+                    qkv.size(1) == c.q_dim() + 2 * c.kv_dim() &&
+                    rope_cache_fits(c, qkv.scalar_type(), qkv.device(), table, position, keys, values);
   if (fits) {
     at::Tensor q = at::empty({c.n_heads, 1, c.head_dim}, qkv.options());
-    gpu::RopeCacheLaunch l;
+    gpu::RopeCacheLaunch l = rope_cache_launch(c, q, table, position, keys, values);
     l.qkv = qkv.data_ptr();
-    l.table = table.data_ptr();
-    l.position = position.data_ptr<int64_t>();
-    l.q = q.data_ptr();
-    l.keys = keys.data_ptr();
-    l.values = values.data_ptr();
-    l.keys_head_stride = keys.stride(0), l.keys_row_stride = keys.stride(1);
-    l.values_head_stride = values.stride(0), l.values_row_stride = values.stride(1);
-    l.dtype = kernel_dtype(t);
-    l.n_heads = c.n_heads, l.n_kv_heads = c.n_kv_heads, l.head_dim = c.head_dim;
+    l.dtype = kernel_dtype(qkv.scalar_type());
     l.stream = at::cuda::getCurrentCUDAStream().stream();
     gpu::rope_cache_write(l);
     return q;
@@ -245,6 +268,27 @@ at::Tensor rotate_and_cache_row(const ModelConfig& c, const at::Tensor& qkv, con
   keys.index_copy_(1, position, in.k);
   values.index_copy_(1, position, in.v);
   return in.q;
+}
+
+at::Tensor rotated_qkv_cached_row(const ModelConfig& c, const LayerWeights& layer, const at::Tensor& x,
+                                  const at::Tensor& table, const at::Tensor& position, const at::Tensor& keys,
+                                  const at::Tensor& values) {
+#ifdef HIPSTUDIO_FUSED_LAYER_KERNELS
+  if (x.size(0) == 1 && !layer.bqkv.defined() && layer.wqkv.size(0) == c.q_dim() + 2 * c.kv_dim() &&
+      rope_cache_fits(c, x.scalar_type(), x.device(), table, position, keys, values)) {
+    const at::Tensor q = at::empty({c.n_heads, 1, c.head_dim}, x.options());
+    const gpu::RopeCacheLaunch rope = rope_cache_launch(c, q, table, position, keys, values);
+    FusedNorm norm;
+    norm.weight = &layer.attn_norm;
+    norm.eps = c.rms_norm_eps;
+    // The attention or mask search next starts at once, as after the RoPE kernel before (row_gemv.h,
+    // next_starts_early): its part before its wait reads only keys of earlier steps and the cached mask.
+    const at::Tensor got = row_gemv(x, layer.wqkv, /*silu_mul=*/false, nullptr, norm, /*next_starts_early=*/true,
+                                    &rope, &q);
+    if (got.defined()) return got;
+  }
+#endif
+  return rotate_and_cache_row(c, attention_qkv(c, layer, x), table, position, keys, values);
 }
 
 namespace {

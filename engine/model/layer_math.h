@@ -54,6 +54,13 @@ AttentionInputs rotate_qkv(const ModelConfig& c, const at::Tensor& qkv, const at
 at::Tensor rotate_and_cache_row(const ModelConfig& c, const at::Tensor& qkv, const at::Tensor& table,
                                 const at::Tensor& position, const at::Tensor& keys, const at::Tensor& values);
 
+// The decode step's attention inputs for one token: rotate_and_cache_row(attention_qkv(x)). On CUDA
+// (bf16/f16, no q/k/v bias) one kernel: the RoPE and cache write run in the projection's epilogue
+// (kernels/cuda/row_gemv.h, rope), the same arithmetic and roundings, so the same bits.
+at::Tensor rotated_qkv_cached_row(const ModelConfig& c, const LayerWeights& layer, const at::Tensor& x,
+                                  const at::Tensor& table, const at::Tensor& position, const at::Tensor& keys,
+                                  const at::Tensor& values);
+
 // The layer's rest: x + wo(attended), then + the SwiGLU MLP, down(silu(gate(h)) * up(h)).
 // attended: [n, n_heads * head_dim]. Returns the new residual rows [n, dim]. One row on CUDA: the
 // activation, down projection and residual add are one kernel, summed in float32 and rounded once

@@ -104,12 +104,44 @@ __device__ __forceinline__ float silu(float g) { return g / (1.0f + expf(-g)); }
 // once a weight element) in kParts planes of float4: plane p holds elements 4p..4p+3 of every
 // chunk, so a warp reading chunk c = base + lane of one plane touches 512 consecutive bytes (no
 // bank conflicts; a chunk's 32 bytes side by side would conflict two-way).
+// The RoPE epilogue's arguments (RowGemvLaunch::rope), as the kernel takes them.
+template <class T>
+struct RopeArgs {
+  const T* table = nullptr;
+  const int64_t* position = nullptr;
+  T *q = nullptr, *keys = nullptr, *values = nullptr;
+  int64_t keys_head_stride = 0, keys_row_stride = 0, values_head_stride = 0, values_row_stride = 0;
+  int n_heads = 0, n_kv_heads = 0, half = 0;  // half: head_dim / 2
+};
+
+// With the RoPE epilogue, row group p (two rows) is the rotation pair (i, i + head_dim / 2) of
+// head p / half, i = p % half; without it, rows 2p and 2p + 1 (every layout: p R rows on).
+template <bool kRope, int kRowsPerWarp>
+__device__ __forceinline__ int group_row(int p, int r, int half) {
+  if constexpr (kRope) {
+    return (p / half) * 2 * half + p % half + r * half;
+  } else {
+    return p * kRowsPerWarp + r;
+  }
+}
+
+// rope_cache.h's arithmetic for element i of a head, from the projection's float sums of the
+// element and its partner (i + head_dim / 2 or i - head_dim / 2): both rounded to T as the
+// projection's output is, x * cos rounded to T, then + partner * sin in float32, rounded once.
+template <class T>
+__device__ __forceinline__ T rotate_element(float self, float partner, float cos_i, float sin_i) {
+  const float a = to_f32(from_f32<T>(to_f32(from_f32<T>(self)) * cos_i));
+  return from_f32<T>(a + to_f32(from_f32<T>(partner)) * sin_i);
+}
+
 // kNorm: 0 none, 1 rms_norm(x), 2 rms_norm(x + norm_residual) (norm_sum written by block 0).
-template <class T, bool kSiluMul, bool kResidual, int kNorm, class L>
+// kRope: the RoPE and cache write in the epilogue instead of y (RowGemvLaunch::rope, kRowsPerWarp 2).
+template <class T, bool kSiluMul, bool kResidual, int kNorm, class L, bool kRope = false>
 __global__ void __launch_bounds__(L::kThreads)
     row_gemv_kernel(const T* __restrict__ w, const T* __restrict__ x, const T* residual, T* y, int n, int in,
                     int64_t w_stride, const float* __restrict__ norm_weight, const T* __restrict__ norm_residual,
-                    T* norm_sum, float eps, bool next_starts_early) {
+                    T* norm_sum, float eps, bool next_starts_early, const RopeArgs<T> rope) {
+  static_assert(!kRope || L::kRowsPerWarp == 2, "the RoPE epilogue gives each warp a rotation's two rows");
   if (next_starts_early) let_next_grid_start();  // RowGemvLaunch::next_starts_early
   constexpr int kWarps = L::kWarps, kThreads = L::kThreads, kRowsPerWarp = L::kRowsPerWarp, kUnroll = L::kUnroll;
   constexpr int kElems = 16 / static_cast<int>(sizeof(T));
@@ -124,12 +156,14 @@ __global__ void __launch_bounds__(L::kThreads)
   int row0 = 0;
   const T* wr[kRowsPerWarp];
   bool valid[kRowsPerWarp];
+  int rows[kRowsPerWarp];
   auto set_rows = [&](int p) {
     row0 = p * kRowsPerWarp;
 #pragma unroll
     for (int r = 0; r < kRowsPerWarp; ++r) {
-      valid[r] = p < groups && row0 + r < n;
-      wr[r] = w + static_cast<int64_t>(valid[r] ? row0 + r : 0) * w_stride;
+      rows[r] = group_row<kRope, kRowsPerWarp>(p, r, rope.half);
+      valid[r] = p < groups && rows[r] < n;
+      wr[r] = w + static_cast<int64_t>(valid[r] ? rows[r] : 0) * w_stride;
     }
   };
   uint4 buf[kRowsPerWarp][kUnroll];
@@ -162,6 +196,24 @@ __global__ void __launch_bounds__(L::kThreads)
     }
   }
   wait_for_prior_grid();
+  // The RoPE epilogue's position (a device scalar, written before the step) and lane r's cos and
+  // sin of its element (lanes 0 and 1: a group's two rows), loaded before the product so that
+  // their latency hides under it.
+  int64_t rope_pos = 0;
+  float rope_cos = 0.f, rope_sin = 0.f;
+  auto load_rotation = [&](int p) {
+    if constexpr (kRope) {
+      if (lane < 2 && p < groups) {
+        const int i = p % rope.half + lane * rope.half;  // the element's index in its head
+        const T* row = rope.table + rope_pos * 4 * rope.half;
+        rope_cos = to_f32(row[i]), rope_sin = to_f32(row[2 * rope.half + i]);
+      }
+    }
+  };
+  if constexpr (kRope) {
+    rope_pos = *rope.position;
+    load_rotation(group);
+  }
 
   const uint4* x16 = reinterpret_cast<const uint4*>(x);
   float squares = 0.0f;  // kNorm: this thread's part of the row's sum of squares
@@ -231,6 +283,7 @@ __global__ void __launch_bounds__(L::kThreads)
     if (!first) {
       set_rows(group);
       load_batch(0);
+      load_rotation(group);
     }
     float acc[kRowsPerWarp] = {};
     for (int base = 0; base < chunks; base += 32 * kUnroll) {
@@ -261,12 +314,31 @@ __global__ void __launch_bounds__(L::kThreads)
       for (int offset = 16; offset > 0; offset /= 2) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], offset);
     }
     // Lane r writes row r (every lane holds every row's sum after the butterfly).
+    if constexpr (kRope) {
+      // Lane r: row r of the pair, element i of head `head` (queries, then keys, then values).
+      if (lane < 2 && (lane == 0 ? valid[0] : valid[1])) {
+        const int head = rows[0] / (2 * rope.half), i = (lane == 0 ? rows[0] : rows[1]) - head * 2 * rope.half;
+        const float self = lane == 0 ? acc[0] : acc[1], partner = lane == 0 ? acc[1] : acc[0];
+        if (head >= rope.n_heads + rope.n_kv_heads) {  // a value: written as the projection rounds it
+          const int64_t h = head - rope.n_heads - rope.n_kv_heads;
+          rope.values[h * rope.values_head_stride + rope_pos * rope.values_row_stride + i] = from_f32<T>(self);
+        } else {
+          const T out = rotate_element<T>(self, partner, rope_cos, rope_sin);
+          if (head < rope.n_heads) {
+            rope.q[static_cast<int64_t>(head) * 2 * rope.half + i] = out;
+          } else {
+            rope.keys[(head - rope.n_heads) * rope.keys_head_stride + rope_pos * rope.keys_row_stride + i] = out;
+          }
+        }
+      }
+    } else {
 #pragma unroll
-    for (int r = 0; r < kRowsPerWarp; ++r) {
-      if (lane == r && valid[r]) {
-        float v = acc[r];
-        if constexpr (kResidual) v += to_f32(residual[row0 + r]);
-        y[row0 + r] = from_f32<T>(v);
+      for (int r = 0; r < kRowsPerWarp; ++r) {
+        if (lane == r && valid[r]) {
+          float v = acc[r];
+          if constexpr (kResidual) v += to_f32(residual[row0 + r]);
+          y[row0 + r] = from_f32<T>(v);
+        }
       }
     }
   }
@@ -288,9 +360,19 @@ int resident_blocks(const void* kernel, size_t smem) {
   });
 }
 
-template <class T, bool kSiluMul, bool kResidual, int kNorm, class L>
+template <class T, bool kSiluMul, bool kResidual, int kNorm, class L, bool kRope = false>
 void launch_typed(const RowGemvLaunch& l) {
-  const auto kernel = row_gemv_kernel<T, kSiluMul, kResidual, kNorm, L>;
+  const auto kernel = row_gemv_kernel<T, kSiluMul, kResidual, kNorm, L, kRope>;
+  RopeArgs<T> rope;
+  if (l.rope) {
+    const RopeCacheLaunch& r = *l.rope;
+    rope.table = static_cast<const T*>(r.table), rope.position = r.position;
+    rope.q = static_cast<T*>(r.q), rope.keys = static_cast<T*>(r.keys), rope.values = static_cast<T*>(r.values);
+    rope.keys_head_stride = r.keys_head_stride, rope.keys_row_stride = r.keys_row_stride;
+    rope.values_head_stride = r.values_head_stride, rope.values_row_stride = r.values_row_stride;
+    rope.n_heads = static_cast<int>(r.n_heads), rope.n_kv_heads = static_cast<int>(r.n_kv_heads);
+    rope.half = static_cast<int>(r.head_dim / 2);
+  }
   const size_t smem = static_cast<size_t>(l.in) * sizeof(float);
   const int64_t needed = (l.n + L::kRowsPerBlock - 1) / L::kRowsPerBlock;
   const int64_t resident = static_cast<int64_t>(device_sm_count()) *
@@ -304,13 +386,19 @@ void launch_typed(const RowGemvLaunch& l) {
                      static_cast<int>(l.n), static_cast<int>(l.in),
                      static_cast<int64_t>(l.w_stride == 0 ? l.in : l.w_stride), l.norm_weight,
                      static_cast<const T*>(l.norm_residual), static_cast<T*>(l.norm_sum), static_cast<float>(l.eps),
-                     l.next_starts_early);
+                     l.next_starts_early, rope);
   HIP_CUDA_CHECK_LAUNCH("row_gemv");
 }
 
 // Every form but silu_mul's (the down projection, always in the wide layout).
 template <class T, class L>
 void launch_plain_or_normed(const RowGemvLaunch& l) {
+  if (l.rope) {  // the decode step's q/k/v with the RoPE epilogue (pair layout: row_gemv_layout)
+    if constexpr (L::kRowsPerWarp == 2) {
+      l.norm_weight ? launch_typed<T, false, false, 1, L, true>(l) : launch_typed<T, false, false, 0, L, true>(l);
+    }
+    return;
+  }
   if (l.norm_weight) {  // the decode step's forms: q/k/v after the norm, gate/up after the add and norm
     l.norm_residual ? launch_typed<T, false, false, 2, L>(l) : launch_typed<T, false, false, 1, L>(l);
   } else {
@@ -334,7 +422,7 @@ void launch_options(const RowGemvLaunch& l) {
 void row_gemv(const RowGemvLaunch& l) {
   const std::string refusal = row_gemv_refusal(l);
   if (!refusal.empty()) throw_arg(refusal);
-  if (!l.y) throw_arg("row_gemv needs a y pointer");
+  if (!l.y && !l.rope) throw_arg("row_gemv needs a y pointer");
   if (l.n == 0) return;
   switch (l.dtype) {
     case DType::kF32: launch_options<float>(l); break;

@@ -11,11 +11,18 @@
 //             sum rounded to the dtype (written to norm_sum), the normalised x rounded to the dtype
 //             (its sum of squares added in another order: rarely one unit in the last place apart).
 //             Every block normalises its own copy of x (a few KB read from L2): no launch of its own.
+//   rope:     the product is a decode step's q/k/v row, and instead of writing it to y the kernel
+//             does what rope_cache_write (rope_cache.h) does with it: the queries rotated into q, the
+//             key rotated and the value written into the cache, same arithmetic and roundings. Each
+//             warp computes a rotation's two rows (element i and i + head_dim / 2 of a head) and
+//             rotates them in its epilogue: the RoPE kernel between the projection and the
+//             attention, and its wait on the projection, are gone.
 // Arithmetic: float32 throughout, the result rounded once to the dtype. Plain C++ interface (no
 // CUDA headers), like row_norm.h.
 #include <cstdint>
 
 #include "kernels/cuda/hip_cuda.h"
+#include "kernels/cuda/rope_cache.h"
 
 namespace hipstudio::gpu {
 
@@ -48,6 +55,11 @@ struct RowGemvLaunch {
   // before its wait reads only weights, so that a multiprocessor done with one projection's blocks
   // takes the next one's and starts its weight loads (eighth session).
   bool next_starts_early = false;
+  // The RoPE and cache write in the epilogue (above): its q, table, position, keys, values, their
+  // strides, head counts and head_dim are used (its qkv, dtype and stream are this launch's: not
+  // read). Then n must be (n_heads + 2 n_kv_heads) head_dim, y is not written (may be null), and
+  // neither silu_mul nor a residual is taken; the norm is.
+  const RopeCacheLaunch* rope = nullptr;
 };
 
 // Largest `in` the kernel takes: x is kept in shared memory as float32 (4 in bytes a block).
@@ -69,11 +81,22 @@ inline const char* row_gemv_refusal(const RowGemvLaunch& l) {
   };
   const int64_t x_bytes = (l.silu_mul ? 2 : 1) * l.in * elem, y_bytes = l.n * elem, row_bytes = l.in * elem;
   if (!l.w || !l.x) return "row_gemv needs w and x pointers";
+  if (l.rope) {
+    const RopeCacheLaunch& r = *l.rope;
+    if (l.silu_mul || l.residual || l.norm_residual)
+      return "row_gemv: the RoPE epilogue takes neither silu_mul, a residual nor a norm residual";
+    if (!r.table || !r.position || !r.q || !r.keys || !r.values) return "row_gemv: the RoPE epilogue needs every pointer";
+    if (r.n_heads < 1 || r.n_kv_heads < 1 || r.head_dim < 2 || r.head_dim % 2 != 0 || r.head_dim > 1024 ||
+        l.n != (r.n_heads + 2 * r.n_kv_heads) * r.head_dim)
+      return "row_gemv: the RoPE epilogue needs n = (n_heads + 2 n_kv_heads) head_dim, head_dim even and <= 1024";
+  }
   if (l.n < 0 || l.n > (int64_t{1} << 30)) return "row_gemv: n outside [0, 2^30]";  // block row indices stay in int
   if (l.in < 8 || l.in % 8 != 0 || l.in > kRowGemvMaxIn) return "row_gemv: in must be a multiple of 8 in [8, 32768]";
   if (stride < l.in || (stride * elem) % 16 != 0) return "row_gemv: weight rows must be >= in elements and 16-byte aligned apart";
   if (!aligned(l.w) || !aligned(l.x)) return "row_gemv: w and x must be 16-byte aligned";
   if (overlap(l.y, y_bytes, l.x, x_bytes)) return "row_gemv: y must not overlap x";
+  if (l.rope && overlap(l.rope->q, l.rope->n_heads * l.rope->head_dim * elem, l.x, x_bytes))
+    return "row_gemv: the rotated queries must not overlap x";
   if (l.norm_weight) {
     if (l.silu_mul || l.residual) return "row_gemv: a norm fuses with neither silu_mul nor a residual add";
     if (l.norm_residual && (!l.norm_sum || !aligned(l.norm_residual) || !aligned(l.norm_sum)))
@@ -90,15 +113,17 @@ inline const char* row_gemv_refusal(const RowGemvLaunch& l) {
 
 // The kernel's work layout for a launch (kernels/cuda/row_gemv.cu, Layout: measured per shape on
 // the H100): wide for the down projection (silu_mul), pair for q/k/v-like shapes (more rows than
-// inputs, fewer than twice as many), stream elsewhere. The one rule, used by the launch and the tests.
+// inputs, fewer than twice as many) and for the RoPE epilogue (a warp's two rows are a rotation's),
+// stream elsewhere. The one rule, used by the launch and the tests.
 enum class RowGemvLayout { kStream, kPair, kWide };
 inline RowGemvLayout row_gemv_layout(const RowGemvLaunch& l) {
   if (l.silu_mul) return RowGemvLayout::kWide;
+  if (l.rope) return RowGemvLayout::kPair;
   if (l.n > l.in && l.n < 2 * l.in) return RowGemvLayout::kPair;
   return RowGemvLayout::kStream;
 }
 
-// Validates (CudaError with row_gemv_refusal's reason, or for a missing y) and launches.
+// Validates (CudaError with row_gemv_refusal's reason, or for a missing y without rope) and launches.
 void row_gemv(const RowGemvLaunch& launch);
 
 }  // namespace hipstudio::gpu

@@ -246,6 +246,27 @@ TEST(RowGemvCuda, RefusesWhatItCannotRead) {
   l.y = out;
   l.norm_weight = nullptr, l.norm_sum = sum;  // a residual without a norm
   EXPECT_STRNE(gpu::row_gemv_refusal(l), "");
+  l.norm_residual = nullptr, l.norm_sum = nullptr;
+  // The RoPE epilogue: n = (heads + 2 kv heads) head_dim, every pointer, no silu_mul, residual or norm
+  // residual; y not needed; the rotated queries must not overlap x.
+  alignas(16) static uint16_t table[64], q[16], cache[64];
+  static int64_t position = 1;
+  gpu::RopeCacheLaunch r;
+  r.table = table, r.position = &position, r.q = q, r.keys = cache, r.values = cache + 32;
+  r.n_heads = 2, r.n_kv_heads = 1, r.head_dim = 2;  // 8 rows
+  l.rope = &r, l.n = 8, l.y = nullptr;
+  EXPECT_STREQ(gpu::row_gemv_refusal(l), "");
+  l.n = 6;
+  EXPECT_STRNE(gpu::row_gemv_refusal(l), "");
+  l.n = 8, l.residual = other;
+  EXPECT_STRNE(gpu::row_gemv_refusal(l), "");
+  l.residual = nullptr, r.table = nullptr;
+  EXPECT_STRNE(gpu::row_gemv_refusal(l), "");
+  r.table = table, r.q = buf + 4;  // the queries over x
+  EXPECT_STRNE(gpu::row_gemv_refusal(l), "");
+  r.q = q, r.head_dim = 3, r.n_heads = 1, r.n_kv_heads = 1;  // 9 rows of an odd head_dim
+  l.n = 9;
+  EXPECT_STRNE(gpu::row_gemv_refusal(l), "");
 }
 
 // ms of one launch: the median of 20 batches of `k` launches (after 3 warm-up batches), timed by CUDA
