@@ -35,6 +35,10 @@ struct AttnArgs {
   // programmatic dependent of the kernel that writes Q and the keys and values at the query rows'
   // positions. False for every other launch.
   bool overlap_prior;
+  // Decode CTAs (4 key groups) launched in thread-block clusters of `splits` CTAs (sm_90): the
+  // splits' partials meet in the cluster's shared memory instead of the workspace
+  // (sparse_attention.cu, cluster_merge_rows). False for every other launch.
+  bool cluster_merge;
 };
 
 namespace {

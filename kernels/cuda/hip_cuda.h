@@ -140,6 +140,11 @@ struct AttentionLaunch {
   // list and start copying those older keys (writing no global memory) while those kernels run, and
   // read Q and the newer keys after them.
   bool mask_before_prior_kernel = false;
+  // Decode launches (<= 16 query rows a CTA) of 2-16 splits merge the splits inside a thread-block
+  // cluster of that many CTAs (distributed shared memory) where the device launches clusters, the
+  // code is sm_90's and all clusters fit at once; false, or elsewhere: through the workspace and
+  // the counters, as every other split launch. Both give the same bits (tests compare them).
+  bool cluster_merge = true;
 };
 
 // Splits that estimate_attention would use (resolves num_splits == 0), and the workspace they need.

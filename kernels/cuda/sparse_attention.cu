@@ -31,6 +31,7 @@
 #include "kernels/cuda/attention_wgmma.h"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/fast_div.h"
+#include "kernels/cuda/once_per_key.h"
 
 namespace hipstudio::gpu {
 namespace {
@@ -115,6 +116,93 @@ __device__ void merge_rows(const AttnArgs& a, const CtaCoords& c, float* w, int 
   }
 }
 
+// The split merge inside a thread-block cluster (AttnArgs::cluster_merge; eighth session): each
+// split's CTA leaves its partial rows in its own shared memory, one cluster barrier, and split 0
+// reads them all through distributed shared memory and merges them as merge_rows does (same
+// operations in the same order: the same bits), then a second barrier keeps the others' memory
+// alive until it has read. In place of the workspace stores, the counter's acquire-release atomic
+// and the L2 loads of the last CTA: a decode step's merge at the end of every sparse layer.
+constexpr int kClusterMaxSplits = 16;  // the largest cluster sm_90 launches (non-portable above 8)
+
+__device__ __forceinline__ void cluster_sync_all() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#endif
+}
+
+// p's counterpart in the shared memory of cluster CTA `rank`.
+__device__ __forceinline__ unsigned cluster_address(const void* p, unsigned rank) {
+  unsigned remote = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned local = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(rank));
+#endif
+  return remote;
+}
+__device__ __forceinline__ float4 load_cluster_f4(unsigned addr) {
+  float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(addr)
+               : "memory");
+#endif
+  return v;
+}
+__device__ __forceinline__ float2 load_cluster_f2(unsigned addr) {
+  float2 v = make_float2(0.f, 0.f);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "r"(addr) : "memory");
+#endif
+  return v;
+}
+
+// Split 0's merge of the rows [c.r0, c.r1): `mine_o` (rows x D) and `mine_ml` (rows x 2: m, l) hold
+// each CTA's partial at the same offsets. Every CTA of the cluster calls it (the barriers).
+template <class T, int D>
+__device__ void cluster_merge_rows(const AttnArgs& a, const CtaCoords& c, const float* mine_o, const float* mine_ml,
+                                   int warp, int lane, int nwarps) {
+  cluster_sync_all();  // every split's partial is in its CTA's shared memory
+  if (c.split == 0) {
+    T* obase = static_cast<T*>(a.out) + c.b * a.os.b + c.h * a.os.h;
+    const int col = lane * 4;
+    for (int lr = warp; lr < c.r1 - c.r0; lr += nwarps) {
+      // All of the row's remote loads at once: lane s < splits takes split s's (m, l), every lane
+      // its 4 columns of each split's O.
+      float4 po[kClusterMaxSplits];
+#pragma unroll
+      for (int s = 0; s < kClusterMaxSplits; ++s) {
+        if (s < a.splits && col < D) po[s] = load_cluster_f4(cluster_address(mine_o + lr * D + col, s));
+      }
+      const float2 ml = lane < a.splits ? load_cluster_f2(cluster_address(mine_ml + 2 * lr, lane))
+                                        : make_float2(-INFINITY, 0.f);
+      float mmax = ml.x;
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) mmax = fmaxf(mmax, __shfl_xor_sync(0xffffffffu, mmax, o));
+      const float mu = mmax == -INFINITY ? 0.f : mmax;
+      const float ws = lane >= a.splits || ml.x == -INFINITY ? 0.f : exp2f(ml.x - mu);
+      float lsum = 0.f;
+      lsum += ws * ml.y;
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) lsum += __shfl_xor_sync(0xffffffffu, lsum, o);
+      const float inv_l = lsum > 0.f ? 1.f / lsum : 0.f;
+      float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+      for (int s = 0; s < kClusterMaxSplits; ++s) {
+        if (s >= a.splits) break;
+        const float w = __shfl_sync(0xffffffffu, ws, s);
+        acc.x += w * po[s].x, acc.y += w * po[s].y, acc.z += w * po[s].z, acc.w += w * po[s].w;
+      }
+      if (col < D && col < a.d) {
+        T* orow = obase + (c.r0 + lr) * a.os.t + col;
+        *reinterpret_cast<uint32_t*>(orow) = pack2<T>(acc.x * inv_l, acc.y * inv_l);
+        *reinterpret_cast<uint32_t*>(orow + 2) = pack2<T>(acc.z * inv_l, acc.w * inv_l);
+      }
+    }
+  }
+  cluster_sync_all();  // split 0 has read the others' shared memory: they may exit
+}
+
 // Folds another partial (m, l, O) of the same rows into this one: both scaled to the larger max.
 template <int NT>
 __device__ __forceinline__ void fold_partial(float& m, float& l, float (*o)[4], int x0, float mw, float lw,
@@ -132,7 +220,7 @@ __device__ __forceinline__ void fold_partial(float& m, float& l, float (*o)[4], 
 
 
 template <int D>
-constexpr size_t mma_smem_bytes() {  // two stages of K and V tiles (row-major, rows padded by 16 bytes) + key slots
+__host__ __device__ constexpr size_t mma_smem_bytes() {  // two stages of K and V tiles (row-major, rows padded by 16 bytes) + key slots
   return 2 * (2 * static_cast<size_t>(kBK) * (D + 8) * 2) + kKeySlots * kBK * sizeof(TileKey);
 }
 
@@ -376,6 +464,10 @@ __global__ void __launch_bounds__(128, (kMinCtasPerSm<D, KG>)) sparse_attention_
     constexpr int kRows = RG * 16;
     float* red_o = reinterpret_cast<float*>(smem_raw);  // [KG][kRows][D]
     float* red_ml = red_o + KG * kRows * D;             // [KG][kRows][2]: m, l
+    float* mine_o = red_ml + KG * kRows * 2;            // [kRows][D]: the cluster merge's partial
+    float* mine_ml = mine_o + kRows * D;                // [kRows][2]
+    static_assert((KG * kRows * (D + 2) + kRows * (D + 2)) * sizeof(float) <= mma_smem_bytes<D>(),
+                  "the fold's and the cluster merge's buffers fit in the tile memory");
     __syncthreads();  // the tiles are no longer read (the last two iterations had no closing barrier)
     if (computes) {
       const int lr0 = rg * 16 + gq, lr1 = lr0 + 8;
@@ -416,6 +508,9 @@ __global__ void __launch_bounds__(128, (kMinCtasPerSm<D, KG>)) sparse_attention_
         T* orow = obase + static_cast<int64_t>(row) * a.os.t + col;
         *reinterpret_cast<uint32_t*>(orow) = pack2<T>(acc.x * inv, acc.y * inv);
         *reinterpret_cast<uint32_t*>(orow + 2) = pack2<T>(acc.z * inv, acc.w * inv);
+      } else if (a.cluster_merge) {  // this CTA's partial stays here, behind the fold's buffers
+        *reinterpret_cast<float4*>(mine_o + lr * D + col) = acc;
+        if (col == 0) *reinterpret_cast<float2*>(mine_ml + 2 * lr) = make_float2(mx, lsum);
       } else {
         const int64_t r = split_off + base + row;
         *reinterpret_cast<float4*>(a.part_o + r * a.d + col) = acc;
@@ -423,6 +518,11 @@ __global__ void __launch_bounds__(128, (kMinCtasPerSm<D, KG>)) sparse_attention_
       }
     }
     if (a.splits == 1) return;
+    if (a.cluster_merge) {
+      __syncthreads();  // the CTA's partial is complete before the cluster barrier releases it
+      cluster_merge_rows<T, D>(a, c, mine_o, mine_ml, warp, lane, kThreads / 32);
+      return;
+    }
   }
   {
     // The last CTA of this row tile to finish merges all splits' partials. The barrier orders
@@ -558,6 +658,35 @@ int64_t base_ctas(const AttentionLaunch& l) {
   return l.batch * l.hq * qbs * row_tiles;
 }
 
+// Whether a decode launch of `kernel` (grid CTAs, `splits` a row tile) merges in clusters: 2-16
+// splits, the device launches clusters, the loaded code is sm_90's (it has the cluster
+// instructions; an sm_80 build run on an H100 does not), and every cluster is resident at once
+// (cudaOccupancyMaxActiveClusters, asked once per kernel and size: a cluster's CTAs share a GPC).
+bool cluster_merge_fits(const void* kernel, int splits, unsigned grid, size_t smem) {
+  if (splits < 2 || splits > kClusterMaxSplits || !device_supports_clusters() || !kernel_waits_for_prior_grid(kernel))
+    return false;
+  static OncePerKey<std::pair<const void*, int>, int> capacity;
+  const int clusters = capacity.get(std::make_pair(kernel, splits), [&] {
+    if (splits > 8 && cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(static_cast<unsigned>(splits)), cfg.blockDim = dim3(kThreads), cfg.dynamicSmemBytes = smem;
+    cudaLaunchAttribute attr = {};
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = static_cast<unsigned>(splits), attr.val.clusterDim.y = 1, attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr, cfg.numAttrs = 1;
+    int n = 0;
+    if (cudaOccupancyMaxActiveClusters(&n, kernel, &cfg) != cudaSuccess) {
+      cudaGetLastError();  // a refusal is an answer (no clusters of that size), not an error to keep
+      n = 0;
+    }
+    return n;
+  });
+  return clusters > 0 && static_cast<int64_t>(clusters) * splits >= grid;
+}
+
 }  // namespace
 
 int64_t attention_wgmma_launches() { return g_wgmma_launches.load(std::memory_order_relaxed); }
@@ -632,7 +761,27 @@ void sparse_attention(const AttentionLaunch& l) {
 #endif
     const int threads = kThreads;  // CTAs of 33..48 rows: the fourth warp only copies
     auto launch = [&](auto kernel, size_t smem) {
-      set_smem(reinterpret_cast<const void*>(kernel), smem, "sparse attention", true);
+      const void* fn = reinterpret_cast<const void*>(kernel);
+      set_smem(fn, smem, "sparse attention", true);
+      // Decode CTAs of a split launch merge in clusters of `splits` CTAs where the GPU holds all
+      // the clusters at once and the loaded code is sm_90's (cluster_merge_rows).
+      if (key_groups == 4 && l.cluster_merge && cluster_merge_fits(fn, a.splits, grid.x, smem)) {
+        AttnArgs clustered = a;
+        clustered.cluster_merge = true;
+        const bool dependent = l.mask_before_prior_kernel;
+        clustered.overlap_prior = dependent;
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = grid, cfg.blockDim = dim3(threads), cfg.dynamicSmemBytes = smem, cfg.stream = s;
+        cudaLaunchAttribute attr[2] = {};
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = static_cast<unsigned>(a.splits), attr[0].val.clusterDim.y = 1;
+        attr[0].val.clusterDim.z = 1;
+        attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[1].val.programmaticStreamSerializationAllowed = 1;
+        cfg.attrs = attr, cfg.numAttrs = dependent ? 2 : 1;
+        HIP_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, clustered));
+        return;
+      }
       // Only decode CTAs (4 key groups) wait for the kernel before (the others' code has no wait,
       // and a.overlap_prior stays false for them, as for the SIMT and wgmma kernels). Where the
       // loaded code cannot wait (an sm_80 build), launch_after_prior launches plainly: the early

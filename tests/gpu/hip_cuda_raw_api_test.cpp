@@ -149,6 +149,66 @@ TEST(HipCudaRawApi, SmallCasesMatchReference) {
   }
 }
 
+// A decode step's split merge in a thread-block cluster (AttentionLaunch::cluster_merge, sm_90)
+// gives the workspace merge's bits, at the split counts a decode step takes (2-16; 10 at 32k-128k
+// with k 512), and both match the float64 reference. Elsewhere both launches take the workspace.
+TEST(HipCudaRawApi, ClusterMergeMatchesTheWorkspaceMerge) {
+  RAW_REQUIRE();
+  for (const int64_t d : {int64_t{128}, int64_t{64}}) {
+    for (const bool bf16 : {true, false}) {
+      Small s;
+      s.hq = 8, s.hkv = 2, s.tq = 1, s.tk = 4096, s.d = d;
+      std::mt19937 rng(17);
+      std::normal_distribution<float> nd;
+      auto fill = [&](std::vector<float>& x, size_t n) {
+        x.resize(n);
+        for (float& f : x) f = bf16 ? gpu::bf16_to_float(gpu::float_to_bf16(nd(rng))) : gpu::f16_to_float(gpu::float_to_f16(nd(rng)));
+      };
+      fill(s.q, static_cast<size_t>(s.hq * s.d));
+      fill(s.k, static_cast<size_t>(s.hkv * s.tk * s.d));
+      fill(s.v, static_cast<size_t>(s.hkv * s.tk * s.d));
+      s.p.k = 512, s.p.b_q = 64, s.p.b_k = 2, s.p.sink = 4, s.p.window = 8;
+      const hip::MaskResult mask = hip::estimate_masks(s.view(), s.p).mask;
+      const hip::AttentionOutput ref = hip::sparse_attention_reference(s.view(), s.p, mask);
+      auto qh = convert<uint16_t>(s.q, bf16), kh = convert<uint16_t>(s.k, bf16), vh = convert<uint16_t>(s.v, bf16);
+      DeviceBuffer q = upload(qh.data(), qh.size() * 2), k = upload(kh.data(), kh.size() * 2), v = upload(vh.data(), vh.size() * 2);
+      DeviceBuffer rb = upload(mask.blocks.data(), mask.blocks.size() * 4), rc = upload(mask.counts.data(), mask.counts.size() * 4);
+      for (const int splits : {2, 5, 10, 16}) {
+        std::vector<uint16_t> outs[2];
+        for (const bool cluster : {true, false}) {
+          DeviceBuffer out(static_cast<size_t>(s.hq * s.d) * 2);
+          out.fill_bytes(0xff);  // NaN
+          gpu::AttentionLaunch al;
+          al.q = q.get(), al.k = k.get(), al.v = v.get(), al.out = out.get();
+          al.dtype = bf16 ? gpu::DType::kBF16 : gpu::DType::kF16;
+          al.q_stride = al.out_stride = strides(s.hq, s.tq, s.d), al.k_stride = al.v_stride = strides(s.hkv, s.tk, s.d);
+          al.hq = s.hq, al.hkv = s.hkv, al.tq = s.tq, al.tk = s.tk, al.d = s.d, al.hip = s.p;
+          al.blocks = static_cast<const int32_t*>(rb.get()), al.counts = static_cast<const int32_t*>(rc.get());
+          al.num_splits = splits, al.cluster_merge = cluster;
+          ASSERT_EQ(gpu::attention_splits(al), splits);
+          DeviceBuffer ws(gpu::attention_workspace_bytes(al, splits));
+          al.workspace = ws.get();
+          gpu::sparse_attention(al);
+          std::vector<uint16_t>& raw = outs[cluster ? 0 : 1];
+          raw.resize(static_cast<size_t>(s.hq * s.d));
+          out.download(raw.data(), raw.size() * 2);
+        }
+        double num = 0, den = 0;
+        for (size_t i = 0; i < outs[0].size(); ++i) {
+          const float g = bf16 ? gpu::bf16_to_float(outs[0][i]) : gpu::f16_to_float(outs[0][i]);
+          num += (g - ref.out[i]) * (g - ref.out[i]), den += ref.out[i] * ref.out[i];
+        }
+        const double err = std::sqrt(num / den);
+        const bool same = outs[0] == outs[1];
+        std::printf("[gpu] cluster merge d %lld %s splits %2d: %s the workspace merge, relative L2 %.3g from float64\n",
+                    static_cast<long long>(d), bf16 ? "bf16" : "f16 ", splits, same ? "identical to" : "DIFFERENT from", err);
+        EXPECT_TRUE(same) << "d " << d << " splits " << splits;
+        EXPECT_LE(err, bf16 ? 1e-2 : 2e-3) << "d " << d << " splits " << splits;
+      }
+    }
+  }
+}
+
 // A bf16 search case on integer inputs in [-amp, amp] (amp <= 8): bf16 products and float32 sums
 // are exact there, so the masks, iteration and branch counts must equal the CPU reference's. amp 1
 // is tie-heavy (the tie rule at the threshold), amp 8 mostly tie-free (the selections' early exits).
