@@ -185,10 +185,10 @@ at::Tensor attention_qkv(const ModelConfig& c, const LayerWeights& layer, const 
     FusedNorm norm;
     norm.weight = &layer.attn_norm;
     norm.eps = c.rms_norm_eps;
-    // In a decode graph the RoPE kernel next only waits for it (rotate_and_cache_row), and HiP's
-    // attention or mask search after that sets up meanwhile (kernels/cuda/row_gemv.h,
-    // next_starts_early); where a plain launch comes next (a bias add, LibTorch's RoPE) the early
-    // start changes nothing.
+    // A decode graph takes this form where rotated_qkv_cached_row's one kernel does not apply: the
+    // RoPE kernel next only waits for it (rotate_and_cache_row), and HiP's attention or mask search
+    // after that sets up meanwhile (kernels/cuda/row_gemv.h, next_starts_early); where a plain
+    // launch comes next (a bias add, LibTorch's RoPE) the early start changes nothing.
     qkv = row_gemv(x, layer.wqkv, /*silu_mul=*/false, nullptr, norm, /*next_starts_early=*/true);
   }
 #endif

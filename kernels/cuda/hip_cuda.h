@@ -82,9 +82,10 @@ struct MaskLaunch {
   //   with the dense tail from the search range's end (search_hi at the position): no second
   //   launch, and no host value. blocks and counts may then be null.
   // after_prior: launched as a programmatic dependent of the kernel before it on the stream (sm_90):
-  //   its set-up overlaps that kernel (and, as that kernel, the RoPE one, lets it start at once, the
-  //   q/k/v projection before it), reading nothing but the device position, written before them,
-  //   and writing nothing; it reads Q and K only after that kernel has finished.
+  //   its set-up overlaps that kernel (the q/k/v projection with its RoPE epilogue, or the RoPE
+  //   kernel) and the kernels still running before it, which let their dependents start at once,
+  //   reading nothing but the device position, written before them, and writing nothing; it reads
+  //   Q and K only after that kernel has finished.
   const int64_t* device_position = nullptr;
   int32_t* decode_rows = nullptr;      // (hq, kb + tail_room)
   int32_t* counts_by_extra = nullptr;  // (tail_room + 1, hq)
@@ -132,13 +133,15 @@ struct AttentionLaunch {
   void* counters = nullptr;
   void* stream = nullptr;
   // The caller's promise that blocks, counts, positions and every key and value before the query
-  // rows' first position were complete before the kernel two before this launch in the stream
-  // started, and that it and the kernel after it write nothing else the attention reads (a cached
-  // decode step: the q/k/v projection, then the RoPE and cache-write kernel, which writes Q and the
-  // new key and value; both let their dependents start at once). Then decode CTAs of the
-  // tensor-core kernel are launched as a programmatic dependent on sm_90: they lay out their key
-  // list and start copying those older keys (writing no global memory) while those kernels run, and
-  // read Q and the newer keys after them.
+  // rows' first position were complete before any kernel that may still run when this launch starts
+  // (the kernels before it that let their dependents start at once, and the kernel each of those
+  // followed), and that those kernels write nothing else the attention reads. A cached decode
+  // step: the q/k/v projection with the RoPE and cache write in its epilogue (or the projection,
+  // then the RoPE kernel), which writes Q and the new key and value, after the previous layer's
+  // projections, which write only the residual stream. Then decode CTAs of the tensor-core kernel
+  // are launched as a programmatic dependent on sm_90: they lay out their key list and start
+  // copying those older keys (writing no global memory) while those kernels run, and read Q and the
+  // newer keys after them.
   bool mask_before_prior_kernel = false;
   // Decode launches (<= 16 query rows a CTA) of 2-16 splits merge the splits inside a thread-block
   // cluster of that many CTAs (distributed shared memory) where the device launches clusters, the
