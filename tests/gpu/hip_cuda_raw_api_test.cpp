@@ -69,6 +69,19 @@ DeviceBuffer upload(const void* p, size_t bytes) {
 
 gpu::Strides strides(int64_t heads, int64_t t, int64_t d) { return gpu::Strides{heads * t * d, t * d, d}; }
 
+// An attention launch over Small's shapes: q, k, v and out on the device, the mask's blocks and
+// counts uploaded (workspace and splits left to the caller).
+gpu::AttentionLaunch attention_launch(const Small& s, gpu::DType dtype, const DeviceBuffer& q, const DeviceBuffer& k,
+                                      const DeviceBuffer& v, DeviceBuffer& out, const DeviceBuffer& blocks,
+                                      const DeviceBuffer& counts) {
+  gpu::AttentionLaunch al;
+  al.q = q.get(), al.k = k.get(), al.v = v.get(), al.out = out.get(), al.dtype = dtype;
+  al.q_stride = al.out_stride = strides(s.hq, s.tq, s.d), al.k_stride = al.v_stride = strides(s.hkv, s.tk, s.d);
+  al.hq = s.hq, al.hkv = s.hkv, al.tq = s.tq, al.tk = s.tk, al.d = s.d, al.hip = s.p;
+  al.blocks = static_cast<const int32_t*>(blocks.get()), al.counts = static_cast<const int32_t*>(counts.get());
+  return al;
+}
+
 #define RAW_REQUIRE()                                                                     \
   do {                                                                                    \
     const std::string why_ = gpu::device_status();                                        \
@@ -113,12 +126,7 @@ TEST(HipCudaRawApi, SmallCasesMatchReference) {
       for (int splits : {1, 3}) {
         DeviceBuffer out(static_cast<size_t>(s.hq * s.tq * s.d) * el);
         out.fill_bytes(0xff);  // NaN in both float32 and bf16
-        gpu::AttentionLaunch al;
-        al.q = q.get(), al.k = k.get(), al.v = v.get(), al.out = out.get();
-        al.dtype = bf16 ? gpu::DType::kBF16 : gpu::DType::kF32;
-        al.q_stride = al.out_stride = strides(s.hq, s.tq, s.d), al.k_stride = al.v_stride = strides(s.hkv, s.tk, s.d);
-        al.hq = s.hq, al.hkv = s.hkv, al.tq = s.tq, al.tk = s.tk, al.d = s.d, al.hip = s.p;
-        al.blocks = static_cast<const int32_t*>(rb.get()), al.counts = static_cast<const int32_t*>(rc.get());
+        gpu::AttentionLaunch al = attention_launch(s, bf16 ? gpu::DType::kBF16 : gpu::DType::kF32, q, k, v, out, rb, rc);
         al.num_splits = splits;
         const int used = gpu::attention_splits(al);
         DeviceBuffer ws(std::max<size_t>(gpu::attention_workspace_bytes(al, used), 16));
@@ -178,12 +186,8 @@ TEST(HipCudaRawApi, ClusterMergeMatchesTheWorkspaceMerge) {
         for (const bool cluster : {true, false}) {
           DeviceBuffer out(static_cast<size_t>(s.hq * s.d) * 2);
           out.fill_bytes(0xff);  // NaN
-          gpu::AttentionLaunch al;
-          al.q = q.get(), al.k = k.get(), al.v = v.get(), al.out = out.get();
-          al.dtype = bf16 ? gpu::DType::kBF16 : gpu::DType::kF16;
-          al.q_stride = al.out_stride = strides(s.hq, s.tq, s.d), al.k_stride = al.v_stride = strides(s.hkv, s.tk, s.d);
-          al.hq = s.hq, al.hkv = s.hkv, al.tq = s.tq, al.tk = s.tk, al.d = s.d, al.hip = s.p;
-          al.blocks = static_cast<const int32_t*>(rb.get()), al.counts = static_cast<const int32_t*>(rc.get());
+          gpu::AttentionLaunch al =
+              attention_launch(s, bf16 ? gpu::DType::kBF16 : gpu::DType::kF16, q, k, v, out, rb, rc);
           al.num_splits = splits, al.cluster_merge = cluster;
           ASSERT_EQ(gpu::attention_splits(al), splits);
           DeviceBuffer ws(gpu::attention_workspace_bytes(al, splits));
