@@ -56,7 +56,10 @@ at::Tensor rotate_and_cache_row(const ModelConfig& c, const at::Tensor& qkv, con
 
 // The decode step's attention inputs for one token: rotate_and_cache_row(attention_qkv(x)). On CUDA
 // (bf16/f16, no q/k/v bias) one kernel: the RoPE and cache write run in the projection's epilogue
-// (kernels/cuda/row_gemv.h, rope), the same arithmetic and roundings, so the same bits.
+// (kernels/cuda/row_gemv.h, rope), the same arithmetic and roundings. The same bits where the
+// projection alone takes the pair layout too (q/k/v rows between dim and 2 dim, as an 8B Llama's);
+// elsewhere the fused norm's sum of squares is added in another order above 2048 bf16 inputs a row
+// (more 16-byte chunks than threads), now and then one unit in the last place apart.
 at::Tensor rotated_qkv_cached_row(const ModelConfig& c, const LayerWeights& layer, const at::Tensor& x,
                                   const at::Tensor& table, const at::Tensor& position, const at::Tensor& keys,
                                   const at::Tensor& values);

@@ -396,6 +396,8 @@ void launch_plain_or_normed(const RowGemvLaunch& l) {
   if (l.rope) {  // the decode step's q/k/v with the RoPE epilogue (pair layout: row_gemv_layout)
     if constexpr (L::kRowsPerWarp == 2) {
       l.norm_weight ? launch_typed<T, false, false, 1, L, true>(l) : launch_typed<T, false, false, 0, L, true>(l);
+    } else {
+      throw_arg("row_gemv: the RoPE epilogue needs a layout of two rows a warp");  // row_gemv_layout gives pair
     }
     return;
   }

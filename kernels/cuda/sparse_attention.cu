@@ -200,6 +200,7 @@ __device__ void cluster_merge_rows(const AttnArgs& a, const CtaCoords& c, const 
       }
     }
   }
+  __syncwarp();        // split 0's lanes took their own paths above; the barrier is .aligned
   cluster_sync_all();  // split 0 has read the others' shared memory: they may exit
 }
 

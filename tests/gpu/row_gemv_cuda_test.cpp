@@ -332,11 +332,6 @@ TEST(RowGemvCuda, BandwidthOfDecodeShapesNextToCublas) {
   }
 }
 
-#endif  // HIPSTUDIO_HAVE_CUDA_KERNELS
-
-// The engine's one-row forms on CUDA against LibTorch's eager ops on the same inputs: the kernels
-// round once where LibTorch rounds the activation and each projection, so they agree to a few bf16
-// roundings of the outputs' scale.
 // The decode step's chain of projections with every launch letting the next start at once
 // (next_starts_early, as the engine's decode step now launches them) gives what the plain chain
 // gives, bit for bit. Each projection reads the one before's output: the buffers start as NaN, so a
@@ -394,6 +389,11 @@ TEST(RowGemvCuda, EarlyStartedChainMatchesThePlainChain) {
   }
 }
 
+#endif  // HIPSTUDIO_HAVE_CUDA_KERNELS
+
+// The engine's one-row forms on CUDA against LibTorch's eager ops on the same inputs: the kernels
+// round once where LibTorch rounds the activation and each projection, so they agree to a few bf16
+// roundings of the outputs' scale.
 double relative_gap(const at::Tensor& a, const at::Tensor& b) {
   return ((a.to(at::kDouble) - b.to(at::kDouble)).abs().max() / b.to(at::kDouble).abs().max()).item<double>();
 }
