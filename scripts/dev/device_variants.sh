@@ -3,7 +3,7 @@
 # `bench kernels` on each in ROUNDS interleaved rounds (default 2) in one device session, so that
 # the variants see the same machine and the run-to-run spread shows. Each variant: NAME=FLAGS
 # (nvcc -D flags, space separated, quoted as one word; empty for the defaults).
-# Usage: kernels/cuda/device_variants.sh "BENCH ARGS" NAME=FLAGS [NAME=FLAGS ...]
+# Usage: scripts/dev/device_variants.sh "BENCH ARGS" NAME=FLAGS [NAME=FLAGS ...]
 #   e.g. device_variants.sh "--mode prefill --tokens 32768 --no-dense" base= cta2="-DHIPSTUDIO_ATTN_MIN_CTAS=2"
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)

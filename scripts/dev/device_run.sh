@@ -2,8 +2,8 @@
 # One device call for the CUDA HiP kernels: build test_gpu and hipstudio against the machine's
 # PyTorch LibTorch (sm_90 only, to keep the build short), run the HipCuda* tests, compute-sanitizer
 # memcheck + racecheck on the raw-API case, and `bench kernels`. Needs carry [".device-carry"]
-# (scripts/device-carry). Logs under $OUT.
-# Usage: kernels/cuda/device_run.sh [tests|bench|all|fast|sanitize|final|build|floors]
+# (scripts/dev/device-carry). Logs under $OUT.
+# Usage: scripts/dev/device_run.sh [tests|bench|all|fast|sanitize|final|build|floors]
 #   all: tests, sanitizers on HipCudaRawApi.*, bench; fast: tests + bench, no sanitizer;
 #   sanitize: memcheck + racecheck over every HipCuda* test (SANITIZE_FILTER narrows it), no bench;
 #   final: tests, bench, then memcheck + racecheck over every HipCuda* test; build: only the build;

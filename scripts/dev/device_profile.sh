@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Profiles one HiP kernel launch on the device machine after kernels/cuda/device_run.sh has built
+# Profiles one HiP kernel launch on the device machine after scripts/dev/device_run.sh has built
 # build-hipcuda: Nsight Compute (full set, with source) of one launch, the per-instruction source
 # page as CSV, the SASS of the kernels' objects and the headline metrics. Files under $OUT/NAME*.
-# Usage: kernels/cuda/device_profile.sh NAME KERNEL_REGEX SKIP -- BENCH_KERNELS_ARGS...
+# Usage: scripts/dev/device_profile.sh NAME KERNEL_REGEX SKIP -- BENCH_KERNELS_ARGS...
 #   e.g. device_profile.sh attn32k sparse_attention_mma 3 -- --tokens 32768 --mode prefill --prefill-blocks 64/2
 #   (SKIP: launches of the kernel to skip first, so that a warmed-up one is measured)
 set -uo pipefail
