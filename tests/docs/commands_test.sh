@@ -8,7 +8,7 @@
 # (stories15M, few tokens): the whole test should stay under a minute.
 # Usage: commands_test.sh SOURCE_DIR HIPSTUDIO_BINARY WORK_DIR
 set -u
-src=$1 bin=$2 work=$3
+src=$(cd "$1" && pwd) bin=$(cd "$(dirname "$2")" && pwd)/$(basename "$2") work=$3
 rm -rf "$work" && mkdir -p "$work" || exit 1
 hipstudio() { timeout 120 "$bin" "$@"; }
 failed=0 ran=0
