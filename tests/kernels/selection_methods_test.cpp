@@ -15,6 +15,7 @@
 #include "kernels/random_baseline.h"
 #include "tests/kernels/hip_test_inputs.h"
 #include "tests/kernels/selection_method_brute.h"
+#include "tests/kernels/selection_method_cases.h"
 
 namespace hipstudio::hip {
 namespace {
@@ -22,46 +23,12 @@ namespace {
 using methods::SelectionContext;
 using testing::BruteMask;
 
-struct Shape {
-  const char* name;
-  int64_t hq, hkv, tq, tk, d;
-  int64_t k, b_q, b_k, b_sq, sink, window;
-  bool causal = true;
-  bool positions = false;  // strictly increasing positions with gaps
-};
-
-std::vector<Shape> shapes() {
-  return {
-      {"plain", 2, 2, 96, 96, 16, 16, 8, 2, 1, 0, 0},
-      {"gqa_sink_window", 4, 2, 101, 101, 12, 16, 8, 2, 2, 4, 6},
-      {"k_beyond_range", 2, 1, 70, 70, 8, 512, 16, 2, 1, 2, 0},
-      {"bigger_blocks", 3, 1, 133, 133, 20, 32, 16, 4, 4, 8, 8},
-      {"positions", 2, 1, 40, 300, 16, 32, 8, 4, 2, 4, 4, true, true},
-      {"noncausal", 2, 2, 24, 150, 16, 32, 8, 2, 1, 2, 0, false},
-  };
-}
-
-testing::OwnedInputs make_inputs(const Shape& s, uint64_t seed) {
-  testing::OwnedInputs o = testing::random_inputs(s.hq, s.hkv, s.tq, s.tk, s.d, seed);
-  if (s.positions) {
-    // Increasing positions spread over the keys, the last one at tk - 1.
-    for (int64_t i = 0; i < s.tq; ++i) o.positions.push_back(s.tk - 1 - (s.tq - 1 - i) * 3);
-  }
-  return o;
-}
-
-HipParams params_of(const Shape& s) {
-  HipParams p;
-  p.k = s.k, p.b_q = s.b_q, p.b_k = s.b_k, p.b_sq = s.b_sq, p.b_sk = 1, p.sink = s.sink, p.window = s.window;
-  p.causal = s.causal;
-  return p;
-}
-
+using Shape = testing::SelectionShape;
+std::vector<Shape> shapes() { return testing::selection_shapes(); }
+testing::OwnedInputs make_inputs(const Shape& s, uint64_t seed) { return testing::selection_inputs(s, seed); }
+HipParams params_of(const Shape& s) { return testing::selection_params(s); }
 SelectionContext context(const std::string& method, const HipParams& p, const methods::MethodValues& given = {}) {
-  SelectionContext ctx;
-  ctx.hip = p;
-  ctx.values = methods::resolve_values(methods::find_selection_method(method), given, p);
-  return ctx;
+  return testing::selection_context(method, p, given);
 }
 
 void expect_mask(const MaskResult& m, const BruteMask& want, const AttentionInputs& in, const HipParams& p,
@@ -198,12 +165,14 @@ TEST(SelectionMethods, QuestMatchesBruteForce) {
     for (int64_t page : {s.b_k, int64_t{8}, int64_t{16}}) {
       HipParams p = params_of(s);
       if (page % p.b_k != 0 || p.k % page != 0) continue;
-      const testing::OwnedInputs o = make_inputs(s, 31 + page);
-      const AttentionInputs in = o.view(false);
-      const MaskResult m = methods::select_masks(methods::find_selection_method("quest"), in,
-                                                 context("quest", p, {{"quest_page", double(page)}}));
-      expect_mask(m, testing::brute_quest(in, p, page), in, p, page,
-                  std::string("quest ") + s.name + " page " + std::to_string(page));
+      for (bool ties : {false, true}) {  // rounded inputs: integer bounds, exact in both, ties everywhere
+        const testing::OwnedInputs o = testing::selection_inputs(s, 31 + page, ties);
+        const AttentionInputs in = o.view(false);
+        const MaskResult m = methods::select_masks(methods::find_selection_method("quest"), in,
+                                                   context("quest", p, {{"quest_page", double(page)}}));
+        expect_mask(m, testing::brute_quest(in, p, page), in, p, page,
+                    std::string("quest ") + s.name + " page " + std::to_string(page) + (ties ? " ties" : ""));
+      }
     }
   }
 }
