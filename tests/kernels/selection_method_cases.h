@@ -29,6 +29,7 @@ inline std::vector<SelectionShape> selection_shapes() {
       {"bigger_blocks", 3, 1, 133, 133, 20, 32, 16, 4, 4, 8, 8},
       {"positions", 2, 1, 40, 300, 16, 32, 8, 4, 2, 4, 4, true, true},
       {"noncausal", 2, 2, 24, 150, 16, 32, 8, 2, 1, 2, 0, false},
+      {"shorter_than_a_page", 2, 1, 7, 7, 8, 16, 4, 2, 1, 0, 0},
   };
 }
 
