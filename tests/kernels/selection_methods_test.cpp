@@ -230,3 +230,22 @@ TEST(SelectionMethods, DecodeRefreshesFollowTheCurrentQuery) {
 
 }  // namespace
 }  // namespace hipstudio::hip
+
+namespace hipstudio::hip {
+namespace {
+
+TEST(SelectionMethods, MasksDoNotDependOnTheThreadCount) {
+  const testing::SelectionShape s = testing::selection_shapes()[1];
+  const HipParams p = testing::selection_params(s);
+  const testing::OwnedInputs o = testing::selection_inputs(s, 99);
+  for (const methods::SelectionMethod* m : methods::selection_methods()) {
+    SelectionContext one = testing::selection_context(m->name, p), many = one;
+    one.threads = 1, many.threads = 3;
+    const MaskResult a = methods::select_masks(*m, o.view(false), one), b = methods::select_masks(*m, o.view(false), many);
+    EXPECT_EQ(a.blocks, b.blocks) << m->name;
+    EXPECT_EQ(a.counts, b.counts) << m->name;
+  }
+}
+
+}  // namespace
+}  // namespace hipstudio::hip
