@@ -178,9 +178,13 @@ class OutputFolder {
     std::filesystem::create_directories(dir_, ec);
     if (ec) throw InputError("--out " + dir_ + ": cannot create the output folder: " + ec.message());
   }
+  // Only a file this run creates is removed on failure: one that was there (a regular file, a FIFO,
+  // a link) is either replaced whole or written in place (captures/atomic_file.h), never deleted.
   std::string path(const std::string& name) {
-    written_.push_back((std::filesystem::path(dir_) / name).string());
-    return written_.back();
+    const std::string p = (std::filesystem::path(dir_) / name).string();
+    std::error_code ec;
+    if (!std::filesystem::exists(std::filesystem::symlink_status(p, ec))) written_.push_back(p);
+    return p;
   }
   void keep() { keep_ = true; }
   ~OutputFolder() {
@@ -325,7 +329,7 @@ void register_mask(CLI::App& root) {
   a->hip.add_kernel_options(*cmd);
   cmd->add_flag("--non-causal", a->non_causal, "every query sees all keys");
   add_number(*cmd, "--seed", a->seed, "seed of the random-selection baseline", uint64_t{0});
-  add_number(*cmd, "--threads", a->threads, "CPU threads (0 = all cores)", 0, 4096);
+  add_number(*cmd, "--threads", a->threads, "CPU threads (0 = all cores)", 0, max_threads());
   cmd->add_option("--out", a->out, "output folder (created when missing)")->required();
   cmd->callback([a] { run_mask(*a); });
 }
@@ -342,6 +346,13 @@ struct BenchArgs {
 void run_bench(BenchArgs& a) {
   a.opt.params = a.hip.kernel_params();
   if (a.opt.tokens.empty()) throw InputError("--tokens needs at least one size");
+  // At or below k every key block fits the budget: nothing is estimated, the times are zero and the
+  // growth verdict would be made of noise. Such sizes are refused with the range that holds for this k.
+  for (const int64_t t : a.opt.tokens)
+    if (t <= a.opt.params.k)
+      throw InputError("--tokens " + std::to_string(t) + " is out of range for --topk " + std::to_string(a.opt.params.k) +
+                       ": give sizes from " + std::to_string(a.opt.params.k + 1) + " to " + std::to_string(int64_t{1} << 22) +
+                       " (at or below k every key block fits the budget, so there is no mask to estimate)");
   a.opt.threads = resolve_threads(a.threads);
   if (a.device == "cuda") return run_bench_mask_cuda(a.opt);
   const HipParams& p = a.opt.params;
@@ -408,7 +419,7 @@ void register_bench_mask(CLI::App& bench) {
   add_number_list(*cmd, "--tokens", a->opt.tokens, "sequence lengths T, comma-separated", int64_t{1}, int64_t{1} << 22);
   add_number(*cmd, "--dim", a->opt.dim, "head dimension", int64_t{1}, int64_t{1024});
   a->hip.add_kernel_options(*cmd);
-  add_number(*cmd, "--threads", a->threads, "CPU threads for the full mask estimate (0 = all cores)", 0, 4096);
+  add_number(*cmd, "--threads", a->threads, "CPU threads for the full mask estimate (0 = all cores)", 0, max_threads());
   add_number(*cmd, "--dense-blocks", a->opt.dense_blocks, "cpu: query blocks timed for the dense estimate (cuda times every score)", int64_t{1}, int64_t{1} << 20);
   add_number(*cmd, "--repeats", a->opt.single_repeats, "cpu: runs of the single-block timing; cuda: runs of each timing (median)", 1, 100000);
   cmd->callback([a] { run_bench(*a); });
