@@ -40,11 +40,20 @@ std::string command_path(const CLI::App& root) {
 // --max-tokens?)" for the first word that looks like an option (the words after it are most likely
 // its value), else "unexpected argument: WORD". CLI11's own list comes reversed ("3 --max-token").
 std::string extras_problem(const CLI::App& root, const std::vector<std::string>& extras) {
+  const CLI::App& app = deepest(root);
+  const auto option_like = [](const std::string& w) { return w.size() >= 2 && w[0] == '-' && !(w[1] >= '0' && w[1] <= '9'); };
+  // A word where a subcommand was expected ("hipstudio genrate --prompt hi"): an unknown command.
+  std::vector<std::string> commands;
+  for (const CLI::App* sub : app.get_subcommands({})) commands.push_back(sub->get_name());
+  if (!commands.empty() && !extras.empty() && !option_like(extras.front())) {
+    const std::string near = closest_name(extras.front(), commands);
+    return "unknown command " + extras.front() + (near.empty() ? "" : " (did you mean " + near + "?)");
+  }
   for (const std::string& word : extras) {
-    if (word.size() < 2 || word[0] != '-' || (word[1] >= '0' && word[1] <= '9')) continue;
+    if (!option_like(word)) continue;
     const std::string name = word.substr(0, word.find('='));
     std::vector<std::string> known;
-    for (const CLI::Option* o : deepest(root).get_options())
+    for (const CLI::Option* o : app.get_options())
       for (const std::string& l : o->get_lnames()) known.push_back("--" + l);
     const std::string near = closest_name(name, known);
     return "unknown option " + name + (near.empty() ? "" : " (did you mean " + near + "?)");

@@ -54,7 +54,7 @@ std::string shape_text(const std::vector<int64_t>& s) {
 
 // A float32 tensor from .npy (must be '<f4') or from a .safetensors file (F32, or F16 / BF16 / F64
 // converted to float32, since captures are often stored in the model's dtype).
-FloatTensor load_float_tensor(const std::string& path, const std::string& name) {
+FloatTensor load_float_tensor_data(const std::string& path, const std::string& name) {
   FloatTensor t;
   if (is_safetensors(path)) {
     const SafetensorsFile file(path);
@@ -86,6 +86,15 @@ FloatTensor load_float_tensor(const std::string& path, const std::string& name) 
   t.shape = a.shape;
   const float* p = a.data<float>();
   t.data.assign(p, p + a.numel());
+  return t;
+}
+
+// The tensor, refused (file, tensor and first bad index named) when it holds NaN or Inf: every mask,
+// recall and error made from it would be NaN, with exit 0.
+FloatTensor load_float_tensor(const std::string& path, const std::string& name, const std::string& option) {
+  FloatTensor t = load_float_tensor_data(path, name);
+  captures::require_finite(t.data.data(), t.shape, option + " " + t.source + (is_safetensors(path) ? "" : " (" + name + ")"),
+                           "mask", "replace or drop the non-finite values where the tensor was captured");
   return t;
 }
 
@@ -208,16 +217,16 @@ void run_mask(MaskArgs& a) {
     throw InputError("--k is required unless --q names a .safetensors file holding tensors q and k");
   }
   const std::string k_path = a.k.empty() ? a.q : a.k;
-  FloatTensor q = load_float_tensor(a.q, "q");
-  FloatTensor k = load_float_tensor(k_path, "k");
+  FloatTensor q = load_float_tensor(a.q, "q", "--q");
+  FloatTensor k = load_float_tensor(k_path, "k", a.k.empty() ? "--q" : "--k");
   require_rank3(q, "[Hq, Tq, D]");
   require_rank3(k, "[Hkv, Tk, D]");
   FloatTensor v;
   bool have_v = !a.v.empty();
   if (have_v) {
-    v = load_float_tensor(a.v, "v");
+    v = load_float_tensor(a.v, "v", "--v");
   } else if (a.k.empty() && SafetensorsFile(a.q).find("v")) {
-    v = load_float_tensor(a.q, "v");  // q, k and v all from one capture
+    v = load_float_tensor(a.q, "v", "--q");  // q, k and v all from one capture
     have_v = true;
   }
   if (have_v && v.shape != k.shape) {

@@ -128,6 +128,15 @@ OutputTarget resolve_output(const std::string& path, const std::string& option) 
     if (!S_ISLNK(st.st_mode))
       throw InputError(shown + (t.path == path ? "" : " (a link to " + t.path + ")") +
                        " is a socket or another special file that hipstudio does not write to: name a regular file");
+    // A link to a pipe, terminal or socket (/dev/stdout -> /proc/self/fd/1 -> "pipe:[123]") names no
+    // path: what it reaches is written through the link itself.
+    struct stat reached {};
+    if (::stat(t.path.c_str(), &reached) == 0 && !S_ISREG(reached.st_mode) && !S_ISDIR(reached.st_mode)) {
+      if (S_ISSOCK(reached.st_mode))
+        throw InputError(shown + " leads to a socket, which hipstudio does not write to: name a regular file");
+      t.kind = OutputKind::InPlace;
+      return t;
+    }
     if (hops == 40) throw InputError(shown + ": too many levels of symbolic links (a loop?): name a regular file");
     std::string link(static_cast<size_t>(st.st_size > 0 ? st.st_size : 4096) + 1, '\0');
     const ssize_t n = ::readlink(t.path.c_str(), link.data(), link.size());

@@ -10,6 +10,7 @@
 //     accessed-token counts >= 0; token ids >= 0 (prompt ids, generated ids too)
 //   analysis nll, latency components: not negative (NaN allowed: "not measured"); top-1 agreement in [0, 1]
 //   access: first_layer == l_d, layers == layers - l_d, heads == dims.heads, steps == decode_steps
+//   inputs: stored Q/K/V finite
 //   masks: dense_from in [0, tokens]; iteration and branch counts >= 0; recalls in [0, 1] or NaN
 //   traces: rows of the traced query block inside the prompt; dense_from in [0, tokens]
 //   locality: bins >= 1; queries inside the prompt; counts >= 0 and adding up to the pairs
@@ -21,6 +22,7 @@
 #include <cmath>
 
 #include "captures/analysis_json.h"
+#include "captures/npy.h"
 #include "engine/formats/errors.h"
 
 namespace hipstudio::captures {
@@ -157,6 +159,15 @@ void check_capture_invariants(const Capture& c, const std::string& what) {
             "is " + num(a.access.layers) + " but the model's " + num(L) + " layers less l_d " + num(ld) + " run HiP");
   k.require(a.access.layers == 0 || a.access.heads == H, "access.heads", "is " + num(a.access.heads) + " but dims.heads is " + num(H));
   k.require(a.access.steps == S, "access.steps", "is " + num(a.access.steps) + " but there are " + num(S) + " decode steps");
+
+  // Stored Q/K/V: the GUI recomputes views from them; one NaN would make every view NaN.
+  for (const LayerInputs& in : a.inputs) {
+    const LayerInputArrays& host = in.host();
+    const std::string base = what + ": array 'inputs/L" + num(in.layer) + "/";
+    require_finite(host.q.data(), {in.heads, in.tokens, in.dim}, base + "q'", "a capture", "capture the run again");
+    require_finite(host.k.data(), {in.kv_heads, in.tokens, in.dim}, base + "k'", "a capture", "capture the run again");
+    require_finite(host.v.data(), {in.kv_heads, in.tokens, in.dim}, base + "v'", "a capture", "capture the run again");
+  }
 
   // Views.
   for (size_t i = 0; i < c.masks.size(); ++i) {
