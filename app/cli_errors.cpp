@@ -36,9 +36,10 @@ std::string command_path(const CLI::App& root) {
   return path;
 }
 
-// What the parser could not place, in the order given: "unknown option --max-token (did you mean
+// What the parser could not place, in the order given: "unknown command genrate (did you mean
+// generate?)" where a subcommand was expected; "unknown option --max-token (did you mean
 // --max-tokens?)" for the first word that looks like an option (the words after it are most likely
-// its value), else "unexpected argument: WORD". CLI11's own list comes reversed ("3 --max-token").
+// its value); else "unexpected argument: WORD". CLI11's own list comes reversed ("3 --max-token").
 std::string extras_problem(const CLI::App& root, const std::vector<std::string>& extras) {
   const CLI::App& app = deepest(root);
   const auto option_like = [](const std::string& w) { return w.size() >= 2 && w[0] == '-' && !(w[1] >= '0' && w[1] <= '9'); };
