@@ -1,6 +1,8 @@
 #include "app/cli_options.h"
 
+#include <algorithm>
 #include <fstream>
+#include <thread>
 #include <regex>
 #include <sstream>
 
@@ -40,6 +42,11 @@ CLI::Option* add_choice_list(CLI::App& cmd, const std::string& name, std::vector
   return cmd.add_option(name, values, help)->delimiter(',')->default_str(defaults)->check(one_of(choices));
 }
 
+int max_threads() {
+  const unsigned cores = std::thread::hardware_concurrency();
+  return static_cast<int>(std::min<unsigned>(1024, std::max<unsigned>(4, 4 * cores)));
+}
+
 void add_model_options(CLI::App& cmd, ModelOptions& o) {
   cmd.add_option("--model", o.model, "llama2.c checkpoint file or Hugging Face model directory (default: stories15M from the cache)");
   cmd.add_option("--tokenizer", o.tokenizer,
@@ -53,7 +60,7 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
           },
           "", "device"));
   add_choice(cmd, "--dtype", o.dtype, "f32, bf16 or f16 (f16 only on cuda)", {"f32", "bf16", "f16"});
-  add_number(cmd, "--threads", o.threads, "LibTorch intra-op threads (0 = all cores; 1 is fastest on the CPU: matrix products use every core through BLAS)", 0, 4096);
+  add_number(cmd, "--threads", o.threads, "LibTorch intra-op threads (0 = all cores; 1 is fastest on the CPU: matrix products use every core through BLAS)", 0, max_threads());
   add_number<int64_t>(cmd, "--context", o.context, "maximum tokens per sequence (0 = the model's context length)", 0,
                       int64_t{1} << 31);
 }

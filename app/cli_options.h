@@ -3,6 +3,20 @@
 // add_number_list with its valid range, every closed set through add_choice, so each bad value is
 // refused while parsing (before any file is read or model loaded) with a message that names the
 // option, what was given and what is accepted. Lists are comma-separated and show their defaults so.
+//
+// One rule per kind of value; nothing is clamped, wrapped or ignored without a word:
+//   - a number outside its option's fixed range is refused while parsing, with the range:
+//     "--seed: 18446744073709551616 is out of range: give a value from 0 to 18446744073709551615".
+//     Decimals are compared exactly, however long: no saturating (2^64 is not 2^64 - 1), no wrapping
+//     (-1 is not 2^64 - 1 for a seed), no "is not an integer" for a number that is one.
+//   - a number whose range depends on the model or on other options (--ld against the model's layers,
+//     token counts against the context, bench mask sizes against k) is refused by the command before
+//     the work, once the config is read, with the range that holds for this model.
+//   - thread counts (--threads): 0 (every core) to max_threads(), 4x the hardware threads (1024 at most).
+//   - a default that does not fit the model (bench model's --tokens on a short context) is adjusted,
+//     and the value used is stated on stderr ("note: ..."); a value the user gave is never adjusted.
+//   - an option given twice is refused ("option --x given more than once"), except the repeatable
+//     ones whose help says so (--trace).
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -36,6 +50,10 @@ CLI::Option* add_choice(CLI::App& cmd, const std::string& name, std::string& val
                         const std::vector<std::string>& choices);
 CLI::Option* add_choice_list(CLI::App& cmd, const std::string& name, std::vector<std::string>& values,
                              const std::string& help, const std::vector<std::string>& choices);
+
+// The top of every --threads range: 4 x the hardware threads (at least 4), at most 1024. More
+// threads than that only contend (a 2-core machine took 126 s to start 4096 of them).
+int max_threads();
 
 // --model --tokenizer --device --dtype --threads --context, as every model command spells them.
 void add_model_options(CLI::App& cmd, ModelOptions& options);

@@ -24,11 +24,9 @@ void check_input_file(const PathArg& in) {
 
 void check_output_file(const PathArg& out) {
   if (out.path.empty()) throw InputError(out.option + " is empty: name the file to write");
-  std::error_code ec;
-  if (fs::is_directory(out.path, ec))
-    throw InputError(quoted(out) + " is a folder, and " + out.option + " names the file to write: name a file (inside that "
-                     "folder, say)");
-  captures::check_folder_writable(out.path, out.option);
+  // A folder, a socket or a link loop is refused; a device or FIFO must take writes; a new or regular
+  // file (or the one a link names) needs a folder that takes new files (captures/atomic_file.h).
+  captures::check_output_writable(out.path, out.option);
 }
 
 void check_output_folder(const PathArg& out) {
@@ -37,13 +35,14 @@ void check_output_folder(const PathArg& out) {
   if (fs::exists(out.path, ec) && !fs::is_directory(out.path, ec))
     throw InputError(quoted(out) + " is a file, and " + out.option + " names a folder to write into: name a folder");
   if (fs::is_directory(out.path, ec)) {
-    captures::check_folder_writable((fs::path(out.path) / "probe").string(), out.option);
+    captures::check_folder_accepts_files(out.path, quoted(out));
   } else {
-    // Created when the work is done; its parent must take it.
-    const fs::path parent = fs::absolute(out.path).parent_path();
+    // Created when the work is done; its parent must take it. Named as the user spelled it.
+    const fs::path given_parent = fs::path(out.path).parent_path();
+    const std::string parent = given_parent.empty() ? "." : given_parent.string();
     if (!fs::is_directory(parent, ec))
-      throw InputError(quoted(out) + ": the folder " + parent.string() + " that would hold it does not exist; create it first");
-    captures::check_folder_writable((parent / "probe").string(), out.option);
+      throw InputError(quoted(out) + ": the folder " + parent + " that would hold it does not exist; create it first");
+    captures::check_folder_accepts_files(parent, quoted(out));
   }
 }
 

@@ -29,19 +29,20 @@ void register_bench_generate(CLI::App& bench) {
   CLI::App* cmd = bench.add_subcommand("generate", "Prefill and decode tokens/s (greedy; median of repeats after a warm-up)");
   add_model_options(*cmd, args->model);
   cmd->add_option("--prompt", args->prompt, "prompt text, or @FILE")->capture_default_str();
-  add_number(*cmd, "--tokens", args->tokens, "decode steps per run (capped by the context)", int64_t{1}, int64_t{1} << 24);
+  add_number(*cmd, "--tokens", args->tokens, "decode steps per run (the prompt plus these must fit the context)", int64_t{1}, int64_t{1} << 24);
   add_number(*cmd, "--repeats", args->repeats, "timed runs", 1, 10000);
   cmd->callback([args] {
     const std::string prompt = read_text_argument(args->prompt, "--prompt");
     const ModelPreflight preflight = preflight_model(args->model);
-    // --tokens is capped by the context, so only the prompt itself can be too long.
-    check_fits_context(preflight, static_cast<int64_t>(preflight.encode(prompt).size()), 0, "prompt", "--prompt", "");
+    // The prompt and every decode step must fit the context: a run that could not decode all --tokens
+    // is refused with the most that fits, never measured on fewer tokens than asked.
+    check_fits_context(preflight, static_cast<int64_t>(preflight.encode(prompt).size()), args->tokens, "prompt", "--prompt",
+                       "--tokens");
     auto model = args->model.load();
-    const int64_t context = args->model.context > 0 ? args->model.context : model->config.max_seq_len;
     const int64_t prompt_tokens = static_cast<int64_t>(model->tokenizer->encode(prompt, true).size());
     GenerationOptions options;
     options.stop_at_eos = false;  // a fixed number of steps per run
-    options.max_new_tokens = std::min(args->tokens, context - prompt_tokens);
+    options.max_new_tokens = args->tokens;
     options.context_limit = args->model.context;
     DenseAttention dense;
     generate(model, prompt, options, dense);  // warm-up: allocator, thread pool, caches

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
+#include <sstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +18,7 @@
 #include "app/cli_paths.h"
 #include "app/commands.h"
 #include "app/gpu_check.h"
+#include "captures/atomic_file.h"
 #include "engine/formats/errors.h"
 #include "kernels/torch/hip_torch.h"
 
@@ -104,8 +105,7 @@ void run(const KernelBenchArgs& a) {
   paths.output_files.push_back({"--csv", a.csv});
   check_command_paths(paths);
   const bool dense = a.dense && hip_torch::dense_attention_supported();
-  std::ofstream csv(a.csv);
-  if (!csv) throw InputError("cannot write --csv " + a.csv);
+  std::ostringstream csv;  // written whole at the end, under the output rule of captures/atomic_file.h
   csv << "mode,T,batch,b_q,b_sq,k,b_k,mask_us,attn_us,total_us,dense_flash_us,dense_cudnn_us,speedup_vs_best_dense\n";
   const auto dev = at::Device(at::kCUDA, 0);
   const auto bf16 = at::TensorOptions().device(dev).dtype(at::kBFloat16);
@@ -200,6 +200,7 @@ void run(const KernelBenchArgs& a) {
       }
     }
   }
+  captures::write_file_atomic(a.csv, csv.str());
   std::printf("\nCSV written to %s\n", a.csv.c_str());
 }
 #else

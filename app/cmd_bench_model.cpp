@@ -218,7 +218,10 @@ void register_bench_model(CLI::App& bench) {
   CLI::App* cmd = bench.add_subcommand("model", "End-to-end prefill and decode latency of the model, HiP vs dense in the same run");
   add_model_options(*cmd, args->model);
   args->hip.add_model_options(*cmd);
-  add_number(*cmd, "--tokens", args->tokens, "prompt length T (random token ids)", int64_t{1}, int64_t{1} << 24);
+  CLI::Option* tokens_option = add_number(*cmd, "--tokens", args->tokens,
+                                          "prompt length T (random token ids; default 4096, or the context minus --decode "
+                                          "when that is smaller)",
+                                          int64_t{1}, int64_t{1} << 24);
   add_number(*cmd, "--decode", args->decode, "decode steps timed after the prompt", int64_t{0}, int64_t{1} << 20);
   add_number(*cmd, "--warmup", args->warmup, "untimed runs first", 0, 1000);
   add_number(*cmd, "--repeats", args->repeats, "timed runs (median)", 1, 10000);
@@ -227,9 +230,19 @@ void register_bench_model(CLI::App& bench) {
              "sequences decoded together (N > 1: N different prompts prefilled one by one, then batched decode steps "
              "timed; tokens/s = N x 1000 / ms per step)",
              int64_t{1}, kMaxBatch);
-  cmd->callback([args] {
+  cmd->callback([args, tokens_option] {
     const HipModelParams hip_params = args->hip.model_params();
     const ModelPreflight preflight = preflight_model(args->model, /*require_tokenizer=*/false);
+    args->hip.check_dense_layers(preflight.config.n_layers);
+    // The default prompt length must work on the default model (stories15M: a 256-token context), so
+    // the default, and only the default, shrinks to what the context holds, and says so.
+    if (tokens_option->count() == 0 && args->tokens + args->decode > preflight.context && preflight.context > args->decode) {
+      args->tokens = preflight.context - args->decode;
+      std::fprintf(stderr, "note: --tokens defaults to %lld here (the context, %lld tokens, minus --decode %lld); give "
+                           "--tokens to choose\n",
+                   static_cast<long long>(args->tokens), static_cast<long long>(preflight.context),
+                   static_cast<long long>(args->decode));
+    }
     check_fits_context(preflight, args->tokens, args->decode, "prompt", "--tokens", "--decode");
     auto model = args->model.load(/*require_tokenizer=*/false);
     const ModelConfig& c = model->config;

@@ -1,5 +1,6 @@
 // `hipstudio capture`, `report` and `open` (headless part): captures and report material.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -127,6 +128,27 @@ void check_capture_fits(const Model& model, const std::string& prompt, const Ana
                      "capture a shorter prompt");
 }
 
+// export's format: --format, or --out's extension when --format is not given. An --out whose
+// extension is one of the formats must agree with --format (PNG bytes under an .svg name open as
+// nothing); any other name (none, .bin, a FIFO, /dev/stdout) takes the format given.
+std::string export_format(const std::string& format, const std::string& out) {
+  std::string ext = std::filesystem::path(out).extension().string();
+  if (!ext.empty()) ext.erase(0, 1);
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  const bool known = ext == "png" || ext == "svg" || ext == "csv" || ext == "json" || ext == "npy";
+  if (format.empty()) {
+    if (known) return ext;
+    throw InputError("--format is required when --out (" + out + ") does not end in .png, .svg, .csv, .json or .npy: give "
+                     "--format, or name the file with the format's extension");
+  }
+  if (known && ext != format) {
+    const std::string renamed = std::filesystem::path(out).replace_extension("." + format).string();
+    throw InputError("--out " + out + " ends in ." + ext + " but --format is " + format + ": name the file " + renamed +
+                     ", or give --format " + ext);
+  }
+  return format;
+}
+
 std::string default_report_path(const std::string& capture) {
   std::filesystem::path p(capture);
   p.replace_extension(".html");
@@ -223,6 +245,7 @@ void register_capture_commands(CLI::App& root) {
     AnalysisOptions options = args->run.analysis(args->model.context);
     options.keep_all_layers = false;
     const ModelPreflight preflight = preflight_model(args->model);
+    args->run.hip.check_dense_layers(preflight.config.n_layers);
     const int64_t prompt_tokens = static_cast<int64_t>(preflight.encode(prompt).size());
     check_fits_context(preflight, prompt_tokens, args->run.decode, "prompt", "--prompt", "--decode");
     options.keep_layers = capture_layers(args->inputs_layers, preflight, options, request.traces, prompt_tokens);
@@ -239,13 +262,14 @@ void register_capture_commands(CLI::App& root) {
     const offload::OffloadConfig oc = args->run.offload(analysis, *model);
     const captures::Capture capture = captures::build_capture(std::move(analysis), info, request, &oc);
     progress(1.0, "writing " + args->out);
-    captures::write_capture(args->out, capture);
+    const std::string image = captures::encode_capture(capture);
+    captures::write_file_atomic(args->out, image);  // a device or FIFO too (captures/atomic_file.h)
     progress(1.0, "done");
     progress.finish();
     const PairedAnalysis& a = capture.analysis;
     std::printf("dense ppl %.4f | HiP ppl %.4f | KL %.5f | top-1 agreement %.4f | decode steps %zu, mask refreshes %lld\n", a.dense.ppl,
                 a.hip.ppl, a.kl, a.top1_agreement, a.decode.size(), static_cast<long long>(a.mask_refreshes));
-    std::fprintf(stderr, "wrote %s (%lld bytes)\n", args->out.c_str(), static_cast<long long>(std::filesystem::file_size(args->out)));
+    std::fprintf(stderr, "wrote %s (%lld bytes)\n", args->out.c_str(), static_cast<long long>(image.size()));
   });
 
   struct ReportArgs {
@@ -308,7 +332,9 @@ void register_capture_commands(CLI::App& root) {
   CLI::App* exp = root.add_subcommand("export", "Write one view of a capture as PNG, SVG, CSV, JSON or .npy");
   exp->add_option("capture", eargs->capture, "capture file")->required();
   exp->add_option("--what", eargs->request.what, std::string("what to export:\n") + captures::export_choices())->required();
-  add_choice(*exp, "--format", eargs->request.format, "png, svg, csv, json or npy", {"png", "svg", "csv", "json", "npy"})->required();
+  add_choice(*exp, "--format", eargs->request.format,
+             "png, svg, csv, json or npy (default: --out's extension); --out's extension, when it is one of these, must agree",
+             {"png", "svg", "csv", "json", "npy"});
   add_number(*exp, "--layer", eargs->request.layer, "layer (default: the last)", int64_t{0}, int64_t{4095});
   add_number(*exp, "--head", eargs->request.head, "head (default: all where an array allows it, else 0)", int64_t{0}, int64_t{4095});
   add_number(*exp, "--delta", eargs->request.delta, "locality svg: the histogram of this Delta", int64_t{1}, int64_t{1} << 20);
@@ -321,6 +347,7 @@ void register_capture_commands(CLI::App& root) {
   exp->add_option("--name", eargs->request.name, "--what array: the array's name, e.g. masks/L3/hip_blocks");
   exp->add_option("--out", eargs->out, "file to write")->required();
   exp->callback([eargs] {
+    eargs->request.format = export_format(eargs->request.format, eargs->out);
     CommandPaths paths;
     paths.input_files.push_back({"the capture", eargs->capture});
     paths.output_files.push_back({"--out", eargs->out});

@@ -54,7 +54,7 @@ std::string shape_text(const std::vector<int64_t>& s) {
 
 // A float32 tensor from .npy (must be '<f4') or from a .safetensors file (F32, or F16 / BF16 / F64
 // converted to float32, since captures are often stored in the model's dtype).
-FloatTensor load_float_tensor(const std::string& path, const std::string& name) {
+FloatTensor load_float_tensor_data(const std::string& path, const std::string& name) {
   FloatTensor t;
   if (is_safetensors(path)) {
     const SafetensorsFile file(path);
@@ -86,6 +86,15 @@ FloatTensor load_float_tensor(const std::string& path, const std::string& name) 
   t.shape = a.shape;
   const float* p = a.data<float>();
   t.data.assign(p, p + a.numel());
+  return t;
+}
+
+// The tensor, refused (file, tensor and first bad index named) when it holds NaN or Inf: every mask,
+// recall and error made from it would be NaN, with exit 0.
+FloatTensor load_float_tensor(const std::string& path, const std::string& name, const std::string& option) {
+  FloatTensor t = load_float_tensor_data(path, name);
+  captures::require_finite(t.data.data(), t.shape, option + " " + t.source + (is_safetensors(path) ? "" : " (" + name + ")"),
+                           "mask", "replace or drop the non-finite values where the tensor was captured");
   return t;
 }
 
@@ -178,9 +187,13 @@ class OutputFolder {
     std::filesystem::create_directories(dir_, ec);
     if (ec) throw InputError("--out " + dir_ + ": cannot create the output folder: " + ec.message());
   }
+  // Only a file this run creates is removed on failure: one that was there (a regular file, a FIFO,
+  // a link) is either replaced whole or written in place (captures/atomic_file.h), never deleted.
   std::string path(const std::string& name) {
-    written_.push_back((std::filesystem::path(dir_) / name).string());
-    return written_.back();
+    const std::string p = (std::filesystem::path(dir_) / name).string();
+    std::error_code ec;
+    if (!std::filesystem::exists(std::filesystem::symlink_status(p, ec))) written_.push_back(p);
+    return p;
   }
   void keep() { keep_ = true; }
   ~OutputFolder() {
@@ -204,16 +217,16 @@ void run_mask(MaskArgs& a) {
     throw InputError("--k is required unless --q names a .safetensors file holding tensors q and k");
   }
   const std::string k_path = a.k.empty() ? a.q : a.k;
-  FloatTensor q = load_float_tensor(a.q, "q");
-  FloatTensor k = load_float_tensor(k_path, "k");
+  FloatTensor q = load_float_tensor(a.q, "q", "--q");
+  FloatTensor k = load_float_tensor(k_path, "k", a.k.empty() ? "--q" : "--k");
   require_rank3(q, "[Hq, Tq, D]");
   require_rank3(k, "[Hkv, Tk, D]");
   FloatTensor v;
   bool have_v = !a.v.empty();
   if (have_v) {
-    v = load_float_tensor(a.v, "v");
+    v = load_float_tensor(a.v, "v", "--v");
   } else if (a.k.empty() && SafetensorsFile(a.q).find("v")) {
-    v = load_float_tensor(a.q, "v");  // q, k and v all from one capture
+    v = load_float_tensor(a.q, "v", "--q");  // q, k and v all from one capture
     have_v = true;
   }
   if (have_v && v.shape != k.shape) {
@@ -325,7 +338,7 @@ void register_mask(CLI::App& root) {
   a->hip.add_kernel_options(*cmd);
   cmd->add_flag("--non-causal", a->non_causal, "every query sees all keys");
   add_number(*cmd, "--seed", a->seed, "seed of the random-selection baseline", uint64_t{0});
-  add_number(*cmd, "--threads", a->threads, "CPU threads (0 = all cores)", 0, 4096);
+  add_number(*cmd, "--threads", a->threads, "CPU threads (0 = all cores)", 0, max_threads());
   cmd->add_option("--out", a->out, "output folder (created when missing)")->required();
   cmd->callback([a] { run_mask(*a); });
 }
@@ -342,6 +355,13 @@ struct BenchArgs {
 void run_bench(BenchArgs& a) {
   a.opt.params = a.hip.kernel_params();
   if (a.opt.tokens.empty()) throw InputError("--tokens needs at least one size");
+  // At or below k every key block fits the budget: nothing is estimated, the times are zero and the
+  // growth verdict would be made of noise. Such sizes are refused with the range that holds for this k.
+  for (const int64_t t : a.opt.tokens)
+    if (t <= a.opt.params.k)
+      throw InputError("--tokens " + std::to_string(t) + " is out of range for --topk " + std::to_string(a.opt.params.k) +
+                       ": give sizes from " + std::to_string(a.opt.params.k + 1) + " to " + std::to_string(int64_t{1} << 22) +
+                       " (at or below k every key block fits the budget, so there is no mask to estimate)");
   a.opt.threads = resolve_threads(a.threads);
   if (a.device == "cuda") return run_bench_mask_cuda(a.opt);
   const HipParams& p = a.opt.params;
@@ -408,7 +428,7 @@ void register_bench_mask(CLI::App& bench) {
   add_number_list(*cmd, "--tokens", a->opt.tokens, "sequence lengths T, comma-separated", int64_t{1}, int64_t{1} << 22);
   add_number(*cmd, "--dim", a->opt.dim, "head dimension", int64_t{1}, int64_t{1024});
   a->hip.add_kernel_options(*cmd);
-  add_number(*cmd, "--threads", a->threads, "CPU threads for the full mask estimate (0 = all cores)", 0, 4096);
+  add_number(*cmd, "--threads", a->threads, "CPU threads for the full mask estimate (0 = all cores)", 0, max_threads());
   add_number(*cmd, "--dense-blocks", a->opt.dense_blocks, "cpu: query blocks timed for the dense estimate (cuda times every score)", int64_t{1}, int64_t{1} << 20);
   add_number(*cmd, "--repeats", a->opt.single_repeats, "cpu: runs of the single-block timing; cuda: runs of each timing (median)", 1, 100000);
   cmd->callback([a] { run_bench(*a); });

@@ -63,4 +63,12 @@ HipModelParams HipOptions::model_params() const {
   return m;
 }
 
+void HipOptions::check_dense_layers(int64_t n_layers) const {
+  if (dense_layers >= 0 && dense_layers < n_layers) return;
+  throw InputError("--ld " + std::to_string(dense_layers) + " is out of range: give a value from 0 to " +
+                   std::to_string(n_layers - 1) + " (this model has " + std::to_string(n_layers) +
+                   " layers; the first l_d run dense, so l_d = " + std::to_string(n_layers) +
+                   " or more would leave no layer to HiP)");
+}
+
 }  // namespace hipstudio::app

@@ -22,6 +22,9 @@ struct HipOptions {
   // Parses --repr and validates every rule; throws InputError naming the broken rule.
   hip::HipParams kernel_params() const;
   HipModelParams model_params() const;
+  // Refuses --ld outside 0..n_layers-1 for a model of n_layers layers (InputError with that range): the
+  // first l_d layers run dense, and with l_d >= n_layers HiP would never run at all.
+  void check_dense_layers(int64_t n_layers) const;
 };
 
 }  // namespace hipstudio::app

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "captures/capture.h"
+#include "captures/capture_invariants.h"
 #include "captures/capture_layout.h"
 #include "captures/content_hash.h"
 #include "captures/npy.h"
@@ -578,6 +579,7 @@ Capture decode_capture(const std::string& bytes, const std::string& what) {
     if (file.rfind("images/", 0) != 0 || it == entries.end()) f.fail("image '" + file + "' is listed but missing from the file");
     c.images.push_back({file.substr(7), it->second});
   }
+  check_capture_invariants(c, what);  // the fields against each other, once every array is known sound
   return c;
 }
 

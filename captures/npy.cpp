@@ -3,6 +3,7 @@
 #include "captures/atomic_file.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -359,6 +360,26 @@ std::vector<unsigned char> encode_npy(NpyDType dtype, const std::vector<int64_t>
 void write_npy(const std::string& path, NpyDType dtype, const std::vector<int64_t>& shape, const void* data) {
   const std::vector<unsigned char> image = encode_npy(dtype, shape, data);
   write_file_atomic(path, std::string_view(reinterpret_cast<const char*>(image.data()), image.size()));
+}
+
+void require_finite(const float* values, const std::vector<int64_t>& shape, const std::string& source, const std::string& what,
+                    const std::string& fix) {
+  int64_t n = 1;
+  for (const int64_t d : shape) n *= d;
+  for (int64_t i = 0; i < n; ++i) {
+    if (std::isfinite(values[i])) continue;
+    std::string index;
+    int64_t rest = i;
+    std::vector<int64_t> at(shape.size());
+    for (size_t d = shape.size(); d-- > 0;) {
+      at[d] = shape[d] > 0 ? rest % shape[d] : 0;
+      rest = shape[d] > 0 ? rest / shape[d] : 0;
+    }
+    for (size_t d = 0; d < at.size(); ++d) index += (d ? ", " : "") + std::to_string(at[d]);
+    const std::string kind = std::isnan(values[i]) ? "NaN" : values[i] > 0 ? "+Inf" : "-Inf";
+    throw InputError(source + ": the array holds " + kind + " at index [" + index + "] (element " + std::to_string(i) + " of " +
+                     std::to_string(n) + "); " + what + " needs finite values: " + fix);
+  }
 }
 
 }  // namespace hipstudio::captures

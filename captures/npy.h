@@ -4,7 +4,7 @@
 // little-endian float32 '<f4', float64 '<f8', int32 '<i4', int64 '<i8', float16 '<f2' and uint16
 // '<u2' (captures store bfloat16 bits in it, numpy having no bfloat16), C order. Reading checks
 // everything a damaged or unexpected file can get wrong and throws hipstudio::InputError naming
-// the file, the problem and the fix; writing is atomic (PATH.tmp, then rename).
+// the file, the problem and the fix; writing goes through captures/atomic_file.h's one rule.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -46,6 +46,13 @@ struct NpyArray {
   // Throws InputError unless shape has `rank` dimensions; `what` describes them ("[H, T, D]").
   void require_rank(size_t rank, const std::string& what) const;
 };
+
+// Non-finite data: float inputs a computation takes from the user (Q/K/V for `mask`, a capture's
+// stored inputs) must hold finite values, or every number made from them is NaN with exit 0. Throws
+// InputError "SOURCE: the array holds NaN at index [i, j, k] (element n of m); WHAT needs finite
+// values: FIX" for the first non-finite element of `values` (C order over `shape`).
+void require_finite(const float* values, const std::vector<int64_t>& shape, const std::string& source, const std::string& what,
+                    const std::string& fix);
 
 // Reads and validates a whole .npy file. `name` defaults to the path in messages.
 NpyArray read_npy(const std::string& path);

@@ -65,7 +65,7 @@ struct Parser {
   void parse_model(const json& model, HfBpeModel& out) const {
     if (!model.is_object()) fail("has no \"model\" object", "the file is not a valid tokenizer.json");
     if (model.contains("type") && model["type"] != "BPE")
-      fail("model type '" + model["type"].dump() + "' is not supported (only BPE)");
+      fail("model type " + model["type"].dump() + " is not supported (only BPE)");  // dump() quotes it once
     if (!model.contains("vocab") || !model["vocab"].is_object()) fail("model has no \"vocab\" object");
     for (auto it = model["vocab"].begin(); it != model["vocab"].end(); ++it) {
       if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > INT32_MAX)

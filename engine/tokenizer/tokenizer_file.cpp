@@ -13,6 +13,10 @@ TokenizerFileFormat detect_tokenizer_format(const std::string& path) {
   if (std::filesystem::is_directory(path, ec)) return TokenizerFileFormat::HfJson;
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("tokenizer file '" + path + "' cannot be opened; check the path and its permissions");
+  // A file named *.json is read as JSON whatever it holds: a damaged or empty tokenizer.json is then
+  // told it is not valid JSON, never to use llama2.c's tokenizer.bin.
+  const std::string name = std::filesystem::path(path).filename().string();
+  if (name.size() >= 5 && name.compare(name.size() - 5, 5, ".json") == 0) return TokenizerFileFormat::HfJson;
   char c = 0;
   // A tokenizer.bin starts with max_token_length as a little-endian int32, whose first byte is never
   // '{' for a sane length (123 would be; the llama2.c loader still refuses lengths it cannot use).

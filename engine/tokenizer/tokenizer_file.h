@@ -12,7 +12,7 @@ namespace hipstudio {
 
 enum class TokenizerFileFormat { Llama2cBin, HfJson };
 
-// JSON when the first non-blank byte is '{' (tokenizer.bin starts with an int32 length); a folder
+// JSON when the file's name ends in .json or its first non-blank byte is '{' (tokenizer.bin starts with an int32 length); a folder
 // is a Hugging Face model folder holding tokenizer.json. Throws InputError when unreadable.
 TokenizerFileFormat detect_tokenizer_format(const std::string& path);
 

@@ -125,7 +125,7 @@ TEST_F(CaptureCli, ExportWritesOneView) {
   r = run("export " + capture_ + " --what mask --layer 2 --format npy --out " + npy);
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(read_bytes(npy).substr(1, 5), "NUMPY");
-  r = run("export " + capture_ + " --what mask --format csv --out " + svg);
+  r = run("export " + capture_ + " --what mask --format csv --out " + svg + ".txt");  // a name of no format
   EXPECT_EQ(r.status, 2) << r.out;
   EXPECT_NE(r.out.find("the choices are"), std::string::npos) << r.out;
 }

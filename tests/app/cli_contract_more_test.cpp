@@ -51,7 +51,7 @@ bool gpu_present() { return fs::exists("/dev/nvidia0"); }
 // Defect 7: stale messages and internal words in the help.
 TEST(CliContractMessages, MessagesAndHelpSayWhatIsTrueHere) {
   if (!gpu_present()) {
-    const CommandResult mask = run_merged("bench mask --device cuda --tokens 64");
+    const CommandResult mask = run_merged("bench mask --device cuda --tokens 1024");
     EXPECT_EQ(mask.status, 2) << mask.out;
     EXPECT_TRUE(has(mask.out, "error: bench mask --device cuda needs an NVIDIA GPU, and none is usable on this machine") ||
                 has(mask.out, "error: bench mask --device cuda times the CUDA HiP kernels, and this build has none"))

@@ -56,12 +56,16 @@ TEST(CliContractParse, ParseErrorsAreErrorLinesWithStatus2) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"analyze --prompt hi --json /tmp/never.json --decode -1", "--decode: -1 is out of range"},
       {"analyze --json /tmp/never.json", "--prompt is required"},
-      {"analyze --prompt hi --json /tmp/never.json --no-such-option", "unknown option or argument: --no-such-option"},
+      {"analyze --prompt hi --json /tmp/never.json --no-such-option", "error: unknown option --no-such-option ("},
       {"capture --prompt hi --out /tmp/never.hipcap --views bogus", "'bogus' is not one of mask, iterations"},
       {"generate --prompt hi --max-tokens many", "'many' is not an integer"},
-      {"no-such-command", "unknown option or argument: no-such-command"},
+      {"no-such-command", "error: unknown command no-such-command"},
+      {"genrate --prompt hi", "error: unknown command genrate (did you mean generate?)"},
+      // The option is named, not its value after it, and not in CLI11's reversed order ("3 --max-token").
+      {"generate --prompt hi --max-token 3", "error: unknown option --max-token (did you mean --max-tokens?)"},
+      {"generate --prompt hi --seed 1 --seed 2", "error: option --seed given more than once"},
       // A misspelt option is named before the required one it leaves missing.
-      {"analyze --promt hi --json /tmp/never.json", "unknown option or argument: --promt hi"},
+      {"analyze --promt hi --json /tmp/never.json", "unknown option --promt (did you mean --prompt?) (then: --prompt is required)"},
   };
   for (const auto& [args, message] : cases) {
     const CommandResult r = run_merged(args);
