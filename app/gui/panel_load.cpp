@@ -159,8 +159,8 @@ class LoadPanel final : public Panel {
     ImGui::BeginChild("##prompt_view", ImVec2(-1, height), true);
     if (a && a->prompt == prompt && !a->prompt_tokens.empty()) {
       const int64_t n = static_cast<int64_t>(a->prompt_tokens.size());
-      const TokenFlow f = token_flow(
-          n, [&](int64_t i) { return token_text(a->prompt_tokens[static_cast<size_t>(i)]); },
+      const TokenFlow f = prompt_flow_.draw(
+          a->prompt_tokens.data(), n, [&](int64_t i) { return token_text(a->prompt_tokens[static_cast<size_t>(i)]); },
           [&](int64_t i) -> uint32_t { return i % 2 ? ctx.theme.plot_bg : 0; }, s.query_token, ctx.theme);
       if (f.hovered >= 0) side_tooltip("token %lld; click: show its attention in the token view", static_cast<long long>(f.hovered));
       if (f.clicked) {
@@ -168,11 +168,15 @@ class LoadPanel final : public Panel {
         s.focus_panel = "tokens";
       }
     } else {
-      ImGui::TextWrapped("%s", prompt.c_str());
+      // The text itself (not tokenised yet, refused, or a capture without the pieces), clipped to
+      // the visible lines: a 100 KB prompt is drawn like a short one.
+      prompt_text_.draw(prompt);
     }
     ImGui::EndChild();
   }
 
+  TokenFlowView prompt_flow_;
+  WrappedText prompt_text_;
   bool editing_ = false;
   bool synced_ = false;
   std::string model_edit_, prompt_edit_, prompt_path_edit_, last_prompt_, last_model_;

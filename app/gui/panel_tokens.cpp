@@ -81,8 +81,8 @@ class TokenPanel final : public Panel {
     // Dense probabilities.
     ImGui::BeginChild("##dense_tokens", ImVec2(col_w, h), true);
     ImGui::TextUnformatted("Dense attention (log colour)");
-    const TokenFlow fd = token_flow(
-        in.tk, label,
+    const TokenFlow fd = dense_flow_.draw(
+        a.prompt_tokens.data(), in.tk, label,
         [&](int64_t j) -> uint32_t {
           if (j >= static_cast<int64_t>(row_.size())) return 0;
           return viz::pack_rgba(viz::colormap(viz::ColorMapKind::Magma, viz::log_scale_position(row_[static_cast<size_t>(j)], kProbFloor, 1.0)), 0.85f);
@@ -99,8 +99,8 @@ class TokenPanel final : public Panel {
     ImGui::BeginChild("##hip_tokens", ImVec2(col_w, h), true);
     ImGui::TextUnformatted(dense_layer ? "Dense layer: every visible key" : "What HiP kept for this query");
     const viz::MaskPalette& p = t.mask;
-    const TokenFlow fh2 = token_flow(
-        in.tk, label,
+    const TokenFlow fh2 = hip_flow_.draw(
+        a.prompt_tokens.data(), in.tk, label,
         [&](int64_t j) -> uint32_t {
           if (j > q) return 0;
           if (dense_layer) return p.dense;
@@ -158,6 +158,7 @@ class TokenPanel final : public Panel {
     return "not attended by HiP";
   }
 
+  TokenFlowView dense_flow_, hip_flow_;
   std::vector<double> row_;
   const float* row_q_ = nullptr;
   int64_t row_head_ = -1, row_query_ = -1;
