@@ -34,6 +34,15 @@ struct MaskViewState {
   double span = 0;            // visible cells along each axis; 0: fit the whole prompt
   bool show_oracle = true, show_random = false, show_sink_dense = true;
   bool show_hip_on_dense = false;  // a dense layer (l < l_d): draw what HiP would pick instead
+  bool zoomed = false;        // the user zoomed or panned since the view was last fitted
+  int64_t tokens = 0;         // the T the view was last laid out for (0: none yet)
+
+  // A result of `T` tokens is about to be drawn: a new T refits the view (a longer prompt must not
+  // be cut to the old one's axes), unless the user zoomed since and the zoomed range still lies
+  // inside the new T, which keeps what they were looking at.
+  void follow_tokens(int64_t T);
+  void fit() { span = 0, x0 = y0 = 0, zoomed = false; }
+  void zoom(double factor) { span *= factor, zoomed = true; }
 };
 
 // File > Export view...'s choices.

@@ -25,6 +25,7 @@
 #include "app/gui/screenshot.h"
 #include "app/gui/harness/self_test.h"
 #include "app/gui/settings.h"
+#include "app/gui/settings_saver.h"
 #include "app/gui/worker.h"
 #include "app/common/default_prompt.h"
 #include "engine/formats/errors.h"
@@ -143,7 +144,11 @@ int run_gui(const GuiOptions& opt) {
   const std::string settings_path = config_dir() + "/settings.json";
   const std::string ini_path = config_dir() + "/imgui.ini";
   const bool persist = !opt.self_test;  // the self-test starts from defaults and leaves no trace
-  if (persist) load_settings(settings_path, state, panels, geom);
+  SettingsSaver saver;  // writes settings.json a second after each change: a crash loses nothing older
+  if (persist) {
+    load_settings(settings_path, state, panels, geom);
+    saver.set_written(settings_text(state, panels, geom));
+  }
   if (!opt.model.empty()) state.model_path = opt.model;
   if (!opt.device.empty()) state.device = opt.device;
   if (!opt.dtype.empty()) state.dtype = opt.dtype;
@@ -318,6 +323,14 @@ int run_gui(const GuiOptions& opt) {
       state.cancel_requested = false;
     }
     worker.submit(make_request(state));
+    if (persist && saver.due(now)) {
+      glfwGetWindowSize(window, &geom.width, &geom.height);
+      glfwGetWindowPos(window, &geom.x, &geom.y);
+      PersistedSettings saved = state;
+      saved.knobs = state.applied;  // the last valid knobs: a refused combination is not saved
+      const std::string text = settings_text(saved, panels, geom);
+      if (saver.update(text, now)) write_settings_text(settings_path, text);
+    }
   }
   if (persist) {
     glfwGetWindowSize(window, &geom.width, &geom.height);

@@ -54,7 +54,16 @@ class LoadPanel final : public Panel {
     if (ImGui::Button("Load") || enter) {
       if (s.model_path == model_edit_) ++s.model_reload;  // same path: load it again
       s.model_path = model_edit_;
-      s.add_recent_model(model_edit_);
+    }
+    // Recent models lists the paths that loaded: the model stage is up to date for this path and
+    // did not fail. One that fails later leaves the list.
+    if (!s.capture && !s.model_path.empty()) {
+      const std::string& failed = ctx.snap.error[kStageModel];
+      if (ctx.snap.model && !ctx.snap.stale[kStageModel] && failed.empty()) {
+        if (s.recent_models.empty() || s.recent_models.front() != s.model_path) s.add_recent_model(s.model_path);
+      } else if (!failed.empty() && failed != "cancelled") {
+        s.recent_models.erase(std::remove(s.recent_models.begin(), s.recent_models.end(), s.model_path), s.recent_models.end());
+      }
     }
     if (!s.recent_models.empty()) {
       ImGui::SetNextItemWidth(-1);

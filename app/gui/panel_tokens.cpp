@@ -70,7 +70,7 @@ class TokenPanel final : public Panel {
                        static_cast<long long>(q / m->params.b_q), kept_mass * 100,
                        dense_layer ? " (a dense layer: it attends to every key)" : "");
     if (stale) {
-      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.warn), "%s", stale_reason(ctx, kStageMasks).c_str());
+      warn_text(stale_reason(ctx, kStageMasks), t);
     }
     const float fh = ImGui::GetFontSize();
     const float bar_w = fh * 6.0f;  // the colorbar and the legend ("false pick") under it

@@ -143,6 +143,15 @@ StaleScope::~StaleScope() {
   if (stale_) ImGui::PopStyleVar();
 }
 
+void warn_text(const std::string& text, const Theme& theme) {
+  if (text.empty()) return;
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(theme.warn));
+  ImGui::PushTextWrapPos(0);
+  ImGui::TextUnformatted(text.c_str());
+  ImGui::PopTextWrapPos();
+  ImGui::PopStyleColor();
+}
+
 void empty_state(const char* message, const Theme& theme) {
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const ImVec2 ts = ImGui::CalcTextSize(message, nullptr, false, avail.x * 0.8f);

@@ -57,6 +57,9 @@ class StaleScope {
   bool stale_;
 };
 
+// A wrapped line in the theme's warning colour (a stale view's reason, a refusal).
+void warn_text(const std::string& text, const Theme& theme);
+
 // "No result yet" text centred in the remaining space, with a reason.
 void empty_state(const char* message, const Theme& theme);
 
