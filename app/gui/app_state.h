@@ -122,6 +122,7 @@ struct TransientUi {
   bool show_open_capture = false;  // File > Open capture... opens the path modal on the next frame
   bool show_save_capture = false;  // File > Save capture... (path modal)
   bool show_export_view = false;   // File > Export view... (folder and resolution modal)
+  bool show_reset_confirm = false; // View > Reset layout and settings... (asks first)
   DialogState dialogs;
   std::shared_ptr<FileTask> file_task;  // the save / export running now, or null
   std::vector<std::string> last_exported;  // files of the last export

@@ -166,7 +166,9 @@ class LoadPanel final : public Panel {
     const AnalysisView* a = ctx.snap.analysis.get();
     const std::string& prompt = s.capture ? s.capture->analysis->prompt : s.prompt;
     ImGui::BeginChild("##prompt_view", ImVec2(-1, height), true);
-    if (a && a->prompt == prompt && !a->prompt_tokens.empty()) {
+    // A capture without its tokens' text: the manifest's prompt text, not a row of "#id"s.
+    const bool ids_only = s.capture && !s.capture->has_pieces;
+    if (a && a->prompt == prompt && !a->prompt_tokens.empty() && !ids_only) {
       const int64_t n = static_cast<int64_t>(a->prompt_tokens.size());
       const TokenFlow f = prompt_flow_.draw(
           a->prompt_tokens.data(), n, [&](int64_t i) { return token_text(a->prompt_tokens[static_cast<size_t>(i)]); },

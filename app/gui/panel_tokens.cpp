@@ -8,6 +8,7 @@
 
 #include <imgui.h>
 
+#include "app/gui/capture_view.h"
 #include "app/gui/mask_canvas.h"
 #include "app/gui/panel.h"
 #include "app/gui/widgets.h"
@@ -69,6 +70,8 @@ class TokenPanel final : public Panel {
                        static_cast<long long>(m->layer), static_cast<long long>(head), static_cast<long long>(q), token_label(a, q).c_str(),
                        static_cast<long long>(q / m->params.b_q), kept_mass * 100,
                        dense_layer ? " (a dense layer: it attends to every key)" : "");
+    if (s.capture && !s.capture->has_pieces)
+      ImGui::TextDisabled("This capture stores token ids (#id), not their text: the sidebar shows the prompt's text.");
     if (stale) {
       warn_text(stale_reason(ctx, kStageMasks), t);
     }
