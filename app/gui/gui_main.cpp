@@ -261,6 +261,7 @@ int run_gui(const GuiOptions& opt) {
     const LayoutActions act = draw_layout(ctx, panels, shown_ms, !animating);
     if (self_test) self_test->record_drawn(act.drawn);
     ImGui::Render();
+    if (self_test) self_test->record_draw_data(ImGui::GetDrawData());
     const double render_start = seconds();
     int w = 0, h = 0;
     glfwGetFramebufferSize(window, &w, &h);

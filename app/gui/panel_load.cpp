@@ -131,8 +131,11 @@ class LoadPanel final : public Panel {
       if (dirty && apply_key) s.prompt = last_prompt_ = prompt_edit_;
     }
     ImGui::SameLine();
-    if (ctx.snap.analysis) {
+    // The count of the prompt in the box only (a refused prompt's box must not show the last one's).
+    if (ctx.snap.analysis && ctx.snap.analysis->prompt == (s.capture ? s.capture->analysis->prompt : s.prompt)) {
       ImGui::TextDisabled("%lld tokens", static_cast<long long>(ctx.snap.analysis->tokens()));
+    } else if (!s.capture) {
+      ImGui::TextDisabled("%zu bytes", s.prompt.size());
     }
     ImGui::SetNextItemWidth(-ImGui::GetFrameHeight() * 2.6f);
     ImGui::InputTextWithHint("##prompt_file", "text file path", &prompt_path_edit_);
