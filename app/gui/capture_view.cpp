@@ -95,7 +95,7 @@ std::shared_ptr<const OpenCapture> load_capture_view(const std::string& path) {
   out->params.push_back(fmt_params("k %lld, b_q %lld, b_k %lld, b_sq %lld", k.k, k.b_q, k.b_k, k.b_sq));
   out->params.push_back(fmt_params("b_sk %lld, sink %lld, window %lld, l_d %lld", k.b_sk, k.sink, k.window, k.l_d));
   char buf[160];
-  std::snprintf(buf, sizeof buf, "rho %.2f, r_m %d, decode steps %d, c %.2f, seed %llu", k.rho, k.r_m, k.decode_steps,
+  std::snprintf(buf, sizeof buf, "repr %.2f, r_m %d, decode steps %d, c %.2f, seed %llu", k.rho, k.r_m, k.decode_steps,
                 k.cache_factor, static_cast<unsigned long long>(o.random_seed));
   out->params.push_back(buf);
   out->params.push_back("model " + c.info.run.model + " (" + c.info.run.architecture + "), dtype " + c.info.dtype +

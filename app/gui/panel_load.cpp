@@ -153,12 +153,6 @@ class LoadPanel final : public Panel {
       }
     }
     if (s.capture) ImGui::EndDisabled();
-    const std::string& err = ctx.snap.error[kStageAnalysis];
-    if (!err.empty()) {
-      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(ctx.theme.bad));
-      ImGui::TextWrapped("Analysis: %s", err.c_str());
-      ImGui::PopStyleColor();
-    }
   }
 
  private:
@@ -169,6 +163,17 @@ class LoadPanel final : public Panel {
     const AnalysisView* a = ctx.snap.analysis.get();
     const std::string& prompt = s.capture ? s.capture->analysis->prompt : s.prompt;
     ImGui::BeginChild("##prompt_view", ImVec2(-1, height), true);
+    // A refused prompt says why at the top of its own box: the box keeps its height, so the
+    // controls below never move when an error comes or goes.
+    const std::string& err = ctx.snap.error[kStageAnalysis];
+    if (!err.empty() && !s.capture) {
+      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(ctx.theme.bad));
+      ImGui::PushTextWrapPos(0);
+      ImGui::TextUnformatted(err == "cancelled" ? "Analysis cancelled: change a setting to run it again." : err.c_str());
+      ImGui::PopTextWrapPos();
+      ImGui::PopStyleColor();
+      ImGui::Separator();
+    }
     // A capture without its tokens' text: the manifest's prompt text, not a row of "#id"s.
     const bool ids_only = s.capture && !s.capture->has_pieces;
     if (a && a->prompt == prompt && !a->prompt_tokens.empty() && !ids_only) {

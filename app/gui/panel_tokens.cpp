@@ -71,7 +71,11 @@ class TokenPanel final : public Panel {
                        static_cast<long long>(q / m->params.b_q), kept_mass * 100,
                        dense_layer ? " (a dense layer: it attends to every key)" : "");
     if (s.capture && !s.capture->has_pieces)
-      ImGui::TextDisabled("This capture stores token ids (#id), not their text: the sidebar shows the prompt's text.");
+    {
+      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+      ImGui::TextWrapped("This capture stores token ids (#id), not their text: the sidebar shows the prompt's text.");
+      ImGui::PopStyleColor();
+    }
     if (stale) {
       warn_text(stale_reason(ctx, kStageMasks), t);
     }
