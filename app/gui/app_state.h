@@ -76,6 +76,7 @@ struct PersistedSettings {
   std::vector<std::string> recent_models, recent_prompts;
   HipKnobs knobs;          // the sliders (saved as the last valid ones)
   bool dark = true;
+  bool classic_mask_colors = false;  // the earlier yellow / orange / pink outcomes, not Okabe-Ito
   float ui_scale = 1.0f;
   float sidebar_width = 360.0f;
   float pane_split = 0.55f;  // share of the right area given to the left pane

@@ -53,6 +53,10 @@ double process_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
+viz::MaskColors mask_colors(const PersistedSettings& s) {
+  return s.classic_mask_colors ? viz::MaskColors::Classic : viz::MaskColors::ColorBlindSafe;
+}
+
 void on_glfw_error(int code, const char* message) { std::fprintf(stderr, "glfw error %d: %s\n", code, message); }
 
 std::string read_prompt_option(const std::string& value) {
@@ -186,7 +190,7 @@ int run_gui(const GuiOptions& opt) {
     glfwGetWindowContentScale(window, &sx, &sy);
     content_scale = std::max(1.0f, std::max(sx, sy));
   }
-  Theme theme = apply_theme(state.dark, content_scale * state.ui_scale);
+  Theme theme = apply_theme(state.dark, content_scale * state.ui_scale, mask_colors(state));
   load_fonts(content_scale * state.ui_scale, theme);
 
   Worker worker;
@@ -297,8 +301,8 @@ int run_gui(const GuiOptions& opt) {
                                            (seconds() - swap_start) * 1000);
 
     // Settle this frame's edits: theme, scale, and the request the worker should serve.
-    if (act.theme_changed || act.scale_changed || state.dark != theme.dark) {
-      theme = apply_theme(state.dark, content_scale * state.ui_scale);
+    if (act.theme_changed || act.scale_changed || state.dark != theme.dark || theme.mask.hit != (state.dark ? viz::dark_mask_palette(mask_colors(state)) : viz::light_mask_palette(mask_colors(state))).hit) {
+      theme = apply_theme(state.dark, content_scale * state.ui_scale, mask_colors(state));
       if (act.scale_changed) {
         load_fonts(content_scale * state.ui_scale, theme);
         ImGui_ImplOpenGL3_DestroyFontsTexture();
@@ -316,7 +320,7 @@ int run_gui(const GuiOptions& opt) {
       state.applied = state.knobs;
       state.capture = capture;
       for (auto& p : panels) p->open = true, p->slot = p->default_slot();
-      theme = apply_theme(state.dark, content_scale * state.ui_scale);
+      theme = apply_theme(state.dark, content_scale * state.ui_scale, mask_colors(state));
     }
     if (act.quit) quit = true;
     if (state.cancel_requested) {

@@ -56,6 +56,13 @@ void draw_menu(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>& panels, L
       s.dark = !s.dark;
       act.theme_changed = true;
     }
+    if (ImGui::MenuItem("Colour-blind-safe mask colours", nullptr, !s.classic_mask_colors)) {
+      s.classic_mask_colors = !s.classic_mask_colors;
+      act.theme_changed = true;
+    }
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("Okabe-Ito outcome colours (hit, false pick, miss, sink, window), told apart with any colour vision;\n"
+                        "off: the earlier yellow / orange / pink set. Exports always use the colour-blind-safe set.");
     float scale = s.ui_scale;
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
     if (ImGui::SliderFloat("UI scale", &scale, 0.75f, 2.0f, "%.2f")) s.ui_scale = scale;

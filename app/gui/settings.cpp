@@ -30,6 +30,7 @@ void load_settings(const std::string& path, PersistedSettings& s, std::vector<st
     get("window_x", g.x);
     get("window_y", g.y);
     get("dark", s.dark);
+    get("classic_mask_colors", s.classic_mask_colors);
     get("ui_scale", s.ui_scale);
     get("sidebar_width", s.sidebar_width);
     get("pane_split", s.pane_split);
@@ -80,6 +81,7 @@ std::string settings_text(const PersistedSettings& s, const std::vector<std::uni
   j["window_x"] = g.x;
   j["window_y"] = g.y;
   j["dark"] = s.dark;
+  j["classic_mask_colors"] = s.classic_mask_colors;
   j["ui_scale"] = s.ui_scale;
   j["sidebar_width"] = s.sidebar_width;
   j["pane_split"] = s.pane_split;

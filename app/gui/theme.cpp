@@ -13,7 +13,7 @@ bool file_exists(const char* path) {
 }
 }  // namespace
 
-Theme apply_theme(bool dark, float scale) {
+Theme apply_theme(bool dark, float scale, viz::MaskColors colors) {
   ImGuiStyle style;  // fresh defaults, then scaled once
   if (dark) {
     ImGui::StyleColorsDark(&style);
@@ -56,7 +56,7 @@ Theme apply_theme(bool dark, float scale) {
   t.kept = dark ? IM_COL32(250, 214, 60, 255) : IM_COL32(232, 180, 0, 255);
   t.dropped = dark ? IM_COL32(70, 80, 95, 255) : IM_COL32(190, 195, 205, 255);
   t.repr = dark ? IM_COL32(255, 255, 255, 255) : IM_COL32(20, 20, 20, 255);
-  t.mask = dark ? viz::dark_mask_palette() : viz::light_mask_palette();
+  t.mask = dark ? viz::dark_mask_palette(colors) : viz::light_mask_palette(colors);
   return t;
 }
 
