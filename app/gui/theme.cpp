@@ -37,7 +37,18 @@ Theme apply_theme(bool dark, float scale, viz::MaskColors colors) {
   } else {
     style.Colors[ImGuiCol_WindowBg] = ImVec4(0.96f, 0.96f, 0.97f, 1.0f);
     style.Colors[ImGuiCol_ChildBg] = ImVec4(0, 0, 0, 0);
+    // ImGui's light frames are white on a near-white window: a grey fill and a border make every
+    // slider, field and checkbox visible.
+    style.Colors[ImGuiCol_FrameBg] = ImVec4(0.86f, 0.87f, 0.90f, 1.0f);
+    style.Colors[ImGuiCol_FrameBgHovered] = ImVec4(0.80f, 0.84f, 0.92f, 1.0f);
+    style.Colors[ImGuiCol_FrameBgActive] = ImVec4(0.74f, 0.80f, 0.92f, 1.0f);
+    style.Colors[ImGuiCol_Border] = ImVec4(0.62f, 0.64f, 0.70f, 1.0f);
+    style.FrameBorderSize = 1;
   }
+  // A narrow grab, translucent, so that it never hides the slider's digits.
+  style.GrabMinSize = 6;
+  style.Colors[ImGuiCol_SliderGrab].w = 0.55f;
+  style.Colors[ImGuiCol_SliderGrabActive].w = 0.75f;
   style.ScaleAllSizes(scale);
   ImGui::GetStyle() = style;
 
