@@ -5,6 +5,9 @@
 // tokens, generates, saves a screenshot, then writes the run as a capture, reopens it read-only
 // (views equal the live ones), refuses a damaged copy and closes it, saves a capture and exports a
 // view through the File menu's code and reads them back, and fails cleanly to save into /proc.
+// Then the inputs it must refuse in its own words without a crash (the fuzzer's longest prompt, a
+// 100 KB one, an empty one, a missing model), a refit after a longer prompt, the 1024 px export
+// preview inside the viewport and a reopened capture's prompt text (self_test_inputs.cpp).
 // With --frames N it then puts a 4096-token mask on screen and measures N frames. With --soak it
 // runs the soak script (soak.h) instead of the functional one.
 #include <cstdint>
