@@ -57,7 +57,9 @@ void draw_export_preview(PanelContext& ctx) {
   const float pad = ImGui::GetStyle().WindowPadding.x * 2;
   // The figure 1:1 where the screen has room, else a window the size of the screen that scrolls
   // (a 1024 px figure on a 1000 px screen): the title bar and its close button stay on screen.
-  fit_next_window(ImVec2(static_cast<float>(png.width) + pad, static_cast<float>(png.height) + ImGui::GetFrameHeightWithSpacing() * 3));
+  // At least wide enough for its title and path line (a small figure's window stays usable).
+  fit_next_window(ImVec2(std::max(static_cast<float>(png.width) + pad, ImGui::GetFontSize() * 28),
+                         static_cast<float>(png.height) + ImGui::GetFrameHeightWithSpacing() * 3));
   bool open = true;
   if (ImGui::Begin("Exported figure", &open, ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_HorizontalScrollbar)) {
     keep_window_inside_viewport();
