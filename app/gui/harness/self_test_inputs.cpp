@@ -1,7 +1,8 @@
 // The self-test's steps for inputs the GUI must survive and refuse in its own words: the longest
 // prompt the fuzzer can make and a 100 KB prompt (refused, never aborting on ImGui's 16-bit vertex
 // indices, while every panel draws), an empty prompt and a model path that names nothing (no view
-// says "(updating)" while nothing runs), the mask view refitting a longer prompt, the 1024 px
+// says "(updating)" while nothing runs), the mask view refitting a longer prompt, Generate past the
+// context refused in its panel, the 1024 px
 // export preview inside a 1000 px-high window, and a reopened capture's prompt text.
 #include <algorithm>
 #include <cstdio>
@@ -166,6 +167,25 @@ void SelfTest::build_input_steps() {
                       return "";
                     },
                     240, 3});
+
+  // Generate past the context: the refusal, in the GUI's words, in the Generate panel itself.
+  steps_.push_back({"Generate past the context says so in its panel",
+                    [](AppState& s) {
+                      s.generate_tokens = 256;
+                      ++s.generate_id;
+                      s.focus_panel = "generate";
+                    },
+                    [](const AppState&, const Snapshot& snap) { return !snap.busy && !snap.error[kStageGenerate].empty(); },
+                    [this](AppState& s, const Snapshot& snap) -> std::string {
+                      const std::string& err = snap.error[kStageGenerate];
+                      std::printf("self-test:   %s\n", err.c_str());
+                      if (err.find("The prompt has") != 0 || err.find("'new tokens'") == std::string::npos) return "not the GUI's refusal: " + err;
+                      if (has_flag_advice(err)) return "the refusal gives command-line advice: " + err;
+                      if (!screenshot_.empty()) pending_screenshot_ = with_suffix(screenshot_, "generate-past-context");
+                      s.generate_tokens = 12;
+                      return "";
+                    },
+                    120, 3});
 
   // The export preview of a 1024 px figure in this 1000 px-high window: inside the viewport.
   auto dir = std::make_shared<std::string>((std::filesystem::temp_directory_path() / ("hipstudio-selftest-inputs-" + std::to_string(::getpid()))).string());
