@@ -52,4 +52,37 @@ Rgb diverging(double v, double limit, Rgb neutral) {
   return t < 0 ? mix(neutral, blue, -t) : mix(neutral, red, t);
 }
 
+namespace {
+
+double to_linear(double c) { return c <= 0.04045 ? c / 12.92 : std::pow((c + 0.055) / 1.055, 2.4); }
+double to_srgb(double c) { return c <= 0.0031308 ? c * 12.92 : 1.055 * std::pow(c, 1 / 2.4) - 0.055; }
+
+}  // namespace
+
+Rgb simulate_color_vision(Rgb c, ColorVision vision) {
+  if (vision == ColorVision::Normal) return c;
+  // Machado et al. 2009, table of simulation matrices, severity 1.0.
+  static const double kProtanopia[3][3] = {{0.152286, 1.052583, -0.204868}, {0.114503, 0.786281, 0.099216}, {-0.003882, -0.048116, 1.051998}};
+  static const double kDeuteranopia[3][3] = {{0.367322, 0.860646, -0.227968}, {0.280085, 0.672501, 0.047413}, {-0.011820, 0.042940, 0.968881}};
+  const double(*m)[3] = vision == ColorVision::Protanopia ? kProtanopia : kDeuteranopia;
+  const double l[3] = {to_linear(c.r), to_linear(c.g), to_linear(c.b)};
+  float out[3];
+  for (int i = 0; i < 3; ++i)
+    out[i] = static_cast<float>(to_srgb(std::clamp(m[i][0] * l[0] + m[i][1] * l[1] + m[i][2] * l[2], 0.0, 1.0)));
+  return {out[0], out[1], out[2]};
+}
+
+double delta_e(Rgb a, Rgb b) {
+  auto lab = [](Rgb c, double out[3]) {
+    const double r = to_linear(c.r), g = to_linear(c.g), bl = to_linear(c.b);
+    const double x = (0.4124 * r + 0.3576 * g + 0.1805 * bl) / 0.95047, y = 0.2126 * r + 0.7152 * g + 0.0722 * bl,
+                 z = (0.0193 * r + 0.1192 * g + 0.9505 * bl) / 1.08883;
+    auto f = [](double t) { return t > 0.008856 ? std::cbrt(t) : 7.787 * t + 16.0 / 116.0; };
+    out[0] = 116 * f(y) - 16, out[1] = 500 * (f(x) - f(y)), out[2] = 200 * (f(y) - f(z));
+  };
+  double p[3], q[3];
+  lab(a, p), lab(b, q);
+  return std::sqrt((p[0] - q[0]) * (p[0] - q[0]) + (p[1] - q[1]) * (p[1] - q[1]) + (p[2] - q[2]) * (p[2] - q[2]));
+}
+
 }  // namespace hipstudio::viz

@@ -27,4 +27,12 @@ Rgb diverging(double v, double limit, Rgb neutral);
 // Linear blend a -> b by t in [0, 1].
 Rgb mix(Rgb a, Rgb b, float t);
 
+// What a viewer with a dichromacy sees (Machado, Oliveira and Fernandes 2009, severity 1: a 3x3
+// matrix on linear sRGB), to check that colours that must differ still do.
+enum class ColorVision { Normal, Protanopia, Deuteranopia };
+Rgb simulate_color_vision(Rgb c, ColorVision vision);
+// CIE76 colour difference (Euclidean distance in CIELAB, D65): about 2.3 is just noticeable, above
+// ~20 two swatches read as different colours at a glance.
+double delta_e(Rgb a, Rgb b);
+
 }  // namespace hipstudio::viz

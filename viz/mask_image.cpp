@@ -127,7 +127,21 @@ std::vector<uint8_t> pool_mask_flags(const MaskPicture& m, const PoolRect& r) {
   return out;
 }
 
-MaskPalette dark_mask_palette() {
+namespace {
+
+// Okabe and Ito (2008), "Color Universal Design": distinguishable by the common colour-vision types.
+void okabe_ito_outcomes(MaskPalette& p) {
+  p.selected = p.hit = pack_rgba8(240, 228, 66);  // yellow
+  p.false_pick = pack_rgba8(213, 94, 0);           // vermillion
+  p.miss = pack_rgba8(0, 114, 178);                // blue
+  p.random = pack_rgba8(204, 121, 167);            // reddish purple
+  p.sink = pack_rgba8(86, 180, 233);               // sky blue
+  p.dense = pack_rgba8(0, 158, 115);               // bluish green
+}
+
+}  // namespace
+
+MaskPalette dark_mask_palette(MaskColors colors) {
   MaskPalette p;
   p.future = pack_rgba8(24, 26, 31);
   p.empty = pack_rgba8(44, 62, 80);          // visible, not attended
@@ -138,11 +152,12 @@ MaskPalette dark_mask_palette() {
   p.random = pack_rgba8(120, 110, 210);      // random baseline
   p.sink = pack_rgba8(80, 200, 230);
   p.dense = pack_rgba8(110, 190, 120);
+  if (colors == MaskColors::ColorBlindSafe) okabe_ito_outcomes(p);
   return p;
 }
 
-MaskPalette light_mask_palette() {
-  MaskPalette p = dark_mask_palette();
+MaskPalette light_mask_palette(MaskColors colors) {
+  MaskPalette p = dark_mask_palette(MaskColors::Classic);
   p.future = pack_rgba8(236, 236, 238);
   p.empty = pack_rgba8(196, 214, 228);
   p.selected = pack_rgba8(232, 180, 0);
@@ -152,6 +167,7 @@ MaskPalette light_mask_palette() {
   p.random = pack_rgba8(100, 90, 200);
   p.sink = pack_rgba8(20, 150, 190);
   p.dense = pack_rgba8(60, 150, 70);
+  if (colors == MaskColors::ColorBlindSafe) okabe_ito_outcomes(p);
   return p;
 }
 

@@ -65,8 +65,13 @@ struct MaskPalette {
   uint32_t future, empty, selected, hit, miss, false_pick, random, sink, dense;
   bool show_oracle = true, show_random = false, show_sink_dense = true;
 };
-MaskPalette dark_mask_palette();
-MaskPalette light_mask_palette();
+// The outcome colours: Okabe and Ito's colour-blind-safe set by default (every pair of outcomes,
+// and each against "not attended", stays >= 24 CIE76 apart under simulated protanopia and
+// deuteranopia; tests/gui checks it), or the earlier yellow / orange / pink set, whose hit and false
+// pick a deuteranope sees as one yellow. Exports use the default.
+enum class MaskColors { ColorBlindSafe, Classic };
+MaskPalette dark_mask_palette(MaskColors colors = MaskColors::ColorBlindSafe);
+MaskPalette light_mask_palette(MaskColors colors = MaskColors::ColorBlindSafe);
 
 // Colour of one pooled texel. Priority: sink / dense tail, then HiP vs oracle (hit, false pick,
 // miss; plain "selected" with the oracle hidden), then the random baseline, then visible / future.

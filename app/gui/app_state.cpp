@@ -25,6 +25,14 @@ void Selection::record_stepped_block(const SteppedBlock& b) {
   if (std::find(stepped_blocks.begin(), stepped_blocks.end(), b) == stepped_blocks.end()) stepped_blocks.push_back(b);
 }
 
+void MaskViewState::follow_tokens(int64_t T) {
+  if (T == tokens) return;
+  const double t = static_cast<double>(T);
+  const bool inside = span > 0 && x0 >= 0 && y0 >= 0 && x0 + span <= t && y0 + span <= t;
+  if (!(zoomed && inside)) fit();
+  tokens = T;
+}
+
 hip::HipParams to_hip_params(const HipKnobs& k) {
   hip::HipParams p;
   p.k = k.k;

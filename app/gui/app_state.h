@@ -34,6 +34,15 @@ struct MaskViewState {
   double span = 0;            // visible cells along each axis; 0: fit the whole prompt
   bool show_oracle = true, show_random = false, show_sink_dense = true;
   bool show_hip_on_dense = false;  // a dense layer (l < l_d): draw what HiP would pick instead
+  bool zoomed = false;        // the user zoomed or panned since the view was last fitted
+  int64_t tokens = 0;         // the T the view was last laid out for (0: none yet)
+
+  // A result of `T` tokens is about to be drawn: a new T refits the view (a longer prompt must not
+  // be cut to the old one's axes), unless the user zoomed since and the zoomed range still lies
+  // inside the new T, which keeps what they were looking at.
+  void follow_tokens(int64_t T);
+  void fit() { span = 0, x0 = y0 = 0, zoomed = false; }
+  void zoom(double factor) { span *= factor, zoomed = true; }
 };
 
 // File > Export view...'s choices.
@@ -67,6 +76,7 @@ struct PersistedSettings {
   std::vector<std::string> recent_models, recent_prompts;
   HipKnobs knobs;          // the sliders (saved as the last valid ones)
   bool dark = true;
+  bool classic_mask_colors = false;  // the earlier yellow / orange / pink outcomes, not Okabe-Ito
   float ui_scale = 1.0f;
   float sidebar_width = 360.0f;
   float pane_split = 0.55f;  // share of the right area given to the left pane
@@ -113,6 +123,7 @@ struct TransientUi {
   bool show_open_capture = false;  // File > Open capture... opens the path modal on the next frame
   bool show_save_capture = false;  // File > Save capture... (path modal)
   bool show_export_view = false;   // File > Export view... (folder and resolution modal)
+  bool show_reset_confirm = false; // View > Reset layout and settings... (asks first)
   DialogState dialogs;
   std::shared_ptr<FileTask> file_task;  // the save / export running now, or null
   std::vector<std::string> last_exported;  // files of the last export

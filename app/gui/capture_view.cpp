@@ -4,6 +4,8 @@
 #include <cstdio>
 
 #include "captures/capture.h"
+
+#include <nlohmann/json.hpp>
 #include "engine/formats/errors.h"
 
 namespace hipstudio::gui {
@@ -42,11 +44,36 @@ std::shared_ptr<const OpenCapture> load_capture_view(const std::string& path) {
   m.max_seq_len = static_cast<int64_t>(pa.prompt_ids.size() + pa.decode.size());
   m.element_bytes = c.info.dtype == "f32" || c.info.dtype.empty() ? 4 : 2;
   view->prompt = c.info.run.prompt;
-  // The capture has token ids, not the tokenizer: pieces show as "#id".
-  for (int32_t id : pa.prompt_ids) view->prompt_tokens.push_back("#" + std::to_string(id));
-  for (const auto& d : pa.decode) {
-    view->decode_dense_text.push_back("#" + std::to_string(d.dense_token));
-    view->decode_hip_text.push_back("#" + std::to_string(d.hip_token));
+  // The capture has token ids, not the tokenizer. Where the manifest lists the tokens' text
+  // ("prompt": {"pieces"}, "decode_pieces": {"dense", "hip"}; optional, one string per id) the views
+  // show it; otherwise a piece shows as "#id".
+  auto pieces = [&](const nlohmann::json* list, size_t n) {
+    std::vector<std::string> out;
+    if (!list || !list->is_array() || list->size() != n) return out;
+    for (const auto& p : *list) {
+      if (!p.is_string()) return std::vector<std::string>{};
+      out.push_back(p.get<std::string>());
+    }
+    return out;
+  };
+  auto find = [&](const char* a, const char* b) -> const nlohmann::json* {
+    const nlohmann::json& m = c.manifest;
+    if (!m.is_object() || !m.contains(a) || !m[a].is_object() || !m[a].contains(b)) return nullptr;
+    return &m[a][b];
+  };
+  view->prompt_tokens = pieces(find("prompt", "pieces"), pa.prompt_ids.size());
+  out->has_pieces = !view->prompt_tokens.empty() || pa.prompt_ids.empty();
+  if (!out->has_pieces)
+    for (int32_t id : pa.prompt_ids) view->prompt_tokens.push_back("#" + std::to_string(id));
+  view->decode_dense_text = pieces(find("decode_pieces", "dense"), pa.decode.size());
+  view->decode_hip_text = pieces(find("decode_pieces", "hip"), pa.decode.size());
+  if (view->decode_dense_text.empty() || view->decode_hip_text.empty()) {
+    view->decode_dense_text.clear();
+    view->decode_hip_text.clear();
+    for (const auto& d : pa.decode) {
+      view->decode_dense_text.push_back("#" + std::to_string(d.dense_token));
+      view->decode_hip_text.push_back("#" + std::to_string(d.hip_token));
+    }
   }
 
   const AnalysisOptions& o = pa.options;
@@ -68,7 +95,7 @@ std::shared_ptr<const OpenCapture> load_capture_view(const std::string& path) {
   out->params.push_back(fmt_params("k %lld, b_q %lld, b_k %lld, b_sq %lld", k.k, k.b_q, k.b_k, k.b_sq));
   out->params.push_back(fmt_params("b_sk %lld, sink %lld, window %lld, l_d %lld", k.b_sk, k.sink, k.window, k.l_d));
   char buf[160];
-  std::snprintf(buf, sizeof buf, "rho %.2f, r_m %d, decode steps %d, c %.2f, seed %llu", k.rho, k.r_m, k.decode_steps,
+  std::snprintf(buf, sizeof buf, "repr %.2f, r_m %d, decode steps %d, c %.2f, seed %llu", k.rho, k.r_m, k.decode_steps,
                 k.cache_factor, static_cast<unsigned long long>(o.random_seed));
   out->params.push_back(buf);
   out->params.push_back("model " + c.info.run.model + " (" + c.info.run.architecture + "), dtype " + c.info.dtype +

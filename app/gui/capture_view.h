@@ -21,6 +21,9 @@ struct OpenCapture {
   HipKnobs knobs;                                 // the capture's parameters, as the (disabled) sliders show them
   std::string banner;                             // "Capture FILE (read-only): model, date, device"
   std::vector<std::string> params;                // parameter lines for the sidebar
+  // The manifest held each token's text (optional "prompt": {"pieces": [...]}): the token views
+  // show it. Without it they show "#id" and the sidebar shows the manifest's prompt text.
+  bool has_pieces = false;
 };
 
 // Reads and validates the whole file (captures::read_capture). Throws InputError with the

@@ -3,10 +3,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 
 #include <c10/core/ScalarType.h>
 
 #include "app/common/model_options.h"
+#include "app/gui/gui_messages.h"
+#include "engine/formats/errors.h"
 #include "engine/model/attention_timing.h"
 #include "engine/model/device.h"
 #include "engine/model/out_of_memory.h"
@@ -23,6 +26,9 @@ struct LoadedModel {
 bool cuda_is_available() { return cuda_available(); }
 
 std::shared_ptr<const LoadedModel> load_model_job(const ModelRequest& request, ModelInfo& info) {
+  // A path that names nothing is said in the GUI's words (the loader's advice is the command line's).
+  std::error_code ec;
+  if (!request.path.empty() && !std::filesystem::exists(request.path, ec)) throw InputError(model_not_found_message(request.path));
   app::ModelOptions options;  // same resolution and thread policy as the command line
   options.model = request.path;
   options.device = request.device;
@@ -78,6 +84,20 @@ std::shared_ptr<const AnalysisView> prompt_view(const PrefillHandle& handle, con
   return view;
 }
 
+// The engine refused a run's input: when the prompt's length is why, the GUI's message (with the
+// controls that fix it) replaces the engine's, whose advice names command-line flags. Tokenises
+// only on this failure path, so a run that fits pays nothing for the check.
+[[noreturn]] void refuse_in_gui_words(const LoadedModel& model, const ModelInfo& info, const std::string& prompt,
+                                      int64_t after_prompt, bool generating) {
+  const int64_t n = static_cast<int64_t>(model.model->tokenizer->encode(prompt, true).size());
+  const int64_t context = info.max_seq_len;
+  if (!generating && n < 2) throw InputError(single_token_message());
+  if (context > 0 && n + after_prompt > context)
+    throw InputError(generating ? generate_too_long_message(n, after_prompt, context)
+                                : prompt_too_long_message(n, context, after_prompt, info.display_name));
+  throw;  // another refusal: the engine's own message (the worker rewrites its flags)
+}
+
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -89,8 +109,13 @@ PrefillJob prefill_job(const LoadedModel& model, const ModelInfo& info, const Re
   PrefillJob job;
   job.prefill = std::make_shared<PrefillHandle>();
   job.prefill->model = model.model;
-  job.prefill->prefill = PairedPrefill::run(model.model, r.prompt, analysis_options(info, r), decode_room(r),
-                                            [&](double f, const std::string& what) { return progress(f, what); });
+  if (r.prompt.empty()) throw InputError(empty_prompt_message());
+  try {
+    job.prefill->prefill = PairedPrefill::run(model.model, r.prompt, analysis_options(info, r), decode_room(r),
+                                              [&](double f, const std::string& what) { return progress(f, what); });
+  } catch (const InputError&) {
+    refuse_in_gui_words(model, info, r.prompt, r.decode_steps, false);
+  }
   job.view = prompt_view(*job.prefill, info, r, seconds_since(start));
   return job;
 }
@@ -163,6 +188,7 @@ std::optional<hip::ScoreLocality> device_locality_job(const LayerInputs& inputs,
 
 void generate_job(const LoadedModel& model, const ModelInfo& info, const Request& r,
                   const std::function<bool(const GenerateView&)>& update) {
+  if (r.prompt.empty()) throw InputError(empty_prompt_message());
   GenerateView view;
   view.id = r.generate_id;
   view.running = true;
@@ -179,16 +205,20 @@ void generate_job(const LoadedModel& model, const ModelInfo& info, const Request
     tok_s = g.decode_seconds > 0 ? static_cast<double>(tokens) / g.decode_seconds : 0.0;
     if (!update(view)) throw Cancelled();  // the side's last text and its speed on screen
   };
-  DenseAttention dense;
-  {  // warm-up (allocator, caches) so the first side timed is not the one that pays for it; it asks
-     // keep_going at every step like the timed sides, so a cancel stops it too
-    GenerationOptions warm = options;
-    warm.max_new_tokens = 2;
-    generate(model.model, r.prompt, warm, dense);
+  try {
+    DenseAttention dense;
+    {  // warm-up (allocator, caches) so the first side timed is not the one that pays for it; it asks
+       // keep_going at every step like the timed sides, so a cancel stops it too
+      GenerationOptions warm = options;
+      warm.max_new_tokens = 2;
+      generate(model.model, r.prompt, warm, dense);
+    }
+    run_side(dense, view.dense_text, view.dense_tokens, view.dense_tok_s);
+    HipAttention hip(r.hip, info.n_layers);
+    run_side(hip, view.hip_text, view.hip_tokens, view.hip_tok_s);
+  } catch (const InputError&) {
+    refuse_in_gui_words(model, info, r.prompt, r.generate_tokens, true);
   }
-  run_side(dense, view.dense_text, view.dense_tokens, view.dense_tok_s);
-  HipAttention hip(r.hip, info.n_layers);
-  run_side(hip, view.hip_text, view.hip_tokens, view.hip_tok_s);
   view.running = false;
   update(view);
 }

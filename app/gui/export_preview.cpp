@@ -55,11 +55,14 @@ void draw_export_preview(PanelContext& ctx) {
     loaded = s.preview_path;
   }
   const float pad = ImGui::GetStyle().WindowPadding.x * 2;
-  ImGui::SetNextWindowSize(ImVec2(static_cast<float>(png.width) + pad, static_cast<float>(png.height) + ImGui::GetFrameHeightWithSpacing() * 3),
-                           ImGuiCond_Appearing);
-  ImGui::SetNextWindowPos(ImGui::GetMainViewport()->GetCenter(), ImGuiCond_Appearing, ImVec2(0.5f, 0.5f));
+  // The figure 1:1 where the screen has room, else a window the size of the screen that scrolls
+  // (a 1024 px figure on a 1000 px screen): the title bar and its close button stay on screen.
+  // At least wide enough for its title and path line (a small figure's window stays usable).
+  fit_next_window(ImVec2(std::max(static_cast<float>(png.width) + pad, ImGui::GetFontSize() * 28),
+                         static_cast<float>(png.height) + ImGui::GetFrameHeightWithSpacing() * 3));
   bool open = true;
   if (ImGui::Begin("Exported figure", &open, ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_HorizontalScrollbar)) {
+    keep_window_inside_viewport();
     ImGui::TextDisabled("%s (%d x %d px, read back from the file)", s.preview_path.c_str(), png.width, png.height);
     if (!png.error.empty()) {
       ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(ctx.theme.bad), "%s", png.error.c_str());

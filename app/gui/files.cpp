@@ -6,13 +6,25 @@
 #include <sstream>
 
 #include "app/gui/capture_view.h"
+#include "app/gui/gui_messages.h"
 
 namespace hipstudio::gui {
 
 bool open_prompt_file(AppState& s, const std::string& path) {
+  // Said before anything else: a folder opens as an empty stream on Linux (an empty prompt, whose
+  // refusal would hide the real mistake), and a missing file is named as missing.
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    s.status_message = "cannot open " + path + ": no such file (check the path)";
+    return false;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    s.status_message = prompt_is_folder_message(path);
+    return false;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    s.status_message = "cannot open " + path + " (check the path)";
+    s.status_message = "cannot open " + path + ": not readable (check its permissions)";
     return false;
   }
   std::stringstream text;
@@ -54,8 +66,7 @@ void handle_dropped_path(AppState& s, const std::string& path) {
   if (!S_ISDIR(st.st_mode) && ends_with(".hipcap")) {
     open_capture_file(s, path);
   } else if (S_ISDIR(st.st_mode) || ends_with(".bin") || ends_with(".safetensors")) {
-    s.model_path = path;
-    s.add_recent_model(path);
+    s.model_path = path;  // the Recent models list gets it once it loads (panel_load.cpp)
     s.status_message = "model: " + path;
   } else {
     open_prompt_file(s, path);

@@ -25,6 +25,7 @@
 #include "app/gui/screenshot.h"
 #include "app/gui/harness/self_test.h"
 #include "app/gui/settings.h"
+#include "app/gui/settings_saver.h"
 #include "app/gui/worker.h"
 #include "app/common/default_prompt.h"
 #include "engine/formats/errors.h"
@@ -50,6 +51,10 @@ double process_cpu_seconds() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+viz::MaskColors mask_colors(const PersistedSettings& s) {
+  return s.classic_mask_colors ? viz::MaskColors::Classic : viz::MaskColors::ColorBlindSafe;
 }
 
 void on_glfw_error(int code, const char* message) { std::fprintf(stderr, "glfw error %d: %s\n", code, message); }
@@ -143,7 +148,11 @@ int run_gui(const GuiOptions& opt) {
   const std::string settings_path = config_dir() + "/settings.json";
   const std::string ini_path = config_dir() + "/imgui.ini";
   const bool persist = !opt.self_test;  // the self-test starts from defaults and leaves no trace
-  if (persist) load_settings(settings_path, state, panels, geom);
+  SettingsSaver saver;  // writes settings.json a second after each change: a crash loses nothing older
+  if (persist) {
+    load_settings(settings_path, state, panels, geom);
+    saver.set_written(settings_text(state, panels, geom));
+  }
   if (!opt.model.empty()) state.model_path = opt.model;
   if (!opt.device.empty()) state.device = opt.device;
   if (!opt.dtype.empty()) state.dtype = opt.dtype;
@@ -181,7 +190,7 @@ int run_gui(const GuiOptions& opt) {
     glfwGetWindowContentScale(window, &sx, &sy);
     content_scale = std::max(1.0f, std::max(sx, sy));
   }
-  Theme theme = apply_theme(state.dark, content_scale * state.ui_scale);
+  Theme theme = apply_theme(state.dark, content_scale * state.ui_scale, mask_colors(state));
   load_fonts(content_scale * state.ui_scale, theme);
 
   Worker worker;
@@ -256,6 +265,7 @@ int run_gui(const GuiOptions& opt) {
     const LayoutActions act = draw_layout(ctx, panels, shown_ms, !animating);
     if (self_test) self_test->record_drawn(act.drawn);
     ImGui::Render();
+    if (self_test) self_test->record_draw_data(ImGui::GetDrawData());
     const double render_start = seconds();
     int w = 0, h = 0;
     glfwGetFramebufferSize(window, &w, &h);
@@ -291,8 +301,8 @@ int run_gui(const GuiOptions& opt) {
                                            (seconds() - swap_start) * 1000);
 
     // Settle this frame's edits: theme, scale, and the request the worker should serve.
-    if (act.theme_changed || act.scale_changed || state.dark != theme.dark) {
-      theme = apply_theme(state.dark, content_scale * state.ui_scale);
+    if (act.theme_changed || act.scale_changed || state.dark != theme.dark || theme.mask.hit != (state.dark ? viz::dark_mask_palette(mask_colors(state)) : viz::light_mask_palette(mask_colors(state))).hit) {
+      theme = apply_theme(state.dark, content_scale * state.ui_scale, mask_colors(state));
       if (act.scale_changed) {
         load_fonts(content_scale * state.ui_scale, theme);
         ImGui_ImplOpenGL3_DestroyFontsTexture();
@@ -310,7 +320,7 @@ int run_gui(const GuiOptions& opt) {
       state.applied = state.knobs;
       state.capture = capture;
       for (auto& p : panels) p->open = true, p->slot = p->default_slot();
-      theme = apply_theme(state.dark, content_scale * state.ui_scale);
+      theme = apply_theme(state.dark, content_scale * state.ui_scale, mask_colors(state));
     }
     if (act.quit) quit = true;
     if (state.cancel_requested) {
@@ -318,6 +328,14 @@ int run_gui(const GuiOptions& opt) {
       state.cancel_requested = false;
     }
     worker.submit(make_request(state));
+    if (persist && saver.due(now)) {
+      glfwGetWindowSize(window, &geom.width, &geom.height);
+      glfwGetWindowPos(window, &geom.x, &geom.y);
+      PersistedSettings saved = state;
+      saved.knobs = state.applied;  // the last valid knobs: a refused combination is not saved
+      const std::string text = settings_text(saved, panels, geom);
+      if (saver.update(text, now)) write_settings_text(settings_path, text);
+    }
   }
   if (persist) {
     glfwGetWindowSize(window, &geom.width, &geom.height);

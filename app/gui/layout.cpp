@@ -31,8 +31,6 @@ void draw_menu(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>& panels, L
     const bool can_export = ctx.snap.analysis && !s.file_task && !ctx.snap.analysis->model.synthetic;
     if (ImGui::MenuItem("Export view...", nullptr, false, can_export)) s.show_export_view = true;
     ImGui::Separator();
-    if (ImGui::MenuItem("Reset layout and settings")) act.reset_settings = true;
-    ImGui::Separator();
     if (ImGui::MenuItem("Quit", "Ctrl+Q")) act.quit = true;
     ImGui::EndMenu();
   }
@@ -58,10 +56,20 @@ void draw_menu(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>& panels, L
       s.dark = !s.dark;
       act.theme_changed = true;
     }
+    if (ImGui::MenuItem("Colour-blind-safe mask colours", nullptr, !s.classic_mask_colors)) {
+      s.classic_mask_colors = !s.classic_mask_colors;
+      act.theme_changed = true;
+    }
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("Okabe-Ito outcome colours (hit, false pick, miss, sink, window), told apart with any colour vision;\n"
+                        "off: the earlier yellow / orange / pink set. Exports always use the colour-blind-safe set.");
     float scale = s.ui_scale;
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
     if (ImGui::SliderFloat("UI scale", &scale, 0.75f, 2.0f, "%.2f")) s.ui_scale = scale;
     if (ImGui::IsItemDeactivatedAfterEdit()) act.scale_changed = true;
+    // Far from File > Export, and it asks first: it throws away the knobs, theme and layout.
+    ImGui::Separator();
+    if (ImGui::MenuItem("Reset layout and settings...")) s.show_reset_confirm = true;
     ImGui::EndMenu();
   }
   if (ImGui::BeginMenu("Help")) {
@@ -125,8 +133,9 @@ void draw_open_capture_modal(PanelContext& ctx) {
     s.show_open_capture = false;
     error.clear();
   }
-  ImGui::SetNextWindowSize(ImVec2(ImGui::GetFontSize() * 36, 0), ImGuiCond_Appearing);
+  fit_next_window(ImVec2(ImGui::GetFontSize() * 36, 0));
   if (!ImGui::BeginPopupModal("Open capture", nullptr, ImGuiWindowFlags_NoSavedSettings)) return;
+  keep_window_inside_viewport();
   ImGui::TextUnformatted("Capture file (.hipcap), written by `hipstudio capture`:");
   if (ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere();
   ImGui::SetNextItemWidth(-1);
@@ -158,8 +167,9 @@ void draw_save_capture_modal(PanelContext& ctx, const std::vector<std::unique_pt
     path = default_capture_path();
     error.clear();
   }
-  ImGui::SetNextWindowSize(ImVec2(ImGui::GetFontSize() * 36, 0), ImGuiCond_Appearing);
+  fit_next_window(ImVec2(ImGui::GetFontSize() * 36, 0));
   if (!ImGui::BeginPopupModal("Save capture", nullptr, ImGuiWindowFlags_NoSavedSettings)) return;
+  keep_window_inside_viewport();
   const std::vector<std::string> views = open_capture_views(panels, s);
   std::string list;
   for (const auto& v : views) list += (list.empty() ? "" : ", ") + v;
@@ -204,8 +214,9 @@ void draw_export_modal(PanelContext& ctx) {
     o.dir = default_export_dir();
     error.clear();
   }
-  ImGui::SetNextWindowSize(ImVec2(ImGui::GetFontSize() * 36, 0), ImGuiCond_Appearing);
+  fit_next_window(ImVec2(ImGui::GetFontSize() * 36, 0));
   if (!ImGui::BeginPopupModal("Export view", nullptr, ImGuiWindowFlags_NoSavedSettings)) return;
+  keep_window_inside_viewport();
   ImGui::TextWrapped("Layer %d, head %d, query block %d, Delta %d: mask figure (PNG and SVG), iteration figure, locality, hit-ratio and "
                      "latency SVG, metrics CSV, into the folder (created if missing):",
                      s.layer, s.head, s.query_block, s.delta);
@@ -241,16 +252,45 @@ void draw_export_modal(PanelContext& ctx) {
   ImGui::EndPopup();
 }
 
+// View > Reset layout and settings...: what it resets, then Reset or Cancel (Esc).
+void draw_reset_modal(PanelContext& ctx, LayoutActions& act) {
+  AppState& s = ctx.state;
+  if (s.show_reset_confirm) {
+    ImGui::OpenPopup("Reset layout and settings?");
+    s.show_reset_confirm = false;
+  }
+  fit_next_window(ImVec2(ImGui::GetFontSize() * 30, 0));
+  if (!ImGui::BeginPopupModal("Reset layout and settings?", nullptr, ImGuiWindowFlags_NoSavedSettings)) return;
+  keep_window_inside_viewport();
+  ImGui::TextWrapped("The HiP parameters, the prompt (back to the default story), the theme, the UI scale, the recent files "
+                     "and the panels' places go back to their defaults. The model and an open capture stay.");
+  if (ImGui::Button("Reset")) {
+    act.reset_settings = true;
+    ImGui::CloseCurrentPopup();
+  }
+  ImGui::SameLine();
+  if (ImGui::Button("Cancel") || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape))) ImGui::CloseCurrentPopup();
+  ImGui::EndPopup();
+}
+
 // Text on the status line, cut with "..." to `width` pixels; the whole of it, wrapped, on hover
 // (a long error must not run off the window with its fix at the end).
 void clipped_text(const std::string& text, uint32_t color, float width) {
   std::string shown = text;
   if (ImGui::CalcTextSize(shown.c_str()).x > width) {
-    const std::string more = "... (hover: all of it)";
+    std::string more = "... (hover: all of it)";
+    if (ImGui::CalcTextSize(more.c_str()).x > width * 0.6f) more = "...";
     const float room = width - ImGui::CalcTextSize(more.c_str()).x;
-    size_t n = shown.size();
-    while (n > 0 && ImGui::CalcTextSize(shown.c_str(), shown.c_str() + n).x > room) --n;
-    shown = shown.substr(0, n) + more;
+    // The longest prefix that fits, by bisection (a long message is thousands of characters), cut at
+    // a UTF-8 character's start.
+    size_t lo = 0, hi = shown.size();
+    while (lo < hi) {
+      const size_t mid = (lo + hi + 1) / 2;
+      if (ImGui::CalcTextSize(shown.c_str(), shown.c_str() + mid).x <= room) lo = mid;
+      else hi = mid - 1;
+    }
+    while (lo > 0 && (static_cast<unsigned char>(shown[lo]) & 0xC0) == 0x80) --lo;
+    shown = shown.substr(0, lo) + more;
   }
   ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(color), "%s", shown.c_str());
   if (shown != text && ImGui::IsItemHovered()) {
@@ -269,7 +309,8 @@ void draw_status(PanelContext& ctx, float frame_ms, bool idle) {
                                : fmt("%.1f ms/frame  F1 help", frame_ms);
   const float fps_w = ImGui::CalcTextSize(fps.c_str()).x + ImGui::GetFontSize();
   const float fps_x = ImGui::GetWindowWidth() - fps_w;
-  auto room = [&] { return std::max(ImGui::GetFontSize() * 4, fps_x - ImGui::GetCursorPosX() - ImGui::GetFontSize()); };
+  // What is left before the frame time on the right: texts are cut to it and never run under it.
+  auto room = [&] { return std::max(0.0f, fps_x - ImGui::GetCursorPosX() - ImGui::GetFontSize()); };
   if (sn.busy) {
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 16);
     const std::string label = fmt("%s %.0f%%", stage_name(sn.running_stage), sn.fraction * 100);
@@ -303,7 +344,7 @@ void draw_status(PanelContext& ctx, float frame_ms, bool idle) {
       ImGui::TextDisabled("Idle");
     }
   }
-  if (!ctx.state.status_message.empty()) {
+  if (!ctx.state.status_message.empty() && fps_x - ImGui::GetItemRectMax().x + ImGui::GetWindowPos().x > ImGui::GetFontSize() * 6) {
     ImGui::SameLine();
     const std::string& m = ctx.state.status_message;
     // A failed open or save ("cannot ..."): the reader's or writer's error, in red.
@@ -367,6 +408,7 @@ LayoutActions draw_layout(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>
   draw_open_capture_modal(ctx);
   draw_save_capture_modal(ctx, panels);
   draw_export_modal(ctx);
+  draw_reset_modal(ctx, act);
   ImGui::End();
 
   draw_export_preview(ctx);

@@ -38,8 +38,9 @@ const char* outcome_text(uint8_t f) {
 }  // namespace
 
 void zoom_pan(MaskViewState& view, int64_t T, ImVec2 p0, float side, bool hovered, bool active, bool& dragging) {
+  view.follow_tokens(T);
   const double min_span = std::min<double>(static_cast<double>(T), 8.0);
-  if (view.span <= 0 || view.span > T) view.span = static_cast<double>(T);
+  if (view.span <= 0 || view.span >= T) view.span = static_cast<double>(T), view.zoomed = false;
   view.span = std::max(view.span, min_span);
   const ImGuiIO& io = ImGui::GetIO();
   const double cells_per_px = view.span / side;
@@ -50,9 +51,11 @@ void zoom_pan(MaskViewState& view, int64_t T, ImVec2 p0, float side, bool hovere
     view.x0 = mx - (mx - view.x0) * ns / view.span;
     view.y0 = my - (my - view.y0) * ns / view.span;
     view.span = ns;
+    view.zoomed = ns < static_cast<double>(T);
   }
   if (active && ImGui::IsMouseDragging(ImGuiMouseButton_Left, 3.0f)) {
     dragging = true;
+    if (view.span < static_cast<double>(T)) view.zoomed = true;  // a drag of the fitted view moves nothing
     view.x0 -= io.MouseDelta.x * cells_per_px;
     view.y0 -= io.MouseDelta.y * cells_per_px;
   }

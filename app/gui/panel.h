@@ -26,7 +26,8 @@ struct PanelContext {
 // sidebar's settings are refused and the result is of the last valid ones. Views grey it.
 bool view_stale(const PanelContext& ctx, int stage);
 bool view_stale(const AppState& state, const Snapshot& snap, int stage);
-// What to say beside a stale view: "(updating)" or "not the sidebar's settings: <rule>".
+// What to say beside a stale view (gui_messages.h): the refused settings' rule, "(updating)" while
+// the worker runs, or the failure that keeps it old.
 std::string stale_reason(const PanelContext& ctx, int stage);
 
 enum class PaneSlot { Sidebar, Left, Right };

@@ -33,15 +33,41 @@ class GeneratePanel final : public Panel {
       empty_state("A capture holds no model to generate with: File > Close capture returns to the live run.", t);
       return;
     }
+    // What the run will meet, said here before Generate is pressed: the prompt (as the analysis
+    // tokenised it) plus the new tokens must fit the model's context.
+    const AnalysisView* a = ctx.snap.analysis.get();
+    if (ctx.snap.model && a && a->prompt == s.prompt && ctx.snap.model->max_seq_len > 0) {
+      const int64_t context = ctx.snap.model->max_seq_len, n = a->tokens();
+      if (n + s.generate_tokens > context) {
+        ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(t.warn));
+        ImGui::TextWrapped("The prompt's %lld tokens and %d new ones pass the model's context of %lld tokens: generation stops "
+                           "%s.",
+                           static_cast<long long>(n), s.generate_tokens, static_cast<long long>(context),
+                           n >= context ? "before its first token (shorten the prompt)"
+                                        : fmt("at %lld new tokens (set new tokens to %lld or fewer)", static_cast<long long>(context - n),
+                                              static_cast<long long>(context - n)).c_str());
+        ImGui::PopStyleColor();
+      }
+    }
+    // A failed generation says why here, not only in the status line.
+    const std::string& err = ctx.snap.error[kStageGenerate];
+    if (!err.empty() && !running) {
+      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(err == "cancelled" ? t.warn : t.bad));
+      ImGui::TextWrapped("%s", err == "cancelled" ? "Generation cancelled: press Generate to run it again."
+                                                  : ("Generation failed: " + err).c_str());
+      ImGui::PopStyleColor();
+    }
     if (!g) {
-      empty_state("Press Generate to continue the prompt with dense attention and with HiP.", t);
+      if (err.empty()) empty_state("Press Generate to continue the prompt with dense attention and with HiP.", t);
       return;
     }
     StaleScope grey(ctx.snap.stale[kStageGenerate] && !running);
     ImGui::TextDisabled("on %s", g->device.c_str());
     const float w = (ImGui::GetContentRegionAvail().x - ImGui::GetStyle().ItemSpacing.x) / 2;
     const float h = ImGui::GetContentRegionAvail().y;
-    auto side = [&](const char* id, const char* name, const std::string& text, int64_t n, double tps, uint32_t col) {
+    // The prompt, then its continuation in the side's colour, each a clipped text (a long prompt
+    // draws only its visible lines).
+    auto side = [&](const char* id, const char* name, const std::string& text, int64_t n, double tps, uint32_t col, WrappedText& body) {
       ImGui::BeginChild(id, ImVec2(w, h), true);
       ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(col), "%s", name);
       if (tps > 0) {
@@ -50,20 +76,19 @@ class GeneratePanel final : public Panel {
         ImGui::TextDisabled("%s", n > 0 || !text.empty() ? "running..." : "waiting");
       }
       ImGui::Separator();
-      ImGui::PushTextWrapPos(0);
-      ImGui::TextUnformatted(ctx.state.prompt.c_str());
-      ImGui::PopTextWrapPos();
+      prompt_text_[&body == &dense_text_ ? 0 : 1].draw(s.prompt);
       ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(col));
-      ImGui::PushTextWrapPos(0);
-      ImGui::TextUnformatted(text.c_str());
-      ImGui::PopTextWrapPos();
+      body.draw(text);
       ImGui::PopStyleColor();
       ImGui::EndChild();
     };
-    side("##gen_dense", "Dense attention", g->dense_text, g->dense_tokens, g->dense_tok_s, t.dense);
+    side("##gen_dense", "Dense attention", g->dense_text, g->dense_tokens, g->dense_tok_s, t.dense, dense_text_);
     ImGui::SameLine();
-    side("##gen_hip", "HiP", g->hip_text, g->hip_tokens, g->hip_tok_s, t.hip);
+    side("##gen_hip", "HiP", g->hip_text, g->hip_tokens, g->hip_tok_s, t.hip, hip_text_);
   }
+
+ private:
+  WrappedText dense_text_, hip_text_, prompt_text_[2];
 };
 
 }  // namespace

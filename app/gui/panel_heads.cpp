@@ -38,7 +38,7 @@ class HeadsPanel final : public Panel {
     ImGui::TextWrapped("Layer %lld, all %lld heads%s: recall against the oracle under each; click one to open it in the mask view.",
                        static_cast<long long>(m->layer), static_cast<long long>(heads),
                        dense_layer ? " (a dense layer: the masks show what HiP would pick)" : "");
-    if (stale) ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.warn), "%s", stale_reason(ctx, kStageMasks).c_str());
+    if (stale) warn_text(stale_reason(ctx, kStageMasks), t);
     if (canvases_.size() != static_cast<size_t>(heads)) canvases_ = std::vector<MaskCanvas>(static_cast<size_t>(heads));
     // Columns: as many ~180 px (scaled) multiples as fit, at least one.
     const float avail = ImGui::GetContentRegionAvail().x;

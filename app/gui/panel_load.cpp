@@ -54,7 +54,16 @@ class LoadPanel final : public Panel {
     if (ImGui::Button("Load") || enter) {
       if (s.model_path == model_edit_) ++s.model_reload;  // same path: load it again
       s.model_path = model_edit_;
-      s.add_recent_model(model_edit_);
+    }
+    // Recent models lists the paths that loaded: the model stage is up to date for this path and
+    // did not fail. One that fails later leaves the list.
+    if (!s.capture && !s.model_path.empty()) {
+      const std::string& failed = ctx.snap.error[kStageModel];
+      if (ctx.snap.model && !ctx.snap.stale[kStageModel] && failed.empty()) {
+        if (s.recent_models.empty() || s.recent_models.front() != s.model_path) s.add_recent_model(s.model_path);
+      } else if (!failed.empty() && failed != "cancelled") {
+        s.recent_models.erase(std::remove(s.recent_models.begin(), s.recent_models.end(), s.model_path), s.recent_models.end());
+      }
     }
     if (!s.recent_models.empty()) {
       ImGui::SetNextItemWidth(-1);
@@ -122,8 +131,11 @@ class LoadPanel final : public Panel {
       if (dirty && apply_key) s.prompt = last_prompt_ = prompt_edit_;
     }
     ImGui::SameLine();
-    if (ctx.snap.analysis) {
+    // The count of the prompt in the box only (a refused prompt's box must not show the last one's).
+    if (ctx.snap.analysis && ctx.snap.analysis->prompt == (s.capture ? s.capture->analysis->prompt : s.prompt)) {
       ImGui::TextDisabled("%lld tokens", static_cast<long long>(ctx.snap.analysis->tokens()));
+    } else if (!s.capture) {
+      ImGui::TextDisabled("%zu bytes", s.prompt.size());
     }
     ImGui::SetNextItemWidth(-ImGui::GetFrameHeight() * 2.6f);
     ImGui::InputTextWithHint("##prompt_file", "text file path", &prompt_path_edit_);
@@ -141,12 +153,6 @@ class LoadPanel final : public Panel {
       }
     }
     if (s.capture) ImGui::EndDisabled();
-    const std::string& err = ctx.snap.error[kStageAnalysis];
-    if (!err.empty()) {
-      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(ctx.theme.bad));
-      ImGui::TextWrapped("Analysis: %s", err.c_str());
-      ImGui::PopStyleColor();
-    }
   }
 
  private:
@@ -157,10 +163,23 @@ class LoadPanel final : public Panel {
     const AnalysisView* a = ctx.snap.analysis.get();
     const std::string& prompt = s.capture ? s.capture->analysis->prompt : s.prompt;
     ImGui::BeginChild("##prompt_view", ImVec2(-1, height), true);
-    if (a && a->prompt == prompt && !a->prompt_tokens.empty()) {
+    // A refused prompt says why at the top of its own box: the box keeps its height, so the
+    // controls below never move when an error comes or goes.
+    const std::string& err = ctx.snap.error[kStageAnalysis];
+    if (!err.empty() && !s.capture) {
+      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(ctx.theme.bad));
+      ImGui::PushTextWrapPos(0);
+      ImGui::TextUnformatted(err == "cancelled" ? "Analysis cancelled: change a setting to run it again." : err.c_str());
+      ImGui::PopTextWrapPos();
+      ImGui::PopStyleColor();
+      ImGui::Separator();
+    }
+    // A capture without its tokens' text: the manifest's prompt text, not a row of "#id"s.
+    const bool ids_only = s.capture && !s.capture->has_pieces;
+    if (a && a->prompt == prompt && !a->prompt_tokens.empty() && !ids_only) {
       const int64_t n = static_cast<int64_t>(a->prompt_tokens.size());
-      const TokenFlow f = token_flow(
-          n, [&](int64_t i) { return token_text(a->prompt_tokens[static_cast<size_t>(i)]); },
+      const TokenFlow f = prompt_flow_.draw(
+          a->prompt_tokens.data(), n, [&](int64_t i) { return token_text(a->prompt_tokens[static_cast<size_t>(i)]); },
           [&](int64_t i) -> uint32_t { return i % 2 ? ctx.theme.plot_bg : 0; }, s.query_token, ctx.theme);
       if (f.hovered >= 0) side_tooltip("token %lld; click: show its attention in the token view", static_cast<long long>(f.hovered));
       if (f.clicked) {
@@ -168,11 +187,15 @@ class LoadPanel final : public Panel {
         s.focus_panel = "tokens";
       }
     } else {
-      ImGui::TextWrapped("%s", prompt.c_str());
+      // The text itself (not tokenised yet, refused, or a capture without the pieces), clipped to
+      // the visible lines: a 100 KB prompt is drawn like a short one.
+      prompt_text_.draw(prompt);
     }
     ImGui::EndChild();
   }
 
+  TokenFlowView prompt_flow_;
+  WrappedText prompt_text_;
   bool editing_ = false;
   bool synced_ = false;
   std::string model_edit_, prompt_edit_, prompt_path_edit_, last_prompt_, last_model_;

@@ -34,11 +34,11 @@ class MaskPanel final : public Panel {
     ImGui::Checkbox("Sink + window", &v.show_sink_dense);
     ImGui::SameLine();
     wrap_if_needed(ImGui::CalcTextSize("Fit (F) + -").x + ImGui::GetFontSize() * 3);
-    if (ImGui::SmallButton("Fit (F)")) v.span = 0;
+    if (ImGui::SmallButton("Fit (F)")) v.fit();
     ImGui::SameLine();
-    if (ImGui::SmallButton("+")) v.span *= 0.7;
+    if (ImGui::SmallButton("+")) v.zoom(0.7);
     ImGui::SameLine();
-    if (ImGui::SmallButton("-")) v.span /= 0.7;
+    if (ImGui::SmallButton("-")) v.zoom(1 / 0.7);
 
     const Theme& t = ctx.theme;
     const viz::MaskPalette& p = t.mask;
@@ -83,13 +83,15 @@ class MaskPanel final : public Panel {
                                 : have_quality ? fmt("recall vs oracle %.3f (random %.3f)", q.recall, q.random_recall)
                                                : std::string();
     // The numbers are the result's own (its k, b_k, Kb), so a stale result never borrows the sliders'.
+    const std::string why_stale = stale ? stale_reason(ctx, kStageMasks) : std::string();
+    const bool short_reason = why_stale == "(updating)";
     ImGui::TextWrapped("layer %lld, head %lld: T = %lld tokens, %lld query blocks, k = %lld, b_k = %lld, Kb = %lld | %s | masks in %.0f ms%s",
                        static_cast<long long>(m.layer), static_cast<long long>(head), static_cast<long long>(m.source->tokens()),
                        static_cast<long long>(m.hip.query_blocks), static_cast<long long>(m.params.k), static_cast<long long>(m.params.b_k),
-                       static_cast<long long>(m.hip.kb), quality.c_str(), m.seconds * 1000, stale && s.invalid.empty() ? " (updating)" : "");
-    if (stale && !s.invalid.empty()) {
+                       static_cast<long long>(m.hip.kb), quality.c_str(), m.seconds * 1000, short_reason ? " (updating)" : "");
+    if (!why_stale.empty() && !short_reason) {
       ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(t.warn));
-      ImGui::TextWrapped("%s", stale_reason(ctx, kStageMasks).c_str());
+      ImGui::TextWrapped("%s", why_stale.c_str());
       ImGui::PopStyleColor();
     }
     canvas_.set_dense(dense_layer && !v.show_hip_on_dense);
@@ -103,9 +105,9 @@ class MaskPanel final : public Panel {
       s.focus_panel = "stepper";
     }
     if (ImGui::IsWindowHovered(ImGuiHoveredFlags_ChildWindows) && !ImGui::GetIO().WantTextInput) {
-      if (shortcut_pressed(Action::MaskFit)) v.span = 0;
-      if (shortcut_pressed(Action::MaskZoomIn)) v.span *= 0.7;
-      if (shortcut_pressed(Action::MaskZoomOut)) v.span /= 0.7;
+      if (shortcut_pressed(Action::MaskFit)) v.fit();
+      if (shortcut_pressed(Action::MaskZoomIn)) v.zoom(0.7);
+      if (shortcut_pressed(Action::MaskZoomOut)) v.zoom(1 / 0.7);
     }
   }
 

@@ -64,7 +64,15 @@ class ParamsPanel final : public Panel {
     const float half = (ImGui::GetContentRegionAvail().x - ImGui::GetStyle().ItemSpacing.x) / 2;
     ImGui::PushItemWidth(half - label_w);
     auto next = [] { ImGui::SameLine(); };
-    knob("k", "k", &k.k, 1, std::max(64, tokens * 2), "k: top-k budget in tokens; k / b_k key blocks per query block.", rule, bad, true);
+    // k moves in steps of b_k (the rule every selection keeps), so a drag or a typed value never
+    // lands on a refused one; a typed value that was not a multiple says what it became.
+    if (knob("k", "k", &k.k, 1, std::max(64, tokens * 2), "k: top-k budget in tokens; k / b_k key blocks per query block.", rule, bad,
+             true) &&
+        k.b_k > 0) {
+      const int typed = k.k;
+      k.k = std::max(k.b_k, (k.k + k.b_k / 2) / k.b_k * k.b_k);
+      k_note_ = typed != k.k && ImGui::GetIO().WantTextInput ? fmt("k %d snapped to %d, a multiple of b_k %d", typed, k.k, k.b_k) : "";
+    }
     next();
     knob("b_q", "b_q", &k.b_q, 1, 64, "b_q: query rows that share one mask (query block).", rule, bad);
     knob("b_k", "b_k", &k.b_k, 1, 32, "b_k: key block size, the unit the search selects.", rule, bad);
@@ -103,6 +111,12 @@ class ParamsPanel final : public Panel {
                         "to stories15M's 256-token context (the paper's k = 512 would select everything).");
     ImGui::SameLine();
     ImGui::TextDisabled("Kb = %d blocks", k.b_k > 0 ? k.k / k.b_k : 0);
+    if (ctx.snap.analysis && k.k >= tokens) {
+      ImGui::SameLine();
+      ImGui::TextDisabled("k >= T: dense");
+      if (ImGui::IsItemHovered()) side_tooltip("k %d >= T = %d tokens: HiP keeps every key, as dense attention does.", k.k, tokens);
+    }
+    if (!k_note_.empty()) ImGui::TextDisabled("%s", k_note_.c_str());
   }
 
   // Read-only: the capture's parameters as text and as disabled sliders; the view selection stays live.
@@ -128,6 +142,8 @@ class ParamsPanel final : public Panel {
     ImGui::EndDisabled();
     ImGui::TextDisabled("File > Close capture to edit parameters and run.");  }
 
+ private:
+  std::string k_note_;  // what a typed k was snapped to, until the next k change
 };
 
 }  // namespace

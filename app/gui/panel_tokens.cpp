@@ -8,6 +8,7 @@
 
 #include <imgui.h>
 
+#include "app/gui/capture_view.h"
 #include "app/gui/mask_canvas.h"
 #include "app/gui/panel.h"
 #include "app/gui/widgets.h"
@@ -69,8 +70,14 @@ class TokenPanel final : public Panel {
                        static_cast<long long>(m->layer), static_cast<long long>(head), static_cast<long long>(q), token_label(a, q).c_str(),
                        static_cast<long long>(q / m->params.b_q), kept_mass * 100,
                        dense_layer ? " (a dense layer: it attends to every key)" : "");
+    if (s.capture && !s.capture->has_pieces)
+    {
+      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+      ImGui::TextWrapped("This capture stores token ids (#id), not their text: the sidebar shows the prompt's text.");
+      ImGui::PopStyleColor();
+    }
     if (stale) {
-      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.warn), "%s", stale_reason(ctx, kStageMasks).c_str());
+      warn_text(stale_reason(ctx, kStageMasks), t);
     }
     const float fh = ImGui::GetFontSize();
     const float bar_w = fh * 6.0f;  // the colorbar and the legend ("false pick") under it
@@ -81,8 +88,8 @@ class TokenPanel final : public Panel {
     // Dense probabilities.
     ImGui::BeginChild("##dense_tokens", ImVec2(col_w, h), true);
     ImGui::TextUnformatted("Dense attention (log colour)");
-    const TokenFlow fd = token_flow(
-        in.tk, label,
+    const TokenFlow fd = dense_flow_.draw(
+        a.prompt_tokens.data(), in.tk, label,
         [&](int64_t j) -> uint32_t {
           if (j >= static_cast<int64_t>(row_.size())) return 0;
           return viz::pack_rgba(viz::colormap(viz::ColorMapKind::Magma, viz::log_scale_position(row_[static_cast<size_t>(j)], kProbFloor, 1.0)), 0.85f);
@@ -99,8 +106,8 @@ class TokenPanel final : public Panel {
     ImGui::BeginChild("##hip_tokens", ImVec2(col_w, h), true);
     ImGui::TextUnformatted(dense_layer ? "Dense layer: every visible key" : "What HiP kept for this query");
     const viz::MaskPalette& p = t.mask;
-    const TokenFlow fh2 = token_flow(
-        in.tk, label,
+    const TokenFlow fh2 = hip_flow_.draw(
+        a.prompt_tokens.data(), in.tk, label,
         [&](int64_t j) -> uint32_t {
           if (j > q) return 0;
           if (dense_layer) return p.dense;
@@ -158,6 +165,7 @@ class TokenPanel final : public Panel {
     return "not attended by HiP";
   }
 
+  TokenFlowView dense_flow_, hip_flow_;
   std::vector<double> row_;
   const float* row_q_ = nullptr;
   int64_t row_head_ = -1, row_query_ = -1;

@@ -2,6 +2,8 @@
 // settings file and the self-test pick it up.
 #include "app/gui/panel.h"
 
+#include "app/gui/gui_messages.h"
+
 namespace hipstudio::gui {
 
 std::vector<std::unique_ptr<Panel>> make_panels() {
@@ -28,10 +30,6 @@ bool view_stale(const AppState& state, const Snapshot& snap, int stage) {
 
 bool view_stale(const PanelContext& ctx, int stage) { return view_stale(ctx.state, ctx.snap, stage); }
 
-std::string stale_reason(const PanelContext& ctx, int stage) {
-  if (!ctx.state.capture && !ctx.state.invalid.empty())
-    return "Not the sidebar's settings (refused: " + ctx.state.invalid + "); showing the last valid ones.";
-  return ctx.snap.stale[stage] ? "(updating)" : "";
-}
+std::string stale_reason(const PanelContext& ctx, int stage) { return stale_reason(ctx.state, ctx.snap, stage); }
 
 }  // namespace hipstudio::gui

@@ -292,8 +292,11 @@ bool poll_file_task(AppState& s) {
   s.status_message = out.message;
   if (out.ok && !out.save) {
     s.last_exported = out.paths;
-    for (const std::string& p : out.paths)  // the figure opens read back from its file
-      if (p.find("/mask_L") != std::string::npos && p.size() > 4 && p.compare(p.size() - 4, 4, ".png") == 0) s.preview_path = p;
+    // The figure opens read back from its file; full-detail tiles are not a figure to preview.
+    for (const std::string& p : out.paths)
+      if (p.find("/mask_L") != std::string::npos && p.find("_tiles/") == std::string::npos && p.size() > 4 &&
+          p.compare(p.size() - 4, 4, ".png") == 0)
+        s.preview_path = p;
   }
   if (!out.ok) std::fprintf(stderr, "hipstudio gui: %s\n", out.message.c_str());
   return false;

@@ -30,6 +30,7 @@ void load_settings(const std::string& path, PersistedSettings& s, std::vector<st
     get("window_x", g.x);
     get("window_y", g.y);
     get("dark", s.dark);
+    get("classic_mask_colors", s.classic_mask_colors);
     get("ui_scale", s.ui_scale);
     get("sidebar_width", s.sidebar_width);
     get("pane_split", s.pane_split);
@@ -70,12 +71,17 @@ void load_settings(const std::string& path, PersistedSettings& s, std::vector<st
 
 void save_settings(const std::string& path, const PersistedSettings& s, const std::vector<std::unique_ptr<Panel>>& panels,
                    const WindowGeometry& g) {
+  write_settings_text(path, settings_text(s, panels, g));
+}
+
+std::string settings_text(const PersistedSettings& s, const std::vector<std::unique_ptr<Panel>>& panels, const WindowGeometry& g) {
   nlohmann::json j;
   j["window_width"] = g.width;
   j["window_height"] = g.height;
   j["window_x"] = g.x;
   j["window_y"] = g.y;
   j["dark"] = s.dark;
+  j["classic_mask_colors"] = s.classic_mask_colors;
   j["ui_scale"] = s.ui_scale;
   j["sidebar_width"] = s.sidebar_width;
   j["pane_split"] = s.pane_split;
@@ -92,6 +98,11 @@ void save_settings(const std::string& path, const PersistedSettings& s, const st
   for (const auto& p : panels)
     if (p->slot != PaneSlot::Sidebar)
       j["panels"][p->id()] = {{"open", p->open}, {"pane", p->slot == PaneSlot::Right ? 1 : 0}};
+  // Invalid UTF-8 in a prompt (a binary file opened as one) is replaced, not thrown on.
+  return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+void write_settings_text(const std::string& path, const std::string& text) {
   const std::string dir = path.substr(0, path.find_last_of('/'));
   mkdir(dir.substr(0, dir.find_last_of('/')).c_str(), 0755);
   mkdir(dir.c_str(), 0755);
@@ -99,7 +110,7 @@ void save_settings(const std::string& path, const PersistedSettings& s, const st
   {
     std::ofstream out(tmp);
     if (!out) return;
-    out << j.dump(1) << "\n";
+    out << text;
   }
   std::rename(tmp.c_str(), path.c_str());
 }

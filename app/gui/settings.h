@@ -21,5 +21,9 @@ std::string config_dir();  // created on save
 void load_settings(const std::string& path, PersistedSettings& s, std::vector<std::unique_ptr<Panel>>& panels, WindowGeometry& g);
 void save_settings(const std::string& path, const PersistedSettings& s, const std::vector<std::unique_ptr<Panel>>& panels,
                    const WindowGeometry& g);
+// save_settings in two halves: the file's text, and writing it (atomically: a temporary file
+// renamed over the old one, so a crash mid-write leaves the old settings).
+std::string settings_text(const PersistedSettings& s, const std::vector<std::unique_ptr<Panel>>& panels, const WindowGeometry& g);
+void write_settings_text(const std::string& path, const std::string& text);
 
 }  // namespace hipstudio::gui

@@ -3,6 +3,8 @@
 // backend's codes (GLFW's here).
 #include "app/gui/shortcuts.h"
 
+#include "app/gui/widgets.h"
+
 #include <cstring>
 
 #include <GLFW/glfw3.h>
@@ -109,9 +111,9 @@ void handle_shortcuts(PanelContext& ctx, LayoutActions& act) {
 
 void draw_help(PanelContext& ctx, const std::vector<std::unique_ptr<Panel>>& /*panels*/) {
   AppState& s = ctx.state;
-  ImGui::SetNextWindowSize(ImVec2(ImGui::GetFontSize() * 40, 0), ImGuiCond_Appearing);
-  ImGui::SetNextWindowPos(ImGui::GetMainViewport()->GetCenter(), ImGuiCond_Appearing, ImVec2(0.5f, 0.5f));
+  fit_next_window(ImVec2(ImGui::GetFontSize() * 40, 0));
   if (ImGui::Begin("Help: HiP Studio", &s.show_help, ImGuiWindowFlags_NoCollapse)) {
+    keep_window_inside_viewport();
     ImGui::TextWrapped(
         "HiP Studio runs the prompt through the model twice, with dense attention and with HiP (hierarchically "
         "pruned attention), and shows what HiP selected, how it searched, and what it cost. Change a parameter in "

@@ -13,7 +13,7 @@ bool file_exists(const char* path) {
 }
 }  // namespace
 
-Theme apply_theme(bool dark, float scale) {
+Theme apply_theme(bool dark, float scale, viz::MaskColors colors) {
   ImGuiStyle style;  // fresh defaults, then scaled once
   if (dark) {
     ImGui::StyleColorsDark(&style);
@@ -37,7 +37,18 @@ Theme apply_theme(bool dark, float scale) {
   } else {
     style.Colors[ImGuiCol_WindowBg] = ImVec4(0.96f, 0.96f, 0.97f, 1.0f);
     style.Colors[ImGuiCol_ChildBg] = ImVec4(0, 0, 0, 0);
+    // ImGui's light frames are white on a near-white window: a grey fill and a border make every
+    // slider, field and checkbox visible.
+    style.Colors[ImGuiCol_FrameBg] = ImVec4(0.86f, 0.87f, 0.90f, 1.0f);
+    style.Colors[ImGuiCol_FrameBgHovered] = ImVec4(0.80f, 0.84f, 0.92f, 1.0f);
+    style.Colors[ImGuiCol_FrameBgActive] = ImVec4(0.74f, 0.80f, 0.92f, 1.0f);
+    style.Colors[ImGuiCol_Border] = ImVec4(0.62f, 0.64f, 0.70f, 1.0f);
+    style.FrameBorderSize = 1;
   }
+  // A narrow grab, translucent, so that it never hides the slider's digits.
+  style.GrabMinSize = 6;
+  style.Colors[ImGuiCol_SliderGrab].w = 0.55f;
+  style.Colors[ImGuiCol_SliderGrabActive].w = 0.75f;
   style.ScaleAllSizes(scale);
   ImGui::GetStyle() = style;
 
@@ -56,7 +67,7 @@ Theme apply_theme(bool dark, float scale) {
   t.kept = dark ? IM_COL32(250, 214, 60, 255) : IM_COL32(232, 180, 0, 255);
   t.dropped = dark ? IM_COL32(70, 80, 95, 255) : IM_COL32(190, 195, 205, 255);
   t.repr = dark ? IM_COL32(255, 255, 255, 255) : IM_COL32(20, 20, 20, 255);
-  t.mask = dark ? viz::dark_mask_palette() : viz::light_mask_palette();
+  t.mask = dark ? viz::dark_mask_palette(colors) : viz::light_mask_palette(colors);
   return t;
 }
 

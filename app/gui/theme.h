@@ -21,7 +21,8 @@ struct Theme {
 };
 
 // Applies ImGui colours and sizes for `dark` at `scale` (style sizes scaled from defaults).
-Theme apply_theme(bool dark, float scale);
+// `colors`: the mask outcomes' palette (viz/mask_image.h; colour-blind-safe unless asked).
+Theme apply_theme(bool dark, float scale, viz::MaskColors colors = viz::MaskColors::ColorBlindSafe);
 
 // Loads DejaVu Sans (+ Mono) at 15 px x scale when present, ImGui's default font otherwise.
 // Must run before the first frame (or after clearing the atlas and recreating device objects).

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
 
 #include "viz/colormap.h"
 #include "viz/heat_image.h"
@@ -142,6 +143,15 @@ StaleScope::~StaleScope() {
   if (stale_) ImGui::PopStyleVar();
 }
 
+void warn_text(const std::string& text, const Theme& theme) {
+  if (text.empty()) return;
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(theme.warn));
+  ImGui::PushTextWrapPos(0);
+  ImGui::TextUnformatted(text.c_str());
+  ImGui::PopTextWrapPos();
+  ImGui::PopStyleColor();
+}
+
 void empty_state(const char* message, const Theme& theme) {
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const ImVec2 ts = ImGui::CalcTextSize(message, nullptr, false, avail.x * 0.8f);
@@ -174,7 +184,14 @@ void side_tooltip(const char* format, ...) {
   va_start(args, format);
   std::vsnprintf(buf, sizeof buf, format, args);
   va_end(args);
-  ImGui::SetNextWindowPos(ImVec2(ImGui::GetWindowPos().x + ImGui::GetWindowWidth() + 6, ImGui::GetItemRectMin().y));
+  // Inside the screen: a tooltip of an item near the bottom is lifted so that all of it shows.
+  const ImGuiViewport* vp = ImGui::GetMainViewport();
+  const ImVec2 ts = ImGui::CalcTextSize(buf);
+  const ImVec2 pad = ImGui::GetStyle().WindowPadding;
+  const float bottom = vp->WorkPos.y + vp->WorkSize.y - ts.y - pad.y * 2;
+  const float right = vp->WorkPos.x + vp->WorkSize.x - ts.x - pad.x * 2;
+  ImGui::SetNextWindowPos(ImVec2(std::max(vp->WorkPos.x, std::min(ImGui::GetWindowPos().x + ImGui::GetWindowWidth() + 6, right)),
+                                 std::max(vp->WorkPos.y, std::min(ImGui::GetItemRectMin().y, bottom))));
   ImGui::BeginTooltip();
   ImGui::TextUnformatted(buf);
   ImGui::EndTooltip();
@@ -187,32 +204,124 @@ std::string token_text(const std::string& piece) {
   return t.empty() ? std::string(" ") : t;
 }
 
-TokenFlow token_flow(int64_t count, const std::function<std::string(int64_t)>& label, const std::function<uint32_t(int64_t)>& background,
-                     int64_t outline, const Theme& theme, const std::function<uint32_t(int64_t)>& text_color) {
+TokenFlow TokenFlowView::draw(const void* source, int64_t count, const std::function<std::string(int64_t)>& label,
+                              const std::function<uint32_t(int64_t)>& background, int64_t outline, const Theme& theme,
+                              const std::function<uint32_t(int64_t)>& text_color) {
   TokenFlow out;
-  const float wrap = ImGui::GetContentRegionAvail().x;
+  const float wrap = std::max(1.0f, ImGui::GetContentRegionAvail().x);
+  const float font = ImGui::GetFontSize();
   const ImVec2 start = ImGui::GetCursorScreenPos();
   const float lh = ImGui::GetTextLineHeightWithSpacing();
-  ImDrawList* dl = ImGui::GetWindowDrawList();
-  float x = 0, y = 0;
-  for (int64_t i = 0; i < count; ++i) {
-    const std::string tok = label(i);
-    const ImVec2 ts = ImGui::CalcTextSize(tok.c_str());
-    if (x + ts.x > wrap && x > 0) x = 0, y += lh;
-    const ImVec2 p(start.x + x, start.y + y), q(p.x + ts.x, p.y + ts.y);
-    const uint32_t bg = background(i);
-    if (bg) dl->AddRectFilled(p, q, bg);
-    dl->AddText(p, text_color ? text_color(i) : ImGui::GetColorU32(ImGuiCol_Text), tok.c_str());
-    if (i == outline) dl->AddRect(ImVec2(p.x - 1, p.y - 1), ImVec2(q.x + 1, q.y + 1), theme.accent, 0, 0, 2.0f);
-    if (ImGui::IsWindowHovered() && ImGui::IsMouseHoveringRect(p, q)) {
-      out.hovered = i;
-      out.clicked = ImGui::IsMouseClicked(0);
+  if (source != source_ || count != count_ || wrap != width_ || font != font_) {
+    source_ = source, count_ = count, width_ = wrap, font_ = font;
+    const size_t n = static_cast<size_t>(std::max<int64_t>(0, count));
+    x_.assign(n, 0), w_.assign(n, 0), line_.assign(n, 0);
+    float x = 0;
+    int32_t line = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const std::string tok = label(static_cast<int64_t>(i));
+      const float tw = ImGui::CalcTextSize(tok.c_str()).x;
+      if (x + tw > wrap && x > 0) x = 0, ++line;
+      x_[i] = x, w_[i] = tw, line_[i] = line;
+      x += tw;
+      if (tok == "\\n") x = 0, ++line;
     }
-    x += ts.x;
-    if (tok == "\\n") x = 0, y += lh;
+    const size_t lines = n ? static_cast<size_t>(line_.back()) + 1 : 0;
+    line_start_.assign(lines + 1, static_cast<int64_t>(n));
+    for (size_t i = n; i-- > 0;) line_start_[static_cast<size_t>(line_[i])] = static_cast<int64_t>(i);
   }
-  ImGui::Dummy(ImVec2(wrap, y + lh));
+  const int64_t lines = static_cast<int64_t>(line_start_.size()) - 1;
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  // The lines inside the clip rectangle (the child's visible part), one more on each side.
+  const int64_t first = std::clamp<int64_t>(static_cast<int64_t>(std::floor((dl->GetClipRectMin().y - start.y) / lh)) - 1, 0, lines);
+  const int64_t last = std::clamp<int64_t>(static_cast<int64_t>(std::ceil((dl->GetClipRectMax().y - start.y) / lh)) + 1, first, lines);
+  const bool window_hovered = ImGui::IsWindowHovered();
+  const ImU32 default_text = ImGui::GetColorU32(ImGuiCol_Text);
+  for (int64_t ln = first; ln < last; ++ln) {
+    for (int64_t i = line_start_[static_cast<size_t>(ln)]; i < line_start_[static_cast<size_t>(ln) + 1]; ++i) {
+      const size_t k = static_cast<size_t>(i);
+      const ImVec2 p(start.x + x_[k], start.y + static_cast<float>(ln) * lh), q(p.x + w_[k], p.y + ImGui::GetTextLineHeight());
+      const uint32_t bg = background(i);
+      if (bg) dl->AddRectFilled(p, q, bg);
+      const std::string tok = label(i);
+      dl->AddText(p, text_color ? text_color(i) : default_text, tok.c_str());
+      if (i == outline) dl->AddRect(ImVec2(p.x - 1, p.y - 1), ImVec2(q.x + 1, q.y + 1), theme.accent, 0, 0, 2.0f);
+      if (window_hovered && ImGui::IsMouseHoveringRect(p, q)) {
+        out.hovered = i;
+        out.clicked = ImGui::IsMouseClicked(0);
+      }
+    }
+  }
+  lines_drawn_ = last - first;
+  ImGui::Dummy(ImVec2(wrap, static_cast<float>(std::max<int64_t>(1, lines)) * lh));
   return out;
+}
+
+void WrappedText::draw(const std::string& text) {
+  const float width = std::max(1.0f, ImGui::GetContentRegionAvail().x);
+  const float font = ImGui::GetFontSize();
+  if (text != text_ || width != width_ || font != font_) {
+    text_ = text, width_ = width, font_ = font;
+    lines_.clear();
+    const ImFont* f = ImGui::GetFont();
+    const float scale = font / f->FontSize;
+    const char* b = text_.data();
+    const char* e = b + text_.size();
+    // Paragraph by paragraph: CalcWordWrapPositionA reads a newline as a blank, not as a break.
+    for (const char* para = b; para <= e;) {
+      const char* nl = static_cast<const char*>(std::memchr(para, '\n', static_cast<size_t>(e - para)));
+      const char* pe = nl ? nl : e;
+      if (para == pe) lines_.emplace_back(para - b, para - b);
+      for (const char* s = para; s < pe;) {
+        const char* eol = f->CalcWordWrapPositionA(scale, s, pe, width);
+        if (eol <= s) {  // not one character fits: take one (a whole UTF-8 sequence) anyway
+          eol = s + 1;
+          while (eol < pe && (static_cast<unsigned char>(*eol) & 0xC0) == 0x80) ++eol;
+        }
+        lines_.emplace_back(s - b, eol - b);
+        s = eol;
+        while (s < pe && (*s == ' ' || *s == '\t')) ++s;  // the blanks a wrap consumes
+      }
+      if (!nl) break;
+      para = nl + 1;
+    }
+  }
+  ImGuiListClipper clipper;
+  clipper.Begin(static_cast<int>(lines_.size()), ImGui::GetTextLineHeightWithSpacing());
+  while (clipper.Step())
+    for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
+      const auto& [lb, le] = lines_[static_cast<size_t>(i)];
+      if (lb == le) {
+        ImGui::TextUnformatted(" ");
+      } else {
+        ImGui::TextUnformatted(text_.data() + lb, text_.data() + le);
+      }
+    }
+  clipper.End();
+}
+
+void fit_next_window(ImVec2 size, ImGuiCond cond) {
+  const ImGuiViewport* vp = ImGui::GetMainViewport();
+  const ImVec2 room = vp->WorkSize;
+  ImGui::SetNextWindowSize(ImVec2(std::min(size.x, room.x), std::min(size.y, room.y)), cond);
+  ImGui::SetNextWindowPos(vp->GetWorkCenter(), cond, ImVec2(0.5f, 0.5f));
+  ImGui::SetNextWindowSizeConstraints(ImVec2(0, 0), room);
+}
+
+void keep_window_inside_viewport() {
+  const ImGuiViewport* vp = ImGui::GetMainViewport();
+  const ImVec2 pos = ImGui::GetWindowPos(), size = ImGui::GetWindowSize();
+  const ImVec2 fit(std::min(size.x, vp->WorkSize.x), std::min(size.y, vp->WorkSize.y));
+  if (fit.x != size.x || fit.y != size.y) ImGui::SetWindowSize(fit);
+  const ImVec2 to(std::clamp(pos.x, vp->WorkPos.x, vp->WorkPos.x + vp->WorkSize.x - fit.x),
+                  std::clamp(pos.y, vp->WorkPos.y, vp->WorkPos.y + vp->WorkSize.y - fit.y));
+  if (to.x != pos.x || to.y != pos.y) ImGui::SetWindowPos(to);
+}
+
+float outside_viewport(ImVec2 min, ImVec2 max) {
+  const ImGuiViewport* vp = ImGui::GetMainViewport();
+  const ImVec2 lo = vp->WorkPos, hi(vp->WorkPos.x + vp->WorkSize.x, vp->WorkPos.y + vp->WorkSize.y);
+  return std::max({0.0f, lo.x - min.x, lo.y - min.y, max.x - hi.x, max.y - hi.y});
 }
 
 void colorbar_log(const char* id, float width, float height, double lo, double hi, const char* label, const Theme& theme) {

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "app/gui/engine_jobs.h"
+#include "app/gui/gui_messages.h"
 
 namespace hipstudio::gui {
 
@@ -518,7 +519,7 @@ bool Worker::step(const Request& r) {
   } catch (const std::exception& e) {
     std::lock_guard<std::mutex> lock(mutex_);
     failed_key_[stage] = key[stage];
-    current_.error[stage] = e.what();
+    current_.error[stage] = in_gui_words(e.what());
     if (stage == kStageGenerate) current_.generate = generate_before;
     std::fprintf(stderr, "hipstudio gui: %s failed: %s\n", stage_name(stage), e.what());
     publish_locked();

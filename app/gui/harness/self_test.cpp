@@ -135,6 +135,7 @@ SelfTest::SelfTest(std::vector<std::unique_ptr<Panel>>& panels, const std::strin
     build_steps();
     build_view_steps();
     build_capture_steps();
+    build_input_steps();
   }
   if (frames_ > 0) build_frame_steps();
 }

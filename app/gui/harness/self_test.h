@@ -5,6 +5,9 @@
 // tokens, generates, saves a screenshot, then writes the run as a capture, reopens it read-only
 // (views equal the live ones), refuses a damaged copy and closes it, saves a capture and exports a
 // view through the File menu's code and reads them back, and fails cleanly to save into /proc.
+// Then the inputs it must refuse in its own words without a crash (the fuzzer's longest prompt, a
+// 100 KB one, an empty one, a missing model), a refit after a longer prompt, the 1024 px export
+// preview inside the viewport and a reopened capture's prompt text (self_test_inputs.cpp).
 // With --frames N it then puts a 4096-token mask on screen and measures N frames. With --soak it
 // runs the soak script (soak.h) instead of the functional one.
 #include <cstdint>
@@ -64,6 +67,9 @@ class SelfTest {
   void tick(AppState& s, const Snapshot& snap, double now);
   // After the frame: the panels the layout drew in it (the "every panel draws" step reads them).
   void record_drawn(const std::vector<std::string>& panel_ids) { drawn_.insert(panel_ids.begin(), panel_ids.end()); }
+  // After ImGui::Render(): the largest draw list's vertices (the long-prompt steps keep them far
+  // below the 65,536 that ImGui's 16-bit indices allow).
+  void record_draw_data(const ImDrawData* data);
   // After the frame: the frame time of the previous frame (measured between frame starts).
   void record_frame(double frame_ms, double cpu_ms);
   // Whether the app should pace its frames as in interactive use (at most ~60 a second): during the
@@ -107,6 +113,7 @@ class SelfTest {
   void build_view_steps();    // self_test_views.cpp: stale / dense layer / token / heads / linked
   void build_export_shot_steps();
   void build_capture_steps();
+  void build_input_steps();   // self_test_inputs.cpp: long, empty and refused inputs, refit, preview, capture text
   void build_save_export_steps();
   void build_frame_steps();
   void build_scale_steps(const ScaleOptions& options);  // self_test_scale.cpp
@@ -131,6 +138,7 @@ class SelfTest {
   int measured_ = 0;
   int64_t tokens_ = 4096;
   int last_key_ = -1;
+  int64_t max_vertices_ = 0;  // since the current input step began (record_draw_data)
   std::unique_ptr<Soak> soak_;
   size_t loop_start_ = 0;   // first step of a soak loop
   bool aborted_ = false;    // a fatal step failed: no more soak loops
