@@ -10,16 +10,9 @@
 #include "kernels/attention_inputs.h"
 #include "kernels/hip_params.h"
 #include "kernels/mask_reference.h"
+#include "kernels/score_transform.h"
 
 namespace hipstudio::hip {
-
-// How a logit is made from a dot product: s = scale * dot(q, k) (scale 0: 1 / sqrt(d)), then with
-// softcap > 0, s -> softcap * tanh(s / softcap) (Gemma 2's attention soft-cap). The defaults are
-// plain attention, with the same arithmetic (and bits) as before the transform existed.
-struct ScoreTransform {
-  double scale = 0.0;
-  double softcap = 0.0;
-};
 
 struct AttentionOutput {
   int64_t heads = 0, tq = 0, d = 0;

@@ -106,12 +106,6 @@ bool HipAttention::replaces(const AttentionCall& call) const {
   return hip_replaces(call.math, call.layer, params_.dense_layers);
 }
 
-at::Tensor HipAttention::scaled_query(const AttentionCall& call) {
-  const int64_t d = call.q.size(2);
-  const double plain = 1.0 / std::sqrt(static_cast<double>(d)), scale = call.math.scale_for(d);
-  return scale == plain ? call.q : call.q * (scale / plain);
-}
-
 bool HipAttention::needs_refresh(const LayerState& state) const {
   return !state.valid || state.steps_since_refresh >= params_.refresh_every;
 }
@@ -278,11 +272,8 @@ at::Tensor HipAttention::attend(const AttentionCall& call) {
 
   LayerState& state = layers_.at(static_cast<size_t>(call.layer));
   bool use_cuda = false;
-  if (call.q.is_cuda() && params_.selection == BlockSelection::Hip && call.math.softcap == 0.0) {
+  if (call.q.is_cuda() && params_.selection == BlockSelection::Hip) {
     use_cuda = cuda_ready();
-  } else if (call.q.is_cuda() && params_.selection == BlockSelection::Hip) {
-    // The CUDA sparse attention has no soft-cap: a capped layer takes the reference, never uncapped.
-    backend_note_ = "HiP CPU reference (float64; the CUDA kernels take no attn_logit_softcapping)";
   } else {
     backend_note_ = "HiP CPU reference (float64)";
   }
@@ -380,16 +371,17 @@ at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& stat
   const int64_t heads = call.q.size(0), kb = hip::hip_kb(p);
   hip::MaskResult host_mask;
   at::Tensor out;
-  // The kernels scale scores by 1 / sqrt(d): another softmax scale is folded into the query they
-  // attend with (the mask search, whose top-k a positive scale leaves unchanged, reads call.q).
-  const at::Tensor q = scaled_query(call);
+  // The layer's scale and soft-cap go to the sparse attention; the mask search ranks raw dot
+  // products (the same top-k under a positive scale and the monotonic cap).
+  const hip::ScoreTransform score{call.math.scale, call.math.softcap};
   start_span(mask_time);
 
   if (!call.decoding) {
     const hip_torch::MaskTensors masks = hip_torch::estimate_masks(call.q, call.k, p);
     event.mask_seconds = span_seconds(mask_time);
     start_span(attention_time);
-    out = hip_torch::sparse_attention(q, call.k, call.v, masks.blocks, masks.counts, p);
+    out = hip_torch::sparse_attention(call.q, call.k, call.v, masks.blocks, masks.counts, p, at::Tensor(), 0, at::Tensor(),
+                                      score);
     event.device_blocks = masks.blocks;
     event.attention_seconds = span_seconds(attention_time);
     state.valid = false;
@@ -430,8 +422,8 @@ at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& stat
     start_span(attention_time);
     const bool into_out = call.out.defined() && call.out.is_contiguous() && call.out.sizes() == call.q.sizes() &&
                           call.out.scalar_type() == call.q.scalar_type() && call.out.device() == call.q.device();
-    out = hip_torch::sparse_attention(q, call.k, call.v, state.gpu_rows, block_counts, widened, at::Tensor(),
-                                      /*num_splits=*/0, into_out ? call.out : at::Tensor());
+    out = hip_torch::sparse_attention(call.q, call.k, call.v, state.gpu_rows, block_counts, widened, at::Tensor(),
+                                      /*num_splits=*/0, into_out ? call.out : at::Tensor(), score);
     event.attention_seconds = span_seconds(attention_time);
     profile_.lap("sparse attention");
     if (need_host_mask) {

@@ -10,8 +10,8 @@
 // dense_from, so tokens generated since the refresh fall in the dense tail.
 //
 // On the CPU, the float64 reference in kernels/ computes masks and attention. On CUDA, the CUDA
-// kernels do (kernels/torch/hip_torch.h) when they were built; otherwise, and for a soft-capped
-// layer (the CUDA sparse attention has no cap), the tensors are copied to the CPU reference and
+// kernels do (kernels/torch/hip_torch.h) when they were built, the layer's scale and soft-cap
+// inside the sparse attention; otherwise the tensors are copied to the CPU reference and
 // `backend_note()` says so. Random/oracle selections always use the reference.
 #include <cstdint>
 #include <functional>
@@ -151,8 +151,6 @@ class HipAttention final : public AttentionBackend {
   bool needs_refresh(const LayerState& state) const;
   // Whether this call's layer is one HiP replaces (hip_replaces_layer, from the call's math).
   bool replaces(const AttentionCall& call) const;
-  // call.q with the layer's softmax scale folded in for kernels that scale by 1 / sqrt(head_dim).
-  static at::Tensor scaled_query(const AttentionCall& call);
   // A refresh's bookkeeping at `position` (eager or inside a graph): the tail start, the layer's
   // slices of the shared rows and counts (which the refresh then fills), and a fresh step count.
   void note_refresh(LayerState& state, int64_t layer, int64_t position);
