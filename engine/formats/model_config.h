@@ -75,5 +75,7 @@ void validate_model_config(const ModelConfig& config, const std::string& source)
 // Number of parameters the config implies (embeddings counted once when tied; biases, q/k norms and
 // sandwich norms counted when the config has them).
 int64_t model_parameter_count(const ModelConfig& config);
+// Of those, the RMSNorm weights, which stay float32 in every run dtype.
+int64_t model_norm_parameter_count(const ModelConfig& config);
 
 }  // namespace hipstudio
