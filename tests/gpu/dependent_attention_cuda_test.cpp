@@ -48,7 +48,7 @@ TEST(HipCudaAttention, DependentDecodeLaunchEqualsThePlainOne) {
   for (const DecodeCase& dc : cases) {
     ModelConfig c;
     c.n_heads = dc.heads, c.n_kv_heads = dc.kv_heads, c.head_dim = dc.head_dim, c.dim = dc.heads * dc.head_dim;
-    c.rope_theta = 500000.0;
+    c.rope.theta = 500000.0;
     hip::HipParams p;
     p.k = dc.k, p.b_q = 64, p.b_k = dc.b_k, p.sink = dc.sink, p.window = dc.window;
     const RopeTables rope = make_rope_tables(c, dc.capacity, opts);

@@ -28,7 +28,7 @@ TEST(RopeCacheCuda, FusedWriteMatchesTheLibTorchForm) {
   for (const int64_t hd : {64, 128}) {
     for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
       ModelConfig c;
-      c.n_heads = 8, c.n_kv_heads = 2, c.head_dim = hd, c.dim = 8 * hd, c.rope_theta = 500000.0;
+      c.n_heads = 8, c.n_kv_heads = 2, c.head_dim = hd, c.dim = 8 * hd, c.rope.theta = 500000.0;
       const auto opts = at::TensorOptions().device(at::kCUDA).dtype(dtype);
       const int64_t capacity = 100;
       const RopeTables rope = make_rope_tables(c, capacity, opts);
@@ -71,7 +71,7 @@ TEST(RopeCacheCuda, EpilogueInTheProjectionMatchesTheRopeKernel) {
     for (const at::ScalarType dtype : {at::kBFloat16, at::kHalf, at::kFloat}) {
       for (const bool bias : {false, true}) {
         ModelConfig c;
-        c.n_heads = sh.heads, c.n_kv_heads = sh.kv_heads, c.head_dim = sh.hd, c.dim = 384, c.rope_theta = 500000.0;
+        c.n_heads = sh.heads, c.n_kv_heads = sh.kv_heads, c.head_dim = sh.hd, c.dim = 384, c.rope.theta = 500000.0;
         const auto opts = at::TensorOptions().device(at::kCUDA).dtype(dtype);
         const int64_t capacity = 40;
         const RopeTables rope = make_rope_tables(c, capacity, opts);
