@@ -23,6 +23,13 @@ struct RopeParams {
   double attention_factor = 1.0;  // longrope: cos and sin are multiplied by it
 };
 
+inline bool operator==(const RopeParams& a, const RopeParams& b) {
+  return a.type == b.type && a.theta == b.theta && a.factor == b.factor && a.low_freq_factor == b.low_freq_factor &&
+         a.high_freq_factor == b.high_freq_factor &&
+         a.original_max_position_embeddings == b.original_max_position_embeddings &&
+         a.short_factor == b.short_factor && a.long_factor == b.long_factor && a.attention_factor == b.attention_factor;
+}
+
 // The MLP's gate activation: SiLU (Llama, Mistral, Qwen, Phi-3) or GELU with the tanh
 // approximation (Gemma's gelu_pytorch_tanh).
 enum class Activation { kSilu, kGeluTanh };
@@ -75,5 +82,7 @@ void validate_model_config(const ModelConfig& config, const std::string& source)
 // Number of parameters the config implies (embeddings counted once when tied; biases, q/k norms and
 // sandwich norms counted when the config has them).
 int64_t model_parameter_count(const ModelConfig& config);
+// Of those, the RMSNorm weights, which stay float32 in every run dtype.
+int64_t model_norm_parameter_count(const ModelConfig& config);
 
 }  // namespace hipstudio

@@ -26,6 +26,9 @@ at::Tensor rope_inverse_frequencies(const RopeParams& params, int64_t head_dim, 
 // (ModelConfig::rope and ModelConfig::rope_local).
 RopeTables make_rope_tables(const RopeParams& params, int64_t head_dim, int64_t positions,
                             const at::TensorOptions& options);
+// The full-attention layers' tables (config.rope): kept while the forward pass moves to one table
+// per RoPE; a model with rope_local != rope needs the form above for its windowed layers.
+RopeTables make_rope_tables(const ModelConfig& config, int64_t positions, const at::TensorOptions& options);
 
 // x: [heads, T, head_dim] at positions [start, start + T); returns the rotated tensor.
 at::Tensor apply_rope(const at::Tensor& x, const RopeTables& tables, int64_t start);
