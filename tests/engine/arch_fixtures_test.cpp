@@ -1,6 +1,6 @@
 // Every architecture fixture (arch_fixture_cases.h) on the CPU against transformers: float32 logits
 // of the whole sequence within 1e-4, 32 greedy tokens identical through the KV cache's decode path,
-// chunked prefill equal to one pass, bf16 NLL within bf16 rounding, and HiP with a budget covering
+// chunked prefill equal to one pass, bf16 NLL as close to float32's as transformers' bf16 is, and HiP with a budget covering
 // the context equal to dense (HiP replacing only the full-attention layers).
 #include <gtest/gtest.h>
 
@@ -64,7 +64,7 @@ TEST_P(ArchFixtureCpu, Bfloat16NllWithinBf16Rounding) {
   const auto model = testing::load_arch_fixture_model(f, "cpu", "bf16");
   DenseAttention dense;
   const std::vector<double> nll = testing::arch_nll(testing::arch_prompt_logits(model, f.ids, dense), f.ids);
-  EXPECT_LE(testing::max_abs_diff(nll, f.nll_bf16), 0.05) << f.name;
+  EXPECT_LE(testing::max_abs_diff(nll, f.nll_f32), testing::bf16_nll_bound(f)) << f.name;
 }
 
 TEST_P(ArchFixtureCpu, HipWithBudgetCoveringTheContextEqualsDense) {
