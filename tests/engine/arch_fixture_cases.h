@@ -18,6 +18,7 @@
 #include "captures/npy.h"
 #include "engine/formats/model_source.h"
 #include "engine/model/attention_backend.h"
+#include "engine/model/batched_decode.h"
 #include "engine/model/device.h"
 #include "engine/model/kv_cache.h"
 #include "engine/model/model.h"
@@ -161,6 +162,30 @@ inline std::vector<int32_t> arch_greedy_recompute(const std::shared_ptr<const Mo
     ids.push_back(static_cast<int32_t>(logits[0].argmax().item<int64_t>()));
   }
   return {ids.begin() + static_cast<std::ptrdiff_t>(prompt.size()), ids.end()};
+}
+
+// Two sequences at different lengths (30 and 45 tokens, past the window) decoded 6 steps by
+// decode_batch against each alone (batch-1 decode steps, graphs off): the largest logit gap. Each
+// layer keeps its own window and RoPE table in the batch, and the final soft-cap applies.
+inline double arch_batched_decode_gap(const std::shared_ptr<const Model>& model, const ArchFixture& f) {
+  DenseAttention dense;
+  const int64_t capacity = 64;
+  Transformer transformer(model, capacity);
+  transformer.set_decode_graphs(false);
+  KVCache a(model->config, model->run, capacity), b(model->config, model->run, capacity);
+  KVCache a1(model->config, model->run, capacity), b1(model->config, model->run, capacity);
+  const std::vector<int32_t> pa(f.ids.begin(), f.ids.begin() + 30), pb(f.ids.begin() + 10, f.ids.begin() + 55);
+  transformer.forward(pa, a, dense), transformer.forward(pb, b, dense);
+  transformer.forward(pa, a1, dense), transformer.forward(pb, b1, dense);
+  double worst = 0;
+  for (size_t s = 0; s < 6; ++s) {
+    const std::vector<int32_t> tokens{f.ids[60 + s], f.ids[70 + s]};
+    const at::Tensor batched = decode_batch(transformer, tokens, {{&a, &dense}, {&b, &dense}});
+    const at::Tensor alone_a = transformer.forward({tokens[0]}, a1, dense, LogitsFor::LastToken, Phase::Decode);
+    const at::Tensor alone_b = transformer.forward({tokens[1]}, b1, dense, LogitsFor::LastToken, Phase::Decode);
+    worst = std::max(worst, (batched - at::cat({alone_a, alone_b}, 0)).abs().max().item<double>());
+  }
+  return worst;
 }
 
 // Whether transformers' greedy run changed RoPE factors along the way (longrope crossing

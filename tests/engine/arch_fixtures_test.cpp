@@ -4,7 +4,6 @@
 // the context equal to dense (HiP replacing only the full-attention layers).
 #include <gtest/gtest.h>
 
-#include "engine/model/batched_decode.h"
 #include "engine/model/hip_attention.h"
 #include "tests/engine/arch_fixture_cases.h"
 
@@ -62,26 +61,7 @@ TEST_P(ArchFixtureCpu, DecodeStepsMatchTransformersLogits) {
 
 TEST_P(ArchFixtureCpu, BatchedDecodeStepsEqualSingleSequenceSteps) {
   const ArchFixture f = testing::read_arch_fixture(GetParam());
-  const auto model = testing::load_arch_fixture_model(f, "cpu", "f32");
-  DenseAttention dense;
-  // Two sequences at different lengths (30 and 45 tokens, past the window), then 6 batched steps
-  // against each alone: per layer its own window and RoPE table, and the final soft-cap.
-  const int64_t capacity = 64;
-  Transformer transformer(model, capacity);
-  KVCache a(model->config, model->run, capacity), b(model->config, model->run, capacity);
-  KVCache a1(model->config, model->run, capacity), b1(model->config, model->run, capacity);
-  const std::vector<int32_t> pa(f.ids.begin(), f.ids.begin() + 30), pb(f.ids.begin() + 10, f.ids.begin() + 55);
-  transformer.forward(pa, a, dense), transformer.forward(pb, b, dense);
-  transformer.forward(pa, a1, dense), transformer.forward(pb, b1, dense);
-  double worst = 0;
-  for (int s = 0; s < 6; ++s) {
-    const std::vector<int32_t> tokens{f.ids[static_cast<size_t>(60 + s)], f.ids[static_cast<size_t>(70 + s)]};
-    const at::Tensor batched = decode_batch(transformer, tokens, {{&a, &dense}, {&b, &dense}});
-    const at::Tensor alone_a = transformer.forward({tokens[0]}, a1, dense, LogitsFor::LastToken, Phase::Decode);
-    const at::Tensor alone_b = transformer.forward({tokens[1]}, b1, dense, LogitsFor::LastToken, Phase::Decode);
-    worst = std::max(worst, (batched - at::cat({alone_a, alone_b}, 0)).abs().max().item<double>());
-  }
-  EXPECT_LE(worst, 1e-5) << f.name;
+  EXPECT_LE(testing::arch_batched_decode_gap(testing::load_arch_fixture_model(f, "cpu", "f32"), f), 1e-5) << f.name;
 }
 
 TEST_P(ArchFixtureCpu, Bfloat16NllWithinBf16Rounding) {

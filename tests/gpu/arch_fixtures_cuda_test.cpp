@@ -47,6 +47,13 @@ TEST_P(ArchFixtureCuda, Float32GreedyMatchesTransformers) {
   }
 }
 
+// Batched decode (one matrix product over both rows) against batch-1 steps; float32 on CUDA.
+TEST_P(ArchFixtureCuda, BatchedDecodeStepsEqualSingleSequenceSteps) {
+  REQUIRE_CUDA_KERNELS();
+  const ArchFixture f = testing::read_arch_fixture(GetParam());
+  EXPECT_LE(testing::arch_batched_decode_gap(testing::load_arch_fixture_model(f, "cuda", "f32"), f), 1e-4) << f.name;
+}
+
 // bf16 and f16 NLL against transformers' float32 NLL, within testing::bf16_nll_bound (twice
 // transformers' own bf16 distance; f16, 3 mantissa bits finer, sits well inside it). Prefill and the
 // decode graphs' steps.
