@@ -4,6 +4,7 @@
 #include <vector>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -45,7 +46,9 @@ class WithoutCuDNNAttention {
 // fair dense baseline for HiP's timings. A whole prompt (one causal call per layer, one shape per
 // run) may use cuDNN, LibTorch's first choice and the fastest at length (plan built once per
 // shape); decode steps and later chunks, whose key length changes every call, leave cuDNN out.
-at::Tensor fused_attention(const AttentionCall& call) {
+// scale: the softmax scale where the layer's is not 1 / sqrt(head_dim) (nullopt: LibTorch's
+// default, today's call and bits).
+at::Tensor fused_attention(const AttentionCall& call, std::optional<double> scale) {
   const int64_t heads = call.q.size(0), T = call.q.size(1), keys = call.k.size(1);
   const int64_t kv_heads = call.k.size(0), group = heads / kv_heads;
   auto expand = [&](const at::Tensor& kv) {  // query head h reads KV head h / group
@@ -56,17 +59,17 @@ at::Tensor fused_attention(const AttentionCall& call) {
     // read once per group and never copied: q [Hq, 1, d] -> [1, Hkv, group, d].
     const WithoutCuDNNAttention no_cudnn;
     const at::Tensor q = call.q.reshape({1, kv_heads, group, call.q.size(2)});
-    return at::scaled_dot_product_attention(q, call.k.unsqueeze(0), call.v.unsqueeze(0))
+    return at::scaled_dot_product_attention(q, call.k.unsqueeze(0), call.v.unsqueeze(0), {}, 0.0, false, scale)
         .reshape({heads, 1, call.q.size(2)});
   }
   const at::Tensor q = call.q.unsqueeze(0), k = expand(call.k).unsqueeze(0), v = expand(call.v).unsqueeze(0);
   if (call.first_position == 0 && T == keys)
-    return at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true)[0];
+    return at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true, scale)[0];
   // A later prefill chunk: LibTorch's is_causal aligns top-left, so pass the causal mask itself.
   const WithoutCuDNNAttention no_cudnn;
   const at::Tensor rows = at::arange(call.first_position, call.first_position + T, call.q.options().dtype(at::kLong));
   const at::Tensor mask = at::arange(keys, rows.options()).unsqueeze(0) <= rows.unsqueeze(1);  // [T, keys]
-  return at::scaled_dot_product_attention(q, k, v, mask)[0];
+  return at::scaled_dot_product_attention(q, k, v, mask, 0.0, false, scale)[0];
 }
 #endif
 
@@ -98,8 +101,9 @@ bool flash_decode_runs(const c10::Device& device, at::ScalarType dtype) {
 }
 #endif
 
-// Scores a block of query rows holds at most off the CPU (float32: 1 GiB).
-constexpr int64_t kMaxBlockScores = int64_t{1} << 28;
+// Scores a block of query rows holds at most off the CPU: 256 MiB of float32, a few such
+// temporaries at the peak (scores, capped scores, the masked copy, the probabilities).
+constexpr int64_t kMaxBlockScores = int64_t{1} << 26;
 
 // The first key the row at `position` sees under `math`: its window's start, else 0.
 int64_t first_visible_key(const AttentionMath& math, int64_t position) {
@@ -228,9 +232,11 @@ at::Tensor DenseAttention::attend_in_graph(const AttentionCall& call, const at::
 
 at::Tensor DenseAttention::attend(const AttentionCall& call) {
 #if TORCH_VERSION_MAJOR >= 2
-  // LibTorch's fused kernels take plain causal attention; a window, another scale or a soft-cap
-  // takes the explicit form below, in blocks of query rows (never a T x T score matrix).
-  if (fused_on(call.q.device()) && call.math.plain(call.q.size(2))) return fused_attention(call);
+  // LibTorch's fused kernels take full causal attention at any scale; a window or a soft-cap takes
+  // the explicit form below, in blocks of query rows (never a T x T score matrix).
+  if (fused_on(call.q.device()) && call.math.window == 0 && call.math.softcap == 0.0)
+    return fused_attention(call, call.math.plain(call.q.size(2)) ? std::nullopt
+                                                                 : std::optional<double>(call.math.scale_for(call.q.size(2))));
 #endif
   // float32 on the CPU is accumulated in float64: attention is a small share of the work there and
   // this keeps dense and the float64 HiP reference comparable to 1e-5 on the logits. The CPU takes
