@@ -120,13 +120,13 @@ inline double max_abs_diff(const std::vector<double>& a, const std::vector<doubl
   return worst;
 }
 
-// The bound on a bf16 run's per-token NLL distance from transformers' float32 NLL: twice the
-// distance of transformers' own bf16 run (as flash-attention's tests judge a kernel's error against
+// The bound on a bf16 run's per-token NLL distance from transformers' float32 NLL: `factor` times
+// the distance of transformers' own bf16 run (the CPU's runs sit within 1.6 times it) (as flash-attention's tests judge a kernel's error against
 // a plain implementation's in the same dtype). These random checkpoints (weights of std 0.15) move
 // ~0.05-0.23 nats in bf16 whoever rounds; the rounding points differ (transformers rounds before
 // the norm weight's multiply, this engine after), so the two bf16 runs are no closer to each other
 // than either is to float32.
-inline double bf16_nll_bound(const ArchFixture& f) { return 2.0 * max_abs_diff(f.nll_bf16, f.nll_f32); }
+inline double bf16_nll_bound(const ArchFixture& f, double factor = 2.0) { return factor * max_abs_diff(f.nll_bf16, f.nll_f32); }
 
 // Greedy decoding of `steps` tokens after `prompt` through the KV cache: one prefill, then decode
 // steps (Phase::Decode; on CUDA these replay the decode graphs unless `graphs` is false).
