@@ -17,6 +17,7 @@
 
 #include "kernels/attention_inputs.h"
 #include "kernels/hip_params.h"
+#include "kernels/score_transform.h"
 #include "kernels/hip_trace.h"
 
 namespace hipstudio::hip {
@@ -46,6 +47,10 @@ struct TraceRequest {
 struct MaskOptions {
   std::vector<TraceRequest> trace;  // (head, query block) pairs to trace; only these pay for it
   int threads = 0;                  // 0: all hardware threads; results do not depend on it
+  // Branches scored by the transformed logit instead of the raw dot product (the layer's scale
+  // and soft-cap, kernels/score_transform.h). Both are monotonic, so the masks are the same as the
+  // default's (tests check it); the model's search always ranks raw dot products.
+  ScoreTransform score;
 };
 
 struct MaskEstimate {

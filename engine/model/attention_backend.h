@@ -3,6 +3,7 @@
 // the layer's KV cache (already holding the new tokens) to a backend, which returns the attention
 // output. Dense attention is one backend; HiP plugs in as another without touching the model.
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -12,12 +13,33 @@
 
 namespace hipstudio {
 
+// The attention maths of one layer, as its architecture defines it (ModelConfig's layer_window,
+// attention_scale, attn_softcap; layer_attention_math in layer_math.h fills it, the one place that
+// reads them). Every backend applies all of it, or refuses.
+struct AttentionMath {
+  int64_t window = 0;     // 0: full causal attention; W > 0: the row at position p sees keys (p - W, p]
+  double scale = 0.0;     // softmax scale; 0: 1 / sqrt(head_dim)
+  double softcap = 0.0;   // 0: none; else each scaled score s -> softcap * tanh(s / softcap)
+  // The layer's rank among the full-attention layers (0 for the first), -1 for a windowed layer:
+  // HiP's l_d counts these (the first l_d full-attention layers stay dense). kRankIsLayer: the
+  // caller did not say, every layer is full attention and the rank is the layer index.
+  static constexpr int64_t kRankIsLayer = -2;
+  int64_t full_rank = kRankIsLayer;
+  double scale_for(int64_t head_dim) const { return scale > 0.0 ? scale : 1.0 / std::sqrt(static_cast<double>(head_dim)); }
+  int64_t rank_of(int64_t layer) const { return full_rank == kRankIsLayer ? layer : full_rank; }
+  // Whether this is plain Llama attention (full, 1/sqrt(head_dim), no cap): what every fused path takes.
+  bool plain(int64_t head_dim) const {
+    return window == 0 && softcap == 0.0 && scale_for(head_dim) == 1.0 / std::sqrt(static_cast<double>(head_dim));
+  }
+};
+
 struct AttentionCall {
   int64_t layer = 0;
+  AttentionMath math;          // the layer's window, scale and soft-cap
   at::Tensor q;                // [n_heads, T, head_dim], post-RoPE
   at::Tensor k;                // [n_kv_heads, first_position + T, head_dim], post-RoPE, whole cache so far
   at::Tensor v;                // [n_kv_heads, first_position + T, head_dim]
-  int64_t first_position = 0;  // position of q's first row; row i attends to keys [0, first_position + i]
+  int64_t first_position = 0;  // position of q's first row; row i attends to keys [0, first_position + i] (math.window: the last W of them)
   bool decoding = false;       // a decode step (one new token) rather than (a chunk of) the prompt
   // Optional: a contiguous [n_heads, T, head_dim] tensor of q's dtype a backend may write the result
   // into (and return), sparing the caller a copy; a backend that cannot returns a new tensor.
@@ -129,7 +151,8 @@ class AttentionBackend {
   }
 };
 
-// Causal softmax(q k^T / sqrt(d)) v with grouped-query heads; softmax in float32.
+// Causal softmax(softcap(scale q k^T)) v with grouped-query heads over each row's visible keys
+// (call.math: its window, scale and cap); softmax in float32 (float64 for float32 on the CPU).
 class DenseAttention final : public AttentionBackend {
  public:
   std::string name() const override { return "dense"; }

@@ -1,6 +1,7 @@
 #include "engine/model/batched_decode.h"
 
 #include <set>
+#include <utility>
 #include <stdexcept>
 #include <string>
 
@@ -45,12 +46,21 @@ at::Tensor decode_batch(const Transformer& transformer, const std::vector<int32_
   std::vector<int64_t> positions;
   for (const BatchSequence& s : sequences) positions.push_back(s.cache->length());
   const at::Tensor position_ids = at::tensor(at::IntArrayRef(positions), at::kLong).to(model.run.device);
-  const at::Tensor rope_rows = transformer.rope_tables().table.index_select(0, position_ids);  // [N, 2, head_dim]
+  // [N, 2, head_dim] of each table the layers use (rope and rope_local may be one table).
+  std::vector<std::pair<const void*, at::Tensor>> rope_rows;
+  rope_rows.reserve(2);  // rows_of hands out references into it
+  auto rows_of = [&](int64_t l) -> const at::Tensor& {
+    const at::Tensor& table = transformer.rope_table(l);
+    for (const auto& [key, rows] : rope_rows)
+      if (key == table.data_ptr()) return rows;
+    rope_rows.emplace_back(table.data_ptr(), table.index_select(0, position_ids));
+    return rope_rows.back().second;
+  };
 
   at::Tensor x = transformer.embed(tokens);  // [N, dim]
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const LayerWeights& layer = model.weights.layers[l];
-    const AttentionInputs in = attention_inputs(c, layer, x, rope_rows);  // q [n_heads, N, hd], k/v [kv_heads, N, hd]
+    const AttentionInputs in = attention_inputs(c, layer, x, rows_of(l));  // q [n_heads, N, hd], k/v [kv_heads, N, hd]
     std::vector<at::Tensor> attended;
     attended.reserve(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) {
@@ -59,6 +69,7 @@ at::Tensor decode_batch(const Transformer& transformer, const std::vector<int32_
       cache.append(l, in.k.narrow(1, i, 1), in.v.narrow(1, i, 1));
       AttentionCall call;
       call.layer = l;
+      call.math = layer_attention_math(c, l);
       call.q = in.q.narrow(1, i, 1).contiguous();  // [n_heads, 1, hd], as a batch-1 step hands it
       call.k = cache.keys(l, start + 1);
       call.v = cache.values(l, start + 1);

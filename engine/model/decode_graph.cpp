@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 #include <ATen/ATen.h>
 
@@ -34,7 +35,7 @@ std::vector<std::pair<int64_t, int64_t>> decode_tail_chunks(int64_t from, int64_
 
 struct DecodeGraph::Impl {
   const Model& model;
-  const RopeTables& rope;
+  std::vector<at::Tensor> rope;  // (layers) each layer's RoPE table (Transformer::rope_table)
   const void* cache_keys = nullptr;  // identity of the cache the graphs write into
   // The step's token, position and key count (position + 1, int32 in the low half of the third
   // int64), written by the host into pinned memory and copied to the device by the first graph's
@@ -76,7 +77,7 @@ struct DecodeGraph::Impl {
   at::Tensor tail_out, refresh_tail_out;
   int64_t last_graphed_from = -1;
 
-  Impl(const Model& m, const RopeTables& r) : model(m), rope(r) {}
+  Impl(const Model& m, std::vector<at::Tensor> r) : model(m), rope(std::move(r)) {}
   ~Impl() {
     if (staged_read) cudaEventDestroy(staged_read);
     if (staged) cudaFreeHost(staged);
@@ -104,9 +105,9 @@ struct DecodeGraph::Impl {
     key_count.fill_(pos + 1);
   }
 
-  at::Tensor run_embed() { return model.weights.embedding.index_select(0, token); }
+  at::Tensor run_embed() { return embed_tokens(model, token); }
   at::Tensor run_before(int64_t l, const at::Tensor& input) {
-    return rotated_qkv_cached_row(model.config, model.weights.layers[static_cast<size_t>(l)], input, rope.table,
+    return rotated_qkv_cached_row(model.config, model.weights.layers[static_cast<size_t>(l)], input, rope[static_cast<size_t>(l)],
                                   position, keys[static_cast<size_t>(l)], values[static_cast<size_t>(l)]);
   }
   // `heads_out`: the layer's attention output, [n_heads, 1, head_dim].
@@ -123,6 +124,7 @@ struct DecodeGraph::Impl {
     for (int64_t l = begin; l < end; ++l) {
       AttentionCall call;
       call.layer = l;
+      call.math = layer_attention_math(model.config, l);
       call.q = query;
       call.k = keys[static_cast<size_t>(l)];
       call.v = values[static_cast<size_t>(l)];
@@ -181,8 +183,8 @@ struct DecodeGraph::Impl {
 
 bool DecodeGraph::supported() { return true; }
 
-DecodeGraph::DecodeGraph(const Model& model, const RopeTables& rope, KVCache& cache)
-    : impl_(std::make_unique<Impl>(model, rope)) {
+DecodeGraph::DecodeGraph(const Model& model, std::vector<at::Tensor> layer_rope, KVCache& cache)
+    : impl_(std::make_unique<Impl>(model, std::move(layer_rope))) {
   Impl& g = *impl_;
   const ModelConfig& c = model.config;
   const auto options = at::TensorOptions().device(model.run.device).dtype(model.run.dtype);
@@ -245,6 +247,9 @@ DecodeGraph::DecodeGraph(const Model& model, const RopeTables& rope, KVCache& ca
 void DecodeGraph::prepare_attention(AttentionBackend& attention, const KVCache& cache) {
   Impl& g = *impl_;
   const ModelConfig& c = g.model.config;
+  // The captured attention (flash's decode, HiP's kernels) computes plain attention only: a model
+  // with windows, another scale or a soft-cap attends eagerly between the graphs.
+  if (!plain_attention_math(c)) return;
   const GraphedAttention plan = attention.prepare_graphed_decode(g.q.front(), g.keys.front());
   if (plan.from_layer < 0 || plan.from_layer >= c.n_layers) return;
   if (g.tail.empty() || g.tail_backend != &attention || !(g.tail_plan == plan)) {
@@ -283,6 +288,7 @@ at::Tensor DecodeGraph::step(int32_t token, KVCache& cache, AttentionBackend& at
   auto eager_layer = [&](int64_t l) {
     AttentionCall call;
     call.layer = l;
+    call.math = layer_attention_math(g.model.config, l);
     call.q = g.q[static_cast<size_t>(l)];
     call.k = cache.keys(l, position + 1);
     call.v = cache.values(l, position + 1);
@@ -323,7 +329,7 @@ at::Tensor DecodeGraph::step(int32_t token, KVCache& cache, AttentionBackend& at
 
 struct DecodeGraph::Impl {};
 bool DecodeGraph::supported() { return false; }
-DecodeGraph::DecodeGraph(const Model&, const RopeTables&, KVCache&) {
+DecodeGraph::DecodeGraph(const Model&, std::vector<at::Tensor>, KVCache&) {
   throw std::logic_error("CUDA graphs need an engine built against a CUDA LibTorch");
 }
 void DecodeGraph::prepare_attention(AttentionBackend&, const KVCache&) {

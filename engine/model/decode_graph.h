@@ -55,8 +55,9 @@ class DecodeGraph {
   static bool supported();
 
   // Captures the graphs for `cache` (one warm-up pass and the capture, on a side stream). The
-  // first decode step of a cache pays this once.
-  DecodeGraph(const Model& model, const RopeTables& rope, KVCache& cache);
+  // first decode step of a cache pays this once. layer_rope: each layer's RoPE table
+  // (Transformer::rope_table: rope's or rope_local's), [positions, 2, head_dim].
+  DecodeGraph(const Model& model, std::vector<at::Tensor> layer_rope, KVCache& cache);
   ~DecodeGraph();
   DecodeGraph(const DecodeGraph&) = delete;
   DecodeGraph& operator=(const DecodeGraph&) = delete;
@@ -64,7 +65,8 @@ class DecodeGraph {
   // Whether the graphs were captured for this cache (its tensors are where the graphs write).
   bool serves(const KVCache& cache) const;
 
-  // Captures the tail graph for `attention` if it offers one (prepare_graphed_decode) and the
+  // Captures the tail graph for `attention` if it offers one (prepare_graphed_decode; only for a
+  // model whose every layer's attention is plain, plain_attention_math) and the
   // one held was captured for another backend or buffers; and the refresh steps' tail where the
   // backend offers it and its next step refreshes every layer the tail holds. Outside the timed
   // steps, as the rest. Their eager passes write the cache at cache.length() (the next step

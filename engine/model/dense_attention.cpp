@@ -1,6 +1,10 @@
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <vector>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -42,7 +46,9 @@ class WithoutCuDNNAttention {
 // fair dense baseline for HiP's timings. A whole prompt (one causal call per layer, one shape per
 // run) may use cuDNN, LibTorch's first choice and the fastest at length (plan built once per
 // shape); decode steps and later chunks, whose key length changes every call, leave cuDNN out.
-at::Tensor fused_attention(const AttentionCall& call) {
+// scale: the softmax scale where the layer's is not 1 / sqrt(head_dim) (nullopt: LibTorch's
+// default, today's call and bits).
+at::Tensor fused_attention(const AttentionCall& call, std::optional<double> scale) {
   const int64_t heads = call.q.size(0), T = call.q.size(1), keys = call.k.size(1);
   const int64_t kv_heads = call.k.size(0), group = heads / kv_heads;
   auto expand = [&](const at::Tensor& kv) {  // query head h reads KV head h / group
@@ -53,17 +59,17 @@ at::Tensor fused_attention(const AttentionCall& call) {
     // read once per group and never copied: q [Hq, 1, d] -> [1, Hkv, group, d].
     const WithoutCuDNNAttention no_cudnn;
     const at::Tensor q = call.q.reshape({1, kv_heads, group, call.q.size(2)});
-    return at::scaled_dot_product_attention(q, call.k.unsqueeze(0), call.v.unsqueeze(0))
+    return at::scaled_dot_product_attention(q, call.k.unsqueeze(0), call.v.unsqueeze(0), {}, 0.0, false, scale)
         .reshape({heads, 1, call.q.size(2)});
   }
   const at::Tensor q = call.q.unsqueeze(0), k = expand(call.k).unsqueeze(0), v = expand(call.v).unsqueeze(0);
   if (call.first_position == 0 && T == keys)
-    return at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true)[0];
+    return at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true, scale)[0];
   // A later prefill chunk: LibTorch's is_causal aligns top-left, so pass the causal mask itself.
   const WithoutCuDNNAttention no_cudnn;
   const at::Tensor rows = at::arange(call.first_position, call.first_position + T, call.q.options().dtype(at::kLong));
   const at::Tensor mask = at::arange(keys, rows.options()).unsqueeze(0) <= rows.unsqueeze(1);  // [T, keys]
-  return at::scaled_dot_product_attention(q, k, v, mask)[0];
+  return at::scaled_dot_product_attention(q, k, v, mask, 0.0, false, scale)[0];
 }
 #endif
 
@@ -94,6 +100,53 @@ bool flash_decode_runs(const c10::Device& device, at::ScalarType dtype) {
   return runs;
 }
 #endif
+
+// Scores a block of query rows holds at most off the CPU: 256 MiB of float32, a few such
+// temporaries at the peak (scores, capped scores, the masked copy, the probabilities).
+constexpr int64_t kMaxBlockScores = int64_t{1} << 26;
+
+// The first key the row at `position` sees under `math`: its window's start, else 0.
+int64_t first_visible_key(const AttentionMath& math, int64_t position) {
+  return math.window > 0 ? std::max<int64_t>(0, position - math.window + 1) : 0;
+}
+
+// softmax(softcap(scale q k^T)) v with explicit scores in `work`, over blocks of query rows: each
+// block of rows [r, r + n) reads only the keys its rows can see, [first_visible_key(first + r),
+// first + r + n), and holds at most max_scores scores (0: every row in one block). The query heads
+// of one KV group share its keys: they are folded into the block's rows.
+at::Tensor explicit_attention(const AttentionCall& call, at::ScalarType work, int64_t max_scores) {
+  const AttentionMath& math = call.math;
+  const int64_t heads = call.q.size(0), T = call.q.size(1), dim = call.q.size(2);
+  const int64_t kv_heads = call.k.size(0), group = heads / kv_heads, keys = call.k.size(1);
+  const double scale = math.scale_for(dim), cap = math.softcap;
+  const int64_t block_keys = std::max<int64_t>(1, math.window > 0 ? std::min(keys, math.window + T) : keys);
+  const int64_t rows = max_scores <= 0 ? T : std::max<int64_t>(1, std::min(T, max_scores / (heads * block_keys)));
+  std::vector<at::Tensor> pieces;
+  for (int64_t r = 0; r < T; r += rows) {
+    const int64_t n = std::min(rows, T - r), first = call.first_position + r;
+    const int64_t lo = first_visible_key(math, first), hi = first + n;  // keys [lo, hi)
+    at::Tensor q = call.q.narrow(1, r, n).reshape({kv_heads, group * n, dim}).to(work);
+    at::Tensor scores = at::matmul(q, call.k.narrow(1, lo, hi - lo).to(work).transpose(1, 2));  // [kv_heads, group*n, hi-lo]
+    scores.mul_(scale);
+    if (cap > 0.0) scores = at::tanh(scores / cap) * cap;
+    if (n > 1) {
+      // Row i (position first + i) sees keys (first + i - W, first + i]: none after itself, none
+      // before its window (a single row's keys are exactly [lo, first]).
+      const at::Tensor row_pos = at::arange(first, first + n, scores.options().dtype(at::kLong));
+      const at::Tensor key_pos = at::arange(lo, hi, row_pos.options());
+      at::Tensor hidden = key_pos.unsqueeze(0) > row_pos.unsqueeze(1);  // [n, hi-lo]
+      if (math.window > 0) hidden = hidden.logical_or(key_pos.unsqueeze(0) <= row_pos.unsqueeze(1) - math.window);
+      scores = scores.view({kv_heads, group, n, hi - lo})
+                   .masked_fill(hidden, -std::numeric_limits<double>::infinity())
+                   .view({kv_heads, group * n, hi - lo});
+    }
+    const at::Tensor probs = at::softmax(scores, -1);
+    const at::Tensor v = call.v.narrow(1, lo, hi - lo);
+    pieces.push_back(work == at::kDouble ? at::matmul(probs, v.to(work)).to(call.v.scalar_type()).view({heads, n, dim})
+                                         : at::matmul(probs.to(call.v.scalar_type()), v).view({heads, n, dim}));
+  }
+  return pieces.size() == 1 ? pieces.front() : at::cat(pieces, 1);
+}
 
 }  // namespace
 
@@ -179,29 +232,17 @@ at::Tensor DenseAttention::attend_in_graph(const AttentionCall& call, const at::
 
 at::Tensor DenseAttention::attend(const AttentionCall& call) {
 #if TORCH_VERSION_MAJOR >= 2
-  if (fused_on(call.q.device())) return fused_attention(call);
+  // LibTorch's fused kernels take full causal attention at any scale; a window or a soft-cap takes
+  // the explicit form below, in blocks of query rows (never a T x T score matrix).
+  if (fused_on(call.q.device()) && call.math.window == 0 && call.math.softcap == 0.0)
+    return fused_attention(call, call.math.plain(call.q.size(2)) ? std::nullopt
+                                                                 : std::optional<double>(call.math.scale_for(call.q.size(2))));
 #endif
-  const int64_t heads = call.q.size(0), T = call.q.size(1), dim = call.q.size(2);
-  const int64_t kv_heads = call.k.size(0), keys = call.k.size(1), group = heads / kv_heads;
-  // The query heads of one KV group share its keys: fold them into the row dimension.
   // float32 on the CPU is accumulated in float64: attention is a small share of the work there and
-  // this keeps dense and the float64 HiP reference comparable to 1e-5 on the logits.
+  // this keeps dense and the float64 HiP reference comparable to 1e-5 on the logits. The CPU takes
+  // every row at once (its callers chunk prompts); elsewhere a block holds at most kMaxBlockScores.
   const at::ScalarType work = score_type(call.q.device(), call.q.scalar_type());
-  at::Tensor q = call.q.reshape({kv_heads, group * T, dim}).to(work);
-  at::Tensor scores = at::matmul(q, call.k.to(work).transpose(1, 2));  // [kv_heads, group*T, keys]
-  scores.mul_(1.0 / std::sqrt(static_cast<double>(dim)));
-  if (T > 1) {
-    // Row i (position first_position + i) must not see keys after itself.
-    at::Tensor row_pos = at::arange(call.first_position, call.first_position + T, scores.options().dtype(at::kLong));
-    at::Tensor key_pos = at::arange(keys, row_pos.options());
-    at::Tensor future = key_pos.unsqueeze(0) > row_pos.unsqueeze(1);  // [T, keys]
-    scores = scores.view({kv_heads, group, T, keys})
-                 .masked_fill(future, -std::numeric_limits<double>::infinity())
-                 .view({kv_heads, group * T, keys});
-  }
-  at::Tensor probs = at::softmax(scores, -1);
-  if (work == at::kDouble) return at::matmul(probs, call.v.to(work)).to(call.v.scalar_type()).view({heads, T, dim});
-  return at::matmul(probs.to(call.v.scalar_type()), call.v).view({heads, T, dim});
+  return explicit_attention(call, work, call.q.is_cpu() ? 0 : kMaxBlockScores);
 }
 
 }  // namespace hipstudio

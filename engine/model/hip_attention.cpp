@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <stdexcept>
 
 #include <ATen/ATen.h>
 
 #include "engine/model/device_timer.h"
 #include "engine/model/host_inputs.h"
+#include "engine/model/layer_math.h"
 #include "kernels/attention_inputs.h"
 #include "kernels/search_range.h"
 #include "kernels/shape_only_inputs.h"
@@ -54,6 +56,20 @@ std::vector<int32_t> search_keys(const hip::MaskTrace& trace, const hip::HipPara
 
 }  // namespace
 
+bool hip_replaces(const AttentionMath& math, int64_t layer, int64_t dense_layers) {
+  return math.window == 0 && math.rank_of(layer) >= dense_layers;
+}
+
+bool hip_replaces_layer(const ModelConfig& config, int64_t dense_layers, int64_t layer) {
+  return hip_replaces(layer_attention_math(config, layer), layer, dense_layers);
+}
+
+int64_t first_hip_layer(const ModelConfig& config, int64_t dense_layers) {
+  for (int64_t l = 0; l < config.n_layers; ++l)
+    if (hip_replaces_layer(config, dense_layers, l)) return l;
+  return config.n_layers;
+}
+
 void validate_hip_model_params(const HipModelParams& params) {
   hip::validate_hip_params(params.hip);
   if (params.dense_layers < 0) throw hip::HipParamError("l_d (" + std::to_string(params.dense_layers) + ") must be >= 0");
@@ -84,6 +100,10 @@ bool HipAttention::cuda_ready() {
     backend_note_ = why.empty() ? "HiP CUDA kernels" : "HiP CPU reference (CUDA kernels unavailable: " + why + ")";
   }
   return cuda_ready_ == 1;
+}
+
+bool HipAttention::replaces(const AttentionCall& call) const {
+  return hip_replaces(call.math, call.layer, params_.dense_layers);
 }
 
 bool HipAttention::needs_refresh(const LayerState& state) const {
@@ -241,7 +261,7 @@ at::Tensor HipAttention::attend(const AttentionCall& call) {
   event.queries = call.q.size(1);
   event.call = &call;
 
-  if (call.layer < params_.dense_layers) {
+  if (!replaces(call)) {
     event.dense = true;
     const auto start = std::chrono::steady_clock::now();
     at::Tensor out = dense_.attend(call);
@@ -301,7 +321,8 @@ at::Tensor HipAttention::attend_reference(const AttentionCall& call, LayerState&
   event.mask_seconds = seconds_since(start);
 
   start = std::chrono::steady_clock::now();
-  const hip::AttentionOutput out = hip::sparse_attention_reference(host.view, params_.hip, *mask);
+  const hip::AttentionOutput out =
+      hip::sparse_attention_reference(host.view, params_.hip, *mask, 0, {call.math.scale, call.math.softcap});
   at::Tensor result = at::from_blob(const_cast<double*>(out.out.data()), {out.heads, out.tq, out.d}, at::kDouble)
                           .to(call.q.device(), call.q.scalar_type());
   event.attention_seconds = seconds_since(start);
@@ -350,13 +371,17 @@ at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& stat
   const int64_t heads = call.q.size(0), kb = hip::hip_kb(p);
   hip::MaskResult host_mask;
   at::Tensor out;
+  // The layer's scale and soft-cap go to the sparse attention; the mask search ranks raw dot
+  // products (the same top-k under a positive scale and the monotonic cap).
+  const hip::ScoreTransform score{call.math.scale, call.math.softcap};
   start_span(mask_time);
 
   if (!call.decoding) {
     const hip_torch::MaskTensors masks = hip_torch::estimate_masks(call.q, call.k, p);
     event.mask_seconds = span_seconds(mask_time);
     start_span(attention_time);
-    out = hip_torch::sparse_attention(call.q, call.k, call.v, masks.blocks, masks.counts, p);
+    out = hip_torch::sparse_attention(call.q, call.k, call.v, masks.blocks, masks.counts, p, at::Tensor(), 0, at::Tensor(),
+                                      score);
     event.device_blocks = masks.blocks;
     event.attention_seconds = span_seconds(attention_time);
     state.valid = false;
@@ -398,7 +423,7 @@ at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& stat
     const bool into_out = call.out.defined() && call.out.is_contiguous() && call.out.sizes() == call.q.sizes() &&
                           call.out.scalar_type() == call.q.scalar_type() && call.out.device() == call.q.device();
     out = hip_torch::sparse_attention(call.q, call.k, call.v, state.gpu_rows, block_counts, widened, at::Tensor(),
-                                      /*num_splits=*/0, into_out ? call.out : at::Tensor());
+                                      /*num_splits=*/0, into_out ? call.out : at::Tensor(), score);
     event.attention_seconds = span_seconds(attention_time);
     profile_.lap("sparse attention");
     if (need_host_mask) {

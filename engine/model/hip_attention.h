@@ -1,23 +1,38 @@
 #pragma once
-// HiP as an attention backend of the model (paper Algorithm 2): the first `dense_layers` (l_d)
-// layers stay dense; every other layer estimates a block mask with the hierarchical search and runs
-// block-sparse attention over sink + selected blocks + dense tail. While decoding, a layer's mask is
+// HiP as an attention backend of the model (paper Algorithm 2): HiP replaces full-attention layers
+// only. A layer with a sliding window (AttentionCall::math.window > 0) keeps its window attention,
+// and l_d (`dense_layers`) counts the full-attention layers: the first l_d of them stay dense
+// (in a model without windows, the first l_d layers). Every other full-attention layer estimates a
+// block mask with the hierarchical search and runs block-sparse attention over sink + selected
+// blocks + dense tail, with the layer's softmax scale and soft-cap (the search itself reads raw dot
+// products: a positive scale and the monotonic cap leave every top-k unchanged). While decoding, a layer's mask is
 // re-estimated every `refresh_every` (r_m) steps and reused in between: the cached mask keeps its
 // dense_from, so tokens generated since the refresh fall in the dense tail.
 //
 // On the CPU, the float64 reference in kernels/ computes masks and attention. On CUDA, the CUDA
-// kernels do (kernels/torch/hip_torch.h) when they were built; otherwise the tensors are copied to
-// the CPU reference and `backend_note()` says so. Random/oracle selections always use the reference.
+// kernels do (kernels/torch/hip_torch.h) when they were built, the layer's scale and soft-cap
+// inside the sparse attention; otherwise the tensors are copied to the CPU reference and
+// `backend_note()` says so. Random/oracle selections always use the reference.
 #include <cstdint>
 #include <functional>
 #include <vector>
 
+#include "engine/formats/model_config.h"
 #include "engine/model/attention_backend.h"
 #include "engine/model/phase_profile.h"
 #include "engine/analysis/hip_model_params.h"
 #include "kernels/mask_reference.h"
 
 namespace hipstudio {
+
+// Whether HiP with l_d `dense_layers` replaces `layer`'s attention: a full-attention layer past the
+// first l_d full-attention layers. What reports and the GUI mark; HipAttention decides the same
+// from each call's AttentionMath.
+bool hip_replaces_layer(const ModelConfig& config, int64_t dense_layers, int64_t layer);
+// The same from a layer's AttentionMath (the one rule both read).
+bool hip_replaces(const AttentionMath& math, int64_t layer, int64_t dense_layers);
+// The first layer HiP replaces (n_layers when none): the layers below it compute as dense does.
+int64_t first_hip_layer(const ModelConfig& config, int64_t dense_layers);
 
 // Throws hip::HipParamError naming the broken rule (HiP's rules, plus l_d >= 0 and r_m >= 1).
 void validate_hip_model_params(const HipModelParams& params);
@@ -134,6 +149,8 @@ class HipAttention final : public AttentionBackend {
   int64_t tail_room() const { return params_.refresh_every / params_.hip.b_k + 2; }
   // Whether a layer's next decode step estimates a new mask (the first after a prefill, or r_m steps on).
   bool needs_refresh(const LayerState& state) const;
+  // Whether this call's layer is one HiP replaces (hip_replaces_layer, from the call's math).
+  bool replaces(const AttentionCall& call) const;
   // A refresh's bookkeeping at `position` (eager or inside a graph): the tail start, the layer's
   // slices of the shared rows and counts (which the refresh then fills), and a fresh step count.
   void note_refresh(LayerState& state, int64_t layer, int64_t position);

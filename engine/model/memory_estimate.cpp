@@ -50,9 +50,10 @@ std::string mib_text(uint64_t bytes) {
   return text;
 }
 
-// Every parameter in the run's dtype except the RMSNorm weights, which stay float32.
+// Every parameter in the run's dtype except the RMSNorm weights (sandwich and q/k norms
+// included), which stay float32.
 uint64_t weight_bytes(const ModelConfig& c, c10::ScalarType dtype) {
-  const uint64_t norms = (2 * u(c.n_layers) + 1) * u(c.dim);
+  const uint64_t norms = u(model_norm_parameter_count(c));
   return (u(model_parameter_count(c)) - norms) * c10::elementSize(dtype) + norms * 4;
 }
 
@@ -74,8 +75,10 @@ MemoryEstimate estimate_run_memory(const ModelConfig& c, const RunDevice& run, c
   // KVCache: per layer K and V, [n_kv_heads, capacity, head_dim] in the run dtype, one per sequence.
   const uint64_t sequences = u(std::max<int64_t>(1, s.sequences));
   add(memory_line::kKvCache, sequences * sides * 2 * L * KVH * total * d * e, MemoryPlace::Device);
-  // make_rope_tables: cos and sin [positions, head_dim] per Transformer.
-  add(memory_line::kRope, sides * 2 * total * d * e, MemoryPlace::Device);
+  // make_rope_tables: cos and sin [positions, head_dim] per Transformer, per RoPE the layers use
+  // (a second one for windowed layers with their own base, as Gemma 3's).
+  const bool local_table = c.full_attention_layers() < c.n_layers && !(c.rope_local == c.rope);
+  add(memory_line::kRope, sides * (local_table ? 2 : 1) * 2 * total * d * e, MemoryPlace::Device);
   // Transformer::forward on one chunk, its row-wise work in blocks of `rows`: residual x over the
   // chunk, and per block normed h, qkv, the rotated q/k, the attention output's reshape, gate/up,
   // the SwiGLU product and its temporary, and RMSNorm's float32 temporaries; plus the chunk's

@@ -40,7 +40,7 @@ void finish_side(SideResult& side) {
 struct LatencyRecorder {
   std::vector<ComponentMs> layers;
   bool hip_side = false;
-  int64_t dense_layers = 0;
+  std::vector<char> hip_layer;  // (n_layers) whether HiP replaces the layer (hip_replaces_layer)
   // From the HiP events of the current call, per layer: mask estimation, and the access recording
   // that runs inside the call but is the analysis' bookkeeping, not HiP's cost.
   std::vector<double> mask_seconds, record_seconds;
@@ -50,7 +50,7 @@ struct LatencyRecorder {
   void on_layer(int64_t l, double attention_s, double other_s) {
     ComponentMs& c = layers[static_cast<size_t>(l)];
     c.other += other_s * 1e3;
-    if (!hip_side || l < dense_layers) {
+    if (!hip_side || !hip_layer[static_cast<size_t>(l)]) {
       c.dense += attention_s * 1e3;
     } else {
       // The backend's own split of its time; host copies and bookkeeping count as sparse attention.
@@ -222,7 +222,7 @@ struct PairedPrefill::State {
     views->add_chunk(chunk);
     LayerViewsResult r = views->finish();
     r.quality.layer = layer;
-    r.quality.dense = layer < options.hip.dense_layers;
+    r.quality.dense = !hip_replaces_layer(model->config, options.hip.dense_layers, layer);
     return r;
   }
   // The dense side's last-layer rows of the prompt: kept, so that new HiP settings re-run the HiP
@@ -236,7 +236,8 @@ struct PairedPrefill::State {
   LatencyRecorder hip_recorder() const {
     LatencyRecorder r(model->config.n_layers);
     r.hip_side = true;
-    r.dense_layers = options.hip.dense_layers;
+    for (int64_t l = 0; l < model->config.n_layers; ++l)
+      r.hip_layer.push_back(hip_replaces_layer(model->config, options.hip.dense_layers, l) ? 1 : 0);
     return r;
   }
 };
@@ -356,9 +357,12 @@ void PairedPrefill::State::hip_prefill(const std::vector<LayerInputs>& carried) 
   kept_v.assign(static_cast<size_t>(c.n_layers), at::Tensor());
   calls = 0;
   AccessStreams& streams = result.access;
-  streams.layers = std::max<int64_t>(0, c.n_layers - options.hip.dense_layers);
+  // The layers HiP replaces (windowed layers and the first l_d full-attention ones are dense), in
+  // model order from the first of them.
+  streams.layers = 0;
+  for (int64_t l = 0; l < c.n_layers; ++l) streams.layers += hip_replaces_layer(c, options.hip.dense_layers, l) ? 1 : 0;
   streams.heads = c.n_heads;
-  streams.first_layer = options.hip.dense_layers;
+  streams.first_layer = first_hip_layer(c, options.hip.dense_layers);
   // With options.viewed_layer_first, the layers up to the viewed one run now and the rest in
   // finish_hip(): the viewed layer's results come out after a fraction of the layers.
   const int64_t viewed = options.views_only_layer;
@@ -387,7 +391,7 @@ void PairedPrefill::State::hip_prefill(const std::vector<LayerInputs>& carried) 
     if (!views[static_cast<size_t>(l)] || l >= stop) {
       LayerQuality later;
       later.layer = l;
-      later.dense = l < options.hip.dense_layers;
+      later.dense = !hip_replaces_layer(c, options.hip.dense_layers, l);
       later.pending = true;
       result.layers.push_back(std::move(later));
       continue;
@@ -396,7 +400,7 @@ void PairedPrefill::State::hip_prefill(const std::vector<LayerInputs>& carried) 
     LayerViewsResult r = views[static_cast<size_t>(l)]->finish();
     views[static_cast<size_t>(l)].reset();
     r.quality.layer = l;
-    r.quality.dense = l < options.hip.dense_layers;
+    r.quality.dense = !hip_replaces_layer(c, options.hip.dense_layers, l);
     result.layers.push_back(std::move(r.quality));
     if (r.has_masks) result.masks.push_back(std::move(r.masks));
   }

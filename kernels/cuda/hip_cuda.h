@@ -22,6 +22,7 @@
 
 #include "kernels/hip_params.h"
 #include "kernels/hip_trace.h"
+#include "kernels/score_transform.h"
 
 namespace hipstudio::gpu {
 
@@ -121,6 +122,9 @@ struct AttentionLaunch {
   const int64_t* positions = nullptr;
   int64_t batch = 1, hq = 0, hkv = 0, tq = 0, tk = 0, d = 0;
   hip::HipParams hip;
+  // The logits' scale and soft-cap (kernels/score_transform.h); the defaults take today's code path
+  // and bits (a cap is one branch on the launch's arguments, applied to each score before the mask).
+  hip::ScoreTransform score;
   const int32_t* blocks = nullptr;  // (batch, hq, qbs, kb); selection inside each block's [lo, hi)
   const int32_t* counts = nullptr;  // (batch, hq, qbs)
   int num_splits = 0;               // key-list splits per CTA (decode); 0: chosen to fill the GPU

@@ -388,6 +388,7 @@ __global__ void __launch_bounds__(128, (kMinCtasPerSm<D, KG>)) sparse_attention_
         mma16816<T>(s[nt], qf[ks], kf[x & 1]);
         mma16816<T>(s[nt + 1], qf[ks], kf[x & 1] + 2);
       }
+      if (a.cap_out != 0.f) cap_chunk<kSTiles>(s, a.cap_in, a.cap_out);
       if (masked_cur) mask_chunk<kSTiles>(s, skey, kc, cq, e0, e1);  // empty entries, keys past a row's end
       softmax_chunk<kSTiles, NT>(s, o, m0, m1, l0, l1, a.scale_log2);
       // O += P V: P's accumulator layout is the A fragment layout of the next mma; V's B
@@ -580,7 +581,7 @@ __global__ void __launch_bounds__(128) sparse_attention_simt(const AttnArgs a) {
       }
 #pragma unroll
       for (int o = 16; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
-      const float sc = dot * scale;
+      const float sc = a.cap_out != 0.f ? tanhf(dot * a.cap_in) * a.cap_out : dot * scale;
       const float mn = fmaxf(m, sc);
       const float al = exp2f(m - mn), p = exp2f(sc - mn);
       l = l * al + p;
@@ -628,6 +629,8 @@ void check_launch(const AttentionLaunch& l) {
   if (!l.positions && l.tq > l.tk) throw_arg("tq > tk needs explicit positions");
   if (l.d > 512) throw_arg("head dimension " + std::to_string(l.d) + " exceeds 512");
   if (l.tk >= (int64_t{1} << 31) || l.tq >= (int64_t{1} << 31)) throw_arg("tq and tk must be below 2^31");
+  if (!(l.score.scale >= 0.0 && l.score.softcap >= 0.0 && std::isfinite(l.score.scale) && std::isfinite(l.score.softcap)))
+    throw_arg("the score scale and soft-cap must be finite and >= 0 (0: default scale, no cap)");
 }
 
 // Whether a launch of 4-warp CTAs with `key_groups` key groups and `splits` splits runs the wgmma
@@ -732,7 +735,13 @@ void sparse_attention(const AttentionLaunch& l) {
   a.by_group = FastDiv(static_cast<uint32_t>(a.hq / a.hkv)), a.by_row_tiles = FastDiv(static_cast<uint32_t>(a.row_tiles));
   a.by_qbs = FastDiv(static_cast<uint32_t>(a.qbs)), a.by_hkv = FastDiv(static_cast<uint32_t>(a.hkv));
   a.by_bk = FastDiv(static_cast<uint32_t>(l.hip.b_k));
-  a.scale_log2 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(l.d))) * kLog2e;
+  const double scale = l.score.scale > 0.0 ? l.score.scale : 1.0 / std::sqrt(static_cast<double>(l.d));
+  a.scale_log2 = static_cast<float>(scale) * kLog2e;
+  if (l.score.softcap > 0.0) {
+    a.cap_in = static_cast<float>(scale / l.score.softcap);
+    a.cap_out = static_cast<float>(l.score.softcap) * kLog2e;
+    a.scale_log2 = 1.f;
+  }
   const bool mma = mma_path(l);
   a.splits = attention_splits(l);
   a.by_splits = FastDiv(static_cast<uint32_t>(a.splits));

@@ -323,12 +323,13 @@ void check_device_positions(const at::Tensor& positions, const at::Tensor& q) {
 
 at::Tensor sparse_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& blocks,
                             const at::Tensor& counts, const hip::HipParams& p, const at::Tensor& positions,
-                            int num_splits, const at::Tensor& out_given) {
+                            int num_splits, const at::Tensor& out_given, const hip::ScoreTransform& score) {
   require_ready();
   c10::DeviceGuard guard(q.device());
   const at::Tensor pos = device_positions(positions, q.size(-2), k.size(-2), q.device());
   const at::Tensor out = out_given.defined() ? out_given : at::empty(q.sizes(), q.options());
   gpu::AttentionLaunch l = attention_launch(q, k, v, blocks, counts, p, pos, out, num_splits);
+  l.score = score;
   if (l.num_splits > 1) use_split_buffers(q, l, l.num_splits);
   gpu::sparse_attention(l);
   return out;
@@ -464,7 +465,8 @@ std::pair<MaskTensors, std::vector<hip::MaskTrace>> estimate_masks_traced_every_
   throw std::runtime_error(cuda_kernels_status());
 }
 at::Tensor sparse_attention(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                            const at::Tensor&, const hip::HipParams&, const at::Tensor&, int, const at::Tensor&) {
+                            const at::Tensor&, const hip::HipParams&, const at::Tensor&, int, const at::Tensor&,
+                            const hip::ScoreTransform&) {
   throw std::runtime_error(cuda_kernels_status());
 }
 #endif

@@ -19,6 +19,7 @@
 #include "kernels/hip_params.h"
 #include "kernels/hip_trace.h"
 #include "kernels/mask_reference.h"
+#include "kernels/score_transform.h"
 
 namespace hipstudio::hip_torch {
 
@@ -51,11 +52,13 @@ std::pair<MaskTensors, std::vector<hip::MaskTrace>> estimate_masks_traced_every_
 hip::MaskResult to_mask_result(const MaskTensors& m, const hip::HipParams& p, int64_t tq, int64_t tk,
                                const at::Tensor& positions = at::Tensor());
 
-// Block-sparse attention; num_splits 0 picks the split of the key list that fills the GPU.
+// Block-sparse attention; num_splits 0 picks the split of the key list that fills the GPU; score:
+// the logits' scale and soft-cap (kernels/score_transform.h; the default is plain attention).
 at::Tensor sparse_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& blocks,
                             const at::Tensor& counts, const hip::HipParams& p,
                             const at::Tensor& positions = at::Tensor(), int num_splits = 0,
-                            const at::Tensor& out = at::Tensor());  // out: preallocated, Q's shape
+                            const at::Tensor& out = at::Tensor(),  // out: preallocated, Q's shape
+                            const hip::ScoreTransform& score = {});
 
 // The same attention as a launch that a CUDA graph captures and replays at later positions
 // (engine/model/decode_graph.cpp): on `stream` (a cudaStream_t; null: the legacy default stream),

@@ -151,6 +151,7 @@ __global__ void __launch_bounds__(kThreads, HIPSTUDIO_WGMMA_MIN_CTAS) sparse_att
     wgmma_commit();
     wgmma_wait<0>();
     fence_accumulators<kSTiles>(s);
+    if (a.cap_out != 0.f) cap_chunk<kSTiles>(s, a.cap_in, a.cap_out);
     if (masked_cur) mask_chunk<kSTiles>(s, skey, 0, cq, e0, e1);
     softmax_chunk<kSTiles, NT>(s, o, m0, m1, l0, l1, a.scale_log2);
     uint32_t pf[kBK / 16][4];
