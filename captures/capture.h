@@ -109,9 +109,11 @@ struct CaptureRequest {
 Capture build_capture(PairedAnalysis analysis, CaptureInfo info, const CaptureRequest& request,
                       const offload::OffloadConfig* offload_config);
 
-// The archive image, and the same written atomically to `path` (an earlier file survives a failure).
+// The archive image, and the same bytes streamed to `path` entry by entry under the atomic-output
+// rule (captures/atomic_file.h: an earlier file survives a failure; a device or FIFO is written in
+// place); write_capture returns the bytes written.
 std::string encode_capture(const Capture& capture);
-void write_capture(const std::string& path, const Capture& capture);
+uint64_t write_capture(const std::string& path, const Capture& capture);
 
 // Reads and validates everything (container, manifest, version, every array's dtype and shape
 // against the manifest and the analysis' dimensions). Throws InputError naming the file and the
