@@ -67,6 +67,24 @@ TEST(ArchLoader, EveryFixtureLoadsIntoTheTablesFields) {
   }
 }
 
+// The parameter count (and so the memory estimate's weight bytes) comes from the table's switches:
+// it must equal what the files hold, biases, q/k norms and sandwich norms included.
+TEST(ArchLoader, ParameterCountMatchesTheFiles) {
+  for (const std::string& v : kArchVariants) {
+    SCOPED_TRACE(v);
+    ModelConfig c;
+    load_hf_weights(arch_fixture(v), at::kFloat, &c);
+    const SafetensorsModel files(arch_fixture(v));
+    int64_t stored = 0, norms = 0;
+    for (const std::string& name : files.names()) {
+      stored += files.get(name).numel();
+      if (name.find("norm") != std::string::npos) norms += files.get(name).numel();
+    }
+    EXPECT_EQ(model_parameter_count(c), stored);
+    EXPECT_EQ(model_norm_parameter_count(c), norms);
+  }
+}
+
 TEST(ArchLoader, NamesMapByTheTable) {
   ModelConfig c;
   // Gemma: post_attention_layernorm is the norm on the attention output, pre_feedforward the MLP's.
