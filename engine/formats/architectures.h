@@ -14,11 +14,11 @@ namespace hipstudio {
 
 // How config.json says which layers attend through a sliding window.
 enum class WindowForm {
-  kAllLayers,          // Mistral, Phi-3: `sliding_window` (null = none) applies to every layer
-  kFromMaxWindowLayers,// Qwen2/3: with `use_sliding_window`, layers >= `max_window_layers` (or `layer_types`)
-  kAlternating,        // Gemma 2: `layer_types`, else even layers sliding
-  kPattern,            // Gemma 3: `layer_types`, else every `sliding_window_pattern`-th layer full
-  kNone,               // Llama: no window keys
+  kAllLayers,            // Mistral, Phi-3: `sliding_window` (null = none) applies to every layer
+  kFromMaxWindowLayers,  // Qwen2/3: with `use_sliding_window`, `layer_types` or else layers >= `max_window_layers`
+  kAlternating,          // Gemma 2: `layer_types`, else even layers sliding
+  kPattern,              // Gemma 3: `layer_types`, else every `sliding_window_pattern`-th layer full
+  kNone,                 // Llama: no window keys
 };
 
 // What a tensor of a layer holds (the loader's destination).

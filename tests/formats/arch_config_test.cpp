@@ -211,6 +211,8 @@ TEST(ArchConfig, UnsupportedMathsKeysAreRefusedByName) {
   expect_refused("phi3", [](json& j) { j["resid_pdrop"] = 0.1; }, "resid_pdrop");
   expect_refused("mistral", [](json& j) { j["attention_bias"] = true; }, "attention_bias");
   expect_refused("llama2", [](json& j) { j["sliding_window"] = 24; }, "sliding_window");  // Llama has no window
+  expect_refused("mistral_window", [](json& j) { j["use_sliding_window"] = true; }, "use_sliding_window");
+  expect_refused("mistral", [](json& j) { j["layer_types"] = {"full_attention", "full_attention", "full_attention"}; }, "layer_types");
   expect_refused("qwen2", [](json& j) { j["layer_types"][1] = "chunked_attention"; }, "chunked_attention");
   expect_refused("qwen2", [](json& j) { j["layer_types"][1] = "sliding_attention"; }, "layer 1");  // no window set
   expect_refused("gemma2", [](json& j) { j["layer_types"].erase(0); }, "layer_types");
