@@ -1,6 +1,6 @@
 #pragma once
 // HiP's hierarchical top-k mask estimation, CPU reference (paper Algorithm 1 with the block
-// approximation of section 3.2; exact semantics in issue 3, steps 1-6). The CUDA kernels must
+// approximation of section 3.2; exact semantics in docs/ANALYSIS.md). The CUDA kernels must
 // produce the same masks; every score goes through dot_f64 (fixed float64 summation order).
 //
 // Per (head h, query block qb), with N = hi - lo key blocks in the search range (search_range.h):

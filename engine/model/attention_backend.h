@@ -134,7 +134,7 @@ class AttentionBackend {
   // begin_graphed_step left pending, so that the host issues it while the GPU runs the graphs
   // before (HiP: its count copy, before the first graph that holds a sparse layer rather than
   // before the first graph, where the GPU waited 21 us a step for the host to issue it and that
-  // graph: kernels/BENCHMARKS.md, seventh session).
+  // graph: kernels/BENCHMARKS_HISTORY.md).
   virtual void before_graphed_layers(int64_t begin, int64_t end) { (void)begin, (void)end; }
   // Whether the next decode step refreshes every layer a capture holds, so that a refresh step's
   // capture (its eager pass and first replay write what a refresh writes) loses nothing cached.
@@ -167,7 +167,7 @@ class DenseAttention final : public AttentionBackend {
   // attention (the kernels attend() runs through SDPA for a decode step: split over the keys, the
   // query heads of a KV group folded into rows), called in its variable-length form with the key
   // count read on the device (seqused_k) over the whole cache. Why: eagerly, each layer's attention
-  // between two graph launches left the GPU idle ~9 us (kernels/BENCHMARKS.md, the fifth session's
+  // between two graph launches left the GPU idle ~9 us (kernels/BENCHMARKS_HISTORY.md's
   // timeline), 0.28 ms a 32-layer step that a fair dense baseline does not pay.
   // decodes_in_graph: whether this build and q/k's form allow it (CUDA, bf16/f16, head_dim a
   // multiple of 8 up to 256, LibTorch with flash's seqused_k); float32 stays eager.

@@ -11,13 +11,13 @@
 // [from, n_layers) with their attention inside, reading the query's position and key count from the
 // device, so such a step launches the embedding graph, any eager layers' attention and graphs, and
 // the tail. Each eager attention between two graphs left the GPU idle ~9 us (kernels/BENCHMARKS.md,
-// fifth session's timeline). Where the backend can (HiP's refreshes with the few-search mask
+// timelines). Where the backend can (HiP's refreshes with the few-search mask
 // kernel), a second tail holds its refresh steps: each layer's mask search (reading the position on
 // the device) before its attention.
 // A tail is replayed as a few graphs over consecutive layers (decode_tail_chunks): launching one
 // graph of all 32 layers of an 8B model took the host ~150-290 us (~1 us a node) while the GPU,
 // done with the embedding graph, waited; the later chunks' launches overlap the earlier chunks'
-// work (kernels/BENCHMARKS.md, sixth session).
+// work (kernels/BENCHMARKS_HISTORY.md).
 // The step's token and position reach the device through pinned host memory that the embedding
 // graph's first node copies (no eager launch before the first graph), and the backend is asked
 // which tail to replay only once the layers below it have been launched, and issues its own

@@ -222,7 +222,7 @@ at::Tensor DenseAttention::attend_in_graph(const AttentionCall& call, const at::
       /*scale=*/std::nullopt, /*window_size_left=*/std::nullopt, /*window_size_right=*/std::nullopt,
       /*seqused_k=*/call.key_count);
   // Flash's own output, not copied into call.out: a copy node a layer (~1 us) the dense baseline
-  // would pay and HiP's sparse layers not (kernels/BENCHMARKS.md, seventh session).
+  // would pay and HiP's sparse layers not (kernels/BENCHMARKS_HISTORY.md).
   return std::get<0>(result).reshape({heads, 1, d});
 #else
   (void)call;

@@ -132,7 +132,7 @@ class HipAttention final : public AttentionBackend {
     // The views every user of the buffers takes, made once with them: each layer's slices of rows
     // and counts_by_extra, and counts_for_extra[e] (counts_by_extra.select(1, e)), the source of a
     // cached step's count copy. A graphed step makes none: making them each step was host time the
-    // GPU waited on (the seventh session's timeline: a 42 us gap before a refresh step's graphs, 21
+    // GPU waited on (a decode timeline showed a 42 us gap before a refresh step's graphs, 21
     // us before a cached step's; kernels/BENCHMARKS.md).
     std::vector<at::Tensor> layer_rows, layer_counts_by_extra, counts_for_extra;
     bool workspace_made = false;

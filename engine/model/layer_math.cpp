@@ -371,7 +371,7 @@ at::Tensor attention_output_and_mlp(const ModelConfig& c, const LayerWeights& la
     // launch or a copy where the step ends), whose part before its wait reads only weights. So a
     // multiprocessor whose blocks of one projection are done takes the next one's block and starts
     // its weight loads meanwhile (the probe's chain of an 8B layer: 158.2 against 160.3 us,
-    // kernels/BENCHMARKS.md, eighth session). Biases and sandwich norms are LibTorch ops between
+    // kernels/BENCHMARKS_HISTORY.md). Biases and sandwich norms are LibTorch ops between
     // them (where a plain launch comes next the early start changes nothing).
     at::Tensor out = row_gemv(attended, layer.wo, /*silu_mul=*/false, nullptr, {}, /*next_starts_early=*/true);
     if (!out.defined()) out = project(attended, layer.wo);

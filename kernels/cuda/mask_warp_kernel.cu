@@ -39,7 +39,7 @@ constexpr int kMaxNpl = 16;    // nodes per lane: Kb <= 512 (NPL 8 for Kb <= 256
 constexpr int kMaxRows = 32;   // two m-tiles of sampled query rows
 constexpr int kCtaWarps = 4;   // warps per CTA when W < 4
 constexpr int kMaxW = 16;      // warps per search at most (decode)
-#ifndef HIPSTUDIO_MASK_STAGES  // compile-time knobs for kernels/cuda/device_variants.sh
+#ifndef HIPSTUDIO_MASK_STAGES  // compile-time knobs for scripts/dev/device_variants.sh
 #define HIPSTUDIO_MASK_STAGES 3
 #endif
 #ifndef HIPSTUDIO_MASK_L1
@@ -82,7 +82,7 @@ __host__ __device__ inline int search_smem_bytes(int kb) { return 3 * kb * 4 + 2
 // Where the warps' gather rings start, after the searches' lists: on a 128-byte line. The
 // few-search kernel's refresh ran 22 % slower with its rings at 16 mod 32 than at 32 mod 128
 // and 7 % faster aligned (kernels/BENCHMARKS.md, v17).
-#ifndef HIPSTUDIO_MASK_RING_ALIGN  // compile-time knob for kernels/cuda/device_variants.sh
+#ifndef HIPSTUDIO_MASK_RING_ALIGN  // compile-time knob for scripts/dev/device_variants.sh
 #define HIPSTUDIO_MASK_RING_ALIGN 128
 #endif
 __host__ __device__ inline int ring_offset(int searches_per_cta, int smem_per_search) {

@@ -51,9 +51,9 @@ struct RowGemvLaunch {
   // layer (engine/model/layer_math.cpp): after the q/k/v projection comes the RoPE kernel
   // (rope_cache.h), which only waits and lets its own dependent start at once, so that HiP's mask
   // search or attention sets up, and the attention lays out its keys, while the projection ends
-  // (kernels/BENCHMARKS.md, sixth session); after the others comes another projection, whose part
+  // (kernels/BENCHMARKS_HISTORY.md); after the others comes another projection, whose part
   // before its wait reads only weights, so that a multiprocessor done with one projection's blocks
-  // takes the next one's and starts its weight loads (eighth session).
+  // takes the next one's and starts its weight loads.
   bool next_starts_early = false;
   // The RoPE and cache write in the epilogue (above): its q, table, position, keys, values, their
   // strides, head counts and head_dim are used (its qkv, dtype and stream are this launch's: not

@@ -41,7 +41,7 @@ namespace {
 // are read with ld.global.cg (L2, not this SM's possibly stale L1). `w`: this warp's kMaxSplits
 // floats of shared memory for the splits' weights.
 // The merge is the step's last work: its loads are issued together, one round trip to the L2
-// (eighth session: it used to take three, m, then l, then O, each waiting for the one before). A
+// (three dependent round trips, m, then l, then O, were slower). A
 // lane keeps the l of the splits whose m it loaded, and where d <= 128 and splits <= kEarlySplits
 // (a decode step's merge: 9 splits at 32k-128k, k 512) it loads its 4 columns of every split's O
 // with them, in registers. The sums run in the same order as before: the same bits.
@@ -116,7 +116,7 @@ __device__ void merge_rows(const AttnArgs& a, const CtaCoords& c, float* w, int 
   }
 }
 
-// The split merge inside a thread-block cluster (AttnArgs::cluster_merge; eighth session): each
+// The split merge inside a thread-block cluster (AttnArgs::cluster_merge): each
 // split's CTA leaves its partial rows in its own shared memory, one cluster barrier, and split 0
 // reads them all through distributed shared memory and merges them as merge_rows does (same
 // operations in the same order: the same bits), then a second barrier keeps the others' memory
@@ -226,7 +226,7 @@ __host__ __device__ constexpr size_t mma_smem_bytes() {  // two stages of K and 
 }
 
 // Resident CTAs per SM the register budget is sized for (shared memory allows 3 at d 128), and
-// the keys one softmax step scores. Compile-time knobs so that kernels/cuda/device_variants.sh
+// the keys one softmax step scores. Compile-time knobs so that scripts/dev/device_variants.sh
 // can measure other settings without editing the source.
 #ifndef HIPSTUDIO_ATTN_MIN_CTAS
 #define HIPSTUDIO_ATTN_MIN_CTAS 3

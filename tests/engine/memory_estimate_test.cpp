@@ -156,7 +156,7 @@ TEST(MemoryEstimate, OnlyTheAskedLayersKeepInputsAndMasks) {
   EXPECT_EQ(e.bytes(memory_line::kKeptQkv), inputs);
 }
 
-// The bar: a 128k-token prompt on a Llama-3.1-8B-shaped model, bf16 on an 80 GB GPU with
+// The bar: a 128k-token prompt on a Llama-3.1-8B-shaped model, bf16 on an 80 GB GPU with
 // 128 GB of host memory, is accepted for `analyze` and for a capture of two layers' inputs.
 TEST(MemoryEstimate, An8BModelAt128kFitsAn80GBGpuAnd128GBHost) {
   ModelConfig c = default_model()->config;

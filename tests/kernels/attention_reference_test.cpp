@@ -1,5 +1,5 @@
 // Sparse and dense attention and the metrics, against plain long-double implementations written
-// from the step 7.
+// from paper Algorithm 1's attention step.
 #include <gtest/gtest.h>
 
 #include <cmath>

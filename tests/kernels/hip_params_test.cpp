@@ -1,4 +1,4 @@
-// Every parameter rule of issue 3 is enforced, and the message names the broken rule.
+// Every HiP parameter rule (kernels/hip_param_rules.h) is enforced, and the message names the broken rule.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// Hand-computed searches (worked out on paper from the rules) and the full-budget case.
+// Hand-computed searches (worked out on paper from the search's rules) and the full-budget case.
 #include <gtest/gtest.h>
 
 #include <cmath>

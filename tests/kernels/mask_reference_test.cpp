@@ -1,4 +1,4 @@
-// The HiP reference against an independent plain implementation of the steps, plus the
+// The HiP reference against an independent plain implementation of the search's steps, plus the
 // structural properties every mask and trace must have.
 #include <gtest/gtest.h>
 
@@ -118,7 +118,7 @@ TEST(MaskReference, MasksAreSortedUniqueInRangeAndFull) {
 }
 
 // Replays one trace step by step: the branches are the split of the current nodes, the kept ones
-// are the best Kb by (score desc, begin asc), scores are the definition, and the last
+// are the best Kb by (score desc, begin asc), scores are the reference's definition, and the last
 // nodes are the mask.
 void check_trace(const AttentionInputs& in, const HipParams& p, const MaskTrace& t, const MaskResult& m) {
   const int64_t kb = p.k / p.b_k;

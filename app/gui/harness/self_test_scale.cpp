@@ -23,14 +23,14 @@ namespace {
 
 const char* const kMore = kSelfTestMore;
 
-// What each measurement should reach (issue 19's usability goals: placeholders where the issue names
-// none). Reported, never asserted.
+// What each measurement should reach (the GUI's usability goals at scale, docs/GUI.md; placeholders
+// where no goal is set). Reported, never asserted.
 struct Target {
   const char* key;
   const char* unit;  // "s" or "ms"
   double limit;
 };
-// Issue 19's targets at 32k tokens; k_change_to_viewed_layer (the new mask and recall of the viewed
+// The usability targets at 32k tokens; k_change_to_viewed_layer (the new mask and recall of the viewed
 // layer, before its device timing) has the 128k target.
 const Target kTargets[] = {
     {"k_change_to_viewed_layer", "s", 3},
@@ -402,7 +402,7 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
   if (!options.basic) {
     add(knob_step(Knob::b_q, "b_q_change_to_mask"), {"b_q_change_to_mask"});
     add(knob_step(Knob::b_k, "b_k_change_to_mask"), {"b_k_change_to_mask"});
-    // l_d down by one (no target; the issue asks that it re-run only the layers it changes: the
+    // l_d down by one (no target; it must re-run only the layers it changes: the
     // worker trace's first "HiP prefill, layer N" line after it names where the HiP side resumed).
     add(knob_step(Knob::l_d, "l_d_change_to_mask"), {"l_d_change_to_mask"});
 

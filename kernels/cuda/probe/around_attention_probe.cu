@@ -2,7 +2,7 @@
 // of dependent gathers with the HBM mostly idle) to make the output projection after it start
 // sooner. Two experiments, each against the same projection (row_gemv, 4096 x 4096, on 8 rotating
 // weight copies: 268 MB, beyond the L2), microseconds a (stand-in, projection) pair, the median of 15
-// replays of a graph of 8 pairs (kernels/BENCHMARKS.md, 2026-11-27 third session: neither paid):
+// replays of a graph of 8 pairs (kernels/BENCHMARKS_HISTORY.md: neither paid):
 // 1. L2 prefetch: a stand-in with the attention's grid, each thread chasing `steps` dependent 16-byte
 //    loads through 1 GiB, first sends the projection's weights toward the L2 (modes below). Does the
 //    projection get faster, and by more than the prefetch slows the stand-in?

@@ -22,7 +22,7 @@ namespace hipstudio::gpu {
 namespace {
 
 // The CTAs per SM the registers are sized for: a compile-time knob for
-// kernels/cuda/device_variants.sh (v18: 3 against 2, 1.03 against 1.24 ms at 32k). One softmax
+// scripts/dev/device_variants.sh (v18: 3 against 2, 1.03 against 1.24 ms at 32k). One softmax
 // step covers a whole 64-key tile (S in 32 registers); two 32-key steps measured slower (v18).
 #ifndef HIPSTUDIO_WGMMA_MIN_CTAS
 #define HIPSTUDIO_WGMMA_MIN_CTAS 3
