@@ -20,8 +20,8 @@
 #include "captures/exports.h"
 #include "captures/sha256.h"
 #include "engine/formats/errors.h"
-#include "engine/model/context_plan.h"
-#include "engine/model/paired_analysis.h"
+#include "engine/analysis/context_plan.h"
+#include "engine/analysis/paired_analysis.h"
 #include "engine/offload/offload_simulator.h"
 #ifdef HIPSTUDIO_HAVE_GUI
 #include "app/gui/gui_main.h"  // app sits above app/gui: `open` hands the capture to the GUI

@@ -67,14 +67,14 @@ FloatTensor load_float_tensor_data(const std::string& path, const std::string& n
     const int64_t n = info.numel();
     t.data.resize(static_cast<size_t>(n));
     switch (info.dtype) {
-      case DType::F32: std::copy_n(static_cast<const float*>(info.data), n, t.data.begin()); break;
-      case DType::F64:
+      case StoredDType::F32: std::copy_n(static_cast<const float*>(info.data), n, t.data.begin()); break;
+      case StoredDType::F64:
         for (int64_t i = 0; i < n; ++i) t.data[i] = static_cast<float>(static_cast<const double*>(info.data)[i]);
         break;
-      case DType::F16:
+      case StoredDType::F16:
         for (int64_t i = 0; i < n; ++i) t.data[i] = f16_to_float(static_cast<const uint16_t*>(info.data)[i]);
         break;
-      case DType::BF16:
+      case StoredDType::BF16:
         for (int64_t i = 0; i < n; ++i) t.data[i] = bf16_to_float(static_cast<const uint16_t*>(info.data)[i]);
         break;
       default:

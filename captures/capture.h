@@ -45,9 +45,6 @@ struct CaptureInfo {
   std::vector<std::string> views;  // views captured, a subset of capture_view_names()
 };
 
-// HiP's selection on one layer over the prompt, with the oracle's and the random baseline's: the
-// views layer's result type (engine/views/layer_views.h), the same the analysis and the GUI hold.
-using LayerMasks = LayerMaskViews;
 
 struct CapturedTrace {
   int64_t layer = 0;
@@ -71,7 +68,9 @@ struct Capture {
   // Layers whose per-layer views the capture holds, ascending: the analysis' kept layers (`capture
   // --inputs-layers`). masks[i] and locality[i] belong to view_layers[i].
   std::vector<int64_t> view_layers;
-  std::vector<LayerMasks> masks;               // (view layers) or empty without the "mask" view
+  // HiP's selection per view layer with the oracle's and the random baseline's: the views layer's
+  // result type (engine/views/layer_views.h), the same the analysis and the GUI hold.
+  std::vector<LayerMaskViews> masks;  // (view layers) or empty without the "mask" view
   std::vector<CapturedTrace> traces;           // the "iterations" view's query blocks
 
   hip::LocalityParams locality_params;         // the "locality" view

@@ -175,7 +175,7 @@ void emit_capture(const Capture& c, ZipWriter& zip) {
     throw std::logic_error("capture: masks must cover every view layer or none");
 
   for (size_t i = 0; i < c.masks.size(); ++i) {
-    const LayerMasks& m = c.masks[i];
+    const LayerMaskViews& m = c.masks[i];
     const int64_t l = c.view_layers[i];
     const std::vector<int64_t> hq{m.hip.heads, m.hip.query_blocks}, hqk{m.hip.heads, m.hip.query_blocks, m.hip.kb};
     auto name = [&](const char* n) { return layout::layer_array("masks", l, n); };

@@ -195,7 +195,7 @@ MaskResult make_empty_mask(const AttentionInputs& in, const HipParams& p) {
   return m;
 }
 
-MaskEstimate estimate_masks(const AttentionInputs& in, const HipParams& p, const MaskOptions& opt) {
+MaskEstimate estimate_masks_reference(const AttentionInputs& in, const HipParams& p, const MaskOptions& opt) {
   validate_hip_params(p);
   validate_attention_inputs(in, false);
   for (const TraceRequest& r : opt.trace) check_request(in, p, r.head, r.query_block);

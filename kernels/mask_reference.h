@@ -64,7 +64,7 @@ MaskResult make_empty_mask(const AttentionInputs& in, const HipParams& p);
 
 // Masks for every (head, query block). Validates params and inputs (HipParamError,
 // AttentionInputError; a trace request outside the shape is an AttentionInputError).
-MaskEstimate estimate_masks(const AttentionInputs& in, const HipParams& p, const MaskOptions& opt = {});
+MaskEstimate estimate_masks_reference(const AttentionInputs& in, const HipParams& p, const MaskOptions& opt = {});
 
 // One (head, query block) with its trace, for the GUI: O(Kb log N) branch scores, no full pass.
 MaskTrace trace_block_mask(const AttentionInputs& in, const HipParams& p, int64_t head, int64_t query_block);

@@ -25,7 +25,7 @@ MaskReport build_mask_report(const AttentionInputs& in, const HipParams& p, cons
   auto t0 = std::chrono::steady_clock::now();
   MaskOptions mopt;
   mopt.threads = opt.threads;
-  r.hip.mask = estimate_masks(in, p, mopt).mask;
+  r.hip.mask = estimate_masks_reference(in, p, mopt).mask;
   r.seconds_hip = seconds_since(t0);
 
   t0 = std::chrono::steady_clock::now();

@@ -61,7 +61,7 @@ void parse_entry(const std::string& path, const std::string& name, const json& e
 
   if (!dtype_it->is_string()) fail(path, where + " has a dtype that is not a string", kRedownload);
   const std::string dtype_name_str = dtype_it->get<std::string>();
-  const std::optional<DType> dtype = dtype_from_name(dtype_name_str);
+  const std::optional<StoredDType> dtype = dtype_from_name(dtype_name_str);
   if (!dtype)
     fail(path, where + " has unsupported dtype '" + dtype_name_str + "'",
          std::string("supported dtypes are ") + supported_dtype_names() + "; convert the weights to one of them");

@@ -20,11 +20,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-DType safetensors_dtype(c10::ScalarType t) {
+StoredDType safetensors_dtype(c10::ScalarType t) {
   switch (t) {
-    case c10::kFloat: return DType::F32;
-    case c10::kBFloat16: return DType::BF16;
-    case c10::kHalf: return DType::F16;
+    case c10::kFloat: return StoredDType::F32;
+    case c10::kBFloat16: return StoredDType::BF16;
+    case c10::kHalf: return StoredDType::F16;
     default: throw InputError("convert: unsupported dtype (use f32, bf16 or f16)");
   }
 }

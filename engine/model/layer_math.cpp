@@ -27,8 +27,8 @@ bool fused_norm_applies(const at::Tensor& x, const at::Tensor& weight) {
          (x.scalar_type() == at::kFloat || x.scalar_type() == at::kBFloat16 || x.scalar_type() == at::kHalf);
 }
 
-gpu::DType kernel_dtype(at::ScalarType t) {
-  return t == at::kBFloat16 ? gpu::DType::kBF16 : t == at::kHalf ? gpu::DType::kF16 : gpu::DType::kF32;
+gpu::ElementType kernel_dtype(at::ScalarType t) {
+  return t == at::kBFloat16 ? gpu::ElementType::kBF16 : t == at::kHalf ? gpu::ElementType::kF16 : gpu::ElementType::kF32;
 }
 
 // out = rms_norm(x (+ residual)); with a residual, sum receives x + residual.
@@ -249,19 +249,19 @@ at::Tensor attention_qkv(const ModelConfig& c, const LayerWeights& layer, const 
   return qkv;
 }
 
-AttentionInputs rotate_qkv(const ModelConfig& c, const at::Tensor& qkv, const at::Tensor& rope_rows) {
+RotatedQkv rotate_qkv(const ModelConfig& c, const at::Tensor& qkv, const at::Tensor& rope_rows) {
   const int64_t n = qkv.size(0), qd = c.q_dim(), kvd = c.kv_dim(), hd = c.head_dim;
   // q and k rotate as one tensor of n_heads + n_kv_heads heads.
   const at::Tensor qk = rotate_rows(qkv.narrow(1, 0, qd + kvd).view({n, c.n_heads + c.n_kv_heads, hd}).transpose(0, 1),
                                     rope_rows);
-  AttentionInputs r;
+  RotatedQkv r;
   r.q = qk.narrow(0, 0, c.n_heads);
   r.k = qk.narrow(0, c.n_heads, c.n_kv_heads);
   r.v = qkv.narrow(1, qd + kvd, kvd).view({n, c.n_kv_heads, hd}).transpose(0, 1);
   return r;
 }
 
-AttentionInputs attention_inputs(const ModelConfig& c, const LayerWeights& layer, const at::Tensor& x,
+RotatedQkv attention_inputs(const ModelConfig& c, const LayerWeights& layer, const at::Tensor& x,
                                  const at::Tensor& rope_rows) {
   return rotate_qkv(c, attention_qkv(c, layer, x), rope_rows);
 }
@@ -316,7 +316,7 @@ at::Tensor rotate_and_cache_row(const ModelConfig& c, const at::Tensor& qkv, con
     return q;
   }
 #endif
-  const AttentionInputs in = rotate_qkv(c, qkv, table.index_select(0, position));
+  const RotatedQkv in = rotate_qkv(c, qkv, table.index_select(0, position));
   keys.index_copy_(1, position, in.k);
   values.index_copy_(1, position, in.v);
   return in.q;

@@ -8,7 +8,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "engine/formats/model_config.h"
-#include "engine/model/attention_backend.h"
+#include "engine/backends/attention_backend.h"
 #include "engine/model/model.h"
 
 namespace hipstudio {
@@ -56,7 +56,9 @@ at::Tensor head_norms(const ModelConfig& c, const LayerWeights& layer, const at:
 // post_attn_norm (sandwich norms), where the architecture has them.
 at::Tensor attention_residual(const ModelConfig& c, const LayerWeights& layer, const at::Tensor& out);
 
-struct AttentionInputs {
+// One layer's attention inputs as tensors after RoPE (the kernels' hip::AttentionInputs is the float32
+// host view of the same data).
+struct RotatedQkv {
   at::Tensor q;  // [n_heads, n, head_dim], rotated
   at::Tensor k;  // [n_kv_heads, n, head_dim], rotated
   at::Tensor v;  // [n_kv_heads, n, head_dim]
@@ -65,13 +67,13 @@ struct AttentionInputs {
 // Residual rows x [n, dim] -> RMSNorm, the fused q/k/v projection (+ bias), the q/k head norms,
 // RoPE (q and k rotated together) with the rows' RoPE table rows [n, 2, head_dim] (rope.h; the
 // layer's table: rope or rope_local). The composition of the two steps below.
-AttentionInputs attention_inputs(const ModelConfig& c, const LayerWeights& layer, const at::Tensor& x,
+RotatedQkv attention_inputs(const ModelConfig& c, const LayerWeights& layer, const at::Tensor& x,
                                  const at::Tensor& rope_rows);
 // RMSNorm, the fused q/k/v projection (+ bias) and the q/k head norms (qk_norm): [n, dim] ->
 // [n, q_dim + 2 kv_dim], ready for RoPE.
 at::Tensor attention_qkv(const ModelConfig& c, const LayerWeights& layer, const at::Tensor& x);
 // Splits qkv rows into heads and rotates q and k with the rows' RoPE table rows [n, 2, head_dim].
-AttentionInputs rotate_qkv(const ModelConfig& c, const at::Tensor& qkv, const at::Tensor& rope_rows);
+RotatedQkv rotate_qkv(const ModelConfig& c, const at::Tensor& qkv, const at::Tensor& rope_rows);
 
 // The decode step's RoPE and cache write for one token: qkv [1, q_dim + 2 kv_dim], its position a
 // device tensor [1] (int64; a CUDA graph replays it), table RopeTables::table; rotates q and k,

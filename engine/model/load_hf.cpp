@@ -43,9 +43,9 @@ at::Tensor read_tensor(const SafetensorsModel& files, const std::string& name, a
   const TensorInfo& info = files.get(name);
   at::ScalarType type;
   switch (info.dtype) {
-    case DType::F32: type = at::kFloat; break;
-    case DType::F16: type = at::kHalf; break;
-    case DType::BF16: type = at::kBFloat16; break;
+    case StoredDType::F32: type = at::kFloat; break;
+    case StoredDType::F16: type = at::kHalf; break;
+    case StoredDType::BF16: type = at::kBFloat16; break;
     default:
       throw InputError(files.dir() + ": tensor '" + name + "' has dtype " + dtype_name(info.dtype) +
                        ", which is not supported (supported: F32, F16, BF16); quantized checkpoints must be "
@@ -149,8 +149,8 @@ class FiniteCheck {
   }
 
  private:
-  static at::ScalarType stored_type(DType d) {
-    return d == DType::F16 ? at::kHalf : d == DType::BF16 ? at::kBFloat16 : at::kFloat;
+  static at::ScalarType stored_type(StoredDType d) {
+    return d == StoredDType::F16 ? at::kHalf : d == StoredDType::BF16 ? at::kBFloat16 : at::kFloat;
   }
   std::vector<at::Tensor> flags_;
   std::vector<std::string> names_;

@@ -11,7 +11,7 @@
 
 #include "engine/formats/model_config.h"
 #include "engine/formats/model_source.h"
-#include "engine/model/device.h"
+#include "engine/runtime/device.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace hipstudio {

@@ -6,8 +6,8 @@
 
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
-#include "engine/model/context_plan.h"
-#include "engine/model/device_timer.h"
+#include "engine/analysis/context_plan.h"
+#include "engine/runtime/device_timer.h"
 #include "engine/model/layer_math.h"
 
 namespace hipstudio {
@@ -141,7 +141,7 @@ at::Tensor Transformer::run_layers(int64_t first, int64_t last, at::Tensor x, KV
     at::Tensor q = rows == T ? at::Tensor() : at::empty({c.n_heads, T, hd}, options);
     for (int64_t r = 0; r < T; r += rows) {
       const int64_t n = std::min(rows, T - r);
-      const AttentionInputs in = attention_inputs(c, layer, x.narrow(0, r, n), rope_table(l).narrow(0, start + r, n));
+      const RotatedQkv in = attention_inputs(c, layer, x.narrow(0, r, n), rope_table(l).narrow(0, start + r, n));
       cache.append(l, in.k, in.v, /*offset=*/r);
       if (rows == T) q = in.q.contiguous();
       else q.narrow(1, r, n).copy_(in.q);

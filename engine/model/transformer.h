@@ -10,8 +10,8 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "engine/model/attention_backend.h"
-#include "engine/model/decode_graph.h"
+#include "engine/backends/attention_backend.h"
+#include "engine/generation/decode_graph.h"
 #include "engine/model/kv_cache.h"
 #include "engine/model/model.h"
 #include "engine/model/rope.h"

@@ -647,7 +647,7 @@ void estimate_masks_cluster(const MaskLaunch& l, int ctas) {
     if (d64) launch(hip_mask_cluster_kernel<T, 64>);
     else launch(hip_mask_cluster_kernel<T, 128>);
   };
-  if (l.dtype == DType::kBF16) launch_dtype(__nv_bfloat16{});
+  if (l.dtype == ElementType::kBF16) launch_dtype(__nv_bfloat16{});
   else launch_dtype(__half{});
   HIP_CUDA_CHECK_LAUNCH("hip_mask_cluster_kernel");
 }

@@ -408,7 +408,7 @@ bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 
 
 bool warp_mask_eligible(const MaskLaunch& l) {
   const hip::HipParams& p = l.hip;
-  if (l.dtype == DType::kF32 || l.traced()) return false;
+  if (l.dtype == ElementType::kF32 || l.traced()) return false;
   const int64_t kb = hip::hip_kb(p), kpr = p.b_k / p.b_sk;
   const int64_t rows = (std::min(p.b_q, l.tq) + p.b_sq - 1) / p.b_sq;  // of the fullest query block
   const bool kpr_ok = kpr == 1 || kpr == 2 || kpr == 4 || kpr == 8;
@@ -472,7 +472,7 @@ void estimate_masks_warp(const MaskLaunch& l, int warps_per_search) {
   auto by_d = [&](auto t) {
     l.d <= 64 ? by_mt(t, std::integral_constant<int, 64>{}) : by_mt(t, std::integral_constant<int, 128>{});
   };
-  l.dtype == DType::kBF16 ? by_d(__nv_bfloat16{}) : by_d(__half{});
+  l.dtype == ElementType::kBF16 ? by_d(__nv_bfloat16{}) : by_d(__half{});
   HIP_CUDA_CHECK_LAUNCH("hip_mask_warp_kernel");
 }
 

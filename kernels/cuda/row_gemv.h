@@ -34,7 +34,7 @@ struct RowGemvLaunch {
   const void* x = nullptr;         // (in), or (2 in) = [gate | up] with silu_mul; contiguous
   const void* residual = nullptr;  // optional (n) contiguous: y = residual + W x
   void* y = nullptr;               // (n) contiguous; may be residual itself
-  DType dtype = DType::kF32;       // of w, x, residual and y alike
+  ElementType dtype = ElementType::kF32;       // of w, x, residual and y alike
   int64_t n = 0, in = 0, w_stride = 0;
   bool silu_mul = false;
   // The norm (not with silu_mul): on when norm_weight is set.
@@ -69,7 +69,7 @@ constexpr int64_t kRowGemvMaxIn = 32768;
 // and by callers choosing between it and a library gemv (y need not be set yet). The weight rows and
 // x are read 16 bytes at a time, so in must be a multiple of 8 and w, x and every row 16-byte aligned.
 inline const char* row_gemv_refusal(const RowGemvLaunch& l) {
-  const int64_t elem = l.dtype == DType::kF32 ? 4 : 2;
+  const int64_t elem = l.dtype == ElementType::kF32 ? 4 : 2;
   const int64_t stride = l.w_stride == 0 ? l.in : l.w_stride;
   auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   // Whether two byte ranges share a byte (a null pointer: no range). Every block reads all of x (and

@@ -605,7 +605,7 @@ __global__ void __launch_bounds__(128) sparse_attention_simt(const AttnArgs a) {
 bool aligned(const void* p, int bytes) { return (reinterpret_cast<uintptr_t>(p) % bytes) == 0; }
 
 bool mma_path(const AttentionLaunch& l) {
-  if (l.dtype == DType::kF32 || l.d > 128 || l.d % 8 != 0) return false;
+  if (l.dtype == ElementType::kF32 || l.d > 128 || l.d % 8 != 0) return false;
   // 32-bit keys and K/V row offsets in 16-byte units inside the kernel (v15); longer caches take
   // the SIMT path.
   constexpr int64_t kMaxKey = int64_t{1} << 30, kMaxOffset16 = int64_t{1} << 32;
@@ -815,15 +815,15 @@ void sparse_attention(const AttentionLaunch& l) {
       if (l.d <= 64) launch_d(tag, std::integral_constant<int, 64>{});
       else launch_d(tag, std::integral_constant<int, 128>{});
     };
-    if (l.dtype == DType::kBF16) launch_dtype(__nv_bfloat16{});
+    if (l.dtype == ElementType::kBF16) launch_dtype(__nv_bfloat16{});
     else launch_dtype(__half{});
     HIP_CUDA_CHECK_LAUNCH("sparse_attention_mma");
     return;
   }
   switch (l.dtype) {
-    case DType::kF32: sparse_attention_simt<float><<<grid, 128, 0, s>>>(a); break;
-    case DType::kBF16: sparse_attention_simt<__nv_bfloat16><<<grid, 128, 0, s>>>(a); break;
-    case DType::kF16: sparse_attention_simt<__half><<<grid, 128, 0, s>>>(a); break;
+    case ElementType::kF32: sparse_attention_simt<float><<<grid, 128, 0, s>>>(a); break;
+    case ElementType::kBF16: sparse_attention_simt<__nv_bfloat16><<<grid, 128, 0, s>>>(a); break;
+    case ElementType::kF16: sparse_attention_simt<__half><<<grid, 128, 0, s>>>(a); break;
   }
   HIP_CUDA_CHECK_LAUNCH("sparse_attention_simt");
 }

@@ -61,7 +61,7 @@ at::Tensor sparse_attention(const at::Tensor& q, const at::Tensor& k, const at::
                             const hip::ScoreTransform& score = {});
 
 // The same attention as a launch that a CUDA graph captures and replays at later positions
-// (engine/model/decode_graph.cpp): on `stream` (a cudaStream_t; null: the legacy default stream),
+// (engine/generation/decode_graph.cpp): on `stream` (a cudaStream_t; null: the legacy default stream),
 // with `positions` (tq int64 on Q's device) read when the kernel runs, so only their form is
 // checked here (the caller keeps each in [0, tk)), into `out` (Q's shape), and with the split
 // partials in `workspace` from sparse_attention_workspace() (undefined where the launch does not
@@ -91,7 +91,7 @@ DecodeRows decode_rows(const MaskTensors& mask, int64_t tail_start, int64_t tail
 // (a cudaStream_t; null: the legacy default stream): a decode graph reads them where they are.
 void decode_rows_into(DecodeRows& into, const MaskTensors& mask, int64_t tail_start, int64_t tail_room, void* stream);
 
-// A decode refresh as a CUDA graph captures it (engine/model/hip_attention.h): the search of q's
+// A decode refresh as a CUDA graph captures it (engine/backends/hip_attention.h): the search of q's
 // one query (hq, 1, d) over k's keys [0, position] (k: the whole cache; `position`, int64 (1) on the
 // device, is read when the kernel runs), written straight into `into` in decode_rows' layout with
 // the dense tail from search_hi at that position: what estimate_masks and decode_rows_into give,

@@ -17,9 +17,9 @@
 
 #include "captures/npy.h"
 #include "engine/formats/model_source.h"
-#include "engine/model/attention_backend.h"
-#include "engine/model/batched_decode.h"
-#include "engine/model/device.h"
+#include "engine/backends/attention_backend.h"
+#include "engine/generation/batched_decode.h"
+#include "engine/runtime/device.h"
 #include "engine/model/kv_cache.h"
 #include "engine/model/model.h"
 #include "engine/model/transformer.h"

@@ -4,7 +4,7 @@
 // the context equal to dense (HiP replacing only the full-attention layers).
 #include <gtest/gtest.h>
 
-#include "engine/model/hip_attention.h"
+#include "engine/backends/hip_attention.h"
 #include "tests/engine/arch_fixture_cases.h"
 
 namespace hipstudio {

@@ -114,7 +114,7 @@ TEST(ArchLoader, AnExtraTensorIsRefusedByName) {
   const std::string dir = tmp.file("m");
   copy_fixture("llama2", dir, [](std::vector<TensorToWrite>& t, std::vector<std::vector<float>>& keep) {
     keep.emplace_back(16, 1.0f);
-    t.push_back({"model.layers.0.self_attn.q_norm.weight", DType::F32, {16}, keep.back().data()});
+    t.push_back({"model.layers.0.self_attn.q_norm.weight", StoredDType::F32, {16}, keep.back().data()});
   });
   const std::string message = load_error(dir);
   EXPECT_NE(message.find("model.layers.0.self_attn.q_norm.weight"), std::string::npos) << message;
@@ -123,7 +123,7 @@ TEST(ArchLoader, AnExtraTensorIsRefusedByName) {
   const std::string dir2 = tmp.file("m2");
   copy_fixture("llama2", dir2, [](std::vector<TensorToWrite>& t, std::vector<std::vector<float>>& keep) {
     keep.emplace_back(64, 0.5f);
-    t.push_back({"model.layers.1.self_attn.o_proj.bias", DType::F32, {64}, keep.back().data()});
+    t.push_back({"model.layers.1.self_attn.o_proj.bias", StoredDType::F32, {64}, keep.back().data()});
   });
   EXPECT_NE(load_error(dir2).find("model.layers.1.self_attn.o_proj.bias"), std::string::npos);
 }
@@ -181,7 +181,7 @@ TEST(ArchLoader, ATiedCheckpointsClassifierCopyMustBeTheEmbedding) {
           const float* src = static_cast<const float*>(x.data);
           keep.emplace_back(src, src + 320 * 64);
           if (!equal) keep.back()[3] += 1.0f;
-          t.push_back({kClassifierTensor, DType::F32, x.shape, keep.back().data()});
+          t.push_back({kClassifierTensor, StoredDType::F32, x.shape, keep.back().data()});
         }
     };
   };

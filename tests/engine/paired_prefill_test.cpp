@@ -8,8 +8,8 @@
 
 #include "engine/formats/errors.h"
 #include "kernels/hip_params.h"
-#include "engine/model/paired_analysis.h"
-#include "engine/model/run_cancelled.h"
+#include "engine/analysis/paired_analysis.h"
+#include "engine/runtime/run_cancelled.h"
 #include "tests/engine/engine_fixture.h"
 #include "tests/engine/hip_test_setup.h"
 

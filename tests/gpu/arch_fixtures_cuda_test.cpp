@@ -5,7 +5,7 @@
 // HIPSTUDIO_ARCH_FIXTURES points the suite at freshly generated checkpoints.
 #include <gtest/gtest.h>
 
-#include "engine/model/hip_attention.h"
+#include "engine/backends/hip_attention.h"
 #include "tests/engine/arch_fixture_cases.h"
 #include "tests/gpu/require_cuda_kernels.h"
 

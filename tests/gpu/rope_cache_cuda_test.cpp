@@ -37,7 +37,7 @@ TEST(RopeCacheCuda, FusedWriteMatchesTheLibTorchForm) {
       const at::Tensor keys = at::zeros({c.n_kv_heads, capacity, hd}, opts), values = at::zeros_like(keys);
       const at::Tensor q = rotate_and_cache_row(c, qkv, rope.table, position, keys, values);
 
-      const AttentionInputs eager = rotate_qkv(c, qkv, rope.table.index_select(0, position));
+      const RotatedQkv eager = rotate_qkv(c, qkv, rope.table.index_select(0, position));
       const at::Tensor eager_keys = at::zeros_like(keys).index_copy_(1, position, eager.k);
       const at::Tensor eager_values = at::zeros_like(values).index_copy_(1, position, eager.v);
       const double q_gap = gap(q, eager.q), k_gap = gap(keys, eager_keys);

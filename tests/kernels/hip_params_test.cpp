@@ -138,7 +138,7 @@ TEST(HipParams, CudaKernelsRejectWhatTheReferenceRejects) {
     gpu::AttentionLaunch attention;
     attention.hip = p;
     const std::pair<const char*, std::function<void()>> launches[] = {
-        {"mask estimation", [&] { gpu::estimate_masks(mask); }}, {"sparse attention", [&] { gpu::sparse_attention(attention); }}};
+        {"mask estimation", [&] { gpu::launch_estimate_masks(mask); }}, {"sparse attention", [&] { gpu::sparse_attention(attention); }}};
     for (const auto& [name, launch] : launches) {
       try {
         launch();

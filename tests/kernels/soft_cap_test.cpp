@@ -28,12 +28,12 @@ TEST(SoftCap, MasksAreTheSameWithAndWithoutACap) {
   // Scores of Gaussian q, k with d 64 reach |dot| ~ 30: caps below, around and above them.
   const testing::OwnedInputs o = testing::random_inputs(4, 2, 256, 256, 64, 11);
   const HipParams p = search_params();
-  const MaskResult raw = estimate_masks(o.view(false), p).mask;
+  const MaskResult raw = estimate_masks_reference(o.view(false), p).mask;
   for (const ScoreTransform t : {ScoreTransform{0.0, 1.0}, ScoreTransform{0.0, 5.0}, ScoreTransform{0.0, 50.0},
                                  ScoreTransform{1.0 / 24.0, 5.0}, ScoreTransform{0.3, 0.0}}) {
     MaskOptions options;
     options.score = t;
-    const MaskResult capped = estimate_masks(o.view(false), p, options).mask;
+    const MaskResult capped = estimate_masks_reference(o.view(false), p, options).mask;
     EXPECT_EQ(capped.blocks, raw.blocks) << "scale " << t.scale << ", cap " << t.softcap;
     EXPECT_EQ(capped.counts, raw.counts) << "scale " << t.scale << ", cap " << t.softcap;
     EXPECT_EQ(capped.iterations, raw.iterations);
@@ -44,7 +44,7 @@ TEST(SoftCap, SparseWithEveryBlockEqualsDenseUnderTheCap) {
   const testing::OwnedInputs o = testing::random_inputs(4, 2, 64, 64, 32, 5);
   HipParams p = search_params();
   p.k = 64;  // >= every query's keys: all blocks selected
-  const MaskResult mask = estimate_masks(o.view(false), p).mask;
+  const MaskResult mask = estimate_masks_reference(o.view(false), p).mask;
   const ScoreTransform capped{1.0 / std::sqrt(24.0), 2.0};
   const AttentionOutput sparse = sparse_attention_reference(o.view(), p, mask, 0, capped);
   const AttentionOutput dense = dense_attention_reference(o.view(), p, 0, capped);

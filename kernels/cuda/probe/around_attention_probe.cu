@@ -117,7 +117,7 @@ int main() {
   HIP_CUDA_CHECK(cudaMalloc(&y, dim * 2));
   auto gemv = [&](int i) {
     hipstudio::gpu::RowGemvLaunch l;
-    l.w = w[i % copies], l.x = x, l.y = y, l.dtype = hipstudio::gpu::DType::kBF16, l.n = dim, l.in = dim, l.stream = s;
+    l.w = w[i % copies], l.x = x, l.y = y, l.dtype = hipstudio::gpu::ElementType::kBF16, l.n = dim, l.in = dim, l.stream = s;
     hipstudio::gpu::row_gemv(l);
   };
   // Each stand-in alone, then with the projection after it: the projection's share is the difference.

@@ -180,12 +180,12 @@ __global__ void __launch_bounds__(kThreads, HIPSTUDIO_WGMMA_MIN_CTAS) sparse_att
 
 }  // namespace
 
-void launch_sparse_attention_wgmma(const AttnArgs& a, DType dtype, int d_pad, unsigned grid, cudaStream_t stream) {
+void launch_sparse_attention_wgmma(const AttnArgs& a, ElementType dtype, int d_pad, unsigned grid, cudaStream_t stream) {
   auto launch = [&](auto kernel, size_t smem) {
     set_smem(reinterpret_cast<const void*>(kernel), smem, "sparse attention (wgmma)", true);
     kernel<<<grid, kThreads, smem, stream>>>(a);
   };
-  const bool bf16 = dtype == DType::kBF16;
+  const bool bf16 = dtype == ElementType::kBF16;
   if (d_pad == 64) {
     if (bf16) launch(sparse_attention_wgmma<__nv_bfloat16, 64>, wgmma_smem_bytes<64>());
     else launch(sparse_attention_wgmma<__half, 64>, wgmma_smem_bytes<64>());
