@@ -74,6 +74,7 @@ struct PersistedSettings {
   std::string device = "cpu", dtype = "f32";
   std::string prompt;
   std::vector<std::string> recent_models, recent_prompts;
+  std::vector<std::string> recent_folders;  // the file browser's (file_browser_model.h)
   HipKnobs knobs;          // the sliders (saved as the last valid ones)
   bool dark = true;
   bool classic_mask_colors = false;  // the earlier yellow / orange / pink outcomes, not Okabe-Ito

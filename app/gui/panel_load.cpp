@@ -6,6 +6,7 @@
 #include <imgui_stdlib.h>
 
 #include "app/gui/capture_view.h"
+#include "app/gui/file_browser.h"
 #include "app/gui/files.h"
 #include "app/gui/panel.h"
 #include "app/gui/shortcuts.h"
@@ -46,10 +47,16 @@ class LoadPanel final : public Panel {
       ImGui::BeginDisabled();
     }
     // Hints live in tooltips: at 1280x720 the sidebar must show the view sliders without scrolling.
-    ImGui::SetNextItemWidth(-ImGui::GetFrameHeight() * 2.6f);
+    ImGui::SetNextItemWidth(-ImGui::GetFrameHeight() * 4.2f);
     const bool enter = ImGui::InputTextWithHint("##model", "model: default stories15M", &model_edit_,
                                                 ImGuiInputTextFlags_EnterReturnsTrue);
     if (ImGui::IsItemHovered()) side_tooltip("Empty: the default stories15M; or a llama2.c file / Hugging Face folder");
+    ImGui::SameLine();
+    if (ImGui::Button("...##browse_model")) {
+      browsing_ = Browsing::kModel;
+      browser_.open(BrowseFor::kModel, "Load model", model_edit_, {".bin"});
+    }
+    if (ImGui::IsItemHovered()) side_tooltip("Browse for a llama2.c .bin file or a Hugging Face model folder");
     ImGui::SameLine();
     if (ImGui::Button("Load") || enter) {
       if (s.model_path == model_edit_) ++s.model_reload;  // same path: load it again
@@ -137,8 +144,14 @@ class LoadPanel final : public Panel {
     } else if (!s.capture) {
       ImGui::TextDisabled("%zu bytes", s.prompt.size());
     }
-    ImGui::SetNextItemWidth(-ImGui::GetFrameHeight() * 2.6f);
+    ImGui::SetNextItemWidth(-ImGui::GetFrameHeight() * 4.2f);
     ImGui::InputTextWithHint("##prompt_file", "text file path", &prompt_path_edit_);
+    ImGui::SameLine();
+    if (ImGui::Button("...##browse_prompt")) {
+      browsing_ = Browsing::kPrompt;
+      browser_.open(BrowseFor::kOpenFile, "Open prompt or capture", prompt_path_edit_, {});
+    }
+    if (ImGui::IsItemHovered()) side_tooltip("Browse for a prompt text file, or a .hipcap capture to view");
     ImGui::SameLine();
     if (ImGui::Button("Open")) open_prompt_file(s, prompt_path_edit_);
     if (!s.recent_prompts.empty()) {
@@ -153,9 +166,33 @@ class LoadPanel final : public Panel {
       }
     }
     if (s.capture) ImGui::EndDisabled();
+    draw_browser(s, ctx.theme);
   }
 
  private:
+  // The browser a "..." button opened; its choice fills that field and acts as the field's button.
+  enum class Browsing { kNone, kModel, kPrompt };
+  void draw_browser(AppState& s, const Theme& theme) {
+    if (!browser_.draw(s.recent_folders, theme)) return;
+    const std::string& path = browser_.chosen();
+    if (browsing_ == Browsing::kModel) {
+      model_edit_ = path;
+      if (s.model_path == path) ++s.model_reload;
+      s.model_path = path;
+    } else if (browsing_ == Browsing::kPrompt) {
+      prompt_path_edit_ = path;
+      const std::string ext = path.size() >= 7 ? path.substr(path.size() - 7) : "";
+      if (ext == ".hipcap") {
+        open_capture_file(s, path);
+      } else {
+        open_prompt_file(s, path);
+      }
+    }
+    browsing_ = Browsing::kNone;
+  }
+
+  FileBrowser browser_;
+  Browsing browsing_ = Browsing::kNone;
   // The prompt wrapped to the sidebar, one token at a time as the model reads it (from the
   // analysis of this prompt; the plain text before it exists). A click picks the token view's query.
   void draw_prompt_tokens(PanelContext& ctx, float height) {

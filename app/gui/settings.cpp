@@ -36,6 +36,7 @@ void load_settings(const std::string& path, PersistedSettings& s, std::vector<st
     get("pane_split", s.pane_split);
     get("recent_models", s.recent_models);
     get("recent_prompts", s.recent_prompts);
+    get("recent_folders", s.recent_folders);
     get("model", s.model_path);
     get("device", s.device);
     get("dtype", s.dtype);
@@ -87,6 +88,7 @@ std::string settings_text(const PersistedSettings& s, const std::vector<std::uni
   j["pane_split"] = s.pane_split;
   j["recent_models"] = s.recent_models;
   j["recent_prompts"] = s.recent_prompts;
+  j["recent_folders"] = s.recent_folders;
   j["model"] = s.model_path;
   j["device"] = s.device;
   j["dtype"] = s.dtype;
