@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "app/gui/capture_view.h"
+#include "kernels/hip_param_rules.h"
 #include "kernels/hip_params.h"
 
 namespace hipstudio::gui {
@@ -46,20 +47,44 @@ hip::HipParams to_hip_params(const HipKnobs& k) {
   return p;
 }
 
-std::string validate_knobs(const HipKnobs& k, int64_t n_layers) {
-  try {
-    hip::validate_hip_params(to_hip_params(k));
-  } catch (const std::exception& e) {
-    return e.what();
+int* knob_count(HipKnobs& k, hip::HipField f) {
+  using F = hip::HipField;
+  switch (f) {
+    case F::kK: return &k.k;
+    case F::kBq: return &k.b_q;
+    case F::kBk: return &k.b_k;
+    case F::kBsq: return &k.b_sq;
+    case F::kBsk: return &k.b_sk;
+    case F::kSink: return &k.sink;
+    case F::kWindow: return &k.window;
+    case F::kDenseLayers: return &k.l_d;
+    case F::kRefreshEvery: return &k.r_m;
+    case F::kDecodeSteps: return &k.decode_steps;
+    default: return nullptr;
   }
-  if (k.l_d < 0) return "l_d (" + std::to_string(k.l_d) + ") must be >= 0";
-  if (n_layers > 0 && k.l_d > n_layers)
-    return "l_d (" + std::to_string(k.l_d) + ") must be <= the model's layers (" + std::to_string(n_layers) + ")";
-  if (k.r_m < 1) return "r_m (" + std::to_string(k.r_m) + ") must be >= 1";
-  if (k.decode_steps < 0) return "decode steps must be >= 0";
-  if (!(k.cache_factor >= 0) || !std::isfinite(k.cache_factor)) return "cache factor c must be >= 0";
-  return "";
 }
+
+float* knob_real(HipKnobs& k, hip::HipField f) {
+  if (f == hip::HipField::kRho) return &k.rho;
+  if (f == hip::HipField::kCacheFactor) return &k.cache_factor;
+  return nullptr;
+}
+
+KnobBreak knob_break(const HipKnobs& k, int64_t n_layers) {
+  using F = hip::HipField;
+  const hip::HipParams p = to_hip_params(k);
+  const hip::HipRuleBreak b = hip::first_broken_hip_rule(p);
+  if (b.rule != hip::HipRule::kNone) return {hip::hip_params_problem(p), b.field, b.other_field};
+  if (k.l_d < 0) return {"l_d (" + std::to_string(k.l_d) + ") must be >= 0", F::kDenseLayers};
+  if (n_layers > 0 && k.l_d > n_layers)
+    return {"l_d (" + std::to_string(k.l_d) + ") must be <= the model's layers (" + std::to_string(n_layers) + ")", F::kDenseLayers};
+  if (k.r_m < 1) return {"r_m (" + std::to_string(k.r_m) + ") must be >= 1", F::kRefreshEvery};
+  if (k.decode_steps < 0) return {"decode steps must be >= 0", F::kDecodeSteps};
+  if (!(k.cache_factor >= 0) || !std::isfinite(k.cache_factor)) return {"cache factor c must be >= 0", F::kCacheFactor};
+  return {};
+}
+
+std::string validate_knobs(const HipKnobs& k, int64_t n_layers) { return knob_break(k, n_layers).message; }
 
 Request make_request(const AppState& s) {
   Request r;
