@@ -47,21 +47,15 @@ hip::HipParams to_hip_params(const HipKnobs& k) {
   return p;
 }
 
+// HipKnobs' int members in HipField order (nullptr: the field is a float knob).
+constexpr int HipKnobs::*kKnobCounts[hip::kHipFieldCount] = {
+    &HipKnobs::k,    &HipKnobs::b_q,    &HipKnobs::b_k, &HipKnobs::b_sq, &HipKnobs::b_sk,   &HipKnobs::sink,
+    &HipKnobs::window, nullptr,         &HipKnobs::l_d, &HipKnobs::r_m,  nullptr,           &HipKnobs::decode_steps};
+
 int* knob_count(HipKnobs& k, hip::HipField f) {
-  using F = hip::HipField;
-  switch (f) {
-    case F::kK: return &k.k;
-    case F::kBq: return &k.b_q;
-    case F::kBk: return &k.b_k;
-    case F::kBsq: return &k.b_sq;
-    case F::kBsk: return &k.b_sk;
-    case F::kSink: return &k.sink;
-    case F::kWindow: return &k.window;
-    case F::kDenseLayers: return &k.l_d;
-    case F::kRefreshEvery: return &k.r_m;
-    case F::kDecodeSteps: return &k.decode_steps;
-    default: return nullptr;
-  }
+  const int i = static_cast<int>(f);
+  if (i < 0 || i >= hip::kHipFieldCount || !kKnobCounts[i]) return nullptr;
+  return &(k.*kKnobCounts[i]);
 }
 
 float* knob_real(HipKnobs& k, hip::HipField f) {
