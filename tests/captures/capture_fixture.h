@@ -108,7 +108,8 @@ inline captures::Capture capture_of(PairedAnalysis a, int64_t tokens) {
   info.dtype = "f32";
   info.created = "2026-11-23T01:00:00Z";
   captures::CaptureRequest request;
-  request.traces = {{1, 0, (tokens + 3) / 4 - 1}, {0, 1, 3}};
+  const int64_t bq = a.options.hip.hip.b_q;
+  request.traces = {{1, 0, (tokens + bq - 1) / bq - 1}, {0, 1, 3}};  // the last query block, and one early
   request.threads = 1;
   return captures::build_capture(std::move(a), info, request, &oc);
 }

@@ -79,8 +79,12 @@ TEST(HipParamFields, DefaultsAreTheStructs) {
   EXPECT_EQ(p.rho, hip::hip_param_field(HipField::kRho).default_value);
   HipKnobs k;
   for (HipField f : all_fields()) {
-    if (int* v = gui::knob_count(k, f)) EXPECT_EQ(*v, hip::hip_param_field(f).gui_default) << hip::hip_field_name(f);
-    if (float* v = gui::knob_real(k, f)) EXPECT_FLOAT_EQ(*v, static_cast<float>(hip::hip_param_field(f).gui_default));
+    if (int* v = gui::knob_count(k, f)) {
+      EXPECT_EQ(*v, hip::hip_param_field(f).gui_default) << hip::hip_field_name(f);
+    }
+    if (float* v = gui::knob_real(k, f)) {
+      EXPECT_FLOAT_EQ(*v, static_cast<float>(hip::hip_param_field(f).gui_default));
+    }
     EXPECT_TRUE((gui::knob_count(k, f) != nullptr) != (gui::knob_real(k, f) != nullptr)) << "every field is one knob";
   }
 }
@@ -152,8 +156,12 @@ TEST(HipParamFields, EveryKnobRoundTripsThroughTheSettings) {
   gui::WindowGeometry g;
   gui::load_settings(path, back, panels, g);
   for (HipField f : all_fields()) {
-    if (int* v = gui::knob_count(back.knobs, f)) EXPECT_EQ(*v, *gui::knob_count(k, f)) << hip::hip_field_name(f);
-    if (float* v = gui::knob_real(back.knobs, f)) EXPECT_EQ(*v, *gui::knob_real(k, f)) << hip::hip_field_name(f);
+    if (int* v = gui::knob_count(back.knobs, f)) {
+      EXPECT_EQ(*v, *gui::knob_count(k, f)) << hip::hip_field_name(f);
+    }
+    if (float* v = gui::knob_real(back.knobs, f)) {
+      EXPECT_EQ(*v, *gui::knob_real(k, f)) << hip::hip_field_name(f);
+    }
   }
 }
 
