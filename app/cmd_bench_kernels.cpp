@@ -10,6 +10,7 @@
 #include <sstream>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -20,6 +21,7 @@
 #include "app/gpu_check.h"
 #include "captures/atomic_file.h"
 #include "engine/formats/errors.h"
+#include "kernels/hip_param_fields.h"
 #include "kernels/torch/hip_torch.h"
 
 #ifdef HIPSTUDIO_HAVE_CUDA_KERNELS
@@ -223,10 +225,19 @@ void register_kernel_bench(CLI::App& bench) {
   add_number(*cmd, "--heads", a->heads, "query heads", int64_t{1}, int64_t{1024});
   add_number(*cmd, "--kv-heads", a->kv_heads, "key/value heads", int64_t{1}, int64_t{1024});
   add_number(*cmd, "--dim", a->dim, "head dimension", int64_t{1}, int64_t{1024});
-  add_number(*cmd, "--k", a->k, "HiP budget k (tokens)", int64_t{1}, int64_t{1} << 20);
-  add_number(*cmd, "--bk", a->b_k, "key block size b_k", int64_t{1}, int64_t{4096});
-  add_number(*cmd, "--sink", a->sink, "sink tokens", int64_t{0}, int64_t{1} << 20);
-  add_number(*cmd, "--window", a->window, "dense window tokens", int64_t{0}, int64_t{1} << 20);
+  // The synthetic layer's HiP sizes: this command's own spellings and help, the field table's ranges.
+  const auto range_of = [](hip::HipField f) {
+    const hip::HipParamField& d = hip::hip_param_field(f);
+    return std::pair{static_cast<int64_t>(d.cli_lo), static_cast<int64_t>(d.cli_hi)};
+  };
+  const auto [k_lo, k_hi] = range_of(hip::HipField::kK);
+  const auto [bk_lo, bk_hi] = range_of(hip::HipField::kBk);
+  const auto [sink_lo, sink_hi] = range_of(hip::HipField::kSink);
+  const auto [window_lo, window_hi] = range_of(hip::HipField::kWindow);
+  add_number(*cmd, "--k", a->k, "HiP budget k (tokens)", k_lo, k_hi);
+  add_number(*cmd, "--bk", a->b_k, "key block size b_k", bk_lo, bk_hi);
+  add_number(*cmd, "--sink", a->sink, "sink tokens", sink_lo, sink_hi);
+  add_number(*cmd, "--window", a->window, "dense window tokens", window_lo, window_hi);
   cmd->add_flag("--dense,!--no-dense", a->dense, "time the dense SDPA baseline")->capture_default_str();
   cmd->callback([a] { run(*a); });
 }

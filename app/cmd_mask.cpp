@@ -418,7 +418,8 @@ void run_bench(BenchArgs& a) {
   // growth verdict would be made of noise. Such sizes are refused with the range that holds for this k.
   for (const int64_t t : a.opt.tokens)
     if (t <= a.opt.params.k)
-      throw InputError("--tokens " + std::to_string(t) + " is out of range for --topk " + std::to_string(a.opt.params.k) +
+      throw InputError("--tokens " + std::to_string(t) + " is out of range for " + hip::hip_param_field(hip::HipField::kK).cli_flag +
+                       " " + std::to_string(a.opt.params.k) +
                        ": give sizes from " + std::to_string(a.opt.params.k + 1) + " to " + std::to_string(int64_t{1} << 22) +
                        " (at or below k every key block fits the budget, so there is no mask to estimate)");
   a.opt.threads = resolve_threads(a.threads);

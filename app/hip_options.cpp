@@ -2,24 +2,24 @@
 
 #include "app/cli_options.h"
 #include "engine/formats/errors.h"
+#include "kernels/hip_param_fields.h"
 
 namespace hipstudio::app {
 
-// Ranges: sizes are token counts that must fit the kernels' int32 positions with room for the
-// products they form (k / b_k blocks per query block, log2 T levels); 2^20 tokens of budget, sink
-// or window is beyond every context this tool runs, 4096 beyond any useful block or stride.
-constexpr int64_t kMaxTokens = int64_t{1} << 20;
-constexpr int64_t kMaxBlock = 4096;
+namespace {
+using hip::HipField;
+const hip::HipParamField& field(HipField f) { return hip::hip_param_field(f); }
+
+// An integer option of the field table: its flag, help and range.
+void add_field(CLI::App& cmd, HipField f, int64_t& value) {
+  const hip::HipParamField& d = field(f);
+  add_number(cmd, d.cli_flag, value, d.cli_help, static_cast<int64_t>(d.cli_lo), static_cast<int64_t>(d.cli_hi));
+}
+}  // namespace
 
 void HipOptions::add_kernel_options(CLI::App& cmd) {
-  add_number(cmd, "--topk", params.k, "top-k budget in tokens (k)", int64_t{1}, kMaxTokens);
-  add_number(cmd, "--bq", params.b_q, "query block size (b_q)", int64_t{1}, kMaxBlock);
-  add_number(cmd, "--bk", params.b_k, "key block size (b_k)", int64_t{1}, kMaxBlock);
-  add_number(cmd, "--bsq", params.b_sq, "query stride when scoring a branch (b_sq)", int64_t{1}, kMaxBlock);
-  add_number(cmd, "--bsk", params.b_sk, "key stride when scoring a branch (b_sk)", int64_t{1}, kMaxBlock);
-  add_number(cmd, "--sink", params.sink, "sink tokens S always attended", int64_t{0}, kMaxTokens);
-  add_number(cmd, "--window", params.window, "sliding-window tokens W attended densely", int64_t{0}, kMaxTokens);
-  cmd.add_option("--repr", repr, "representative of a branch: center, first, last or a FRACTION in [0, 1]")
+  for (HipField f : hip::kHipSizeFields) add_field(cmd, f, *hip::hip_size_field(params, f));
+  cmd.add_option(field(HipField::kRho).cli_flag, repr, field(HipField::kRho).cli_help)
       ->capture_default_str()
       ->check(CLI::Validator(
           [](std::string& s) -> std::string {
@@ -35,10 +35,10 @@ void HipOptions::add_kernel_options(CLI::App& cmd) {
 
 void HipOptions::add_model_options(CLI::App& cmd) {
   add_kernel_options(cmd);
-  add_number(cmd, "--ld", dense_layers, "dense layers l_d (the first l_d layers skip HiP)", int64_t{0}, int64_t{4096});
-  add_number(cmd, "--rm", refresh_every, "mask refresh interval r_m in decode steps", int64_t{1}, kMaxTokens);
-  add_number(cmd, "--cache-factor", cache_factor, "offloading: mask-estimation bank of c * (k / b_sk) * log2 T tokens",
-             1e-3, 1e3);
+  add_field(cmd, HipField::kDenseLayers, dense_layers);
+  add_field(cmd, HipField::kRefreshEvery, refresh_every);
+  const hip::HipParamField& c = field(HipField::kCacheFactor);
+  add_number(cmd, c.cli_flag, cache_factor, c.cli_help, c.cli_lo, c.cli_hi);
 }
 
 hip::HipParams HipOptions::kernel_params() const {
@@ -57,9 +57,10 @@ HipModelParams HipOptions::model_params() const {
   m.hip = kernel_params();
   m.dense_layers = dense_layers;
   m.refresh_every = refresh_every;
-  if (dense_layers < 0) throw InputError("invalid HiP parameters: --ld must be >= 0");
-  if (refresh_every < 1) throw InputError("invalid HiP parameters: --rm must be >= 1");
-  if (!(cache_factor > 0)) throw InputError("invalid HiP parameters: --cache-factor must be > 0");
+  const auto flag = [](HipField f) { return std::string(field(f).cli_flag); };
+  if (dense_layers < 0) throw InputError("invalid HiP parameters: " + flag(HipField::kDenseLayers) + " must be >= 0");
+  if (refresh_every < 1) throw InputError("invalid HiP parameters: " + flag(HipField::kRefreshEvery) + " must be >= 1");
+  if (!(cache_factor > 0)) throw InputError("invalid HiP parameters: " + flag(HipField::kCacheFactor) + " must be > 0");
   return m;
 }
 

@@ -1,19 +1,22 @@
 #pragma once
-// The HiP parameters as command-line options, shared by `mask`, `analyze` and later `capture`.
+// The HiP parameters as command-line options, shared by `mask`, `analyze`, `capture` and the benches:
+// flags, help and ranges from the field table (kernels/hip_param_fields.h).
 #include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "engine/analysis/hip_model_params.h"
+#include "kernels/hip_param_fields.h"
 
 namespace hipstudio::app {
 
 struct HipOptions {
   hip::HipParams params;
   std::string repr = "center";
-  int64_t dense_layers = 3;    // --ld
-  int64_t refresh_every = 8;   // --rm
-  double cache_factor = 2.0;   // --cache-factor
+  // Defaults from the field table (kernels/hip_param_fields.cpp).
+  int64_t dense_layers = static_cast<int64_t>(hip::hip_param_field(hip::HipField::kDenseLayers).default_value);  // --ld
+  int64_t refresh_every = static_cast<int64_t>(hip::hip_param_field(hip::HipField::kRefreshEvery).default_value);  // --rm
+  double cache_factor = hip::hip_param_field(hip::HipField::kCacheFactor).default_value;  // --cache-factor
 
   // Kernel parameters (--topk --bq --bk --bsq --bsk --sink --window --repr).
   void add_kernel_options(CLI::App& command);

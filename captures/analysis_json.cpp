@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "captures/params_fields.h"
+
 namespace hipstudio::captures {
 
 namespace {
@@ -55,18 +57,15 @@ json context(const offload::ContextStats& s) {
 
 json analysis_to_json(const PairedAnalysis& a, const RunInfo& info, const offload::OffloadResult* offload,
                       const offload::OffloadConfig* offload_config) {
-  const HipModelParams& p = a.options.hip;
   json j;
   j["schema"] = "hipstudio.analysis/1";
   j["tool"] = {{"name", "hipstudio"}, {"version", info.tool_version}};
   j["model"] = {{"name", info.model}, {"architecture", info.architecture}};
   j["device"] = info.device;
   j["prompt"] = {{"text", info.prompt}, {"tokens", a.prompt_ids}};
-  j["params"] = {{"k", p.hip.k},           {"b_q", p.hip.b_q},       {"b_k", p.hip.b_k},
-                 {"b_sq", p.hip.b_sq},     {"b_sk", p.hip.b_sk},     {"sink", p.hip.sink},
-                 {"window", p.hip.window}, {"repr", p.hip.rho},      {"l_d", p.dense_layers},
-                 {"r_m", p.refresh_every}, {"decode", a.options.decode_steps},
-                 {"force_dense_tokens", a.options.force_dense_tokens}, {"random_seed", a.options.random_seed}};
+  j["params"] = {{"force_dense_tokens", a.options.force_dense_tokens}, {"random_seed", a.options.random_seed}};
+  for (const hip::HipParamField& f : hip::hip_param_fields())
+    if (f.json_key) j["params"][f.json_key] = params_value(a.options, f.field);
   j["dense"] = side(a.dense);
   j["hip"] = side(a.hip);
   j["kl"] = number(a.kl);

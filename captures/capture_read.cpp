@@ -14,6 +14,7 @@
 #include "captures/capture_layout.h"
 #include "captures/content_hash.h"
 #include "captures/npy.h"
+#include "captures/params_fields.h"
 #include "captures/sha256.h"
 #include "captures/zip_store.h"
 #include "engine/formats/dtype.h"
@@ -322,25 +323,20 @@ Capture decode_capture(const std::string& bytes, const std::string& what) {
   PairedAnalysis& a = c.analysis;
   const json& p = f.at(m, "params");
   AnalysisOptions& o = a.options;
-  o.hip.hip.k = f.integer(p, "k");
-  o.hip.hip.b_q = f.integer(p, "b_q");
-  o.hip.hip.b_k = f.integer(p, "b_k");
-  o.hip.hip.b_sq = f.integer(p, "b_sq");
-  o.hip.hip.b_sk = f.integer(p, "b_sk");
-  o.hip.hip.sink = f.integer(p, "sink");
-  o.hip.hip.window = f.integer(p, "window");
-  o.hip.hip.rho = f.number(p, "rho");
+  using hip::HipField;
+  const auto key = [](HipField field) { return hip::hip_param_field(field).manifest_key; };
+  for (HipField field : hip::kHipSizeFields) *hip::hip_size_field(o.hip.hip, field) = f.integer(p, key(field));
+  o.hip.hip.rho = f.number(p, key(HipField::kRho));
   o.hip.hip.causal = f.boolean(p, "causal");
   try {
     hip::validate_hip_params(o.hip.hip);
   } catch (const hip::HipParamError& e) {
     f.fail(std::string("params break a HiP rule: ") + e.what());
   }
-  o.hip.dense_layers = f.count(p, "l_d");
-  o.hip.refresh_every = f.count(p, "r_m");
+  for (HipField field : {HipField::kDenseLayers, HipField::kRefreshEvery}) *params_count(o, field) = f.count(p, key(field));
   o.hip.selection = parse_selection(f.text(p, "selection"), f);
   o.hip.random_seed = f.unsigned_integer(p, "selection_seed");
-  o.decode_steps = f.count(p, "decode_steps");
+  o.decode_steps = f.count(p, key(HipField::kDecodeSteps));
   o.force_dense_tokens = f.boolean(p, "force_dense_tokens");
   o.context_limit = f.count(p, "context_limit");
   o.random_seed = f.unsigned_integer(p, "random_seed");

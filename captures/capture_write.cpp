@@ -9,6 +9,7 @@
 #include "captures/capture_layout.h"
 #include "captures/content_hash.h"
 #include "captures/npy.h"
+#include "captures/params_fields.h"
 #include "captures/sha256.h"
 #include "captures/zip_store.h"
 #include "engine/formats/dtype.h"
@@ -93,13 +94,15 @@ void add_context(ArraySink& s, const char* name, const offload::ContextStats& c,
 
 json params_json(const AnalysisOptions& o) {
   const HipModelParams& p = o.hip;
-  return {{"k", p.hip.k},         {"b_q", p.hip.b_q},         {"b_k", p.hip.b_k},
-          {"b_sq", p.hip.b_sq},   {"b_sk", p.hip.b_sk},       {"sink", p.hip.sink},
-          {"window", p.hip.window}, {"rho", p.hip.rho},       {"causal", p.hip.causal},
-          {"l_d", p.dense_layers}, {"r_m", p.refresh_every}, {"selection", layout::selection_name(p.selection)},
-          {"selection_seed", p.random_seed}, {"decode_steps", o.decode_steps},
-          {"force_dense_tokens", o.force_dense_tokens}, {"context_limit", o.context_limit},
-          {"random_seed", o.random_seed}};
+  json j = {{"causal", p.hip.causal},
+            {"selection", layout::selection_name(p.selection)},
+            {"selection_seed", p.random_seed},
+            {"force_dense_tokens", o.force_dense_tokens},
+            {"context_limit", o.context_limit},
+            {"random_seed", o.random_seed}};
+  for (const hip::HipParamField& f : hip::hip_param_fields())
+    if (f.manifest_key) j[f.manifest_key] = params_value(o, f.field);
+  return j;
 }
 
 json offload_config_json(const offload::OffloadConfig& c) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "kernels/cuda/host_device.h"
+#include "kernels/hip_param_fields.h"
 #include "kernels/hip_params.h"
 
 namespace hipstudio::hip {
@@ -23,19 +24,24 @@ enum class HipRule : int32_t {
   kFitsInt32,     // name <= INT32_MAX
 };
 
-// The first broken rule and the values it names (POD: device code can hold one).
+// The first broken rule, the fields it names and their values (POD: device code can hold one).
+// `field` (and `other_field` for a rule between two) is what a slider or an option is marked by;
+// `name` is the text messages use (hip_field_name, or "k / b_k" for the block count).
 struct HipRuleBreak {
   HipRule rule = HipRule::kNone;
+  HipField field = HipField::kNone;
   const char* name = "";
   int64_t value = 0;
+  HipField other_field = HipField::kNone;
   const char* other = "";
   int64_t other_value = 0;
 };
 
-HIPSTUDIO_HOST_DEVICE HipRuleBreak hip_rule_break(HipRule rule, const char* name, int64_t value,
-                                                  const char* other = "", int64_t other_value = 0) {
+HIPSTUDIO_HOST_DEVICE HipRuleBreak hip_rule_break(HipRule rule, HipField field, int64_t value,
+                                                  HipField other_field = HipField::kNone, int64_t other_value = 0) {
   HipRuleBreak b;
-  b.rule = rule, b.name = name, b.value = value, b.other = other, b.other_value = other_value;
+  b.rule = rule, b.field = field, b.name = hip_field_name(field), b.value = value;
+  b.other_field = other_field, b.other = hip_field_name(other_field), b.other_value = other_value;
   return b;
 }
 
@@ -44,22 +50,27 @@ HIPSTUDIO_HOST_DEVICE HipRuleBreak hip_rule_break(HipRule rule, const char* name
 // and every size at most INT32_MAX (token positions and block indices are int32; a larger size also
 // overflows block counts such as (T + b_q - 1) / b_q, found by fuzzing --bq 9223372036854775807).
 HIPSTUDIO_HOST_DEVICE HipRuleBreak first_broken_hip_rule(const HipParams& p) {
-  const char* const names[7] = {"k", "b_q", "b_k", "b_sq", "b_sk", "sink", "window"};
+  using F = HipField;
+  const F fields[7] = {F::kK, F::kBq, F::kBk, F::kBsq, F::kBsk, F::kSink, F::kWindow};
   const int64_t sizes[7] = {p.k, p.b_q, p.b_k, p.b_sq, p.b_sk, p.sink, p.window};
   for (int i = 0; i < 5; ++i)
-    if (sizes[i] < 1) return hip_rule_break(HipRule::kAtLeastOne, names[i], sizes[i]);
+    if (sizes[i] < 1) return hip_rule_break(HipRule::kAtLeastOne, fields[i], sizes[i]);
   for (int i = 5; i < 7; ++i)
-    if (sizes[i] < 0) return hip_rule_break(HipRule::kNonNegative, names[i], sizes[i]);
-  if (p.k < p.b_k) return hip_rule_break(HipRule::kKAtLeastBk, "k", p.k, "b_k", p.b_k);
+    if (sizes[i] < 0) return hip_rule_break(HipRule::kNonNegative, fields[i], sizes[i]);
+  if (p.k < p.b_k) return hip_rule_break(HipRule::kKAtLeastBk, F::kK, p.k, F::kBk, p.b_k);
   // (multiple, divisor) pairs; the divisors are >= 1 by now.
   const int multiple_of[5][2] = {{0, 2}, {2, 4}, {1, 3}, {5, 2}, {6, 2}};
   for (const auto& m : multiple_of)
     if (sizes[m[0]] % sizes[m[1]] != 0)
-      return hip_rule_break(HipRule::kMultiple, names[m[0]], sizes[m[0]], names[m[1]], sizes[m[1]]);
-  if (!(p.rho >= 0.0 && p.rho <= 1.0)) return hip_rule_break(HipRule::kRhoFraction, "rho", 0);  // also NaN
-  if (p.k / p.b_k > INT32_MAX) return hip_rule_break(HipRule::kKbFitsInt32, "k / b_k", p.k / p.b_k);
+      return hip_rule_break(HipRule::kMultiple, fields[m[0]], sizes[m[0]], fields[m[1]], sizes[m[1]]);
+  if (!(p.rho >= 0.0 && p.rho <= 1.0)) return hip_rule_break(HipRule::kRhoFraction, F::kRho, 0);  // also NaN
+  if (p.k / p.b_k > INT32_MAX) {
+    HipRuleBreak b = hip_rule_break(HipRule::kKbFitsInt32, F::kK, p.k / p.b_k, F::kBk, p.b_k);
+    b.name = "k / b_k";
+    return b;
+  }
   for (int i = 0; i < 7; ++i)
-    if (sizes[i] > INT32_MAX) return hip_rule_break(HipRule::kFitsInt32, names[i], sizes[i]);
+    if (sizes[i] > INT32_MAX) return hip_rule_break(HipRule::kFitsInt32, fields[i], sizes[i]);
   return HipRuleBreak{};
 }
 

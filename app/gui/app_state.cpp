@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "app/gui/capture_view.h"
+#include "kernels/hip_param_rules.h"
 #include "kernels/hip_params.h"
 
 namespace hipstudio::gui {
@@ -46,20 +47,38 @@ hip::HipParams to_hip_params(const HipKnobs& k) {
   return p;
 }
 
-std::string validate_knobs(const HipKnobs& k, int64_t n_layers) {
-  try {
-    hip::validate_hip_params(to_hip_params(k));
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  if (k.l_d < 0) return "l_d (" + std::to_string(k.l_d) + ") must be >= 0";
-  if (n_layers > 0 && k.l_d > n_layers)
-    return "l_d (" + std::to_string(k.l_d) + ") must be <= the model's layers (" + std::to_string(n_layers) + ")";
-  if (k.r_m < 1) return "r_m (" + std::to_string(k.r_m) + ") must be >= 1";
-  if (k.decode_steps < 0) return "decode steps must be >= 0";
-  if (!(k.cache_factor >= 0) || !std::isfinite(k.cache_factor)) return "cache factor c must be >= 0";
-  return "";
+// HipKnobs' int members in HipField order (nullptr: the field is a float knob).
+constexpr int HipKnobs::*kKnobCounts[hip::kHipFieldCount] = {
+    &HipKnobs::k,    &HipKnobs::b_q,    &HipKnobs::b_k, &HipKnobs::b_sq, &HipKnobs::b_sk,   &HipKnobs::sink,
+    &HipKnobs::window, nullptr,         &HipKnobs::l_d, &HipKnobs::r_m,  nullptr,           &HipKnobs::decode_steps};
+
+int* knob_count(HipKnobs& k, hip::HipField f) {
+  const int i = static_cast<int>(f);
+  if (i < 0 || i >= hip::kHipFieldCount || !kKnobCounts[i]) return nullptr;
+  return &(k.*kKnobCounts[i]);
 }
+
+float* knob_real(HipKnobs& k, hip::HipField f) {
+  if (f == hip::HipField::kRho) return &k.rho;
+  if (f == hip::HipField::kCacheFactor) return &k.cache_factor;
+  return nullptr;
+}
+
+KnobBreak knob_break(const HipKnobs& k, int64_t n_layers) {
+  using F = hip::HipField;
+  const hip::HipParams p = to_hip_params(k);
+  const hip::HipRuleBreak b = hip::first_broken_hip_rule(p);
+  if (b.rule != hip::HipRule::kNone) return {hip::hip_params_problem(p), b.field, b.other_field};
+  if (k.l_d < 0) return {"l_d (" + std::to_string(k.l_d) + ") must be >= 0", F::kDenseLayers};
+  if (n_layers > 0 && k.l_d > n_layers)
+    return {"l_d (" + std::to_string(k.l_d) + ") must be <= the model's layers (" + std::to_string(n_layers) + ")", F::kDenseLayers};
+  if (k.r_m < 1) return {"r_m (" + std::to_string(k.r_m) + ") must be >= 1", F::kRefreshEvery};
+  if (k.decode_steps < 0) return {"decode steps must be >= 0", F::kDecodeSteps};
+  if (!(k.cache_factor >= 0) || !std::isfinite(k.cache_factor)) return {"cache factor c must be >= 0", F::kCacheFactor};
+  return {};
+}
+
+std::string validate_knobs(const HipKnobs& k, int64_t n_layers) { return knob_break(k, n_layers).message; }
 
 Request make_request(const AppState& s) {
   Request r;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "app/gui/request.h"
+#include "kernels/hip_param_fields.h"
 
 namespace hipstudio::gui {
 
@@ -21,11 +22,19 @@ struct SteppedBlock {
 };
 
 // The HiP knobs as the sliders hold them (ints for ImGui); validated before they reach a Request.
+// The sliders' defaults: the field table's gui_default (kernels/hip_param_fields.cpp).
+inline double knob_default(hip::HipField f) { return hip::hip_param_field(f).gui_default; }
+
 struct HipKnobs {
-  int k = 32, b_q = 8, b_k = 2, b_sq = 1, b_sk = 1, sink = 2, window = 4, l_d = 1, r_m = 4;
-  float rho = 0.5f;          // representative position
-  float cache_factor = 2.0f; // c
-  int decode_steps = 16;
+  using F = hip::HipField;
+  int k = static_cast<int>(knob_default(F::kK)), b_q = static_cast<int>(knob_default(F::kBq)),
+      b_k = static_cast<int>(knob_default(F::kBk)), b_sq = static_cast<int>(knob_default(F::kBsq)),
+      b_sk = static_cast<int>(knob_default(F::kBsk)), sink = static_cast<int>(knob_default(F::kSink)),
+      window = static_cast<int>(knob_default(F::kWindow)), l_d = static_cast<int>(knob_default(F::kDenseLayers)),
+      r_m = static_cast<int>(knob_default(F::kRefreshEvery));
+  float rho = static_cast<float>(knob_default(F::kRho));                  // representative position
+  float cache_factor = static_cast<float>(knob_default(F::kCacheFactor)); // c
+  int decode_steps = static_cast<int>(knob_default(F::kDecodeSteps));
 };
 
 // Zoom and pan of the mask view, in cells (tokens): the visible rect's top-left and cells per axis.
@@ -139,10 +148,25 @@ struct TransientUi {
 struct AppState : PersistedSettings, Selection, TransientUi {};
 
 
-// Checks the knobs (HiP's rules plus l_d, r_m, decode steps, c); returns the broken rule or "".
 // The kernel parameters of the knobs (validation and requests both start from these).
 hip::HipParams to_hip_params(const HipKnobs& k);
 
+// The knob of a field-table field (kernels/hip_param_fields.h): an int knob, or for rho and c the
+// float one; nullptr from the other accessor.
+int* knob_count(HipKnobs& k, hip::HipField f);
+float* knob_real(HipKnobs& k, hip::HipField f);
+
+// The first broken rule of the knobs (HiP's rules plus l_d, r_m, decode steps, c): its message and the
+// fields it names, which the sidebar frames red; an empty message when every rule holds.
+struct KnobBreak {
+  std::string message;
+  hip::HipField field = hip::HipField::kNone;
+  hip::HipField other = hip::HipField::kNone;  // a rule between two fields ("k ... multiple of b_k")
+  // Whether the broken rule names field `f` (its slider is framed red).
+  bool names(hip::HipField f) const { return !message.empty() && (field == f || other == f); }
+};
+KnobBreak knob_break(const HipKnobs& k, int64_t n_layers);
+// knob_break's message.
 std::string validate_knobs(const HipKnobs& k, int64_t n_layers);
 
 // The request the worker should serve for this state (uses `applied`, the last valid knobs).

@@ -1,5 +1,6 @@
 // The GUI's entry: window, Dear ImGui setup, the frame loop (one snapshot per frame), settings,
-// drag and drop, screenshots and the self-test driver.
+// drag and drop, screenshots, and one seam for a driver from outside (app/gui/frame_driver.h: the
+// self-test and the soak).
 #include "app/gui/gui_main.h"
 
 #include <algorithm>
@@ -21,9 +22,9 @@
 
 #include "app/gui/engine_jobs.h"
 #include "app/gui/files.h"
+#include "app/gui/frame_driver.h"
 #include "app/gui/layout.h"
 #include "app/gui/screenshot.h"
-#include "app/gui/harness/self_test.h"
 #include "app/gui/settings.h"
 #include "app/gui/settings_saver.h"
 #include "app/gui/worker.h"
@@ -110,6 +111,7 @@ void check_gui_options(const GuiOptions& opt) {
                      "(--timing-log, or a --gui-model) measures its own frames: drop --frames and --frame-stats");
   if (!opt.timing_steps.empty() && opt.timing_steps != "all" && opt.timing_steps != "basic")
     throw InputError("--timing-steps '" + opt.timing_steps + "': use --timing-steps all or --timing-steps basic");
+  if (!opt.soak.empty() && !opt.self_test) throw InputError("--soak runs the self-test's soak script: add --self-test");
   if (!opt.timing_log.empty()) {
     std::ofstream probe(opt.timing_log, std::ios::app);
     if (!probe) throw InputError("--timing-log " + opt.timing_log + ": cannot write this file (give a path in a writable folder)");
@@ -131,11 +133,8 @@ bool open_shows_gui(const CLI::App& open) {
 
 int run_gui(const GuiOptions& opt) {
   check_gui_options(opt);
-  SoakLimit soak;  // a bad value is an input error (exit 2) before any window opens
-  if (!opt.soak.empty()) {
-    if (!opt.self_test) throw InputError("--soak runs the self-test's soak script: add --self-test");
-    soak = parse_soak_limit(opt.soak);
-  }
+  // The self-test's options are checked here too: a bad value is an input error (exit 2) before any window opens.
+  const FrameDriverStart start_driver = opt.self_test ? plan_self_test(opt) : FrameDriverStart{};
   glfwSetErrorCallback(on_glfw_error);
   if (!glfwInit()) {
     std::fprintf(stderr, "error: cannot open a window (no display? run under xvfb-run, or use a subcommand)\n");
@@ -195,19 +194,7 @@ int run_gui(const GuiOptions& opt) {
 
   Worker worker;
   worker.set_notify([] { glfwPostEmptyEvent(); });
-  std::unique_ptr<SelfTest> self_test;
-  // The scale script: asked for (--timing-log / --timing-steps), or a model the functional script's
-  // checks (written for stories15M) do not fit.
-  ScaleOptions scale;
-  scale.enabled = opt.self_test && opt.soak.empty() && (!opt.timing_log.empty() || !opt.timing_steps.empty() || !opt.model.empty());
-  scale.timing_log = opt.timing_log;
-  scale.basic = opt.timing_steps == "basic";
-  scale.device = state.device;
-  scale.dtype = state.dtype;
-  scale.model = opt.model;
-  scale.prompt = opt.prompt;
-  if (opt.self_test)
-    self_test = std::make_unique<SelfTest>(panels, opt.screenshot, opt.frames, opt.frame_stats, worker, soak, scale);
+  const std::unique_ptr<FrameDriver> driver = start_driver ? start_driver(panels, worker, state) : nullptr;
 
   const auto t0 = std::chrono::steady_clock::now();
   auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
@@ -221,7 +208,7 @@ int run_gui(const GuiOptions& opt) {
   while (!quit && !glfwWindowShouldClose(window)) {
     // Idle: sleep until input or a worker publish; busy or animating: full rate.
     const auto snap = worker.snapshot();
-    const bool animating = snap->busy || state.playing || state.redraw_soon || opt.self_test || opt.frames > 0;
+    const bool animating = snap->busy || state.playing || state.redraw_soon || driver || opt.frames > 0;
     state.redraw_soon = false;
     if (animating) {
       glfwPollEvents();
@@ -234,7 +221,7 @@ int run_gui(const GuiOptions& opt) {
     // An idle frame's time is mostly the wait for input (up to 0.5 s): it says nothing about drawing.
     if (animating) shown_ms = frame_ms;
     const double cpu_now = process_cpu_seconds();
-    if (self_test) self_test->record_frame(frame_ms, (cpu_now - last_cpu) * 1000.0);
+    const double cpu_ms = (cpu_now - last_cpu) * 1000.0;
     last_cpu = cpu_now;
     {
       std::lock_guard<std::mutex> lock(g_drop_mutex);
@@ -242,30 +229,26 @@ int run_gui(const GuiOptions& opt) {
       g_dropped.clear();
     }
     const auto frame_snap = worker.snapshot();  // the one snapshot this frame reads
-    if (self_test) {
+    if (driver) {
+      FrameStart f{state, *frame_snap, now, frame_ms, cpu_ms};
+      driver->begin_frame(f);
       int ww = 0, wh = 0;
       glfwGetWindowSize(window, &ww, &wh);
-      glfwSetCursorPos(window, self_test->mouse_x * ww, self_test->mouse_y * wh);
-      self_test->tick(state, *frame_snap, now);
-      if (self_test->window_width > 0) {  // the script asks for a window size (the 1280x720 check)
-        glfwSetWindowSize(window, self_test->window_width, self_test->window_height);
-        self_test->window_width = self_test->window_height = 0;
-      }
-      if (self_test->finished()) {
-        exit_code = self_test->exit_code();
+      if (f.cursor_x >= 0 && f.cursor_y >= 0) glfwSetCursorPos(window, f.cursor_x * ww, f.cursor_y * wh);
+      if (f.window_width > 0) glfwSetWindowSize(window, f.window_width, f.window_height);
+      if (driver->wants_quit()) {
+        exit_code = driver->exit_code();
         break;
       }
     }
     const double ui_start = seconds();
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
-    if (self_test) self_test->inject_input(io.MouseDown[0], io.MouseWheel, io.KeysDown, IM_ARRAYSIZE(io.KeysDown));
+    if (driver) driver->feed_input(io);
     ImGui::NewFrame();
     PanelContext ctx{state, *frame_snap, worker, theme, now, io.DeltaTime};
     const LayoutActions act = draw_layout(ctx, panels, shown_ms, !animating);
-    if (self_test) self_test->record_drawn(act.drawn);
     ImGui::Render();
-    if (self_test) self_test->record_draw_data(ImGui::GetDrawData());
     const double render_start = seconds();
     int w = 0, h = 0;
     glfwGetFramebufferSize(window, &w, &h);
@@ -275,14 +258,14 @@ int run_gui(const GuiOptions& opt) {
     glClear(GL_COLOR_BUFFER_BIT);
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
     ++frame_count;
-    const bool last_plain_frame = !self_test && opt.frames > 0 && frame_count >= opt.frames;
+    const bool last_plain_frame = !driver && opt.frames > 0 && frame_count >= opt.frames;
     if (last_plain_frame && !opt.screenshot.empty()) {
       const std::string err = save_screenshot(opt.screenshot, w, h);
       std::printf("screenshot %s%s\n", opt.screenshot.c_str(), err.empty() ? "" : (": " + err).c_str());
     }
     if (last_plain_frame) quit = true;
-    if (self_test) {
-      const std::string shot = self_test->take_screenshot_request();
+    if (driver) {
+      const std::string shot = driver->after_frame({act.drawn, ImGui::GetDrawData()});
       if (!shot.empty()) {
         const std::string err = save_screenshot(shot, w, h);
         std::printf("self-test: screenshot %s%s\n", shot.c_str(), err.empty() ? "" : (": " + err).c_str());
@@ -293,12 +276,11 @@ int run_gui(const GuiOptions& opt) {
     // Interactive use: at most ~60 frames per second even where the swap does not wait for a
     // display refresh (Xvfb, software GL), so the UI leaves the CPU to the worker's measurements.
     // The scale self-test paces so too, except while it measures frame times.
-    if ((!self_test || self_test->paces_like_a_user()) && opt.frames == 0) {
+    if ((!driver || driver->paces_like_a_user()) && opt.frames == 0) {
       const double spare = 1.0 / 60.0 - (seconds() - now);
       if (spare > 0.001) std::this_thread::sleep_for(std::chrono::duration<double>(spare));
     }
-    if (self_test) self_test->record_parts((render_start - ui_start) * 1000, (swap_start - render_start) * 1000,
-                                           (seconds() - swap_start) * 1000);
+    if (driver) driver->after_swap((render_start - ui_start) * 1000, (swap_start - render_start) * 1000, (seconds() - swap_start) * 1000);
 
     // Settle this frame's edits: theme, scale, and the request the worker should serve.
     if (act.theme_changed || act.scale_changed || state.dark != theme.dark || theme.mask.hit != (state.dark ? viz::dark_mask_palette(mask_colors(state)) : viz::light_mask_palette(mask_colors(state))).hit) {

@@ -1,7 +1,6 @@
 // Sidebar: HiP's knobs with inline validation, and which layer / head / query block to look at.
 // Invalid combinations show the broken rule and never reach the worker.
 #include <algorithm>
-#include <cctype>
 #include <string>
 
 #include <imgui.h>
@@ -14,29 +13,33 @@ namespace hipstudio::gui {
 
 namespace {
 
-// Whether the broken rule names this knob: "b_k (3)" names b_k, not k.
-bool mentions(const std::string& rule, const char* name) {
-  const std::string key = std::string(name) + " (";
-  for (size_t at = rule.find(key); at != std::string::npos; at = rule.find(key, at + 1))
-    if (at == 0 || !(std::isalnum(static_cast<unsigned char>(rule[at - 1])) || rule[at - 1] == '_')) return true;
-  return false;
-}
+using hip::HipField;
 
-// A slider with a tooltip, framed red when the broken rule names it; returns true when changed.
-bool knob(const char* label, const char* name, int* v, int lo, int hi, const char* help, const std::string& rule,
-          uint32_t bad_color, bool log = false) {
-  const bool bad = !rule.empty() && mentions(rule, name);
+// The slider of field `f` (its label, help and range from the field table; `hi` >= 0 replaces the
+// table's top where the model or prompt sets it), framed red when the broken rule names the field;
+// returns true when changed.
+bool knob(HipField f, int* v, const KnobBreak& verdict, uint32_t bad_color, int hi = -1, bool log = false) {
+  const hip::HipParamField& d = hip::hip_param_field(f);
+  const bool bad = verdict.names(f);
   if (bad) {
     ImGui::PushStyleColor(ImGuiCol_Border, ImGui::ColorConvertU32ToFloat4(bad_color));
     ImGui::PushStyleVar(ImGuiStyleVar_FrameBorderSize, 2.0f);
   }
-  const bool changed = ImGui::SliderInt(label, v, lo, hi, "%d", log ? ImGuiSliderFlags_Logarithmic : 0);
+  const bool changed = ImGui::SliderInt(d.slider_label, v, static_cast<int>(d.slider_lo), hi >= 0 ? hi : static_cast<int>(d.slider_hi),
+                                        "%d", log ? ImGuiSliderFlags_Logarithmic : 0);
   if (bad) {
     ImGui::PopStyleVar();
     ImGui::PopStyleColor();
   }
-  if (ImGui::IsItemHovered() && help) side_tooltip("%s\n(Ctrl+click to type a value)", help);
+  if (ImGui::IsItemHovered()) side_tooltip("%s\n(Ctrl+click to type a value)", d.slider_help);
   return changed;
+}
+
+// A real-valued field's slider with its tooltip.
+void real_knob(HipField f, float* v) {
+  const hip::HipParamField& d = hip::hip_param_field(f);
+  ImGui::SliderFloat(d.slider_label, v, static_cast<float>(d.slider_lo), static_cast<float>(d.slider_hi), "%.2f");
+  if (ImGui::IsItemHovered()) side_tooltip("%s", d.slider_help);
 }
 
 class ParamsPanel final : public Panel {
@@ -56,7 +59,7 @@ class ParamsPanel final : public Panel {
     const int tokens = ctx.snap.analysis ? static_cast<int>(ctx.snap.analysis->tokens()) : 256;
     const int layers = info ? static_cast<int>(info->n_layers) : 6;
 
-    const std::string& rule = s.invalid;  // last frame's verdict, for the red frames
+    const KnobBreak& rule = verdict_;  // last frame's verdict, for the red frames
     const uint32_t bad = ctx.theme.bad;
     // Two knobs a row (short labels, the meaning in each tooltip): at 1280x720 the whole sidebar
     // fits without scrolling.
@@ -66,38 +69,34 @@ class ParamsPanel final : public Panel {
     auto next = [] { ImGui::SameLine(); };
     // k moves in steps of b_k (the rule every selection keeps), so a drag or a typed value never
     // lands on a refused one; a typed value that was not a multiple says what it became.
-    if (knob("k", "k", &k.k, 1, std::max(64, tokens * 2), "k: top-k budget in tokens; k / b_k key blocks per query block.", rule, bad,
-             true) &&
-        k.b_k > 0) {
+    if (knob(HipField::kK, &k.k, rule, bad, std::max(64, tokens * 2), true) && k.b_k > 0) {
       const int typed = k.k;
       k.k = std::max(k.b_k, (k.k + k.b_k / 2) / k.b_k * k.b_k);
       k_note_ = typed != k.k && ImGui::GetIO().WantTextInput ? fmt("k %d snapped to %d, a multiple of b_k %d", typed, k.k, k.b_k) : "";
     }
     next();
-    knob("b_q", "b_q", &k.b_q, 1, 64, "b_q: query rows that share one mask (query block).", rule, bad);
-    knob("b_k", "b_k", &k.b_k, 1, 32, "b_k: key block size, the unit the search selects.", rule, bad);
+    knob(HipField::kBq, &k.b_q, rule, bad);
+    knob(HipField::kBk, &k.b_k, rule, bad);
     next();
-    knob("b_sq", "b_sq", &k.b_sq, 1, 16, "b_sq: stride over the query rows when scoring a branch.", rule, bad);
-    knob("b_sk", "b_sk", &k.b_sk, 1, 16, "b_sk: stride over the keys of a representative block.", rule, bad);
+    knob(HipField::kBsq, &k.b_sq, rule, bad);
+    knob(HipField::kBsk, &k.b_sk, rule, bad);
     next();
-    knob("sink", "sink", &k.sink, 0, 64, "sink: keys [0, sink) are always attended (StreamingLLM sink).", rule, bad);
-    knob("window", "window", &k.window, 0, 128, "window: the most recent keys attended densely (sliding window).", rule, bad);
+    knob(HipField::kSink, &k.sink, rule, bad);
+    knob(HipField::kWindow, &k.window, rule, bad);
     next();
-    ImGui::SliderFloat("repr", &k.rho, 0.0f, 1.0f, "%.2f");
-    if (ImGui::IsItemHovered()) side_tooltip("repr: representative key block of a branch: 0 first, 0.5 center, 1 last.");
-    knob("l_d", "l_d", &k.l_d, 0, layers, "l_d: the first l_d layers stay dense.", rule, bad);
+    real_knob(HipField::kRho, &k.rho);
+    knob(HipField::kDenseLayers, &k.l_d, rule, bad, layers);
     next();
-    knob("r_m", "r_m", &k.r_m, 1, 32, "r_m: decode steps per mask re-estimation.", rule, bad);
+    knob(HipField::kRefreshEvery, &k.r_m, rule, bad);
     // Decode steps fit in the model's context after the prompt.
     const int room = info && ctx.snap.analysis ? static_cast<int>(info->max_seq_len - ctx.snap.analysis->tokens()) : 64;
-    knob("decode", "decode steps", &k.decode_steps, 0, std::clamp(room, 0, static_cast<int>(kGuiDecodeRoom)),
-         "decode: greedy decode steps after the prompt (KV cache view); at most the context left after the prompt.", rule, bad);
+    knob(HipField::kDecodeSteps, &k.decode_steps, rule, bad, std::clamp(room, 0, static_cast<int>(kGuiDecodeRoom)));
     next();
-    ImGui::SliderFloat("c", &k.cache_factor, 0.0f, 8.0f, "%.2f");
-    if (ImGui::IsItemHovered()) side_tooltip("c (cache factor): offloading's mask-estimation bank of c * (k / b_sk) * log2 T tokens per head.");
+    real_knob(HipField::kCacheFactor, &k.cache_factor);
     ImGui::PopItemWidth();
 
-    s.invalid = validate_knobs(k, info ? info->n_layers : 0);
+    verdict_ = knob_break(k, info ? info->n_layers : 0);
+    s.invalid = verdict_.message;
     if (!s.invalid.empty()) {
       ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(ctx.theme.bad));
       ImGui::TextWrapped("Not run: %s", s.invalid.c_str());
@@ -144,6 +143,7 @@ class ParamsPanel final : public Panel {
 
  private:
   std::string k_note_;  // what a typed k was snapped to, until the next k change
+  KnobBreak verdict_;   // the last frame's rule check: its fields are framed red
 };
 
 }  // namespace

@@ -44,18 +44,10 @@ void load_settings(const std::string& path, PersistedSettings& s, std::vector<st
     if (j.contains("knobs")) {
       const auto& k = j.at("knobs");
       HipKnobs& h = s.knobs;
-      h.k = k.value("k", h.k);
-      h.b_q = k.value("b_q", h.b_q);
-      h.b_k = k.value("b_k", h.b_k);
-      h.b_sq = k.value("b_sq", h.b_sq);
-      h.b_sk = k.value("b_sk", h.b_sk);
-      h.sink = k.value("sink", h.sink);
-      h.window = k.value("window", h.window);
-      h.l_d = k.value("l_d", h.l_d);
-      h.r_m = k.value("r_m", h.r_m);
-      h.rho = k.value("rho", h.rho);
-      h.cache_factor = k.value("c", h.cache_factor);
-      h.decode_steps = k.value("decode_steps", h.decode_steps);
+      for (const hip::HipParamField& f : hip::hip_param_fields()) {
+        if (int* v = knob_count(h, f.field)) *v = k.value(f.settings_key, *v);
+        if (float* v = knob_real(h, f.field)) *v = k.value(f.settings_key, *v);
+      }
     }
     if (j.contains("panels")) {
       for (auto& p : panels) {
@@ -93,10 +85,12 @@ std::string settings_text(const PersistedSettings& s, const std::vector<std::uni
   j["device"] = s.device;
   j["dtype"] = s.dtype;
   j["prompt"] = s.prompt;
-  const HipKnobs& h = s.knobs;
-  j["knobs"] = {{"k", h.k},         {"b_q", h.b_q}, {"b_k", h.b_k},   {"b_sq", h.b_sq}, {"b_sk", h.b_sk},
-                {"sink", h.sink},   {"window", h.window}, {"l_d", h.l_d}, {"r_m", h.r_m}, {"rho", h.rho},
-                {"c", h.cache_factor}, {"decode_steps", h.decode_steps}};
+  HipKnobs h = s.knobs;
+  nlohmann::json& knobs = j["knobs"] = nlohmann::json::object();
+  for (const hip::HipParamField& f : hip::hip_param_fields()) {
+    if (const int* v = knob_count(h, f.field)) knobs[f.settings_key] = *v;
+    if (const float* v = knob_real(h, f.field)) knobs[f.settings_key] = *v;
+  }
   for (const auto& p : panels)
     if (p->slot != PaneSlot::Sidebar)
       j["panels"][p->id()] = {{"open", p->open}, {"pane", p->slot == PaneSlot::Right ? 1 : 0}};

@@ -3,11 +3,20 @@
 // the worker brings its stages up to date one at a time, in order, and publishes an immutable
 // Snapshot after each step and on progress. A newer request or cancel() aborts the running stage
 // at its next progress check; the UI never waits on the worker.
+//
+// The stages are one table (worker_stages.cpp, Worker::stages()), in the order stale stages run:
+// each entry says which stages' results it reads (a new result of those makes its own stale), which
+// must merely be done first, when a kind of run skips it, what its cache key holds, and the member
+// function that runs it. The scheduler (worker.cpp) knows no stage by name.
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <ostream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "app/gui/request.h"
 #include "app/gui/results.h"
@@ -36,11 +45,42 @@ class Worker {
   void set_notify(std::function<void()> notify);
 
  private:
+  // The running stage, its key and its progress callback.
+  struct StageRun {
+    int stage;
+    std::string key;
+    std::function<bool(double, const std::string&)> progress;  // publishes; false: stop at the next check
+  };
+  // Thrown by a stage's checkpoint when a stage before it in the run order became wanted: not done,
+  // not failed; the next step runs the wanted stage, then this one again.
+  struct GiveWay {};
+  // One row of the stage table (worker_stages.cpp).
+  struct StageDef {
+    int stage;                       // its index in the Snapshot's per-stage arrays (results.h)
+    uint32_t reads;                  // bit s: computes from stage s's result
+    uint32_t after;                  // bit s: runs only once stage s is done (reads nothing of it)
+    bool (*skipped)(const Request&); // this kind of run has no such stage; nullptr: never skipped
+    // Its result read only the prompt's inputs for a layer no HiP setting reaches (so a new analysis
+    // leaves it valid, and its key holds no HiP setting): the dense image and the locality view.
+    bool dense_inputs_only;
+    bool keys_decode;                // its key holds r_m (it reads the decode half's schedule)
+    bool keys_steps;                 // its key holds the decode steps
+    void (*key_rest)(std::ostream&, const Request&);  // the key's stage-specific tail; nullptr: none
+    void (Worker::*run)(const Request&, StageRun&);
+    bool restores_on_abort;          // a cancelled or failed run puts the last complete result back
+  };
+  // Every stage, in run order (a stage's reads and afters come before it in this order).
+  static const std::vector<StageDef>& stages();
+  static const StageDef& stage_def(int stage);
+  friend std::string stage_key(int stage, const Request& r);
+
   void run();
   bool step(const Request& r);  // runs one stage; false: nothing left to do
   void publish_locked();
   // Progress check of a running stage: no cancel, and the request still wants this stage's key.
   bool keep_going(int stage, const std::string& key) const;
+  // Throws GiveWay when an earlier stage became wanted, Cancelled when this one is no longer wanted.
+  void checkpoint(const StageRun& run) const;
   void release_prefill();  // drops the last prefill (its KV caches) and forgets its key
   // Computes the views of a layer the last prefill deferred and puts them in the prompt's view and
   // the analysis on screen (new views of both, sharing the deferred set).
@@ -52,9 +92,23 @@ class Worker {
   bool views_deferred(int64_t layer) const;
   // The scheduler would run stage `s` for request r (keys: r's): stale, not failed, its inputs up to
   // date, not skipped for this kind of run. Reads done_key_ / failed_key_: the worker thread, or under mutex_.
-  bool runnable(int s, const Request& r, const std::array<std::string, kStageCount>& key) const;
+  bool runnable(const StageDef& s, const Request& r, const std::array<std::string, kStageCount>& key) const;
   // A stage before `stage` in the run order is runnable for the current request.
   bool earlier_stage_wanted(int stage) const;
+
+  // The stages (worker_stages.cpp), one member each.
+  void run_model(const Request& r, StageRun& run);
+  void run_analysis(const Request& r, StageRun& run);
+  void run_hip_rest(const Request& r, StageRun& run);
+  void run_decode(const Request& r, StageRun& run);
+  void run_masks(const Request& r, StageRun& run);
+  void run_trace(const Request& r, StageRun& run);
+  void run_dense(const Request& r, StageRun& run);
+  void run_locality(const Request& r, StageRun& run);
+  void run_latency(const Request& r, StageRun& run);
+  void run_views(const Request& r, StageRun& run);
+  void run_offload(const Request& r, StageRun& run);
+  void run_generate(const Request& r, StageRun& run);
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;

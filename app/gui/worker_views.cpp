@@ -16,44 +16,6 @@
 
 namespace hipstudio::gui {
 
-const char* stage_name(int stage) {
-  static const char* names[] = {"model", "analysis", "HiP layers", "decode", "masks", "trace", "dense", "locality", "offload", "latency", "layer views", "generate"};
-  return stage >= 0 && stage < kStageCount ? names[stage] : "?";
-}
-
-std::string stage_key(int stage, const Request& r) {
-  std::ostringstream k;
-  const auto& h = r.hip.hip;
-  k << r.model.path << '|' << r.model.device << '|' << r.model.dtype << '|' << r.model.synthetic_tokens << '|'
-    << r.model.reload << '|' << r.model.capture;
-  if (stage == kStageModel) return k.str();
-  k << "|P" << std::hash<std::string>{}(r.prompt) << '|' << r.prompt.size();
-  if ((stage == kStageDense || stage == kStageLocality) && !layer_inputs_follow_hip(r)) {
-    // The layer reads the dense layers' output: the prompt decides it (and the seed, which draws a
-    // synthetic run's inputs).
-    k << "|dense inputs|s" << r.seed;
-  } else {
-    k << "|h" << h.k << ',' << h.b_q << ',' << h.b_k << ',' << h.b_sq << ',' << h.b_sk << ',' << h.sink << ','
-      << h.window << ',' << h.rho << "|ld" << r.hip.dense_layers << "|s" << r.seed << "|room" << decode_room(r);
-  }
-  if (stage == kStageAnalysis || stage == kStageHipRest) return k.str();
-  // What only decoding reads (r_m, the steps) keys the decode half and what reads its results.
-  if (stage == kStageDecode || stage == kStageOffload || stage == kStageGenerate) k << "|rm" << r.hip.refresh_every;
-  if (stage == kStageDecode || stage == kStageOffload) k << "|n" << r.decode_steps;
-  switch (stage) {
-    case kStageMasks: k << "|L" << r.layer; break;
-    case kStageTrace: k << "|L" << r.layer << "|H" << r.head << "|Q" << r.query_block; break;
-    case kStageDense: k << "|L" << r.layer << "|H" << r.head << (r.want_dense ? "" : "|off"); break;
-    case kStageLocality: k << "|L" << r.layer << "|H" << r.head << "|D" << r.delta << "|B" << r.bins; break;
-    case kStageOffload: k << "|c" << r.cache_factor; break;
-    case kStageLatency: k << "|L" << r.layer << "|T" << r.latency_tokens; break;
-    case kStageViews: k << "|L" << r.layer; break;  // it makes the viewed layer's host copy first
-    case kStageGenerate: k << "|G" << r.generate_id << '|' << r.generate_tokens; break;
-    default: break;
-  }
-  return k.str();
-}
-
 std::string dense_prefill_key(const Request& r) {
   return stage_key(kStageModel, r) + "|P" + std::to_string(std::hash<std::string>{}(r.prompt)) + '|' +
          std::to_string(r.prompt.size()) + "|room" + std::to_string(decode_room(r));

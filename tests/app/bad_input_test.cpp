@@ -20,6 +20,7 @@
 #include "captures/npy.h"
 #include "captures/zip_store.h"
 #include "tests/app/cli_contract.h"
+#include "tests/captures/capture_fixture.h"
 
 namespace {
 
@@ -29,25 +30,13 @@ using hipstudio::testing::expect_refused_early;
 using hipstudio::testing::has;
 using hipstudio::testing::read_bytes;
 using hipstudio::testing::run_merged;
+using hipstudio::testing::run_shell;
 using hipstudio::testing::TempDir;
 using hipstudio::testing::write_bytes;
 using nlohmann::json;
 
 const std::string kHip = " --topk 16 --bq 8 --bk 2 --ld 1 --rm 4";
 const std::string kBinary = HIPSTUDIO_BINARY;
-
-// A shell line (a FIFO needs a reader beside the writer); stdout and stderr together.
-CommandResult run_shell(const std::string& line) {
-  CommandResult r;
-  FILE* pipe = popen(("{ " + line + "; } 2>&1").c_str(), "r");
-  if (!pipe) return r;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) r.out.append(buffer, n);
-  const int raw = pclose(pipe);
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return r;
-}
 
 mode_t kind_of(const std::string& path) {
   struct stat st {};
@@ -62,27 +51,14 @@ std::vector<std::string> leftovers(const fs::path& dir) {
   return out;
 }
 
-class BadInput : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    dir_ = new TempDir();
-    capture_ = dir_->file("run.hipcap");
-    setup_ = run_merged("capture --prompt 'Once upon a time, there was a little girl named Lily.'" + kHip +
-                        " --decode 3 --views mask,locality,cache,latency --no-images --out " + capture_);
+struct BadInputCapture {
+  static constexpr const char* kFile = "run.hipcap";
+  static std::string arguments() {
+    return "capture --prompt 'Once upon a time, there was a little girl named Lily.'" + kHip +
+           " --decode 3 --views mask,locality,cache,latency --no-images";
   }
-  static void TearDownTestSuite() {
-    delete dir_;
-    dir_ = nullptr;
-  }
-  void SetUp() override { ASSERT_EQ(setup_.status, 0) << setup_.out; }
-
-  static TempDir* dir_;
-  static std::string capture_;
-  static CommandResult setup_;
 };
-TempDir* BadInput::dir_ = nullptr;
-std::string BadInput::capture_;
-CommandResult BadInput::setup_;
+class BadInput : public hipstudio::testing::OneCaptureSuite<BadInputCapture> {};
 
 // Item 1: a FIFO and a character device are written in place, a link stays a link and the file it
 // names is replaced atomically (its temporary beside it), a link to a pipe writes to the pipe.
@@ -246,26 +222,7 @@ TEST_F(BadInput, NonFiniteNpyIsRefused) {
 
 // Item 5: a capture edited consistently (CRCs and content hash recomputed) but inconsistent in
 // itself is refused by `open`, `report` and `export`, naming the field.
-std::string edited(const std::string& bytes, const std::function<void(json&)>& manifest,
-                   const std::string& array = "", const std::function<void(hipstudio::captures::NpyArray&)>& edit = {}) {
-  using namespace hipstudio::captures;
-  auto entries = zip_decode(bytes, "x");
-  for (ZipEntry& e : entries) {
-    if (e.name == "manifest.json" && manifest) {
-      json m = json::parse(e.data);
-      manifest(m);
-      e.data = m.dump(1);
-    }
-    if (!array.empty() && e.name == array + ".npy") {
-      NpyArray a = parse_npy(reinterpret_cast<const unsigned char*>(e.data.data()), e.data.size(), e.name);
-      edit(a);
-      const auto encoded = encode_npy(a.dtype, a.shape, a.bytes.data());
-      e.data.assign(encoded.begin(), encoded.end());
-    }
-  }
-  rehash_capture_manifest(entries);
-  return zip_encode(entries);
-}
+using hipstudio::testing::edited_capture;
 
 TEST_F(BadInput, InconsistentCapturesAreRefusedNamingTheField) {
   using hipstudio::captures::NpyArray;
@@ -283,27 +240,27 @@ TEST_F(BadInput, InconsistentCapturesAreRefusedNamingTheField) {
     EXPECT_FALSE(fs::exists(tmp.file("r.html")) || fs::exists(tmp.file("l.csv")));
   };
   // Unedited, it opens.
-  write_bytes(bad, edited(good, [](json&) {}));
+  write_bytes(bad, edited_capture(good, [](json&) {}));
   EXPECT_EQ(run_merged("open --print " + bad).status, 0);
 
-  expect_refused(edited(good, [](json& m) { m["analysis"]["params"]["k"] = 32; }), "analysis.params.k");
-  expect_refused(edited(good, [](json& m) { m["analysis"]["kl"] = 1.5; }), "analysis.kl");
-  expect_refused(edited(good, [](json& m) { m["params"]["l_d"] = 7; }), "params.l_d");
-  expect_refused(edited(good, [](json& m) { m["params"]["r_m"] = 0; }), "params.r_m");
-  expect_refused(edited(good, [](json& m) { m["params"]["decode_steps"] = 5; }), "params.decode_steps");
-  expect_refused(edited(good, [](json& m) { m["mask_refreshes"] = 0; }), "mask_refreshes");
-  expect_refused(edited(good, [](json& m) { m["access"]["first_layer"] = 0; m["offload"]["first_layer"] = 0; }), "access.first_layer");
-  expect_refused(edited(good, {}, "masks/L3/dense_from", [](NpyArray& a) { reinterpret_cast<int64_t*>(a.bytes.data())[0] = -8; }),
+  expect_refused(edited_capture(good, [](json& m) { m["analysis"]["params"]["k"] = 32; }), "analysis.params.k");
+  expect_refused(edited_capture(good, [](json& m) { m["analysis"]["kl"] = 1.5; }), "analysis.kl");
+  expect_refused(edited_capture(good, [](json& m) { m["params"]["l_d"] = 7; }), "params.l_d");
+  expect_refused(edited_capture(good, [](json& m) { m["params"]["r_m"] = 0; }), "params.r_m");
+  expect_refused(edited_capture(good, [](json& m) { m["params"]["decode_steps"] = 5; }), "params.decode_steps");
+  expect_refused(edited_capture(good, [](json& m) { m["mask_refreshes"] = 0; }), "mask_refreshes");
+  expect_refused(edited_capture(good, [](json& m) { m["access"]["first_layer"] = 0; m["offload"]["first_layer"] = 0; }), "access.first_layer");
+  expect_refused(edited_capture(good, {}, "masks/L3/dense_from", [](NpyArray& a) { reinterpret_cast<int64_t*>(a.bytes.data())[0] = -8; }),
                  "masks/L3/dense_from");
-  expect_refused(edited(good, {}, "locality/L3/counts", [](NpyArray& a) { reinterpret_cast<int64_t*>(a.bytes.data())[0] = -2; }),
+  expect_refused(edited_capture(good, {}, "locality/L3/counts", [](NpyArray& a) { reinterpret_cast<int64_t*>(a.bytes.data())[0] = -2; }),
                  "locality/L3/counts");
-  expect_refused(edited(good, {}, "offload/mask/total", [](NpyArray& a) { reinterpret_cast<int64_t*>(a.bytes.data())[1] += 1; }),
+  expect_refused(edited_capture(good, {}, "offload/mask/total", [](NpyArray& a) { reinterpret_cast<int64_t*>(a.bytes.data())[1] += 1; }),
                  "offload/mask/total");
-  expect_refused(edited(good, {}, "analysis/layers", [](NpyArray& a) { reinterpret_cast<int64_t*>(a.bytes.data())[3] = 1; }),
+  expect_refused(edited_capture(good, {}, "analysis/layers", [](NpyArray& a) { reinterpret_cast<int64_t*>(a.bytes.data())[3] = 1; }),
                  "analysis/layers");  // layer 1 marked dense with l_d = 1
-  expect_refused(edited(good, {}, "analysis/decode", [](NpyArray& a) { reinterpret_cast<int64_t*>(a.bytes.data())[1] = 99; }),
+  expect_refused(edited_capture(good, {}, "analysis/decode", [](NpyArray& a) { reinterpret_cast<int64_t*>(a.bytes.data())[1] = 99; }),
                  "analysis/decode");
-  write_bytes(bad, edited(good, {}, "inputs/L2/k", [](NpyArray& a) { reinterpret_cast<float*>(a.bytes.data())[3] = NAN; }));
+  write_bytes(bad, edited_capture(good, {}, "inputs/L2/k", [](NpyArray& a) { reinterpret_cast<float*>(a.bytes.data())[3] = NAN; }));
   const CommandResult r = run_merged("open --print " + bad);
   EXPECT_EQ(r.status, 2) << r.out;
   EXPECT_TRUE(has(r.out, "array 'inputs/L2/k'") && has(r.out, "NaN at index [0, 0, 3]")) << r.out;

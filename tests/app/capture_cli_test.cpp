@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/app/cli_contract.h"
 #include "tests/app/run_hipstudio.h"
 #include "viz/figure.h"
 #include <nlohmann/json.hpp>
@@ -31,29 +32,15 @@ CommandResult run(const std::string& args) { return hipstudio::testing::run_hips
 const char* kSmall = "--prompt 'Once upon a time, there was a little girl named Lily. She loved to play outside in the sunshine.' "
                      "--topk 16 --bq 8 --bk 2 --ld 1 --rm 4 --decode 6";
 
-// One capture shared by the tests (the model run is the slow part).
-class CaptureCli : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    dir_ = new hipstudio::testing::TempDir();
-    capture_ = dir_->file("run.hipcap");
-    result_ = run(std::string("capture ") + kSmall + " --trace 3:1:2 --out " + capture_);
-  }
-  static void TearDownTestSuite() {
-    delete dir_;
-    dir_ = nullptr;
-  }
-  static hipstudio::testing::TempDir* dir_;
-  static std::string capture_;
-  static CommandResult result_;
+struct CaptureCliCapture {
+  static constexpr const char* kFile = "run.hipcap";
+  static std::string arguments() { return std::string("capture ") + kSmall + " --trace 3:1:2"; }
 };
-hipstudio::testing::TempDir* CaptureCli::dir_ = nullptr;
-std::string CaptureCli::capture_;
-CommandResult CaptureCli::result_;
+class CaptureCli : public hipstudio::testing::OneCaptureSuite<CaptureCliCapture> {};
 
 TEST_F(CaptureCli, CaptureWritesACompleteCaptureThatReopensIdentically) {
-  ASSERT_EQ(result_.status, 0) << result_.out;
-  EXPECT_NE(result_.out.find("dense ppl"), std::string::npos) << result_.out;
+  ASSERT_EQ(setup_.status, 0) << setup_.out;
+  EXPECT_NE(setup_.out.find("dense ppl"), std::string::npos) << setup_.out;
   const std::string bytes = read_bytes(capture_);
   const hipstudio::captures::Capture c = hipstudio::captures::read_capture(capture_);
   EXPECT_EQ(hipstudio::captures::encode_capture(c), bytes);  // every array and parameter survives
@@ -79,7 +66,7 @@ TEST_F(CaptureCli, CaptureWritesACompleteCaptureThatReopensIdentically) {
 }
 
 TEST_F(CaptureCli, ReportEmbedsEveryFigureAndTheMetrics) {
-  ASSERT_EQ(result_.status, 0) << result_.out;
+  ASSERT_EQ(setup_.status, 0) << setup_.out;
   const std::string html = dir_->file("report.html");
   const CommandResult r = run("report " + capture_ + " --out " + html + " --png-dir " + dir_->file("figs") + " --csv-dir " +
                               dir_->file("csv") + " --json " + dir_->file("m.json") + " --chrome-trace " + dir_->file("trace.json"));
@@ -114,7 +101,7 @@ TEST_F(CaptureCli, ReportEmbedsEveryFigureAndTheMetrics) {
 }
 
 TEST_F(CaptureCli, ExportWritesOneView) {
-  ASSERT_EQ(result_.status, 0) << result_.out;
+  ASSERT_EQ(setup_.status, 0) << setup_.out;
   const std::string png = dir_->file("mask.png"), svg = dir_->file("loc.svg"), npy = dir_->file("mask.npy");
   CommandResult r = run("export " + capture_ + " --what mask --layer 2 --head 3 --format png --px 256 --out " + png);
   ASSERT_EQ(r.status, 0) << r.out;
@@ -132,7 +119,7 @@ TEST_F(CaptureCli, ExportWritesOneView) {
 
 // --style picks the figure's page: paper (white, whatever the GUI's theme) or the GUI's dark one.
 TEST_F(CaptureCli, ExportStyleChoosesThePaperOrTheDarkPage) {
-  ASSERT_EQ(result_.status, 0) << result_.out;
+  ASSERT_EQ(setup_.status, 0) << setup_.out;
   const std::string paper = dir_->file("paper.svg"), dark = dir_->file("dark.svg");
   CommandResult r = run("export " + capture_ + " --what mask --layer 2 --head 3 --format svg --style paper --out " + paper);
   ASSERT_EQ(r.status, 0) << r.out;
@@ -153,7 +140,7 @@ TEST_F(CaptureCli, ExportStyleChoosesThePaperOrTheDarkPage) {
 }
 
 TEST_F(CaptureCli, OpenPrintsTheParameters) {
-  ASSERT_EQ(result_.status, 0) << result_.out;
+  ASSERT_EQ(setup_.status, 0) << setup_.out;
   const CommandResult r = run("open --print " + capture_);  // --print: never a window, even with a display
   EXPECT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("HiP: k 16, b_q 8, b_k 2"), std::string::npos) << r.out;
@@ -161,7 +148,7 @@ TEST_F(CaptureCli, OpenPrintsTheParameters) {
 }
 
 TEST_F(CaptureCli, DamagedCapturesAreRejectedAndNothingIsOverwritten) {
-  ASSERT_EQ(result_.status, 0) << result_.out;
+  ASSERT_EQ(setup_.status, 0) << setup_.out;
   const std::string bytes = read_bytes(capture_);
   const std::string bad = dir_->file("bad.hipcap");
   hipstudio::testing::write_bytes(bad, bytes.substr(0, bytes.size() / 2));

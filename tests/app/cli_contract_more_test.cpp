@@ -28,23 +28,11 @@ using hipstudio::testing::has;
 using hipstudio::testing::read_bytes;
 using hipstudio::testing::run_hipstudio;
 using hipstudio::testing::run_merged;
+using hipstudio::testing::run_shell;
 using hipstudio::testing::TempDir;
 using hipstudio::testing::write_bytes;
 
 const std::string kHip = " --topk 16 --bq 8 --bk 2 --ld 1 --rm 4";
-
-// Runs a shell line (for umask and redirections the plain runner cannot express); status as run_hipstudio.
-CommandResult run_shell(const std::string& line) {
-  CommandResult r;
-  FILE* pipe = popen(("{ " + line + "; } 2>&1").c_str(), "r");
-  if (!pipe) return r;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) r.out.append(buffer, n);
-  const int raw = pclose(pipe);
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return r;
-}
 
 bool gpu_present() { return fs::exists("/dev/nvidia0"); }
 

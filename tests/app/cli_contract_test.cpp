@@ -26,30 +26,18 @@ using hipstudio::testing::write_bytes;
 
 const std::string kHip = " --topk 16 --bq 8 --bk 2 --ld 1 --rm 4 --decode 4";
 
-// One small capture shared by the tests that need an input capture (the model run is the slow part).
-class CliContract : public ::testing::Test {
+// One small capture shared by the tests that need an input capture.
+struct CliContractCapture {
+  static constexpr const char* kFile = "run.hipcap";
+  static std::string arguments() {
+    return "capture --prompt 'Once upon a time, there was a little girl named Lily.'" + kHip + " --views mask,latency --no-images";
+  }
+};
+class CliContract : public hipstudio::testing::OneCaptureSuite<CliContractCapture> {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new TempDir();
-    capture_ = dir_->file("run.hipcap");
-    setup_ = run_merged("capture --prompt 'Once upon a time, there was a little girl named Lily.'" + kHip +
-                        " --views mask,latency --no-images --out " + capture_);
-  }
-  static void TearDownTestSuite() {
-    delete dir_;
-    dir_ = nullptr;
-  }
-  void SetUp() override { ASSERT_EQ(setup_.status, 0) << setup_.out; }
   // The capture is the user's: every refusal must leave it byte for byte.
   void expect_capture_untouched(const std::string& bytes) const { EXPECT_EQ(read_bytes(capture_), bytes) << "the capture changed"; }
-
-  static TempDir* dir_;
-  static std::string capture_;
-  static CommandResult setup_;
 };
-TempDir* CliContract::dir_ = nullptr;
-std::string CliContract::capture_;
-CommandResult CliContract::setup_;
 
 // Defect 1: CLI11's parse errors went out as 105/106/109/114 without `error:`.
 TEST(CliContractParse, ParseErrorsAreErrorLinesWithStatus2) {

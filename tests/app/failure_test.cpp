@@ -23,6 +23,7 @@
 
 #include "captures/npy.h"
 #include "engine/formats/model_source.h"
+#include "tests/app/cli_contract.h"
 #include "tests/app/run_hipstudio.h"
 #include "tests/formats/temp_dir.h"
 
@@ -49,20 +50,13 @@ std::vector<std::string> folder_entries(const fs::path& dir) {
   return names;
 }
 
-// Captures and their folders shared by the tests (the model run is the slow part).
-class Failures : public ::testing::Test {
+// A capture and its folder shared by the tests.
+struct FailuresCapture {
+  static constexpr const char* kFile = "earlier.hipcap";
+  static std::string arguments() { return "capture --prompt " + kPrompt + kHip + " --views mask,latency --no-images"; }
+};
+class Failures : public hipstudio::testing::OneCaptureSuite<FailuresCapture> {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new TempDir();
-    capture_ = dir_->file("earlier.hipcap");
-    setup_ = run("capture --prompt " + kPrompt + kHip + " --views mask,latency --no-images --out " + capture_);
-  }
-  static void TearDownTestSuite() {
-    delete dir_;
-    dir_ = nullptr;
-  }
-  void SetUp() override { ASSERT_EQ(setup_.status, 0) << setup_.out; }
-
   // A folder nobody can write in, and why it is one. As root, permission bits do not stop writes,
   // so /proc (which takes no new files, whoever asks) stands in for a read-only folder there.
   static std::string unwritable_folder(const TempDir& tmp) {
@@ -73,13 +67,7 @@ class Failures : public ::testing::Test {
     return ro.string();
   }
 
-  static TempDir* dir_;
-  static std::string capture_;
-  static CommandResult setup_;
 };
-TempDir* Failures::dir_ = nullptr;
-std::string Failures::capture_;
-CommandResult Failures::setup_;
 
 // ---- prompts --------------------------------------------------------------------------------------
 

@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "captures/capture.h"
+#include "captures/content_hash.h"
+#include "captures/npy.h"
 #include "captures/zip_store.h"
 #include "tests/formats/temp_dir.h"
 
@@ -97,8 +99,8 @@ inline offload::OffloadConfig synthetic_offload_config(const PairedAnalysis& a) 
   return c;
 }
 
-inline captures::Capture synthetic_capture(int64_t tokens = 40) {
-  PairedAnalysis a = synthetic_analysis(tokens);
+// The capture of analysis `a` with every view (the identity synthetic_capture gives it).
+inline captures::Capture capture_of(PairedAnalysis a, int64_t tokens) {
   const offload::OffloadConfig oc = synthetic_offload_config(a);
   captures::CaptureInfo info;
   info.run = {"0.1.0", "synthetic <model> & co", "llama", "cpu (1 threads), f32", "Once upon a time \"quoted\" <tag>"};
@@ -106,10 +108,13 @@ inline captures::Capture synthetic_capture(int64_t tokens = 40) {
   info.dtype = "f32";
   info.created = "2026-11-23T01:00:00Z";
   captures::CaptureRequest request;
-  request.traces = {{1, 0, (tokens + 3) / 4 - 1}, {0, 1, 3}};
+  const int64_t bq = a.options.hip.hip.b_q;
+  request.traces = {{1, 0, (tokens + bq - 1) / bq - 1}, {0, 1, 3}};  // the last query block, and one early
   request.threads = 1;
   return captures::build_capture(std::move(a), info, request, &oc);
 }
+
+inline captures::Capture synthetic_capture(int64_t tokens = 40) { return capture_of(synthetic_analysis(tokens), tokens); }
 
 // The archive with manifest.json replaced by edit(manifest) (CRCs recomputed: the damage is semantic).
 inline std::string with_manifest(const std::string& bytes, const std::function<void(nlohmann::json&)>& edit) {
@@ -120,6 +125,29 @@ inline std::string with_manifest(const std::string& bytes, const std::function<v
       edit(m);
       e.data = m.dump(1);
     }
+  return captures::zip_encode(entries);
+}
+
+// The archive with the manifest changed by manifest(m) and `array` (e.g. "masks/L3/dense_from") by
+// edit(a), CRCs and the manifest's content_sha256 recomputed the way the format defines it, so that
+// only the edited values are wrong, as a buggy writer or a hand edit would leave them.
+inline std::string edited_capture(const std::string& bytes, const std::function<void(nlohmann::json&)>& manifest,
+                                  const std::string& array = "", const std::function<void(captures::NpyArray&)>& edit = {}) {
+  auto entries = captures::zip_decode(bytes, "x");
+  for (captures::ZipEntry& e : entries) {
+    if (e.name == "manifest.json" && manifest) {
+      nlohmann::json m = nlohmann::json::parse(e.data);
+      manifest(m);
+      e.data = m.dump(1);
+    }
+    if (!array.empty() && e.name == array + ".npy") {
+      captures::NpyArray a = captures::parse_npy(reinterpret_cast<const unsigned char*>(e.data.data()), e.data.size(), e.name);
+      edit(a);
+      const auto encoded = captures::encode_npy(a.dtype, a.shape, a.bytes.data());
+      e.data.assign(encoded.begin(), encoded.end());
+    }
+  }
+  captures::rehash_capture_manifest(entries);
   return captures::zip_encode(entries);
 }
 

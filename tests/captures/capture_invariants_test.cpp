@@ -18,25 +18,7 @@ namespace hipstudio::captures {
 namespace {
 using nlohmann::json;
 
-std::string edited(const std::string& bytes, const std::function<void(json&)>& manifest, const std::string& array = "",
-                   const std::function<void(NpyArray&)>& edit = {}) {
-  auto entries = zip_decode(bytes, "x");
-  for (ZipEntry& e : entries) {
-    if (e.name == "manifest.json" && manifest) {
-      json m = json::parse(e.data);
-      manifest(m);
-      e.data = m.dump(1);
-    }
-    if (!array.empty() && e.name == array + ".npy") {
-      NpyArray a = parse_npy(reinterpret_cast<const unsigned char*>(e.data.data()), e.data.size(), e.name);
-      edit(a);
-      const auto encoded = encode_npy(a.dtype, a.shape, a.bytes.data());
-      e.data.assign(encoded.begin(), encoded.end());
-    }
-  }
-  rehash_capture_manifest(entries);
-  return zip_encode(entries);
-}
+using hipstudio::testing::edited_capture;
 
 std::string rejection(const std::string& bytes) {
   try {
@@ -63,27 +45,27 @@ std::function<void(NpyArray&)> set(size_t i, T v) {
 }
 
 TEST(CaptureInvariants, EachBrokenInvariantIsNamed) {
-  EXPECT_EQ(rejection(edited(good(), [](json&) {})), "");
-  expect_field(edited(good(), [](json& m) { m["analysis"]["params"]["k"] = 16; }), "analysis.params.k");
-  expect_field(edited(good(), [](json& m) { m["analysis"]["dense"]["ppl"] = 2.0; }), "analysis.dense.ppl");
-  expect_field(edited(good(), [](json& m) { m["analysis"]["layers"].erase(1); }), "analysis.layers");
-  expect_field(edited(good(), [](json& m) { m["params"]["l_d"] = 3; }), "params.l_d");
-  expect_field(edited(good(), [](json& m) { m["params"]["r_m"] = 0; }), "params.r_m");
-  expect_field(edited(good(), [](json& m) { m["params"]["decode_steps"] = 2; }), "params.decode_steps");
-  expect_field(edited(good(), [](json& m) { m["mask_refreshes"] = 1; }), "mask_refreshes");
-  expect_field(edited(good(), {}, "masks/L1/dense_from", set<int64_t>(0, -1)), "masks/L1/dense_from");
-  expect_field(edited(good(), {}, "masks/L1/dense_from", set<int64_t>(0, 41)), "masks/L1/dense_from");
-  expect_field(edited(good(), {}, "masks/L1/hip_branches", set<int64_t>(0, -3)), "masks/L1/hip_branches");
-  expect_field(edited(good(), {}, "masks/L1/recall", set<double>(0, 1.5)), "masks/L1/recall");
-  expect_field(edited(good(), {}, "locality/L0/counts", set<int64_t>(0, -1)), "locality/L0/counts");
-  expect_field(edited(good(), {}, "locality/L0/counts", set<int64_t>(0, 1000)), "locality/L0/counts");
-  expect_field(edited(good(), {}, "locality/queries", set<int64_t>(0, 40)), "locality/queries");
-  expect_field(edited(good(), {}, "offload/sparse/per_layer", set<int64_t>(0, -1)), "offload/sparse");
-  expect_field(edited(good(), {}, "analysis/decode", set<int64_t>(0, 1)), "analysis/decode");
-  expect_field(edited(good(), {}, "analysis/layers", set<int64_t>(2, 0)), "analysis/layers");
-  expect_field(edited(good(), {}, "analysis/hip/nll", set<double>(0, -0.5)), "analysis/hip/nll");
-  expect_field(edited(good(), {}, "traces/0/header", set<int64_t>(3, 1)), "traces/0/header");
-  const std::string nan = rejection(edited(good(), {}, "inputs/L1/v", set<float>(8 + 2, NAN)));
+  EXPECT_EQ(rejection(edited_capture(good(), [](json&) {})), "");
+  expect_field(edited_capture(good(), [](json& m) { m["analysis"]["params"]["k"] = 16; }), "analysis.params.k");
+  expect_field(edited_capture(good(), [](json& m) { m["analysis"]["dense"]["ppl"] = 2.0; }), "analysis.dense.ppl");
+  expect_field(edited_capture(good(), [](json& m) { m["analysis"]["layers"].erase(1); }), "analysis.layers");
+  expect_field(edited_capture(good(), [](json& m) { m["params"]["l_d"] = 3; }), "params.l_d");
+  expect_field(edited_capture(good(), [](json& m) { m["params"]["r_m"] = 0; }), "params.r_m");
+  expect_field(edited_capture(good(), [](json& m) { m["params"]["decode_steps"] = 2; }), "params.decode_steps");
+  expect_field(edited_capture(good(), [](json& m) { m["mask_refreshes"] = 1; }), "mask_refreshes");
+  expect_field(edited_capture(good(), {}, "masks/L1/dense_from", set<int64_t>(0, -1)), "masks/L1/dense_from");
+  expect_field(edited_capture(good(), {}, "masks/L1/dense_from", set<int64_t>(0, 41)), "masks/L1/dense_from");
+  expect_field(edited_capture(good(), {}, "masks/L1/hip_branches", set<int64_t>(0, -3)), "masks/L1/hip_branches");
+  expect_field(edited_capture(good(), {}, "masks/L1/recall", set<double>(0, 1.5)), "masks/L1/recall");
+  expect_field(edited_capture(good(), {}, "locality/L0/counts", set<int64_t>(0, -1)), "locality/L0/counts");
+  expect_field(edited_capture(good(), {}, "locality/L0/counts", set<int64_t>(0, 1000)), "locality/L0/counts");
+  expect_field(edited_capture(good(), {}, "locality/queries", set<int64_t>(0, 40)), "locality/queries");
+  expect_field(edited_capture(good(), {}, "offload/sparse/per_layer", set<int64_t>(0, -1)), "offload/sparse");
+  expect_field(edited_capture(good(), {}, "analysis/decode", set<int64_t>(0, 1)), "analysis/decode");
+  expect_field(edited_capture(good(), {}, "analysis/layers", set<int64_t>(2, 0)), "analysis/layers");
+  expect_field(edited_capture(good(), {}, "analysis/hip/nll", set<double>(0, -0.5)), "analysis/hip/nll");
+  expect_field(edited_capture(good(), {}, "traces/0/header", set<int64_t>(3, 1)), "traces/0/header");
+  const std::string nan = rejection(edited_capture(good(), {}, "inputs/L1/v", set<float>(8 + 2, NAN)));
   EXPECT_NE(nan.find("array 'inputs/L1/v': the array holds NaN at index [0, 1, 2]"), std::string::npos) << nan;
 }
 

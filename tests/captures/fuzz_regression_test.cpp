@@ -20,20 +20,9 @@ namespace hipstudio::captures {
 namespace {
 using nlohmann::json;
 
-// The archive with `array` (e.g. "locality/L0/stats") changed by edit(values) and the manifest's
-// content hash recomputed the way the format defines it: SHA-256 over each listed array's name, a
-// NUL and its .npy bytes, in the manifest's key order.
+// The archive with `array` (e.g. "locality/L0/stats") changed by edit(values), its hash recomputed.
 std::string with_array(const std::string& bytes, const std::string& array, const std::function<void(double*)>& edit) {
-  auto entries = zip_decode(bytes, "x");
-  for (ZipEntry& e : entries)
-    if (e.name == array + ".npy") {
-      NpyArray a = parse_npy(reinterpret_cast<const unsigned char*>(e.data.data()), e.data.size(), e.name);
-      edit(reinterpret_cast<double*>(a.bytes.data()));
-      const auto encoded = encode_npy(a.dtype, a.shape, a.bytes.data());
-      e.data.assign(encoded.begin(), encoded.end());
-    }
-  rehash_capture_manifest(entries);
-  return zip_encode(entries);
+  return hipstudio::testing::edited_capture(bytes, {}, array, [&](NpyArray& a) { edit(reinterpret_cast<double*>(a.bytes.data())); });
 }
 
 std::string rejection(const std::string& bytes) {

@@ -6,6 +6,9 @@ endif()
 # The GUI's torch-free logic (knob validation, stage keys, worker views) through the library the app
 # links (app/gui/CMakeLists.txt).
 hipstudio_add_suite(test_gui gui LIBS hipstudio_gui_logic hipstudio_viz hipstudio_kernels hipstudio_engine_io hipstudio_captures LABEL gui)
+# The worker's stage table (worker_stages.cpp, which the stage keys live in) names the engine jobs:
+# the LibTorch-free stand-ins satisfy them here as in test_gui_worker.
+target_sources(test_gui PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/gui/worker/fake_engine_jobs.cpp)
 find_program(XVFB_RUN xvfb-run)
 # Under AddressSanitizer, Mesa's software GL driver (swrast_dri.so, dlopen'ed by libGLX_mesa) is
 # unloaded at exit while its global state still points at a few heap blocks (240 bytes); LeakSanitizer
