@@ -67,8 +67,12 @@ inline void check_float32_prefill(const ArchFixture& f, const ArchDevice& d) {
   EXPECT_LE(max_abs_diff(arch_nll(logits, f.ids), f.nll_f32), d.nll_tol) << f.name;
   // 40-token chunks: each later chunk starts inside the previous chunk's window (W = 24 here).
   const at::Tensor chunked = arch_prompt_logits(model, f.ids, dense, 40);
-  if (d.chunked_vs_one_pass > 0) EXPECT_LE((logits - chunked).abs().max().item<double>(), d.chunked_vs_one_pass) << f.name;
-  if (d.chunked_vs_transformers) EXPECT_LE((chunked - f.logits).abs().max().item<double>(), 1e-4) << f.name << ": chunked prefill";
+  if (d.chunked_vs_one_pass > 0) {
+    EXPECT_LE((logits - chunked).abs().max().item<double>(), d.chunked_vs_one_pass) << f.name;
+  }
+  if (d.chunked_vs_transformers) {
+    EXPECT_LE((chunked - f.logits).abs().max().item<double>(), 1e-4) << f.name << ": chunked prefill";
+  }
 }
 
 // 48 positions prefilled, the other 48 one decode step each (past the window of 24), within 1e-4.
@@ -88,14 +92,16 @@ inline void check_float32_greedy(const ArchFixture& f, const ArchDevice& d) {
   DenseAttention dense;
   const int64_t steps = static_cast<int64_t>(f.greedy.size()), prompt = static_cast<int64_t>(f.greedy_prompt.size());
   const bool switches = arch_rope_depends_on_length(model->config, prompt, prompt + steps);
-  if (switches && d.greedy_recompute_vs_transformers)
+  if (switches && d.greedy_recompute_vs_transformers) {
     EXPECT_EQ(arch_greedy_recompute(model, f.greedy_prompt, steps, dense), f.greedy) << f.name;
+  }
   for (const bool graphs : d.decode_graphs) {
     const std::vector<int32_t> cached = arch_greedy(model, f.greedy_prompt, steps, dense, graphs);
-    if (switches)
+    if (switches) {
       EXPECT_EQ(cached, arch_greedy_recompute(model, f.greedy_prompt, steps, dense, prompt + steps)) << f.name;
-    else
+    } else {
       EXPECT_EQ(cached, f.greedy) << f.name << (graphs ? ": graphs" : ": eager");
+    }
   }
 }
 

@@ -3,12 +3,17 @@
 // each layer's quality carries its maths, the windowed layers' numbers are NaN, the access streams
 // name the layers HiP replaced (1 and 3 with l_d 0: not a run from a first layer), the offloading
 // simulator labels its layers by them, and a capture stores and reads all of it back.
+#include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "captures/capture.h"
+#include "captures/content_hash.h"
+#include "captures/zip_store.h"
+#include "engine/formats/errors.h"
 #include "engine/analysis/layer_views_backend.h"
 #include "engine/analysis/paired_analysis.h"
 #include "engine/model/layer_math.h"
@@ -77,6 +82,40 @@ TEST(WindowedAnalysis, LayersCarryTheirMathsAndTheStreamsNameTheHipLayers) {
   for (size_t l = 0; l < kept.layers.size(); ++l) EXPECT_TRUE(back.analysis.layers[l].math == kept.layers[l].math) << "layer " << l;
   EXPECT_EQ(back.analysis.access.hip_layers, replaced);
   for (const LayerMaskViews& m : back.masks) EXPECT_TRUE(m.math == kept.layers[static_cast<size_t>(m.layer)].math) << m.layer;
+
+  // A capture written without the per-layer maths: refused for this architecture (its layers
+  // window and cap), read with plain maths for one whose every layer is plain.
+  auto without_layer_math = [&](const std::string& architecture) {
+    captures::CaptureInfo i = info;
+    i.run.architecture = architecture;
+    std::vector<captures::ZipEntry> entries =
+        captures::zip_decode(captures::encode_capture(captures::build_capture(PairedAnalysis(kept), i, request, nullptr)), "t");
+    for (captures::ZipEntry& e : entries) {
+      if (e.name != "manifest.json") continue;
+      nlohmann::json m = nlohmann::json::parse(e.data);
+      m["arrays"].erase("analysis/layer_math.npy");
+      e.data = m.dump(1);
+    }
+    entries.erase(std::remove_if(entries.begin(), entries.end(),
+                                 [](const captures::ZipEntry& e) { return e.name == "analysis/layer_math.npy"; }),
+                  entries.end());
+    captures::rehash_capture_manifest(entries);
+    return captures::zip_encode(entries);
+  };
+  try {
+    captures::decode_capture(without_layer_math(c.architecture), "old.hipcap");
+    ADD_FAILURE() << "a Gemma 2 capture without analysis/layer_math was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("analysis/layer_math"), std::string::npos) << e.what();
+  }
+  // (The invariants then hold only if no layer was windowed: this analysis has windowed layers, so a
+  // plain architecture's reading fails on them, which names the layer marks rather than the maths.)
+  try {
+    captures::decode_capture(without_layer_math("LlamaForCausalLM"), "old.hipcap");
+    ADD_FAILURE() << "a capture whose layer marks need windows was read as plain";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).find("analysis/layer_math is missing"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
