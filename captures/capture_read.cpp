@@ -402,7 +402,7 @@ Capture decode_capture(const std::string& bytes, const std::string& what) {
       a.layers[static_cast<size_t>(l)].math = ViewsMath{static_cast<int64_t>(v[0]), hip::ScoreTransform{v[1], v[2]}};
     }
   } else if (!plain_attention_architecture(c.info.run.architecture)) {
-    // Written before the per-layer maths were stored: only a model whose every layer is plain
+    // A capture without the per-layer maths: only a model whose every layer is plain
     // attention reads back right (its layers keep the default ViewsMath).
     f.fail("analysis/layer_math is missing, and a " + c.info.run.architecture +
            " model can have windowed, soft-capped or rescaled layers the views need; capture the run again "

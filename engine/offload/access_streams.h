@@ -10,7 +10,7 @@ namespace hipstudio {
 // Key positions read while decoding, per (step, HiP layer, head): the offloading simulator's input.
 // HiP layer i (the streams' layer index) is model layer hip_layers[i]: the layers HiP replaces, in
 // model order, which windowed layers interleave (Gemma 2/3, Qwen2's sliding window) rather than a
-// run from first_layer on. Empty hip_layers (a capture written before they were stored, of a model
+// run from first_layer on. Empty hip_layers (a capture that does not store them, of a model
 // without windows): layer i is first_layer + i.
 struct AccessStreams {
   int64_t steps = 0, layers = 0, heads = 0;   // layers: the HiP layers only
