@@ -428,6 +428,9 @@ Capture decode_capture(const std::string& bytes, const std::string& what) {
         f.fail("access.hip_layers holds an entry that is not a layer of the model");
       a.access.hip_layers.push_back(l.get<int64_t>());
     }
+    if (!a.access.hip_layers.empty() && a.access.hip_layers.front() != a.access.first_layer)
+      f.fail("field 'access.first_layer' is " + std::to_string(a.access.first_layer) + " but access.hip_layers starts at layer " +
+             std::to_string(a.access.hip_layers.front()));
   }
   if (a.access.steps > 0 && a.access.layers * a.access.heads > (int64_t{1} << 40) / a.access.steps)
     f.fail("access sizes are out of range");
