@@ -5,11 +5,13 @@
 // container, so only these catch it. Each names the field:
 //   params.l_d <= dims.layers; params.r_m >= 1; params.decode_steps == dims.decode_records
 //   dims: layers, heads >= 1; with inputs kv_heads >= 1 dividing heads, head_dim >= 1
-//   analysis/layers: row l is layer l, dense exactly for l < l_d
+//   analysis/layers: row l is layer l, dense exactly where HiP does not replace it: a windowed layer
+//     (analysis/layer_math) or one of the first l_d full-attention layers (without windows: l < l_d)
 //   analysis/decode: row s is step s at position tokens + s; the refreshed rows count mask_refreshes;
 //     accessed-token counts >= 0; token ids >= 0 (prompt ids, generated ids too)
 //   analysis nll, latency components: not negative (NaN allowed: "not measured"); top-1 agreement in [0, 1]
-//   access: first_layer == l_d, layers == layers - l_d, heads == dims.heads, steps == decode_steps
+//   access: its HiP layers (hip_layers, else first_layer on) are the layers not marked dense,
+//     heads == dims.heads, steps == decode_steps
 //   inputs: stored Q/K/V finite
 //   masks: dense_from in [0, tokens]; iteration and branch counts >= 0; recalls in [0, 1] or NaN
 //   traces: rows of the traced query block inside the prompt; dense_from in [0, tokens]
@@ -20,6 +22,7 @@
 #include "captures/capture_invariants.h"
 
 #include <cmath>
+#include <vector>
 
 #include "captures/analysis_json.h"
 #include "captures/npy.h"
@@ -135,10 +138,18 @@ void check_capture_invariants(const Capture& c, const std::string& what) {
                   g + "latency_*_layers", "holds a negative time");
   }
   k.require(!(a.top1_agreement < 0 || a.top1_agreement > 1), "analysis/scalars", "holds a top-1 agreement outside [0, 1]");
+  // The layers HiP replaces (hip_attention.h's rule): full-attention layers past the first l_d of them.
+  std::vector<int64_t> hip_layers;
+  int64_t full_rank = 0;
   for (int64_t l = 0; l < static_cast<int64_t>(a.layers.size()); ++l) {
+    const bool windowed = a.layers[l].math.windowed();
+    const bool hip = !windowed && full_rank >= ld;
+    full_rank += windowed ? 0 : 1;
+    if (hip) hip_layers.push_back(l);
     k.require(a.layers[l].layer == l, "analysis/layers", "row " + num(l) + " names layer " + num(a.layers[l].layer));
-    k.require(a.layers[l].dense == (l < ld), "analysis/layers",
-              "marks layer " + num(l) + (a.layers[l].dense ? " dense" : " HiP") + " but params.l_d is " + num(ld));
+    k.require(a.layers[l].dense == !hip, "analysis/layers",
+              "marks layer " + num(l) + (a.layers[l].dense ? " dense" : " HiP") + " but params.l_d is " + num(ld) +
+                  (windowed ? " and the layer is windowed" : ""));
   }
   int64_t refreshed = 0;
   for (int64_t s = 0; s < S; ++s) {
@@ -154,9 +165,17 @@ void check_capture_invariants(const Capture& c, const std::string& what) {
             "is " + num(a.mask_refreshes) + " but " + num(refreshed) + " decode records are refreshes");
 
   // The access streams belong to the HiP layers and the decode steps.
-  k.require(a.access.first_layer == ld, "access.first_layer", "is " + num(a.access.first_layer) + " but params.l_d is " + num(ld));
-  k.require(a.access.layers == std::max<int64_t>(0, L - ld), "access.layers",
-            "is " + num(a.access.layers) + " but the model's " + num(L) + " layers less l_d " + num(ld) + " run HiP");
+  const int64_t first_hip = hip_layers.empty() ? L : hip_layers.front();
+  k.require(a.access.first_layer == first_hip, "access.first_layer",
+            "is " + num(a.access.first_layer) + " but the first layer HiP replaces is " + num(first_hip) + " (params.l_d " + num(ld) + ")");
+  k.require(a.access.layers == static_cast<int64_t>(hip_layers.size()), "access.layers",
+            "is " + num(a.access.layers) + " but HiP replaces " + num(static_cast<int64_t>(hip_layers.size())) +
+                " of the model's " + num(L) + " layers (params.l_d " + num(ld) + ")");
+  if (a.access.layers == static_cast<int64_t>(hip_layers.size()))
+    for (int64_t i = 0; i < a.access.layers; ++i)
+      k.require(a.access.model_layer(i) == hip_layers[static_cast<size_t>(i)], "access.hip_layers",
+                "names layer " + num(a.access.model_layer(i)) + " as HiP layer " + num(i) + " but HiP replaces layer " +
+                    num(hip_layers[static_cast<size_t>(i)]) + " there");
   k.require(a.access.layers == 0 || a.access.heads == H, "access.heads", "is " + num(a.access.heads) + " but dims.heads is " + num(H));
   k.require(a.access.steps == S, "access.steps", "is " + num(a.access.steps) + " but there are " + num(S) + " decode steps");
 

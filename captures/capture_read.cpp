@@ -17,6 +17,7 @@
 #include "captures/params_fields.h"
 #include "captures/sha256.h"
 #include "captures/zip_store.h"
+#include "engine/formats/architectures.h"
 #include "engine/formats/dtype.h"
 #include "engine/formats/errors.h"
 
@@ -289,6 +290,20 @@ std::map<std::string, std::string> entry_map(const std::string& bytes, const std
   return out;
 }
 
+// Whether every layer of an `architecture` model is plain attention (no window, soft-cap or
+// query_pre_attn_scalar key in its table entry): a capture of one that lacks analysis/layer_math
+// reads back right with the default maths.
+bool plain_attention_architecture(const std::string& architecture) {
+  if (architecture == "llama2.c") return true;
+  const Architecture* arch = find_architecture(architecture);
+  if (!arch || arch->window_form != WindowForm::kNone) return false;
+  for (const char* key : arch->maths_keys) {
+    const std::string k = key;
+    if (k == "attn_logit_softcapping" || k == "query_pre_attn_scalar" || k == "sliding_window") return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 Capture decode_capture(const std::string& bytes, const std::string& what) {
@@ -373,6 +388,22 @@ Capture decode_capture(const std::string& bytes, const std::string& what) {
     }
     a.layers.push_back(std::move(q));
   }
+  if (ar.has("analysis/layer_math")) {
+    const auto maths = ar.get<double>("analysis/layer_math", {L, 3});
+    for (int64_t l = 0; l < L; ++l) {
+      const double* v = maths.data() + l * 3;
+      if (!(v[0] >= 0 && v[0] == std::floor(v[0]) && v[0] < 9.0e15) || !(v[1] >= 0 && std::isfinite(v[1])) ||
+          !(v[2] >= 0 && std::isfinite(v[2])))
+        f.fail("analysis/layer_math row " + std::to_string(l) + " is not a window >= 0, scale >= 0 and soft-cap >= 0");
+      a.layers[static_cast<size_t>(l)].math = ViewsMath{static_cast<int64_t>(v[0]), hip::ScoreTransform{v[1], v[2]}};
+    }
+  } else if (!plain_attention_architecture(c.info.run.architecture)) {
+    // A capture without the per-layer maths: only a model whose every layer is plain
+    // attention reads back right (its layers keep the default ViewsMath).
+    f.fail("analysis/layer_math is missing, and a " + c.info.run.architecture +
+           " model can have windowed, soft-capped or rescaled layers the views need; capture the run again "
+           "with this hipstudio");
+  }
   const auto decode = ar.get<int64_t>("analysis/decode", {S, 7});
   for (int64_t s = 0; s < S; ++s) {
     const int64_t* v = decode.data() + s * 7;
@@ -385,9 +416,21 @@ Capture decode_capture(const std::string& bytes, const std::string& what) {
   a.access.layers = f.count(access, "layers");
   a.access.heads = f.count(access, "heads");
   a.access.first_layer = f.count(access, "first_layer");
+  if (access.contains("hip_layers")) {
+    const json& hl = access["hip_layers"];
+    if (!hl.is_array()) f.fail("access.hip_layers is not a list");
+    for (const json& l : hl) {
+      if (!l.is_number_integer() || l.get<int64_t>() < 0 || l.get<int64_t>() >= L)
+        f.fail("access.hip_layers holds an entry that is not a layer of the model");
+      a.access.hip_layers.push_back(l.get<int64_t>());
+    }
+    if (!a.access.hip_layers.empty() && a.access.hip_layers.front() != a.access.first_layer)
+      f.fail("field 'access.first_layer' is " + std::to_string(a.access.first_layer) + " but access.hip_layers starts at layer " +
+             std::to_string(a.access.hip_layers.front()));
+  }
   if (a.access.steps > 0 && a.access.layers * a.access.heads > (int64_t{1} << 40) / a.access.steps)
     f.fail("access sizes are out of range");
-  if (a.access.first_layer + a.access.layers > L) f.fail("access.first_layer + access.layers exceeds the model's layers");
+  if (a.access.hip_layers.empty() && a.access.first_layer + a.access.layers > L) f.fail("access.first_layer + access.layers exceeds the model's layers");
   const int64_t lists = a.access.steps * a.access.layers * a.access.heads;
   a.access.mask_keys = read_ragged(ar, "access/mask", lists);
   a.access.sparse_keys = read_ragged(ar, "access/sparse", lists);
@@ -435,6 +478,7 @@ Capture decode_capture(const std::string& bytes, const std::string& what) {
       LayerMaskViews lm;
       lm.layer = l;
       lm.params = o.hip.hip;
+      if (lm.layer >= 0 && lm.layer < static_cast<int64_t>(a.layers.size())) lm.math = a.layers[static_cast<size_t>(lm.layer)].math;
       const auto dense_from = ar.get<int64_t>(layout::layer_array("masks", l, "dense_from"), {QB});
       lm.hip = read_mask(ar, l, "hip", H, QB, Kb, key_blocks, dense_from);
       lm.oracle = read_mask(ar, l, "oracle", H, QB, Kb, key_blocks, dense_from);
@@ -558,6 +602,7 @@ Capture decode_capture(const std::string& bytes, const std::string& what) {
     r.layers = f.count(off, "layers");
     r.heads = f.count(off, "heads");
     r.first_layer = f.count(off, "first_layer");
+    for (int64_t i = 0; i < a.access.layers; ++i) r.hip_layers.push_back(a.access.model_layer(i));
     r.context_tokens = f.count(off, "context_tokens");
     if (r.steps != a.access.steps || r.layers != a.access.layers || r.heads != a.access.heads ||
         r.first_layer != a.access.first_layer || r.context_tokens != oc.context_tokens)

@@ -145,6 +145,12 @@ void emit_capture(const Capture& c, ZipWriter& zip) {
   }
   s.add("analysis/layers", {L, 2}, layer_rows);
   s.add("analysis/quality", {L, H, 6}, quality);
+  // Each layer's attention maths (window, scale, soft-cap; 0: none / 1 / sqrt(head_dim)): what the
+  // views' numbers were scored with, so a reader recomputing them uses the same.
+  std::vector<double> maths;
+  for (const LayerQuality& q : a.layers)
+    maths.insert(maths.end(), {static_cast<double>(q.math.window), q.math.score.scale, q.math.score.softcap});
+  s.add("analysis/layer_math", {L, 3}, maths);
   std::vector<int64_t> decode;
   for (const DecodeStepRecord& d : a.decode)
     decode.insert(decode.end(), {d.step, d.position, d.dense_token, d.hip_token, d.refreshed ? 1 : 0, d.mask_tokens_accessed,
@@ -276,6 +282,7 @@ void emit_capture(const Capture& c, ZipWriter& zip) {
                {"inputs_dtype", inputs_dtype}};
   m["mask_refreshes"] = a.mask_refreshes;
   m["access"] = {{"steps", a.access.steps}, {"layers", a.access.layers}, {"heads", a.access.heads}, {"first_layer", a.access.first_layer}};
+  if (!a.access.hip_layers.empty()) m["access"]["hip_layers"] = a.access.hip_layers;
   m["masks"] = !c.masks.empty();
   m["traces"] = traces;
   m["locality"] = c.locality.empty() ? json(nullptr)

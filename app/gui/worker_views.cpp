@@ -59,8 +59,9 @@ std::shared_ptr<const LayerMaskSnapshot> compute_layer_masks(const std::shared_p
     views = std::shared_ptr<const LayerMaskViews>(a, kept);
   } else {
     const hip::AttentionInputs in = a->inputs(r.layer);
+    const ViewsMath math = r.layer < static_cast<int64_t>(pa.layers.size()) ? pa.layers[static_cast<size_t>(r.layer)].math : ViewsMath{};
     views = std::make_shared<const LayerMaskViews>(reference_layer_masks(
-        in, pa.options.hip.hip, pa.options.random_seed, r.layer, /*threads=*/0, in.tk <= kOracleMaxTokens));
+        in, pa.options.hip.hip, math, pa.options.random_seed, r.layer, /*threads=*/0, in.tk <= kOracleMaxTokens));
   }
   auto m = std::make_shared<LayerMaskSnapshot>(std::move(views), a);
   m->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

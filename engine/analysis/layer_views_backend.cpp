@@ -24,9 +24,14 @@ class ReferenceLayerViews final : public LayerViewsBackend {
     rows_ += chunk.q.size(1);
     if (rows_ < setup_.prompt_tokens) return;
     // The last chunk's keys/values cover the prompt: compute now and let the copies go.
+    if (setup_.math.windowed() && !setup_.keep_masks) {  // no HiP run to measure, no masks asked for
+      result_.quality = unmeasured_layer_quality(setup_.layer, chunk.q.size(0), setup_.math);
+      queries_.clear();
+      return;
+    }
     const HostAttentionInputs host(at::cat(queries_, 1), chunk.k, chunk.v);
     queries_.clear();
-    result_.masks = reference_layer_masks(host.view, setup_.params, setup_.seed, setup_.layer);
+    result_.masks = reference_layer_masks(host.view, setup_.params, setup_.math, setup_.seed, setup_.layer);
     result_.quality = reference_layer_quality(host.view, result_.masks);
     result_.has_masks = setup_.keep_masks;
     if (!result_.has_masks) result_.masks = LayerMaskViews{};

@@ -16,6 +16,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "engine/analysis/paired_result.h"
+#include "engine/backends/attention_backend.h"
 #include "engine/views/layer_views.h"
 
 namespace hipstudio {
@@ -24,10 +25,17 @@ namespace hipstudio {
 // memory estimate counts a few of them.
 inline constexpr int64_t kLayerViewsTileBytes = int64_t{1} << 30;
 
+// The views' form of a layer's attention maths (layer_attention_math's, what the forward pass ran).
+inline ViewsMath views_math(const AttentionMath& m) { return ViewsMath{m.window, hip::ScoreTransform{m.scale, m.softcap}}; }
+
 struct LayerViewsSetup {
   int64_t layer = 0;
   int64_t prompt_tokens = 0;  // T: the chunks together cover query rows [0, T)
   hip::HipParams params;      // causal
+  // The layer's window, scale and soft-cap (views_math(layer_attention_math(config, layer))): dense
+  // probabilities, mass and output error score with them; a windowed layer's numbers are NaN
+  // (reference_views.h) and its masks what HiP would select on full causal attention.
+  ViewsMath math;
   uint64_t seed = 1;          // the analysis' random seed (layer_random_seed applies the layer)
   bool keep_masks = false;    // finish() also returns the three masks and recall tables (host)
   // Tensor implementation: bytes of one (heads of a KV group, query rows, keys) score tile; the

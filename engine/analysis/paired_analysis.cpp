@@ -11,6 +11,7 @@
 #include "engine/analysis/kept_inputs.h"
 #include "engine/runtime/phase_profile.h"
 #include "engine/model/kv_cache.h"
+#include "engine/model/layer_math.h"
 #include "engine/analysis/layer_views_backend.h"
 #include "engine/runtime/out_of_memory.h"
 #include "engine/analysis/token_metrics.h"
@@ -214,6 +215,7 @@ struct PairedPrefill::State {
     setup.layer = layer;
     setup.prompt_tokens = n;
     setup.params = options.hip.hip;
+    setup.math = views_math(layer_attention_math(model->config, layer));
     setup.seed = options.random_seed;
     setup.keep_masks = keep_masks;
     LayerViewsChunk chunk = kept_layer_chunk(in);  // the same inputs the prefill gave the views layer
@@ -348,6 +350,7 @@ void PairedPrefill::State::hip_prefill(const std::vector<LayerInputs>& carried) 
     setup.layer = l;
     setup.prompt_tokens = n;
     setup.params = options.hip.hip;
+    setup.math = views_math(layer_attention_math(c, l));
     setup.seed = options.random_seed;
     setup.keep_masks = options.keeps(l);
     views.push_back(make_layer_views(model->run.device, setup));
@@ -359,8 +362,10 @@ void PairedPrefill::State::hip_prefill(const std::vector<LayerInputs>& carried) 
   AccessStreams& streams = result.access;
   // The layers HiP replaces (windowed layers and the first l_d full-attention ones are dense), in
   // model order from the first of them.
-  streams.layers = 0;
-  for (int64_t l = 0; l < c.n_layers; ++l) streams.layers += hip_replaces_layer(c, options.hip.dense_layers, l) ? 1 : 0;
+  streams.hip_layers.clear();
+  for (int64_t l = 0; l < c.n_layers; ++l)
+    if (hip_replaces_layer(c, options.hip.dense_layers, l)) streams.hip_layers.push_back(l);
+  streams.layers = static_cast<int64_t>(streams.hip_layers.size());
   streams.heads = c.n_heads;
   streams.first_layer = first_hip_layer(c, options.hip.dense_layers);
   // With options.viewed_layer_first, the layers up to the viewed one run now and the rest in
@@ -392,6 +397,7 @@ void PairedPrefill::State::hip_prefill(const std::vector<LayerInputs>& carried) 
       LayerQuality later;
       later.layer = l;
       later.dense = !hip_replaces_layer(c, options.hip.dense_layers, l);
+      later.math = views_math(layer_attention_math(c, l));
       later.pending = true;
       result.layers.push_back(std::move(later));
       continue;

@@ -56,7 +56,9 @@ struct HeadQuality {
 
 struct LayerQuality {
   int64_t layer = 0;
-  bool dense = false;              // layer < l_d: the model runs it dense; the numbers say what HiP would do
+  bool dense = false;              // HiP does not replace the layer (one of the first l_d full-attention
+                                   // layers, or windowed); the numbers say what HiP would do
+  ViewsMath math;                  // the layer's window, scale and soft-cap (windowed: heads' numbers NaN)
   bool pending = false;            // its views wait for PairedPrefill::layer_views (heads empty)
   std::vector<HeadQuality> heads;  // (n_heads)
 };

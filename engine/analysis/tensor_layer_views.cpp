@@ -3,13 +3,18 @@
 // S = Q K^T of the visible keys once and takes from them
 //  - the oracle: the max of S over each query block's sampled rows and each key block's keys,
 //    the Kb best blocks of the search range with the reference's tie rule (smaller block first);
-//  - dense probabilities P = softmax(S / sqrt(d)) (causal), and for HiP's and the random mask the
-//    attention mass kept (P summed over the attended keys, gathered) and the sparse output, which
-//    is P restricted to those keys and renormalised, against the dense output P V.
+//  - dense probabilities P = softmax(softcap(scale S)) (causal; the layer's ViewsMath, the rule of
+//    kernels/score_transform.h: scale 1 / sqrt(d) and no cap for plain maths, the same ops and bits
+//    as without it), and for HiP's and the random mask the attention mass kept (P summed over the
+//    attended keys, gathered) and the sparse output, which is P restricted to those keys and
+//    renormalised, against the dense output P V.
+// A windowed layer's numbers are NaN (HiP does not run there, reference_views.h): its tiles run
+// only when its masks are asked for (what HiP would select on full causal attention).
 // Scores are float64 for float32 (and float64) inputs, so masks and oracle match the reference
 // exactly; float32 for bf16/f16 inputs (their products are exact in float32, sums are not).
 //
-// A whole-prompt chunk of bf16/f16 CUDA inputs takes the fused route (fused_dense_rows): the dense
+// A whole-prompt chunk of bf16/f16 CUDA inputs of a layer without a soft-cap (the flash kernel has
+// none) takes the fused route (fused_dense_rows): the dense
 // output and each row's log-sum-exp come from the fused flash kernel, the oracle's scores are formed
 // for the sampled rows only, and mass and output error are computed from the attended keys' scores,
 // gathered: no (rows x keys) probability tile is ever written. That is what makes a layer's views
@@ -28,6 +33,8 @@
 #include "engine/analysis/host_inputs.h"
 #include "engine/analysis/layer_views_backend.h"
 #include "engine/runtime/phase_profile.h"
+#include "engine/views/reference_views.h"
+#include "engine/views/view_scores.h"
 #include "kernels/shape_only_inputs.h"
 #include "kernels/oracle.h"
 #include "kernels/random_baseline.h"
@@ -331,6 +338,11 @@ void TensorLayerViews::add_chunk(const LayerViewsChunk& chunk) {
   if (chunk.q.dim() != 3 || chunk.k.dim() != 3 || chunk.k.size(1) != chunk.first_row + chunk.q.size(1))
     throw std::logic_error("layer views: a chunk's keys must cover its rows' positions");
   profile_.begin(chunk.q.is_cuda());
+  if (setup_.math.windowed() && !setup_.keep_masks) {  // NaN numbers: nothing to compute
+    hq_ = chunk.q.size(0);
+    rows_ += chunk.q.size(1);
+    return;
+  }
   if (rows_ == 0) start(chunk);
   profile_.lap("start (random mask)");
   c10::InferenceMode inference;
@@ -351,7 +363,7 @@ void TensorLayerViews::add_chunk(const LayerViewsChunk& chunk) {
   int64_t fused_rows_per_tile = rows_per_tile;
   // The fused route: a whole prompt (top-left causal is then the prompt's own) in a fused kernel's dtype.
   const bool fusable = setup_.fused_dense && chunk.q.is_cuda() && compute_ == at::kFloat && chunk.first_row == 0 &&
-                       keys == tq;
+                       keys == tq && setup_.math.score.softcap == 0.0;
   if (fusable) {
     // The fused route never holds a (rows x keys) tile (its scores come in sub-tiles of query blocks,
     // fused_oracle_rows): a tile is bounded by its per-query-block tensors (block scores and the
@@ -367,7 +379,7 @@ void TensorLayerViews::add_chunk(const LayerViewsChunk& chunk) {
     const at::Tensor kg = chunk.k[g].to(compute_), vg = chunk.v[g].to(compute_);
     DenseRows dense;
     const bool fused = fusable && fused_dense_rows(chunk.q.narrow(0, g * group, group), chunk.k[g], chunk.v[g],
-                                                   1.0 / std::sqrt(static_cast<double>(d_)), compute_, dense);
+                                                   view_scale(setup_.math.score, d_), compute_, dense);
     fused_groups_ += fused ? 1 : 0;
     profile_.lap(dense.kernel == std::string("cudnn") ? "dense rows by cuDNN" : "dense rows by flash (or none)");
     const int64_t rows = fused ? fused_rows_per_tile : rows_per_tile;  // a group the flash kernel refused: plain tiles
@@ -477,7 +489,7 @@ void TensorLayerViews::tile(const LayerViewsChunk& chunk, const at::Tensor& hip_
   // ---- dense output and what a selection keeps. The sink, a selection's blocks' keys and the dense
   // tail of each query block are disjoint ranges (key_set.cpp), at most W keys; padding entries weigh
   // 0. Reading W keys per row instead of masking all of them keeps this part small.
-  const double scale = 1.0 / std::sqrt(static_cast<double>(d_));
+  const double scale = view_scale(setup_.math.score, d_), cap = setup_.math.score.softcap;
   const at::Tensor weight = at::arange(padded, long_opts).lt(rows).to(at::kDouble);  // (padded)
   const at::Tensor v = vg.narrow(0, 0, keys);
   at::Tensor probs, dense, lse;
@@ -492,6 +504,7 @@ void TensorLayerViews::tile(const LayerViewsChunk& chunk, const at::Tensor& hip_
     // Probabilities (causal), padded rows made finite and weighted out.
     if (padded > rows) s.narrow(1, rows, padded - rows).fill_(0);
     s.mul_(scale);
+    if (cap > 0.0) s.div_(cap).tanh_().mul_(cap);  // before the causal mask: the cap of -inf is not -inf
     if (keys > first + 1) {  // keys after the first row's position: hidden from the rows before them
       const at::Tensor later = at::arange(first + 1, keys, long_opts).unsqueeze(0);
       const at::Tensor positions = at::arange(first, first + padded, long_opts).unsqueeze(1);
@@ -551,6 +564,11 @@ void TensorLayerViews::tile(const LayerViewsChunk& chunk, const at::Tensor& hip_
 
 LayerViewsResult TensorLayerViews::finish() {
   if (rows_ != setup_.prompt_tokens) throw std::logic_error("layer views: the chunks do not cover the prompt");
+  if (setup_.math.windowed() && !setup_.keep_masks) {
+    LayerViewsResult r;
+    r.quality = unmeasured_layer_quality(setup_.layer, hq_, setup_.math);
+    return r;
+  }
   profile_.begin(recall_.is_cuda());
   auto host = [](const at::Tensor& t) { return t.to(at::kCPU).contiguous(); };
   const at::Tensor recall = host(recall_), random_recall = host(random_recall_), mass = host(mass_),
@@ -562,6 +580,7 @@ LayerViewsResult TensorLayerViews::finish() {
   };
   LayerViewsResult r;
   r.quality.layer = setup_.layer;
+  r.quality.math = setup_.math;
   r.fused_dense = fused_groups_ > 0;
   const double blocks = static_cast<double>(query_blocks_), queries = static_cast<double>(setup_.prompt_tokens);
   for (int64_t h = 0; h < hq_; ++h) {
@@ -575,6 +594,7 @@ LayerViewsResult TensorLayerViews::finish() {
     r.quality.heads.push_back(q);
   }
   profile_.lap("finish: sums");
+  if (setup_.math.windowed()) r.quality = unmeasured_layer_quality(setup_.layer, hq_, setup_.math);
   if (!setup_.keep_masks) {
     profile_.print("layer views, layer " + std::to_string(setup_.layer));
     return r;
@@ -585,6 +605,7 @@ LayerViewsResult TensorLayerViews::finish() {
   LayerMaskViews& m = r.masks;
   m.layer = setup_.layer;
   m.params = setup_.params;
+  m.math = setup_.math;
   // finish() is the last call: the arrays the chunks filled move into the result.
   m.hip = std::move(hip_mask_);
   m.oracle = std::move(oracle_mask_);

@@ -1,5 +1,8 @@
 #include "engine/formats/architectures.h"
 
+#include <initializer_list>
+#include <vector>
+
 namespace hipstudio {
 
 const std::vector<const char*> kCommonMathsKeys = {
@@ -18,9 +21,10 @@ namespace {
 using R = TensorRole;
 using W = TensorWhen;
 
-// Separate q/k/v and gate/up projections, Llama's names (Llama, Mistral, Qwen2/3).
-std::vector<LayerTensor> llama_layer(bool qk_norm) {
-  std::vector<LayerTensor> t = {
+// The attention block of Llama's and Gemma's names: the input norm, separate q/k/v projections
+// with their optional biases, the output projection with its optional bias.
+std::vector<LayerTensor> attention_block() {
+  return {
       {R::kAttnNorm, "input_layernorm.weight", W::kAlways},
       {R::kWq, "self_attn.q_proj.weight", W::kAlways},
       {R::kWk, "self_attn.k_proj.weight", W::kAlways},
@@ -30,14 +34,13 @@ std::vector<LayerTensor> llama_layer(bool qk_norm) {
       {R::kBv, "self_attn.v_proj.bias", W::kAttentionBias},
       {R::kWo, "self_attn.o_proj.weight", W::kAlways},
       {R::kBo, "self_attn.o_proj.bias", W::kAttentionOutBias},
-      {R::kMlpNorm, "post_attention_layernorm.weight", W::kAlways},
-      {R::kWgate, "mlp.gate_proj.weight", W::kAlways},
-      {R::kWup, "mlp.up_proj.weight", W::kAlways},
-      {R::kWdown, "mlp.down_proj.weight", W::kAlways},
-      {R::kBgate, "mlp.gate_proj.bias", W::kMlpBias},
-      {R::kBup, "mlp.up_proj.bias", W::kMlpBias},
-      {R::kBdown, "mlp.down_proj.bias", W::kMlpBias},
   };
+}
+
+// The attention block, then `rest`, then q_norm / k_norm when the architecture has them.
+std::vector<LayerTensor> layer_with(std::initializer_list<LayerTensor> rest, bool qk_norm) {
+  std::vector<LayerTensor> t = attention_block();
+  t.insert(t.end(), rest);
   if (qk_norm) {
     t.push_back({R::kQNorm, "self_attn.q_norm.weight", W::kQkNorm});
     t.push_back({R::kKNorm, "self_attn.k_norm.weight", W::kQkNorm});
@@ -45,31 +48,30 @@ std::vector<LayerTensor> llama_layer(bool qk_norm) {
   return t;
 }
 
+// Separate gate/up projections, Llama's names (Llama, Mistral, Qwen2/3).
+std::vector<LayerTensor> llama_layer(bool qk_norm) {
+  return layer_with({
+      {R::kMlpNorm, "post_attention_layernorm.weight", W::kAlways},
+      {R::kWgate, "mlp.gate_proj.weight", W::kAlways},
+      {R::kWup, "mlp.up_proj.weight", W::kAlways},
+      {R::kWdown, "mlp.down_proj.weight", W::kAlways},
+      {R::kBgate, "mlp.gate_proj.bias", W::kMlpBias},
+      {R::kBup, "mlp.up_proj.bias", W::kMlpBias},
+      {R::kBdown, "mlp.down_proj.bias", W::kMlpBias},
+  }, qk_norm);
+}
+
 // Gemma: "post_attention_layernorm" is the norm ON the attention output; the pre-MLP norm is
 // "pre_feedforward_layernorm".
 std::vector<LayerTensor> gemma_layer(bool qk_norm) {
-  std::vector<LayerTensor> t = {
-      {R::kAttnNorm, "input_layernorm.weight", W::kAlways},
-      {R::kWq, "self_attn.q_proj.weight", W::kAlways},
-      {R::kWk, "self_attn.k_proj.weight", W::kAlways},
-      {R::kWv, "self_attn.v_proj.weight", W::kAlways},
-      {R::kBq, "self_attn.q_proj.bias", W::kAttentionBias},
-      {R::kBk, "self_attn.k_proj.bias", W::kAttentionBias},
-      {R::kBv, "self_attn.v_proj.bias", W::kAttentionBias},
-      {R::kWo, "self_attn.o_proj.weight", W::kAlways},
-      {R::kBo, "self_attn.o_proj.bias", W::kAttentionOutBias},
+  return layer_with({
       {R::kPostAttnNorm, "post_attention_layernorm.weight", W::kAlways},
       {R::kMlpNorm, "pre_feedforward_layernorm.weight", W::kAlways},
       {R::kWgate, "mlp.gate_proj.weight", W::kAlways},
       {R::kWup, "mlp.up_proj.weight", W::kAlways},
       {R::kWdown, "mlp.down_proj.weight", W::kAlways},
       {R::kPostMlpNorm, "post_feedforward_layernorm.weight", W::kAlways},
-  };
-  if (qk_norm) {
-    t.push_back({R::kQNorm, "self_attn.q_norm.weight", W::kQkNorm});
-    t.push_back({R::kKNorm, "self_attn.k_norm.weight", W::kQkNorm});
-  }
-  return t;
+  }, qk_norm);
 }
 
 // Phi-3 fuses q/k/v (rows q, k, v) and gate/up (rows gate, up): the same order as wqkv and w13.

@@ -38,7 +38,8 @@ struct ContextStats {
 
 struct OffloadResult {
   int64_t steps = 0, layers = 0, heads = 0;  // as in the AccessStreams
-  int64_t first_layer = 0;                   // model layer of HiP layer 0 (= l_d)
+  int64_t first_layer = 0;                   // model layer of HiP layer 0
+  std::vector<int64_t> hip_layers;           // (layers) model layer of each HiP layer (AccessStreams::model_layer)
   int64_t context_tokens = 0;                // T
   ContextStats mask;
   ContextStats sparse;

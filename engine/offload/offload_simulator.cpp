@@ -67,6 +67,18 @@ void validate_streams(const AccessStreams& s, int64_t context_tokens) {
   require(s.steps >= 0 && s.layers >= 0 && s.heads >= 0 && s.first_layer >= 0,
           "access streams have negative dimensions (steps " + std::to_string(s.steps) + ", layers " +
               std::to_string(s.layers) + ", heads " + std::to_string(s.heads) + ")");
+  if (!s.hip_layers.empty()) {
+    require(static_cast<int64_t>(s.hip_layers.size()) == s.layers,
+            "access streams name " + std::to_string(s.hip_layers.size()) + " HiP layers but hold " +
+                std::to_string(s.layers));
+    for (size_t i = 0; i < s.hip_layers.size(); ++i)
+      require(s.hip_layers[i] >= 0 && (i == 0 || s.hip_layers[i - 1] < s.hip_layers[i]),
+              "access streams' HiP layers must be ascending model layers >= 0 (entry " + std::to_string(i) + " is " +
+                  std::to_string(s.hip_layers[i]) + ")");
+    require(s.first_layer == s.hip_layers.front(), "access streams' first_layer " + std::to_string(s.first_layer) +
+                                                       " is not their first HiP layer " +
+                                                       std::to_string(s.hip_layers.front()));
+  }
   const size_t cells = static_cast<size_t>(s.steps * s.layers * s.heads);
   for (OffloadContext c : {OffloadContext::Mask, OffloadContext::Sparse}) {
     const auto& all = c == OffloadContext::Mask ? s.mask_keys : s.sparse_keys;
@@ -83,7 +95,7 @@ void validate_streams(const AccessStreams& s, int64_t context_tokens) {
         const int64_t layer = static_cast<int64_t>(i) / s.heads % s.layers;
         const int64_t step = static_cast<int64_t>(i) / s.heads / s.layers;
         throw InputError("offloading: " + std::string(offload_context_name(c)) + " keys of step " +
-                         std::to_string(step) + ", layer " + std::to_string(layer) + ", head " +
+                         std::to_string(step) + ", layer " + std::to_string(s.model_layer(layer)) + ", head " +
                          std::to_string(head) + ": position " + std::to_string(keys[j]) +
                          (inside ? " repeats or breaks ascending order; streams must hold sorted unique positions"
                                  : " is outside the context [0, " + std::to_string(context_tokens) +
@@ -181,10 +193,17 @@ OffloadResult simulate_offloading(const AccessStreams& streams, const OffloadCon
   r.layers = streams.layers;
   r.heads = streams.heads;
   r.first_layer = streams.first_layer;
+  for (int64_t i = 0; i < streams.layers; ++i) r.hip_layers.push_back(streams.model_layer(i));
   r.context_tokens = config.context_tokens;
   r.mask = simulate_context(streams, config, OffloadContext::Mask);
   r.sparse = simulate_context(streams, config, OffloadContext::Sparse);
   return r;
+}
+
+int64_t hip_layer_index(const AccessStreams& streams, int64_t model_layer) {
+  for (int64_t i = 0; i < streams.layers; ++i)
+    if (streams.model_layer(i) == model_layer) return i;
+  return -1;
 }
 
 AccessMap head_access_map(const AccessStreams& streams, const OffloadConfig& config, OffloadContext context,

@@ -31,12 +31,18 @@ int64_t mask_bank_tokens(const OffloadConfig& config);
 int64_t sparse_bank_tokens(const OffloadConfig& config);
 
 // Throw InputError naming the problem: negative sizes, b_sk < 1, T < 1, c < 0 or not finite; and
-// for streams, vectors of the wrong length, positions outside [0, T) or not strictly ascending.
+// for streams, vectors of the wrong length, positions outside [0, T) or not strictly ascending, and
+// hip_layers (when given) not `layers` ascending model layers starting at first_layer.
 void validate_config(const OffloadConfig& config);
 void validate_streams(const AccessStreams& streams, int64_t context_tokens);
 
-// Both contexts over every layer, head and step.
+// Both contexts over every layer, head and step. Layers are the streams' HiP layers (index i is
+// model layer streams.model_layer(i); OffloadResult::hip_layers lists them).
 OffloadResult simulate_offloading(const AccessStreams& streams, const OffloadConfig& config);
+
+// The streams' index of `model_layer`, or -1 where HiP does not replace it (a windowed layer, one of
+// the first l_d full-attention layers): the layer arguments below take this index.
+int64_t hip_layer_index(const AccessStreams& streams, int64_t model_layer);
 
 // The access map of one (layer, head) bank (the stored map folds all of them): replays that bank.
 AccessMap head_access_map(const AccessStreams& streams, const OffloadConfig& config, OffloadContext context,

@@ -9,6 +9,7 @@
 
 #include "kernels/hip_params.h"
 #include "kernels/mask_reference.h"
+#include "kernels/score_transform.h"
 
 namespace hipstudio {
 
@@ -16,10 +17,27 @@ namespace hipstudio {
 // run's `analyze` numbers, its GUI panels and its capture agree.
 inline uint64_t layer_random_seed(uint64_t seed, int64_t layer) { return seed + static_cast<uint64_t>(layer); }
 
+// A layer's attention maths as the views read it (AttentionMath's window, scale and soft-cap, the
+// forward pass's; plain data without LibTorch). Dense probabilities, attention mass and output
+// error score s = softcap(scale dot(q, k)) with kernels/score_transform.h's rule. The masks (HiP's
+// search, the oracle, the random draw) rank raw dot products: a positive scale and the monotonic cap
+// leave every selection unchanged. A windowed layer (window > 0) attends its last `window` keys in
+// both runs and HiP does not replace it: its quality numbers are NaN (there is no HiP run to
+// measure), its masks say what HiP would select on full causal attention.
+struct ViewsMath {
+  int64_t window = 0;        // 0: full causal attention; W > 0: the row at p sees keys (p - W, p]
+  hip::ScoreTransform score;  // scale 0: 1 / sqrt(head_dim); softcap 0: none
+  bool windowed() const { return window > 0; }
+  bool operator==(const ViewsMath& o) const {
+    return window == o.window && score.scale == o.score.scale && score.softcap == o.score.softcap;
+  }
+};
+
 // HiP's selection on one layer over the prompt, with the oracle's and the random baseline's.
 struct LayerMaskViews {
   int64_t layer = 0;
   hip::HipParams params;
+  ViewsMath math;  // the layer's attention maths
   hip::MaskResult hip, oracle, random;  // same shape; oracle/random: iterations, branches 0
   // False where the oracle was not computed (the GUI's CPU path above its length limit): oracle,
   // random and the recall tables are then empty.

@@ -19,6 +19,7 @@ struct LayerViewsCase {
   int64_t chunk = 0;          // prefill rows per chunk (a multiple of b_q); 0: one chunk
   int64_t tile_bytes = 0;     // 0: the default; small values force many tiles per chunk
   int64_t tied_blocks = 0;    // key blocks copied onto their right neighbour (oracle ties)
+  ViewsMath math;             // the layer's window, scale and soft-cap (default: plain attention)
 };
 
 inline std::vector<LayerViewsCase> layer_views_cases() {
@@ -61,6 +62,14 @@ inline std::vector<LayerViewsCase> layer_views_cases() {
   d.params.k = 512;
   d.params.b_q = 32;
   cases.push_back(d);
+  LayerViewsCase e = a;  // Gemma 2's maths: its own scale (query_pre_attn_scalar) and a soft-cap
+  e.name = "gemma2_scale_softcap";  // that bends the scores (|scale * dot| reaches a few times the cap)
+  e.math.score = hip::ScoreTransform{0.35, 1.5};
+  cases.push_back(e);
+  LayerViewsCase f = b;  // a sliding-window layer: NaN numbers, masks as on full attention
+  f.name = "sliding_window_64";
+  f.math.window = 64;
+  cases.push_back(f);
   return cases;
 }
 
@@ -109,6 +118,7 @@ inline LayerViewsSetup layer_views_setup(const LayerViewsCase& c) {
   s.params = c.params;
   s.seed = 11;
   s.keep_masks = true;
+  s.math = c.math;
   if (c.tile_bytes > 0) s.tile_bytes = c.tile_bytes;
   return s;
 }

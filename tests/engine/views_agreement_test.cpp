@@ -40,7 +40,7 @@ TEST(ViewsAgreement, AnalysisGuiAndCaptureShareTheRandomBaselineAndRecallOfEvery
 
   for (int64_t l = 0; l < layers; ++l) {
     const LayerMaskViews& from_run = *kept.find_masks(l);
-    const LayerMaskViews gui = reference_layer_masks(layer_view(*kept.find_inputs(l)), o.hip.hip, o.random_seed, l);
+    const LayerMaskViews gui = reference_layer_masks(layer_view(*kept.find_inputs(l)), o.hip.hip, kept.layers[l].math, o.random_seed, l);
     const LayerMaskViews& from_file = back.masks[static_cast<size_t>(back.view_index(l))];
     EXPECT_EQ(from_run.random.blocks, gui.random.blocks) << "layer " << l;
     EXPECT_EQ(from_file.random.blocks, gui.random.blocks) << "layer " << l;
@@ -52,7 +52,7 @@ TEST(ViewsAgreement, AnalysisGuiAndCaptureShareTheRandomBaselineAndRecallOfEvery
     for (size_t h = 0; h < heads.size(); ++h) EXPECT_DOUBLE_EQ(kept.layers[l].heads[h].random_recall, heads[h]) << l << "/" << h;
     // The rule itself: layer l draws with seed + l (layer 0 and 1 would otherwise coincide).
     if (l > 0) {
-      EXPECT_NE(gui.random.blocks, reference_layer_masks(layer_view(*kept.find_inputs(l)), o.hip.hip, o.random_seed, 0).random.blocks);
+      EXPECT_NE(gui.random.blocks, reference_layer_masks(layer_view(*kept.find_inputs(l)), o.hip.hip, kept.layers[l].math, o.random_seed, 0).random.blocks);
     }
   }
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -16,6 +17,7 @@
 #include "tests/engine/hip_test_setup.h"
 #include "tests/gpu/require_cuda_kernels.h"
 #include "tests/engine/layer_views_cases.h"
+#include "tests/engine/arch_fixture_cases.h"
 #include "tests/engine/engine_fixture.h"
 #include "tests/engine/tiny_hf_checkpoint.h"
 
@@ -24,8 +26,14 @@ namespace {
 
 using testing::LayerViewsCase;
 
+// The largest difference of two qualities' numbers; infinity where one is NaN and the other not (a
+// windowed layer's are NaN on both sides).
 double max_quality_diff(const LayerQuality& a, const LayerQuality& b, bool recall_only = false) {
   double worst = 0;
+  if (a.heads.size() != b.heads.size()) return std::numeric_limits<double>::infinity();
+  for (size_t h = 0; h < a.heads.size(); ++h)
+    for (double d : {a.heads[h].recall - b.heads[h].recall, a.heads[h].mass - b.heads[h].mass})
+      if (std::isnan(d) && !(std::isnan(a.heads[h].mass) && std::isnan(b.heads[h].mass))) return std::numeric_limits<double>::infinity();
   for (size_t h = 0; h < a.heads.size(); ++h) {
     const HeadQuality &x = a.heads[h], &y = b.heads[h];
     for (double d : {x.recall - y.recall, x.random_recall - y.random_recall})
@@ -110,7 +118,7 @@ TEST(LayerViewsCuda, Bf16FusedRouteEqualsTheUnfusedRoute) {
       return views->finish();
     };
     const LayerViewsResult fused = run(true), plain = run(false);
-    EXPECT_TRUE(fused.fused_dense) << c.name;
+    EXPECT_EQ(fused.fused_dense, c.math.score.softcap == 0.0) << c.name << ": the flash kernel has no soft-cap";
     EXPECT_FALSE(plain.fused_dense) << c.name;
     EXPECT_EQ(fused.masks.hip.blocks, plain.masks.hip.blocks) << c.name;
     size_t oracle_diff = 0;
@@ -194,6 +202,38 @@ TEST(LayerViewsCuda, TinyGqaCheckpointAnalysisOnCudaMatchesTheCpuLayerByLayer) {
   EXPECT_GT(cpu.prompt_ids.size(), 400u);
   EXPECT_LE(worst, 1e-6);
   EXPECT_EQ(gpu.dense.generated, cpu.dense.generated);
+}
+
+// The Gemma 2 fixture (sliding layers 0 and 2, full layers 1 and 3, its own scale and an attention
+// soft-cap): the CUDA views score each layer with its maths as the CPU reference does, and both say
+// the windowed layers are windowed (NaN numbers) rather than show HiP's.
+TEST(LayerViewsCuda, WindowedAndCappedFixtureAnalysisOnCudaMatchesTheCpuLayerByLayer) {
+  REQUIRE_CUDA_KERNELS();
+  const testing::ArchFixture f = testing::read_arch_fixture("gemma2");
+  AnalysisOptions o;
+  o.hip = testing::small_hip_params();
+  o.hip.dense_layers = 0;
+  o.decode_steps = 4;
+  const std::string prompt = "Once upon a time, there was a little girl named Lily. She loved to play outside.";
+  const PairedAnalysis cpu = run_paired_analysis(testing::load_arch_fixture_model(f, "cpu", "f32"), prompt, o);
+  const PairedAnalysis gpu = run_paired_analysis(testing::load_arch_fixture_model(f, "cuda", "f32"), prompt, o);
+  ASSERT_EQ(cpu.layers.size(), gpu.layers.size());
+  double worst = 0;
+  int64_t windowed = 0, capped = 0;
+  for (size_t l = 0; l < cpu.layers.size(); ++l) {
+    EXPECT_TRUE(cpu.layers[l].math == gpu.layers[l].math) << "layer " << l;
+    windowed += cpu.layers[l].math.windowed() ? 1 : 0;
+    capped += cpu.layers[l].math.score.softcap > 0.0 ? 1 : 0;
+    for (const PairedAnalysis* a : {&cpu, &gpu})
+      for (const HeadQuality& h : a->layers[l].heads) EXPECT_EQ(std::isnan(h.mass), cpu.layers[l].math.windowed()) << "layer " << l;
+    worst = std::max(worst, max_quality_diff(cpu.layers[l], gpu.layers[l]));
+  }
+  EXPECT_EQ(gpu.access.hip_layers, cpu.access.hip_layers);
+  std::printf("[gpu] gemma2 fixture analysis fp32 (%lld windowed, %lld capped layers), CUDA views vs CPU reference: max "
+              "per-head metric diff %.3g\n", static_cast<long long>(windowed), static_cast<long long>(capped), worst);
+  EXPECT_GT(windowed, 0);
+  EXPECT_GT(capped, 0);
+  EXPECT_LE(worst, 1e-6);
 }
 
 }  // namespace
