@@ -5,6 +5,7 @@
 
 #include "captures/atomic_file.h"
 #include "captures/exports.h"
+#include "viz/svg_pdf.h"
 #include "captures/figures.h"
 #include "captures/mask_png.h"
 #include "captures/zip_store.h"
@@ -158,9 +159,22 @@ std::vector<std::string> write_csv_exports(const Capture& c, const std::string& 
 std::vector<std::string> write_figure_exports(const Capture& c, const std::string& dir, const FigureOptions& figures) {
   const auto d = make_dir(dir);
   std::vector<std::string> paths;
+  bool any = false;
   for (const Figure& f : capture_figures(c, figures)) {
+    if (!figures.only.empty() && f.name != figures.only && f.view != figures.only) continue;
+    any = true;
     paths.push_back((d / f.name).string());
     write_file_atomic(paths.back(), f.bytes);
+    // A vector figure also as PDF, drawn from the same SVG (viz::svg_to_pdf).
+    if (!f.png()) {
+      paths.push_back((d / (f.name.substr(0, f.name.size() - 4) + ".pdf")).string());
+      write_file_atomic(paths.back(), viz::svg_to_pdf(f.bytes));
+    }
+  }
+  if (!any && !figures.only.empty()) {
+    std::string names;
+    for (const Figure& f : capture_figures(c, figures)) names += (names.empty() ? "" : ", ") + f.name;
+    throw InputError("the capture has no figure '" + figures.only + "'; its figures are: " + names);
   }
   return paths;
 }

@@ -52,10 +52,12 @@ class MaskPanel final : public Panel {
     if (v.show_random) legend_item(p.random, "random");
     if (v.show_sink_dense) {
       legend_item(p.sink, "sink");
-      legend_item(p.dense, "window");
+      legend_item(p.dense, "dense tail");
     }
     legend_item(p.empty, "not attended");
     legend_item(p.future, "future");
+    if (masks && masks->layer < masks->source->analysis->options.hip.dense_layers && !v.show_hip_on_dense)
+      legend_item(p.dense_layer, "dense layer (every key)");
     ImGui::NewLine();
 
     if (!masks) {

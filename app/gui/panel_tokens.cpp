@@ -137,7 +137,7 @@ class TokenPanel final : public Panel {
     ImGui::NewLine();
     legend_item(p.sink, "sink");
     ImGui::NewLine();
-    legend_item(p.dense, "window");
+    legend_item(p.dense, "dense tail");
     ImGui::EndGroup();
     if (picked >= 0 && picked < in.tq) s.query_token = static_cast<int>(picked);
   }
@@ -158,7 +158,7 @@ class TokenPanel final : public Panel {
   }
   static const char* outcome(uint8_t f) {
     if (f & viz::kMaskSink) return "sink: always attended";
-    if (f & viz::kMaskDense) return "sliding window: always attended";
+    if (f & viz::kMaskDense) return "dense tail (sliding window and diagonal block): always attended";
     if (f & viz::kMaskHit) return "HiP kept it, and so does the oracle (hit)";
     if (f & viz::kMaskFalsePick) return "HiP kept it; the oracle would not (false pick)";
     if (f & viz::kMaskMiss) return "the oracle keeps it; HiP missed it";
