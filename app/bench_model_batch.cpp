@@ -9,13 +9,13 @@
 #include <torch/cuda.h>
 
 #include "app/bench_stats.h"
-#include "engine/model/batched_decode.h"
-#include "engine/model/context_plan.h"
-#include "engine/model/device_memory.h"
-#include "engine/model/hip_attention.h"
+#include "engine/generation/batched_decode.h"
+#include "engine/analysis/context_plan.h"
+#include "engine/runtime/device_memory.h"
+#include "engine/backends/hip_attention.h"
 #include "engine/model/kv_cache.h"
-#include "engine/model/out_of_memory.h"
-#include "engine/model/prompt_prefill.h"
+#include "engine/runtime/out_of_memory.h"
+#include "engine/generation/prompt_prefill.h"
 #include "engine/model/transformer.h"
 
 namespace hipstudio::app {

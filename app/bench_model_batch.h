@@ -1,6 +1,6 @@
 #pragma once
 // `hipstudio bench model --batch N` (N > 1): N sequences prefilled one by one, then decoded together
-// (engine/model/batched_decode.h), dense and HiP in the same run. Reports each side's prefill time
+// (engine/generation/batched_decode.h), dense and HiP in the same run. Reports each side's prefill time
 // (all N prompts), the batched step's time and tokens/s (N tokens per step), and dense / HiP.
 #include <cstdint>
 #include <memory>

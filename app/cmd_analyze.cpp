@@ -11,7 +11,7 @@
 #include "app/model_preflight.h"
 #include "captures/analysis_json.h"
 #include "captures/atomic_file.h"
-#include "engine/model/paired_analysis.h"
+#include "engine/analysis/paired_analysis.h"
 #include "engine/offload/offload_simulator.h"
 
 namespace hipstudio::app {

@@ -7,7 +7,7 @@
 #include "app/commands.h"
 #include "app/cli_options.h"
 #include "app/model_preflight.h"
-#include "engine/model/generation.h"
+#include "engine/generation/generation.h"
 
 namespace hipstudio::app {
 

@@ -20,8 +20,8 @@
 #include "captures/exports.h"
 #include "captures/sha256.h"
 #include "engine/formats/errors.h"
-#include "engine/model/context_plan.h"
-#include "engine/model/paired_analysis.h"
+#include "engine/analysis/context_plan.h"
+#include "engine/analysis/paired_analysis.h"
 #include "engine/offload/offload_simulator.h"
 #ifdef HIPSTUDIO_HAVE_GUI
 #include "app/gui/gui_main.h"  // app sits above app/gui: `open` hands the capture to the GUI
@@ -262,14 +262,14 @@ void register_capture_commands(CLI::App& root) {
     const offload::OffloadConfig oc = args->run.offload(analysis, *model);
     const captures::Capture capture = captures::build_capture(std::move(analysis), info, request, &oc);
     progress(1.0, "writing " + args->out);
-    const std::string image = captures::encode_capture(capture);
-    captures::write_file_atomic(args->out, image);  // a device or FIFO too (captures/atomic_file.h)
+    // Streamed entry by entry; a device or FIFO too (captures/atomic_file.h).
+    const uint64_t written = captures::write_capture(args->out, capture);
     progress(1.0, "done");
     progress.finish();
     const PairedAnalysis& a = capture.analysis;
     std::printf("dense ppl %.4f | HiP ppl %.4f | KL %.5f | top-1 agreement %.4f | decode steps %zu, mask refreshes %lld\n", a.dense.ppl,
                 a.hip.ppl, a.kl, a.top1_agreement, a.decode.size(), static_cast<long long>(a.mask_refreshes));
-    std::fprintf(stderr, "wrote %s (%lld bytes)\n", args->out.c_str(), static_cast<long long>(image.size()));
+    std::fprintf(stderr, "wrote %s (%lld bytes)\n", args->out.c_str(), static_cast<long long>(written));
   });
 
   struct ReportArgs {

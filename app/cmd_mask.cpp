@@ -1,8 +1,9 @@
-// `hipstudio mask` (HiP masks, oracle and random baseline for captured Q/K[/V], written as .npy +
-// metrics.json) and `hipstudio bench mask` (how mask estimation scales against dense scores).
+// `hipstudio mask` (HiP masks, oracle and random baseline for captured Q/K[/V], and the masks of
+// the other selection methods --methods lists, written as .npy + metrics.json) and `hipstudio bench mask` (how mask estimation scales against dense scores).
 // The computation lives in kernels/mask_report and kernels/mask_bench; this file reads, checks
 // and writes.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -19,6 +20,7 @@
 #include "app/cli_paths.h"
 #include "app/commands.h"
 #include "app/hip_options.h"
+#include "app/method_options.h"
 #include "captures/atomic_file.h"
 #include "captures/npy.h"
 #include "engine/formats/dtype.h"
@@ -28,6 +30,7 @@
 #include "kernels/hip_params.h"
 #include "kernels/mask_bench.h"
 #include "kernels/mask_report.h"
+#include "kernels/methods/selection_method.h"
 
 namespace hipstudio::app {
 namespace {
@@ -64,14 +67,14 @@ FloatTensor load_float_tensor_data(const std::string& path, const std::string& n
     const int64_t n = info.numel();
     t.data.resize(static_cast<size_t>(n));
     switch (info.dtype) {
-      case DType::F32: std::copy_n(static_cast<const float*>(info.data), n, t.data.begin()); break;
-      case DType::F64:
+      case StoredDType::F32: std::copy_n(static_cast<const float*>(info.data), n, t.data.begin()); break;
+      case StoredDType::F64:
         for (int64_t i = 0; i < n; ++i) t.data[i] = static_cast<float>(static_cast<const double*>(info.data)[i]);
         break;
-      case DType::F16:
+      case StoredDType::F16:
         for (int64_t i = 0; i < n; ++i) t.data[i] = f16_to_float(static_cast<const uint16_t*>(info.data)[i]);
         break;
-      case DType::BF16:
+      case StoredDType::BF16:
         for (int64_t i = 0; i < n; ++i) t.data[i] = bf16_to_float(static_cast<const uint16_t*>(info.data)[i]);
         break;
       default:
@@ -124,6 +127,7 @@ struct MaskArgs {
   std::string q, k, v, positions, out;
   HipOptions hip;
   HipParams params;  // resolved from `hip` when the command runs
+  MethodOptions methods;
   bool non_causal = false;
   uint64_t seed = 0;
   int threads = 0;
@@ -156,23 +160,43 @@ double mean_finite(const std::vector<double>& v) {
 
 std::vector<float> to_float(const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); }
 
+// HiP, the oracle (every recall's reference) and the random baseline (seeded by --seed) are always
+// computed and written under the names they had before --methods: mask.npy, oracle_mask.npy,
+// random_mask.npy and dense_from.npy (HiP's ranges, which the oracle's and random's share). Every
+// other method --methods lists is computed by its registry reference at the same budget.
+bool always_reported(const std::string& method) { return method == "hip" || method == "oracle" || method == "random"; }
+
+// Each listed method's own files, beside those: <method>_mask.npy (already written for oracle and
+// random) and <method>_dense_from.npy; hip has mask.npy and dense_from.npy.
+std::vector<std::string> method_output_names(const std::vector<ChosenMethod>& methods) {
+  std::vector<std::string> names;
+  for (const ChosenMethod& c : methods) {
+    if (c.method->name == "hip") continue;
+    if (!always_reported(c.method->name)) names.push_back(c.method->name + "_mask.npy");
+    names.push_back(c.method->name + "_dense_from.npy");
+  }
+  return names;
+}
+
 // The files `mask` writes into --out (out.npy and dense_out.npy only with V).
-std::vector<std::string> mask_output_names(bool have_v) {
+std::vector<std::string> mask_output_names(bool have_v, const std::vector<ChosenMethod>& methods) {
   std::vector<std::string> names = {"mask.npy", "oracle_mask.npy", "random_mask.npy", "dense_from.npy"};
+  const std::vector<std::string> own = method_output_names(methods);
+  names.insert(names.end(), own.begin(), own.end());
   if (have_v) names.insert(names.end(), {"out.npy", "dense_out.npy"});
   names.push_back("metrics.json");
   return names;
 }
 
 // Every input file and --out checked before anything is read: no output may be an input.
-void check_mask_paths(const MaskArgs& a) {
+void check_mask_paths(const MaskArgs& a, const std::vector<ChosenMethod>& methods) {
   CommandPaths paths;
   paths.input_files.push_back({"--q", a.q});
   if (!a.k.empty()) paths.input_files.push_back({"--k", a.k});
   if (!a.v.empty()) paths.input_files.push_back({"--v", a.v});
   if (!a.positions.empty()) paths.input_files.push_back({"--positions", a.positions});
   paths.output_folders.push_back({"--out", a.out});
-  for (const std::string& name : mask_output_names(true))
+  for (const std::string& name : mask_output_names(true, methods))
     paths.files_in_output_folders.push_back({"--out's " + name, (std::filesystem::path(a.out) / name).string()});
   check_command_paths(paths);
 }
@@ -210,9 +234,10 @@ class OutputFolder {
 };
 
 void run_mask(MaskArgs& a) {
-  check_mask_paths(a);
   a.params = a.hip.kernel_params();
   a.params.causal = !a.non_causal;
+  const std::vector<ChosenMethod> methods = a.methods.resolve(a.params);
+  check_mask_paths(a, methods);
   if (a.k.empty() && !is_safetensors(a.q)) {
     throw InputError("--k is required unless --q names a .safetensors file holding tensors q and k");
   }
@@ -262,7 +287,23 @@ void run_mask(MaskArgs& a) {
   hip::MaskReportOptions opt;
   opt.random_seed = a.seed;
   opt.threads = resolve_threads(a.threads);
-  const hip::MaskReport r = as_input_error([&] { return hip::build_mask_report(in, a.params, opt); });
+  // The other listed methods' masks from the registry's CPU references (layer 0: one layer's inputs).
+  std::vector<const ChosenMethod*> compared;
+  std::vector<hip::MaskResult> compared_masks;
+  std::vector<double> compared_seconds;
+  for (const ChosenMethod& c : methods) {
+    if (always_reported(c.method->name)) continue;
+    hip::methods::SelectionContext ctx;
+    ctx.hip = a.params;
+    ctx.values = c.values;
+    ctx.threads = opt.threads;
+    const auto t0 = std::chrono::steady_clock::now();
+    compared_masks.push_back(as_input_error([&] { return hip::methods::select_masks(*c.method, in, ctx); }));
+    compared_seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    compared.push_back(&c);
+  }
+  const hip::MaskReport r =
+      as_input_error([&] { return hip::build_mask_report(in, a.params, opt, std::move(compared_masks)); });
 
   OutputFolder folder(a.out);
   const auto path = [&](const char* name) { return folder.path(name); };
@@ -272,6 +313,15 @@ void run_mask(MaskArgs& a) {
   captures::write_npy(path("oracle_mask.npy"), mask_shape, r.oracle.mask.blocks);
   captures::write_npy(path("random_mask.npy"), mask_shape, r.random.mask.blocks);
   captures::write_npy(path("dense_from.npy"), {m.query_blocks}, m.dense_from);
+  for (size_t i = 0; i < compared.size(); ++i) {
+    const hip::MaskResult& cm = r.compared[i].mask;
+    const std::string name = compared[i]->method->name;
+    captures::write_npy(path((name + "_mask.npy").c_str()), mask_shape, cm.blocks);
+    captures::write_npy(path((name + "_dense_from.npy").c_str()), {cm.query_blocks}, cm.dense_from);
+  }
+  for (const ChosenMethod& c : methods)  // oracle and random share HiP's ranges
+    if (c.method->name == "oracle" || c.method->name == "random")
+      captures::write_npy(path((c.method->name + "_dense_from.npy").c_str()), {m.query_blocks}, m.dense_from);
   if (have_v) {
     const std::vector<int64_t> out_shape = {in.hq, in.tq, in.d};
     captures::write_npy(path("out.npy"), out_shape, to_float(r.hip.output.out));
@@ -284,8 +334,9 @@ void run_mask(MaskArgs& a) {
                  {"rho", a.params.rho}, {"causal", a.params.causal}, {"random_seed", a.seed}};
   j["shapes"] = {{"hq", in.hq}, {"hkv", in.hkv}, {"tq", in.tq}, {"tk", in.tk}, {"d", in.d},
                  {"query_blocks", m.query_blocks}, {"kb", m.kb}, {"searched_query_blocks", r.searched_query_blocks}};
-  const std::pair<const char*, const hip::SelectionReport*> selections[] = {
+  std::vector<std::pair<std::string, const hip::SelectionReport*>> selections = {
       {"hip", &r.hip}, {"random", &r.random}, {"oracle", &r.oracle}};
+  for (size_t i = 0; i < compared.size(); ++i) selections.push_back({compared[i]->method->name, &r.compared[i]});
   for (const auto& [name, s] : selections) {
     nlohmann::ordered_json e;
     e["recall_per_head"] = nan_to_null(s->recall_per_head);
@@ -306,7 +357,13 @@ void run_mask(MaskArgs& a) {
       {"mass", "dense softmax probability on the keys sparse attention uses (sink + blocks + window), per query, "
                "averaged per head"},
       {"output_error", "||O_sparse - O_dense||_2 / ||O_dense||_2 per head"}};
+  for (const auto& c : compared) {
+    nlohmann::ordered_json values = nlohmann::ordered_json::object();
+    for (const auto& [name, value] : c->values) values[name] = value;
+    j[c->method->name]["params"] = values;
+  }
   j["seconds"] = {{"hip", r.seconds_hip}, {"oracle", r.seconds_oracle}, {"metrics", r.seconds_metrics}};
+  for (size_t i = 0; i < compared.size(); ++i) j["seconds"][compared[i]->method->name] = compared_seconds[i];
   captures::write_file_atomic(path("metrics.json"), j.dump(2) + "\n");
   folder.keep();
 
@@ -318,12 +375,12 @@ void run_mask(MaskArgs& a) {
               static_cast<long long>(m.query_blocks));
   std::printf("%-8s %10s %10s %12s\n", "", "recall", "mass", have_v ? "output err" : "");
   for (const auto& [name, s] : selections) {
-    std::printf("%-8s %10.4f %10.4f", name, mean_finite(s->recall_per_head), mean_finite(s->mass.per_head));
+    std::printf("%-8s %10.4f %10.4f", name.c_str(), mean_finite(s->recall_per_head), mean_finite(s->mass.per_head));
     if (have_v) std::printf(" %12.3e", mean_finite(s->output_error));
     std::printf("\n");
   }
   std::string names;
-  for (const std::string& n : mask_output_names(have_v)) names += (names.empty() ? "" : ", ") + n;
+  for (const std::string& n : mask_output_names(have_v, methods)) names += (names.empty() ? "" : ", ") + n;
   std::printf("wrote %s (%s)\n", a.out.c_str(), names.c_str());
 }
 
@@ -338,6 +395,8 @@ void register_mask(CLI::App& root) {
   a->hip.add_kernel_options(*cmd);
   cmd->add_flag("--non-causal", a->non_causal, "every query sees all keys");
   add_number(*cmd, "--seed", a->seed, "seed of the random-selection baseline", uint64_t{0});
+  // random's own seed is --seed, as before the registry; every other method's parameter is a flag.
+  a->methods.add_options(*cmd, "hip", {"random"});
   add_number(*cmd, "--threads", a->threads, "CPU threads (0 = all cores)", 0, max_threads());
   cmd->add_option("--out", a->out, "output folder (created when missing)")->required();
   cmd->callback([a] { run_mask(*a); });

@@ -11,10 +11,10 @@
 #include "app/hip_options.h"
 #include "app/model_preflight.h"
 #include "engine/formats/errors.h"
-#include "engine/model/batch_generation.h"
+#include "engine/generation/batch_generation.h"
 #include "engine/model/convert_hf.h"
-#include "engine/model/generation.h"
-#include "engine/model/hip_attention.h"
+#include "engine/generation/generation.h"
+#include "engine/backends/hip_attention.h"
 
 namespace hipstudio::app {
 

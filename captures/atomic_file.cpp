@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <stdexcept>
 
 #include "engine/formats/errors.h"
 
@@ -55,48 +56,6 @@ bool write_all(int fd, std::string_view bytes) {
     written += static_cast<size_t>(n);
   }
   return true;
-}
-
-// A device or FIFO: opened for writing and written; no temporary, no rename, no fsync (a FIFO or a
-// terminal has none).
-void write_in_place(const std::string& shown, const std::string& target, std::string_view bytes) {
-  const int fd = ::open(target.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
-  if (fd < 0) {
-    const std::string reason = std::strerror(errno);
-    throw InputError(shown + ": cannot open the device or FIFO " + target + " for writing (" + reason +
-                     "); name a regular file, or check its permissions");
-  }
-  const bool ok = write_all(fd, bytes);
-  const std::string reason = ok ? "" : std::strerror(errno);
-  if (::close(fd) != 0 && ok) throw InputError(shown + ": closing " + target + " failed (" + std::strerror(errno) + ")");
-  if (!ok) throw InputError(shown + ": writing to " + target + " failed (" + reason + "): the output is incomplete");
-}
-
-// New or regular `target`: a temporary beside it, flushed, renamed over it.
-void write_replacing(const std::string& shown, const std::string& target, bool existed, mode_t mode, std::string_view bytes) {
-  // mkstemp names and creates the temporary in one step (std::random_device crashes beside
-  // PyTorch's LibTorch wheels, and a fixed name would race with a second writer).
-  std::string tmp = target + ".tmp-XXXXXX";
-  auto fail = [&](const char* what) {
-    const std::string reason = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    throw InputError(shown + ": " + what + " (" + reason + "; disk full?); nothing was overwritten: free disk space in " +
-                     folder_of(target) + " or choose another location");
-  };
-  const int fd = ::mkstemp(tmp.data());
-  if (fd < 0) throw_cannot_create_in(shown, folder_of(target));
-  if (!write_all(fd, bytes)) {
-    ::close(fd);
-    fail("write failed");
-  }
-  if (::fsync(fd) != 0) {
-    ::close(fd);
-    fail("flushing to disk failed");
-  }
-  if (::close(fd) != 0) fail("closing failed");
-  // mkstemp creates 0600; a new capture or export is an ordinary 0644 file, a replaced one keeps its bits.
-  ::chmod(tmp.c_str(), existed ? (mode & 07777) : 0644);
-  if (std::rename(tmp.c_str(), target.c_str()) != 0) fail("renaming the finished file into place failed");
 }
 
 }  // namespace
@@ -172,14 +131,76 @@ void check_output_writable(const std::string& path, const std::string& option) {
   check_folder_accepts_files(folder_of(t.path), what);
 }
 
-void write_file_atomic(const std::string& path, std::string_view bytes) {
+AtomicOutput::AtomicOutput(const std::string& path) {
   ignore_file_size_signal();
   const OutputTarget t = resolve_output(path, "");
-  const std::string shown = t.path == path ? path : path + " (a link to " + t.path + ")";
-  if (t.kind == OutputKind::InPlace) return write_in_place(shown, t.path, bytes);
+  shown_ = t.path == path ? path : path + " (a link to " + t.path + ")";
+  target_ = t.path;
+  if (t.kind == OutputKind::InPlace) {
+    // A device or FIFO: opened for writing and written; no temporary, no rename, no fsync (a FIFO
+    // or a terminal has none).
+    in_place_ = true;
+    fd_ = ::open(target_.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    if (fd_ < 0) {
+      const std::string reason = std::strerror(errno);
+      throw InputError(shown_ + ": cannot open the device or FIFO " + target_ + " for writing (" + reason +
+                       "); name a regular file, or check its permissions");
+    }
+    return;
+  }
   struct stat st {};
-  const bool existed = t.kind == OutputKind::RegularFile && ::stat(t.path.c_str(), &st) == 0;
-  write_replacing(shown, t.path, existed, st.st_mode, bytes);
+  existed_ = t.kind == OutputKind::RegularFile && ::stat(target_.c_str(), &st) == 0;
+  mode_ = static_cast<unsigned>(st.st_mode);
+  // mkstemp names and creates the temporary in one step (std::random_device crashes beside
+  // PyTorch's LibTorch wheels, and a fixed name would race with a second writer).
+  tmp_ = target_ + ".tmp-XXXXXX";
+  fd_ = ::mkstemp(tmp_.data());
+  if (fd_ < 0) throw_cannot_create_in(shown_, folder_of(target_));
+}
+
+AtomicOutput::~AtomicOutput() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!tmp_.empty()) ::unlink(tmp_.c_str());
+}
+
+void AtomicOutput::fail(const char* what) {
+  const std::string reason = std::strerror(errno);
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  if (in_place_) throw InputError(shown_ + ": " + what + " " + target_ + " failed (" + reason + "): the output is incomplete");
+  ::unlink(tmp_.c_str());
+  tmp_.clear();
+  throw InputError(shown_ + ": " + what + " (" + reason + "; disk full?); nothing was overwritten: free disk space in " +
+                   folder_of(target_) + " or choose another location");
+}
+
+void AtomicOutput::write(std::string_view bytes) {
+  if (fd_ < 0) throw std::logic_error("AtomicOutput::write after commit or failure");
+  if (!write_all(fd_, bytes)) fail(in_place_ ? "writing to" : "write failed");
+}
+
+void AtomicOutput::commit() {
+  if (fd_ < 0) throw std::logic_error("AtomicOutput::commit twice or after failure");
+  if (in_place_) {
+    const int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0) throw InputError(shown_ + ": closing " + target_ + " failed (" + std::strerror(errno) + ")");
+    return;
+  }
+  if (::fsync(fd_) != 0) fail("flushing to disk failed");
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) fail("closing failed");
+  // mkstemp creates 0600; a new capture or export is an ordinary 0644 file, a replaced one keeps its bits.
+  ::chmod(tmp_.c_str(), existed_ ? (mode_ & 07777) : 0644);
+  if (std::rename(tmp_.c_str(), target_.c_str()) != 0) fail("renaming the finished file into place failed");
+  tmp_.clear();
+}
+
+void write_file_atomic(const std::string& path, std::string_view bytes) {
+  AtomicOutput out(path);
+  out.write(bytes);
+  out.commit();
 }
 
 }  // namespace hipstudio::captures

@@ -6,8 +6,9 @@
 //   - a symbolic link (a chain of them): the link stays; the file it finally names gets the rule above
 //     or below, its temporary beside that file (never beside the link).
 //   - a character or block device or a FIFO: written in place (opened for writing, no temporary, no
-//     rename), as a shell redirection would; it is never replaced by a regular file. Every writer holds
-//     the whole output in memory, so no output needs to seek. A FIFO with no reader waits for one.
+//     rename), as a shell redirection would; it is never replaced by a regular file. No output seeks
+//     (AtomicOutput writes front to back), so a FIFO takes a capture as it is streamed. A FIFO with
+//     no reader waits for one.
 //   - anything else (a folder, a socket): refused with InputError.
 #include <string>
 #include <string_view>
@@ -29,7 +30,29 @@ struct OutputTarget {
 // socket, or a link loop.
 OutputTarget resolve_output(const std::string& path, const std::string& option);
 
-// Throws hipstudio::InputError naming the path and the system's reason (disk full, read-only...).
+// An output written piece by piece under the rule above (a capture streamed entry by entry): each
+// write() goes to the temporary beside the target, or straight to the device or FIFO; commit()
+// flushes, closes and renames the temporary into place. Destroyed without commit() (an error while
+// producing the pieces), the temporary is removed and the target stays as it was. Errors are
+// InputError naming the path and the system's reason (disk full, read-only...).
+class AtomicOutput {
+ public:
+  explicit AtomicOutput(const std::string& path);
+  AtomicOutput(const AtomicOutput&) = delete;
+  AtomicOutput& operator=(const AtomicOutput&) = delete;
+  ~AtomicOutput();
+  void write(std::string_view bytes);
+  void commit();
+
+ private:
+  [[noreturn]] void fail(const char* what);
+  std::string shown_, target_, tmp_;
+  bool in_place_ = false, existed_ = false;
+  unsigned mode_ = 0;  // permission bits of the file replaced
+  int fd_ = -1;
+};
+
+// The whole of `bytes` through AtomicOutput.
 void write_file_atomic(const std::string& path, std::string_view bytes);
 
 // Before long work whose result goes to `path`: throws InputError (naming `option`, the path, the

@@ -45,9 +45,6 @@ struct CaptureInfo {
   std::vector<std::string> views;  // views captured, a subset of capture_view_names()
 };
 
-// HiP's selection on one layer over the prompt, with the oracle's and the random baseline's: the
-// views layer's result type (engine/views/layer_views.h), the same the analysis and the GUI hold.
-using LayerMasks = LayerMaskViews;
 
 struct CapturedTrace {
   int64_t layer = 0;
@@ -71,7 +68,9 @@ struct Capture {
   // Layers whose per-layer views the capture holds, ascending: the analysis' kept layers (`capture
   // --inputs-layers`). masks[i] and locality[i] belong to view_layers[i].
   std::vector<int64_t> view_layers;
-  std::vector<LayerMasks> masks;               // (view layers) or empty without the "mask" view
+  // HiP's selection per view layer with the oracle's and the random baseline's: the views layer's
+  // result type (engine/views/layer_views.h), the same the analysis and the GUI hold.
+  std::vector<LayerMaskViews> masks;  // (view layers) or empty without the "mask" view
   std::vector<CapturedTrace> traces;           // the "iterations" view's query blocks
 
   hip::LocalityParams locality_params;         // the "locality" view
@@ -109,9 +108,11 @@ struct CaptureRequest {
 Capture build_capture(PairedAnalysis analysis, CaptureInfo info, const CaptureRequest& request,
                       const offload::OffloadConfig* offload_config);
 
-// The archive image, and the same written atomically to `path` (an earlier file survives a failure).
+// The archive image, and the same bytes streamed to `path` entry by entry under the atomic-output
+// rule (captures/atomic_file.h: an earlier file survives a failure; a device or FIFO is written in
+// place); write_capture returns the bytes written.
 std::string encode_capture(const Capture& capture);
-void write_capture(const std::string& path, const Capture& capture);
+uint64_t write_capture(const std::string& path, const Capture& capture);
 
 // Reads and validates everything (container, manifest, version, every array's dtype and shape
 // against the manifest and the analysis' dimensions). Throws InputError naming the file and the

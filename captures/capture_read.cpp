@@ -436,7 +436,7 @@ Capture decode_capture(const std::string& bytes, const std::string& what) {
   // Views.
   if (f.boolean(m, "masks")) {
     for (int64_t l : c.view_layers) {
-      LayerMasks lm;
+      LayerMaskViews lm;
       lm.layer = l;
       lm.params = o.hip.hip;
       const auto dense_from = ar.get<int64_t>(layout::layer_array("masks", l, "dense_from"), {QB});

@@ -1,4 +1,5 @@
-// encode_capture / write_capture: the manifest and the named arrays (layout in capture_layout.h).
+// encode_capture / write_capture: the manifest and the named arrays (layout in capture_layout.h),
+// emitted entry by entry through one ZipWriter into a string or, streamed, into the output file.
 #include <algorithm>
 #include <map>
 #include <stdexcept>
@@ -11,6 +12,7 @@
 #include "captures/sha256.h"
 #include "captures/zip_store.h"
 #include "engine/formats/dtype.h"
+#include "engine/formats/errors.h"
 
 namespace hipstudio::captures {
 namespace {
@@ -118,9 +120,9 @@ json context_scalars(const offload::ContextStats& c) {
   return {{"bank_tokens", c.bank_tokens}, {"bytes_per_token", c.bytes_per_token}, {"page_table_bytes", c.page_table_bytes}};
 }
 
-}  // namespace
 
-std::string encode_capture(const Capture& c) {
+// Builds the capture's entries and hands them, in file order, to `zip` (then finishes it).
+void emit_capture(const Capture& c, ZipWriter& zip) {
   const PairedAnalysis& a = c.analysis;
   const int64_t L = static_cast<int64_t>(a.layers.size());
   const int64_t H = L ? static_cast<int64_t>(a.layers[0].heads.size()) : 0;
@@ -173,7 +175,7 @@ std::string encode_capture(const Capture& c) {
     throw std::logic_error("capture: masks must cover every view layer or none");
 
   for (size_t i = 0; i < c.masks.size(); ++i) {
-    const LayerMasks& m = c.masks[i];
+    const LayerMaskViews& m = c.masks[i];
     const int64_t l = c.view_layers[i];
     const std::vector<int64_t> hq{m.hip.heads, m.hip.query_blocks}, hqk{m.hip.heads, m.hip.query_blocks, m.hip.kb};
     auto name = [&](const char* n) { return layout::layer_array("masks", l, n); };
@@ -283,13 +285,30 @@ std::string encode_capture(const Capture& c) {
   m["content_sha256"] = content.finish_hex();
   m["analysis"] = analysis_to_json(a, c.info.run, c.has_offload ? &c.offload : nullptr, c.has_offload ? &c.offload_config : nullptr);
 
-  std::vector<ZipEntry> entries;
-  entries.push_back({"manifest.json", m.dump(1, ' ', false, json::error_handler_t::replace) + "\n"});
-  for (const auto& [name, bytes] : s.arrays()) entries.push_back({name + ".npy", bytes});
-  for (const Capture::Image& im : c.images) entries.push_back({"images/" + im.name, im.bytes});
-  return zip_encode(entries);
+  if (s.arrays().size() + c.images.size() + 1 > 0xffff) throw InputError("a capture holds at most 65535 entries");
+  zip.add("manifest.json", m.dump(1, ' ', false, json::error_handler_t::replace) + "\n");
+  for (const auto& [name, bytes] : s.arrays()) zip.add(name + ".npy", bytes);
+  for (const Capture::Image& im : c.images) zip.add("images/" + im.name, im.bytes);
+  zip.finish();
 }
 
-void write_capture(const std::string& path, const Capture& capture) { write_file_atomic(path, encode_capture(capture)); }
+}  // namespace
+
+std::string encode_capture(const Capture& c) {
+  std::string out;
+  ZipWriter zip([&out](std::string_view bytes) { out.append(bytes); });
+  emit_capture(c, zip);
+  return out;
+}
+
+uint64_t write_capture(const std::string& path, const Capture& c) {
+  // Each entry goes to the file as it is emitted: the archive is never one string beside its
+  // arrays. A failure before commit() leaves the target as it was (captures/atomic_file.h).
+  AtomicOutput out(path);
+  ZipWriter zip([&out](std::string_view bytes) { out.write(bytes); });
+  emit_capture(c, zip);
+  out.commit();
+  return zip.bytes_written();
+}
 
 }  // namespace hipstudio::captures

@@ -88,7 +88,7 @@ std::string export_view(const Capture& c, const ExportRequest& r) {
   const std::string context = figure_context(c);
   const std::string& f = r.format;
   if (w == "mask" || w == "oracle" || w == "random" || w == "recall") {
-    const LayerMasks& m = c.masks[need_layer(c.masks.size(), "mask")];
+    const LayerMaskViews& m = c.masks[need_layer(c.masks.size(), "mask")];
     need_head(m.hip.heads);
     const std::vector<int64_t> hq{m.hip.heads, m.hip.query_blocks}, hqk{m.hip.heads, m.hip.query_blocks, m.hip.kb};
     if (w == "mask" && (f == "png" || f == "svg")) {

@@ -51,7 +51,7 @@ RgbImage render_rect(const MaskExport& m, const viz::PoolRect& cells, int64_t wi
 
 }  // namespace
 
-MaskExport mask_export(const LayerMasks& m, const hip::HipParams& p, int64_t tokens, int64_t head, const viz::FigureStyle& style) {
+MaskExport mask_export(const LayerMaskViews& m, const hip::HipParams& p, int64_t tokens, int64_t head, const viz::FigureStyle& style) {
   MaskExport e;
   e.picture = viz::make_mask_picture(m.hip, &m.oracle, &m.random, head, tokens, tokens, p);
   e.palette = export_mask_palette(!m.oracle.blocks.empty(), style.mask);

@@ -28,7 +28,7 @@ struct MaskExport {
   int64_t full_width() const { return (picture.tk + picture.b_k - 1) / picture.b_k; }
   int64_t full_height() const { return (picture.tq + picture.b_k - 1) / picture.b_k; }
 };
-MaskExport mask_export(const LayerMasks& masks, const hip::HipParams& p, int64_t tokens, int64_t head,
+MaskExport mask_export(const LayerMaskViews& masks, const hip::HipParams& p, int64_t tokens, int64_t head,
                        const viz::FigureStyle& style = viz::paper_style());
 // The style's mask palette (light for paper) with the mask panel's default overlays (oracle when
 // there is one).

@@ -4,6 +4,7 @@
 #include <array>
 #include <limits>
 #include <set>
+#include <stdexcept>
 
 #include "engine/formats/errors.h"
 
@@ -66,69 +67,84 @@ uint32_t crc32(std::string_view bytes, uint32_t crc) {
   return ~crc;
 }
 
-std::string zip_encode(const std::vector<ZipEntry>& entries) {
+void ZipWriter::add(const std::string& name, std::string_view data) {
   constexpr uint64_t kLimit = std::numeric_limits<uint32_t>::max();
-  std::string out, central;
-  std::set<std::string> names;
-  for (const ZipEntry& e : entries) {
-    if (!safe_name(e.name)) throw InputError("capture entry name '" + e.name + "' is not a safe relative path");
-    if (!names.insert(e.name).second) throw InputError("capture entry '" + e.name + "' is written twice");
-    if (e.data.size() >= kLimit || out.size() + e.data.size() + 1024 >= kLimit)
-      throw InputError("the capture would exceed 4 GiB (entry '" + e.name + "'), the limit of this zip writer: store fewer "
-                       "layers (--inputs-layers), leave out the Q/K/V (--no-inputs) or the mask view (--views without mask), "
-                       "or capture a shorter prompt");
-    const uint32_t offset = static_cast<uint32_t>(out.size());
-    const uint32_t crc = crc32(e.data);
-    // Pad the extra field so that the data starts on a 64-byte boundary (4 bytes of field header).
-    size_t pad = (kAlign - (out.size() + kLocalSize + e.name.size() + 4) % kAlign) % kAlign;
-    const size_t extra = 4 + pad;
-    put32(out, kLocalSig);
-    put16(out, 20);  // version needed: 2.0
-    put16(out, kUtf8Flag);
-    put16(out, 0);   // method: stored
-    put16(out, 0);
-    put16(out, kDosDate1980);
-    put32(out, crc);
-    put32(out, static_cast<uint32_t>(e.data.size()));
-    put32(out, static_cast<uint32_t>(e.data.size()));
-    put16(out, static_cast<uint32_t>(e.name.size()));
-    put16(out, static_cast<uint32_t>(extra));
-    out += e.name;
-    put16(out, kAlignExtraId);
-    put16(out, static_cast<uint32_t>(pad));
-    out.append(pad, '\0');
-    out += e.data;
+  if (finished_) throw std::logic_error("ZipWriter::add after finish");
+  if (!safe_name(name)) throw InputError("capture entry name '" + name + "' is not a safe relative path");
+  if (!names_.insert(name).second) throw InputError("capture entry '" + name + "' is written twice");
+  if (data.size() >= kLimit || offset_ + data.size() + 1024 >= kLimit)
+    throw InputError("the capture would exceed 4 GiB (entry '" + name + "'), the limit of this zip writer: store fewer "
+                     "layers (--inputs-layers), leave out the Q/K/V (--no-inputs) or the mask view (--views without mask), "
+                     "or capture a shorter prompt");
+  if (names_.size() > 0xffff) throw InputError("a capture holds at most 65535 entries");
+  const uint32_t offset = static_cast<uint32_t>(offset_);
+  const uint32_t crc = crc32(data);
+  // Pad the extra field so that the data starts on a 64-byte boundary (4 bytes of field header).
+  const size_t pad = (kAlign - (offset_ + kLocalSize + name.size() + 4) % kAlign) % kAlign;
+  const size_t extra = 4 + pad;
+  std::string header;
+  put32(header, kLocalSig);
+  put16(header, 20);  // version needed: 2.0
+  put16(header, kUtf8Flag);
+  put16(header, 0);   // method: stored
+  put16(header, 0);
+  put16(header, kDosDate1980);
+  put32(header, crc);
+  put32(header, static_cast<uint32_t>(data.size()));
+  put32(header, static_cast<uint32_t>(data.size()));
+  put16(header, static_cast<uint32_t>(name.size()));
+  put16(header, static_cast<uint32_t>(extra));
+  header += name;
+  put16(header, kAlignExtraId);
+  put16(header, static_cast<uint32_t>(pad));
+  header.append(pad, '\0');
+  sink_(header);
+  sink_(data);
+  offset_ += header.size() + data.size();
 
-    put32(central, kCentralSig);
-    put16(central, 0x0314);  // made by: Unix, spec 2.0
-    put16(central, 20);
-    put16(central, kUtf8Flag);
-    put16(central, 0);
-    put16(central, 0);
-    put16(central, kDosDate1980);
-    put32(central, crc);
-    put32(central, static_cast<uint32_t>(e.data.size()));
-    put32(central, static_cast<uint32_t>(e.data.size()));
-    put16(central, static_cast<uint32_t>(e.name.size()));
-    put16(central, 0);  // extra
-    put16(central, 0);  // comment
-    put16(central, 0);  // disk
-    put16(central, 0);  // internal attributes
-    put32(central, 0100644u << 16);  // external: a regular file, rw-r--r--
-    put32(central, offset);
-    central += e.name;
-  }
+  put32(central_, kCentralSig);
+  put16(central_, 0x0314);  // made by: Unix, spec 2.0
+  put16(central_, 20);
+  put16(central_, kUtf8Flag);
+  put16(central_, 0);
+  put16(central_, 0);
+  put16(central_, kDosDate1980);
+  put32(central_, crc);
+  put32(central_, static_cast<uint32_t>(data.size()));
+  put32(central_, static_cast<uint32_t>(data.size()));
+  put16(central_, static_cast<uint32_t>(name.size()));
+  put16(central_, 0);  // extra
+  put16(central_, 0);  // comment
+  put16(central_, 0);  // disk
+  put16(central_, 0);  // internal attributes
+  put32(central_, 0100644u << 16);  // external: a regular file, rw-r--r--
+  put32(central_, offset);
+  central_ += name;
+}
+
+void ZipWriter::finish() {
+  if (finished_) throw std::logic_error("ZipWriter::finish twice");
+  finished_ = true;
+  const uint32_t cd_offset = static_cast<uint32_t>(offset_);
+  std::string end = central_;
+  put32(end, kEndSig);
+  put16(end, 0);
+  put16(end, 0);
+  put16(end, static_cast<uint32_t>(names_.size()));
+  put16(end, static_cast<uint32_t>(names_.size()));
+  put32(end, static_cast<uint32_t>(central_.size()));
+  put32(end, cd_offset);
+  put16(end, 0);
+  sink_(end);
+  offset_ += end.size();
+}
+
+std::string zip_encode(const std::vector<ZipEntry>& entries) {
   if (entries.size() > 0xffff) throw InputError("a capture holds at most 65535 entries");
-  const uint32_t cd_offset = static_cast<uint32_t>(out.size());
-  out += central;
-  put32(out, kEndSig);
-  put16(out, 0);
-  put16(out, 0);
-  put16(out, static_cast<uint32_t>(entries.size()));
-  put16(out, static_cast<uint32_t>(entries.size()));
-  put32(out, static_cast<uint32_t>(central.size()));
-  put32(out, cd_offset);
-  put16(out, 0);
+  std::string out;
+  ZipWriter w([&out](std::string_view bytes) { out.append(bytes); });
+  for (const ZipEntry& e : entries) w.add(e.name, e.data);
+  w.finish();
   return out;
 }
 

@@ -5,6 +5,8 @@
 // 64-byte boundary (padding in the local header's extra field) so arrays could be mapped in place.
 // No ZIP64: an archive and each entry stay below 4 GiB (the writer says so when exceeded).
 #include <cstdint>
+#include <functional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +20,27 @@ struct ZipEntry {
 
 // CRC-32 (IEEE 802.3, the one ZIP stores), continuing from `crc` (0 for a fresh sum).
 uint32_t crc32(std::string_view bytes, uint32_t crc = 0);
+
+// Writes an archive entry by entry through `sink` (a file, a FIFO, a string): each add() emits the
+// entry's local header and bytes at once, so a writer never holds the whole archive; finish()
+// emits the central directory and end record. The bytes are zip_encode's, which is this writer
+// over a string. Throws InputError for a bad or repeated name or an archive over 4 GiB (before
+// the entry's bytes reach the sink).
+class ZipWriter {
+ public:
+  using Sink = std::function<void(std::string_view)>;
+  explicit ZipWriter(Sink sink) : sink_(std::move(sink)) {}
+  void add(const std::string& name, std::string_view data);
+  void finish();
+  uint64_t bytes_written() const { return offset_; }
+
+ private:
+  Sink sink_;
+  std::string central_;
+  std::set<std::string> names_;
+  uint64_t offset_ = 0;
+  bool finished_ = false;
+};
 
 // The archive image; entries in the given order. Throws InputError for a bad or repeated name or
 // an archive over 4 GiB.

@@ -1,5 +1,5 @@
 #pragma once
-// How good a block selection is, measured against dense attention (issue 3, "metrics"):
+// How good a block selection is, measured against dense attention (paper section 5, the metrics docs/ANALYSIS.md defines):
 //  - attention mass: the share of the dense softmax probability of query i that falls on the keys
 //    the sparse attention uses (key_set.h); 1 means nothing was lost;
 //  - output error: ||O_sparse - O_dense||_2 / ||O_dense||_2 per head, over (tq, d);

@@ -1,5 +1,5 @@
 #pragma once
-// The keys one query attends under a block selection (issue 3, step 7):
+// The keys one query attends under a block selection (paper Algorithm 1's sparse attention step):
 //   [0, min(S, e + 1))  U  the keys of the selected blocks  U  [dense_from, e]
 // with e the query's visible end (its position when causal, tk - 1 otherwise), each key once,
 // ascending. Keys beyond e are dropped: selected blocks end at or before the block's first

@@ -91,7 +91,7 @@ std::vector<MaskBenchRow> run_mask_bench(const MaskBenchOptions& opt,
     MaskOptions mopt;
     mopt.threads = opt.threads;
     const Timer mask_timer(opt.threads == 1);
-    const MaskEstimate est = estimate_masks(in, opt.params, mopt);
+    const MaskEstimate est = estimate_masks_reference(in, opt.params, mopt);
     row.mask_seconds = mask_timer.seconds();
     for (int64_t b : est.mask.branches) row.branches += b;
 

@@ -25,7 +25,7 @@ struct MaskBenchRow {
   int64_t tokens = 0;
   // Times are CPU seconds of the benchmark thread (robust on a shared machine), except
   // mask_seconds with threads != 1, which is wall time.
-  double mask_seconds = 0;         // estimate_masks over all query blocks of one head
+  double mask_seconds = 0;         // estimate_masks_reference over all query blocks of one head
   int64_t branches = 0;            // branches scored in that run
   double dense_seconds = 0;        // all causal q.k scores of the head (extrapolated, see below)
   double dense_sampled_fraction = 0;  // share of the dense work actually timed (1 = all of it)

@@ -28,6 +28,7 @@ struct Searcher {
   std::vector<Node> branches;  // (<= 2 Kb) this iteration's branches, node order
   std::vector<int32_t> order;  // branch indices, best first after selection
   std::vector<char> kept;      // (branches) selection flags
+  ScoreTransform score;        // MaskOptions::score
 
   struct Outcome {
     int32_t iterations = 0;
@@ -74,7 +75,11 @@ struct Searcher {
     auto score_of = [&](int64_t repr) {
       double best = -std::numeric_limits<double>::infinity();
       for (int64_t u = 0; u < keys_per_repr; ++u) {
-        const double s = max_dot_rows_f64(rows.data(), r_count, k_row(in, g, repr * p.b_k + u * p.b_sk), d);
+        double s = max_dot_rows_f64(rows.data(), r_count, k_row(in, g, repr * p.b_k + u * p.b_sk), d);
+        if (score.scale > 0.0 || score.softcap > 0.0) {  // monotonic: the max of the transformed logits
+          s *= score.scale > 0.0 ? score.scale : 1.0 / std::sqrt(static_cast<double>(d));
+          if (score.softcap > 0.0) s = score.softcap * std::tanh(s / score.softcap);
+        }
         if (s > best) best = s;
       }
       return best;
@@ -190,7 +195,7 @@ MaskResult make_empty_mask(const AttentionInputs& in, const HipParams& p) {
   return m;
 }
 
-MaskEstimate estimate_masks(const AttentionInputs& in, const HipParams& p, const MaskOptions& opt) {
+MaskEstimate estimate_masks_reference(const AttentionInputs& in, const HipParams& p, const MaskOptions& opt) {
   validate_hip_params(p);
   validate_attention_inputs(in, false);
   for (const TraceRequest& r : opt.trace) check_request(in, p, r.head, r.query_block);
@@ -209,6 +214,7 @@ MaskEstimate estimate_masks(const AttentionInputs& in, const HipParams& p, const
 
   const int64_t items = m.heads * m.query_blocks;
   std::vector<Searcher> searchers(static_cast<size_t>(parallel_workers(items, opt.threads)));
+  for (Searcher& s : searchers) s.score = opt.score;
   parallel_for(items, opt.threads, [&](int64_t item, int worker) {
     const int64_t h = item / m.query_blocks;
     const int64_t qb = item % m.query_blocks;

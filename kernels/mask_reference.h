@@ -1,6 +1,6 @@
 #pragma once
 // HiP's hierarchical top-k mask estimation, CPU reference (paper Algorithm 1 with the block
-// approximation of section 3.2; exact semantics in issue 3, steps 1-6). The CUDA kernels must
+// approximation of section 3.2; exact semantics in docs/ANALYSIS.md). The CUDA kernels must
 // produce the same masks; every score goes through dot_f64 (fixed float64 summation order).
 //
 // Per (head h, query block qb), with N = hi - lo key blocks in the search range (search_range.h):
@@ -17,6 +17,7 @@
 
 #include "kernels/attention_inputs.h"
 #include "kernels/hip_params.h"
+#include "kernels/score_transform.h"
 #include "kernels/hip_trace.h"
 
 namespace hipstudio::hip {
@@ -46,6 +47,10 @@ struct TraceRequest {
 struct MaskOptions {
   std::vector<TraceRequest> trace;  // (head, query block) pairs to trace; only these pay for it
   int threads = 0;                  // 0: all hardware threads; results do not depend on it
+  // Branches scored by the transformed logit instead of the raw dot product (the layer's scale
+  // and soft-cap, kernels/score_transform.h). Both are monotonic, so the masks are the same as the
+  // default's (tests check it); the model's search always ranks raw dot products.
+  ScoreTransform score;
 };
 
 struct MaskEstimate {
@@ -59,7 +64,7 @@ MaskResult make_empty_mask(const AttentionInputs& in, const HipParams& p);
 
 // Masks for every (head, query block). Validates params and inputs (HipParamError,
 // AttentionInputError; a trace request outside the shape is an AttentionInputError).
-MaskEstimate estimate_masks(const AttentionInputs& in, const HipParams& p, const MaskOptions& opt = {});
+MaskEstimate estimate_masks_reference(const AttentionInputs& in, const HipParams& p, const MaskOptions& opt = {});
 
 // One (head, query block) with its trace, for the GUI: O(Kb log N) branch scores, no full pass.
 MaskTrace trace_block_mask(const AttentionInputs& in, const HipParams& p, int64_t head, int64_t query_block);

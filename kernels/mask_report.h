@@ -32,12 +32,16 @@ struct SelectionReport {
 struct MaskReport {
   int64_t searched_query_blocks = 0;  // query blocks whose range exceeds the budget
   SelectionReport hip, oracle, random;
+  std::vector<SelectionReport> compared;  // one per mask given in `compared`, same order
   AttentionOutput dense;              // empty without V
   double seconds_hip = 0, seconds_oracle = 0, seconds_metrics = 0;
 };
 
 // Validates params and inputs (HipParamError, AttentionInputError). With in.v null the outputs
-// and output errors are left empty.
-MaskReport build_mask_report(const AttentionInputs& in, const HipParams& p, const MaskReportOptions& opt = {});
+// and output errors are left empty. `compared`: masks of other selection methods (the shape of
+// make_empty_mask(in, p)), measured by the same metrics against the same oracle and dense pass;
+// the HiP, oracle and random reports do not depend on them.
+MaskReport build_mask_report(const AttentionInputs& in, const HipParams& p, const MaskReportOptions& opt = {},
+                             std::vector<MaskResult> compared = {});
 
 }  // namespace hipstudio::hip

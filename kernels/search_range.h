@@ -1,5 +1,5 @@
 #pragma once
-// Where the search of one query block runs (issue 3, steps 1-2): its query rows, the key blocks
+// Where the search of one query block runs (paper section 3.2's first two steps): its query rows, the key blocks
 // [lo, hi) that HiP chooses from, and the first key of the dense window. Shared by the HiP
 // reference, the oracle, the random baseline and sparse attention, so all of them agree.
 #include <cstdint>

@@ -19,18 +19,20 @@ struct Scratch {
 };
 
 // Softmax-weighted sum of V over `keys` (ascending) for query row (h, i), into out (d values).
-void attend(const AttentionInputs& in, int64_t h, int64_t i, const std::vector<int64_t>& keys, Scratch& s,
-            double* out) {
+void attend(const AttentionInputs& in, int64_t h, int64_t i, const std::vector<int64_t>& keys, const ScoreTransform& t,
+            Scratch& s, double* out) {
   const int64_t d = in.d;
   std::fill(out, out + d, 0.0);
   if (keys.empty()) return;  // cannot happen for a valid query (it always sees itself or the sink)
   const int64_t g = kv_head(in, h);
   const float* q = q_row(in, h, i);
-  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  const double scale = t.scale > 0.0 ? t.scale : 1.0 / std::sqrt(static_cast<double>(d));
+  const double cap = t.softcap;
   s.w.resize(keys.size());
   double mx = -INFINITY;
   for (size_t j = 0; j < keys.size(); ++j) {
     s.w[j] = dot_f64(q, k_row(in, g, keys[j]), d) * scale;
+    if (cap > 0.0) s.w[j] = cap * std::tanh(s.w[j] / cap);
     mx = std::max(mx, s.w[j]);
   }
   double sum = 0;
@@ -68,7 +70,7 @@ void check_mask_shape(const AttentionInputs& in, const HipParams& p, const MaskR
 }
 
 AttentionOutput sparse_attention_reference(const AttentionInputs& in, const HipParams& p, const MaskResult& mask,
-                                           int threads) {
+                                           int threads, const ScoreTransform& score) {
   validate_hip_params(p);
   validate_attention_inputs(in, true);
   check_mask_shape(in, p, mask);
@@ -79,12 +81,13 @@ AttentionOutput sparse_attention_reference(const AttentionInputs& in, const HipP
     const int64_t h = item / in.tq, i = item % in.tq;
     Scratch& s = scratch[worker];
     attended_keys(in, p, mask, h, i, s.keys);
-    attend(in, h, i, s.keys, s, o.out.data() + item * in.d);
+    attend(in, h, i, s.keys, score, s, o.out.data() + item * in.d);
   });
   return o;
 }
 
-AttentionOutput dense_attention_reference(const AttentionInputs& in, const HipParams& p, int threads) {
+AttentionOutput dense_attention_reference(const AttentionInputs& in, const HipParams& p, int threads,
+                                          const ScoreTransform& score) {
   validate_attention_inputs(in, true);
   AttentionOutput o = make_output(in);
   const int64_t items = in.hq * in.tq;
@@ -94,7 +97,7 @@ AttentionOutput dense_attention_reference(const AttentionInputs& in, const HipPa
     Scratch& s = scratch[worker];
     s.keys.resize(static_cast<size_t>(visible_end(in, p, i) + 1));
     for (size_t j = 0; j < s.keys.size(); ++j) s.keys[j] = static_cast<int64_t>(j);
-    attend(in, h, i, s.keys, s, o.out.data() + item * in.d);
+    attend(in, h, i, s.keys, score, s, o.out.data() + item * in.d);
   });
   return o;
 }

@@ -10,12 +10,12 @@
 #include "app/common/model_options.h"
 #include "app/gui/gui_messages.h"
 #include "engine/formats/errors.h"
-#include "engine/model/attention_timing.h"
-#include "engine/model/device.h"
-#include "engine/model/out_of_memory.h"
-#include "engine/model/generation.h"
-#include "engine/model/hip_attention.h"
-#include "engine/model/paired_analysis.h"
+#include "engine/backends/attention_timing.h"
+#include "engine/runtime/device.h"
+#include "engine/runtime/out_of_memory.h"
+#include "engine/generation/generation.h"
+#include "engine/backends/hip_attention.h"
+#include "engine/analysis/paired_analysis.h"
 
 namespace hipstudio::gui {
 

@@ -9,10 +9,10 @@
 
 #include "app/gui/request.h"
 #include "app/gui/results.h"
-#include "engine/model/device_dense_image.h"
-#include "engine/model/device_locality.h"
-#include "engine/model/device_trace.h"
-#include "engine/model/run_cancelled.h"
+#include "engine/analysis/device_dense_image.h"
+#include "engine/analysis/device_locality.h"
+#include "engine/analysis/device_trace.h"
+#include "engine/runtime/run_cancelled.h"
 
 namespace hipstudio::gui {
 
@@ -25,7 +25,7 @@ std::shared_ptr<const LoadedModel> load_model_job(const ModelRequest& request, M
 using JobProgress = std::function<bool(double fraction, const std::string& what)>;
 using Cancelled = RunCancelled;
 
-// The paired run in the engine's two halves (engine/model/paired_analysis.h): the prefill half runs
+// The paired run in the engine's two halves (engine/analysis/paired_analysis.h): the prefill half runs
 // both prefills and keeps their KV caches in `PrefillHandle`, so that decode-only settings (r_m,
 // decode steps) re-run just the decode half. `view` is the prompt's results, with no decode steps.
 struct PrefillHandle;  // wraps the engine's PairedPrefill
@@ -56,21 +56,21 @@ std::shared_ptr<const AnalysisView> decode_job(PrefillHandle& prefill, const Ana
 DeferredLayerViews deferred_views_job(PrefillHandle& prefill, int64_t layer, const std::function<void()>& checkpoint = {});
 
 // The Iterations view's trace and oracle scores from the CUDA kernels, where the layer's inputs
-// are on the device (engine/model/device_trace.h); empty elsewhere (the worker uses the reference).
+// are on the device (engine/analysis/device_trace.h); empty elsewhere (the worker uses the reference).
 std::optional<DeviceTrace> device_trace_job(const LayerInputs& inputs, const hip::HipParams& p, int64_t head,
                                             int64_t query_block);
 
-// The dense probability image pooled on the device (engine/model/device_dense_image.h), at any
+// The dense probability image pooled on the device (engine/analysis/device_dense_image.h), at any
 // length; empty where the layer's inputs are on the host (the worker uses the reference).
 std::optional<PooledProbabilities> device_dense_job(const LayerInputs& inputs, int64_t head, int max_side);
 
-// The Latency panel's timing (engine/model/attention_timing.h): the layer's own inputs when
+// The Latency panel's timing (engine/backends/attention_timing.h): the layer's own inputs when
 // `tokens` is 0, else random inputs of the model's shapes at `tokens`; empty off CUDA.
 // keep_going() false between repeats throws Cancelled.
 std::optional<AttentionTiming> latency_job(const LoadedModel& model, const LayerInputs* inputs, const hip::HipParams& p,
                                            int64_t tokens, const std::function<bool()>& keep_going);
 
-// Score locality of a few queries computed on the device (engine/model/device_locality.h); empty
+// Score locality of a few queries computed on the device (engine/analysis/device_locality.h); empty
 // where the layer's inputs are on the host.
 std::optional<hip::ScoreLocality> device_locality_job(const LayerInputs& inputs, int64_t head,
                                                       const std::vector<int64_t>& queries, const hip::LocalityParams& lp);

@@ -84,12 +84,12 @@ void draw_cell_axes(const MaskViewState& view, ImVec2 origin, ImVec2 p0, float s
   }
 }
 
-MaskCanvasEvents MaskCanvas::draw(const char* id, const std::shared_ptr<const LayerMasks>& masks_ptr,
+MaskCanvasEvents MaskCanvas::draw(const char* id, const std::shared_ptr<const LayerMaskSnapshot>& masks_ptr,
                                   const AnalysisView& a, int64_t head,
                                   MaskViewState& view, float size, bool interactive, int64_t selected_qb,
                                   const Theme& theme) {
   MaskCanvasEvents ev;
-  const LayerMasks& masks = *masks_ptr;
+  const LayerMaskSnapshot& masks = *masks_ptr;
   const hip::AttentionInputs in = a.inputs_or_shape(masks.layer);
   const bool probe = a.host_ready(masks.layer);  // hover values read the layer on the host
   const int64_t T = in.tk;

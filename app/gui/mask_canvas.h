@@ -27,11 +27,11 @@ class MaskCanvas {
  public:
   // Draws into a size x size square (with axis margins inside). `interactive`: wheel zoom, drag
   // pan, hover tooltip, click. `selected_qb` >= 0 outlines that query block.
-  MaskCanvasEvents draw(const char* id, const std::shared_ptr<const LayerMasks>& masks, const AnalysisView& analysis, int64_t head,
+  MaskCanvasEvents draw(const char* id, const std::shared_ptr<const LayerMaskSnapshot>& masks, const AnalysisView& analysis, int64_t head,
                         MaskViewState& view, float size, bool interactive, int64_t selected_qb, const Theme& theme);
   // Whether draw() would make a new picture for (masks, head): the part of a draw that takes time
   // at length (a 32k-token layer's 32 small multiples took ~0.25 s in one frame).
-  bool picture_outdated(const std::shared_ptr<const LayerMasks>& masks, int64_t head) const {
+  bool picture_outdated(const std::shared_ptr<const LayerMaskSnapshot>& masks, int64_t head) const {
     return masks != picture_source_ || head != picture_head_ || dense_ != picture_dense_;
   }
   // A layer that runs dense (l < l_d): draw every visible key as attended (viz::make_dense_picture)
@@ -42,7 +42,7 @@ class MaskCanvas {
 
  private:
   GlTexture tex_;
-  std::shared_ptr<const LayerMasks> picture_source_;  // held: its address keys the cache
+  std::shared_ptr<const LayerMaskSnapshot> picture_source_;  // held: its address keys the cache
   int64_t picture_head_ = -1;
   viz::MaskPicture picture_;
   std::vector<uint8_t> flags_;

@@ -64,7 +64,7 @@ class MaskPanel final : public Panel {
       empty_state(ctx.snap.busy ? "Computing the masks..." : "No masks yet: load a model and a prompt.", t);
       return;
     }
-    const LayerMasks& m = *masks;
+    const LayerMaskSnapshot& m = *masks;
     const int64_t head = std::min<int64_t>(s.head, m.hip.heads - 1);
     const PairedAnalysis& pa = *m.source->analysis;
     // The head's recall as the views layer computed it (the number analyze and the heads view show).

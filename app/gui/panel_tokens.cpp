@@ -169,7 +169,7 @@ class TokenPanel final : public Panel {
   std::vector<double> row_;
   const float* row_q_ = nullptr;
   int64_t row_head_ = -1, row_query_ = -1;
-  std::shared_ptr<const LayerMasks> picture_src_;
+  std::shared_ptr<const LayerMaskSnapshot> picture_src_;
   int64_t picture_head_ = -1;
   viz::MaskPicture picture_;
 };

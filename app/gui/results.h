@@ -96,8 +96,8 @@ struct AnalysisView {
 // The views are shared, not copied: at 32k tokens a layer's three mask sets are ~100-200 MB, and
 // copying them cost a knob change 0.07-0.14 s. The members below are the shared views' own fields
 // under their usual names (references into `views`, which this object keeps alive).
-struct LayerMasks {
-  LayerMasks(std::shared_ptr<const LayerMaskViews> shared, std::shared_ptr<const AnalysisView> from)
+struct LayerMaskSnapshot {
+  LayerMaskSnapshot(std::shared_ptr<const LayerMaskViews> shared, std::shared_ptr<const AnalysisView> from)
       : views(std::move(shared)), source(std::move(from)), layer(views->layer), params(views->params),
         hip(views->hip), oracle(views->oracle), random(views->random), has_oracle(views->has_oracle),
         recall(views->recall), random_recall(views->random_recall) {}
@@ -123,7 +123,7 @@ struct TraceView {
   std::vector<int32_t> oracle_blocks;     // the oracle's selection for this block
   std::vector<double> oracle_scores;      // (hi - lo) oracle block scores, block lo first
   std::vector<viz::TraceStep> steps;      // initial nodes, then one per iteration
-  std::vector<int32_t> engine_blocks;     // estimate_masks' row for this block (self-test compares)
+  std::vector<int32_t> engine_blocks;     // estimate_masks_reference's row for this block (self-test compares)
 };
 
 struct DenseView {
@@ -195,7 +195,7 @@ struct Snapshot {
   uint64_t version = 0;
   std::shared_ptr<const ModelInfo> model;
   std::shared_ptr<const AnalysisView> analysis;
-  std::shared_ptr<const LayerMasks> masks;
+  std::shared_ptr<const LayerMaskSnapshot> masks;
   std::shared_ptr<const TraceView> trace;
   std::shared_ptr<const DenseView> dense;
   std::shared_ptr<const LocalityView> locality;

@@ -389,7 +389,7 @@ bool Worker::step(const Request& r) {
       }
       case kStageTrace: {
         const Request rc = clamp_selection(*current_.analysis, r);
-        const LayerMasks& m = *current_.masks;
+        const LayerMaskSnapshot& m = *current_.masks;
         const LayerInputs* in = m.source->analysis->find_inputs(m.layer);
         std::optional<DeviceTrace> dev;
         if (in) dev = device_trace_job(*in, m.params, rc.head, rc.query_block);

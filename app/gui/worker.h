@@ -89,10 +89,10 @@ class Worker {
 Request clamp_selection(const AnalysisView& a, Request r);
 
 // The stage computations that need no LibTorch (worker_views.cpp), usable from the self-test.
-std::shared_ptr<const LayerMasks> compute_layer_masks(const std::shared_ptr<const AnalysisView>& a, const Request& r);
-std::shared_ptr<const TraceView> compute_trace(const LayerMasks& m, const Request& r);  // the reference's
+std::shared_ptr<const LayerMaskSnapshot> compute_layer_masks(const std::shared_ptr<const AnalysisView>& a, const Request& r);
+std::shared_ptr<const TraceView> compute_trace(const LayerMaskSnapshot& m, const Request& r);  // the reference's
 // The same view from a trace and oracle scores computed elsewhere (the CUDA kernels'); `source` names it.
-std::shared_ptr<const TraceView> compute_trace(const LayerMasks& m, const Request& r, hip::MaskTrace trace,
+std::shared_ptr<const TraceView> compute_trace(const LayerMaskSnapshot& m, const Request& r, hip::MaskTrace trace,
                                                std::vector<double> oracle_scores, const std::string& source);
 std::shared_ptr<const DenseView> compute_dense(const AnalysisView& a, const Request& r);  // the reference's
 // The same view from an image pooled elsewhere (on the device); `source` names it.
@@ -100,7 +100,7 @@ std::shared_ptr<const DenseView> compute_dense(const Request& r, viz::HeatGrid p
 std::shared_ptr<const LocalityView> compute_locality(const AnalysisView& a, const Request& r);  // the reference's
 // The query rows the locality view samples (64 from the prompt's second half), its Deltas (the
 // picked one, then a sweep for the mean / std curve), and the view from statistics computed
-// elsewhere with them (on the device: engine/model/device_locality.h).
+// elsewhere with them (on the device: engine/analysis/device_locality.h).
 std::vector<int64_t> locality_queries(int64_t tokens);
 hip::LocalityParams locality_params(const Request& r, int64_t tokens);
 std::shared_ptr<const LocalityView> compute_locality(const Request& r, const hip::ScoreLocality& stats);

@@ -88,7 +88,7 @@ Request clamp_selection(const AnalysisView& a, Request r) {
   return r;
 }
 
-std::shared_ptr<const LayerMasks> compute_layer_masks(const std::shared_ptr<const AnalysisView>& a, const Request& r) {
+std::shared_ptr<const LayerMaskSnapshot> compute_layer_masks(const std::shared_ptr<const AnalysisView>& a, const Request& r) {
   const auto start = std::chrono::steady_clock::now();
   const PairedAnalysis& pa = *a->analysis;
   std::shared_ptr<const LayerMaskViews> views;
@@ -100,18 +100,18 @@ std::shared_ptr<const LayerMasks> compute_layer_masks(const std::shared_ptr<cons
     views = std::make_shared<const LayerMaskViews>(reference_layer_masks(
         in, pa.options.hip.hip, pa.options.random_seed, r.layer, /*threads=*/0, in.tk <= kOracleMaxTokens));
   }
-  auto m = std::make_shared<LayerMasks>(std::move(views), a);
+  auto m = std::make_shared<LayerMaskSnapshot>(std::move(views), a);
   m->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return m;
 }
 
-std::shared_ptr<const TraceView> compute_trace(const LayerMasks& m, const Request& r) {
+std::shared_ptr<const TraceView> compute_trace(const LayerMaskSnapshot& m, const Request& r) {
   const hip::AttentionInputs in = m.source->inputs(m.layer);
   return compute_trace(m, r, hip::trace_block_mask(in, m.params, r.head, r.query_block),
                        hip::oracle_block_scores(in, m.params, r.head, r.query_block), "float64 CPU reference");
 }
 
-std::shared_ptr<const TraceView> compute_trace(const LayerMasks& m, const Request& r, hip::MaskTrace trace,
+std::shared_ptr<const TraceView> compute_trace(const LayerMaskSnapshot& m, const Request& r, hip::MaskTrace trace,
                                                std::vector<double> oracle_scores, const std::string& source) {
   auto t = std::make_shared<TraceView>();
   t->layer = m.layer;

@@ -1,7 +1,7 @@
 #pragma once
 // One attention layer timed on the device: HiP (mask estimation, sparse attention) against the
 // fastest dense kernel for the same shapes, prefill and a decode step, as medians of repeated
-// CUDA-event timings after a warm-up with the two sides interleaved (engine/model/attention_timing.h).
+// CUDA-event timings after a warm-up with the two sides interleaved (engine/backends/attention_timing.h).
 // Plain data: the GUI's Latency panel reads it.
 #include <cstdint>
 #include <string>

@@ -99,7 +99,7 @@ struct LayerInputArrays {
 };
 
 // Inputs that live somewhere other than host memory: a CUDA run keeps them on its device in the
-// run's dtype (engine/model/kept_inputs.h), so a long prompt costs the host nothing until a view or
+// run's dtype (engine/analysis/kept_inputs.h), so a long prompt costs the host nothing until a view or
 // a capture reads them.
 class LayerInputsSource {
  public:

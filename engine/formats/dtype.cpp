@@ -6,16 +6,16 @@ namespace hipstudio {
 namespace {
 
 struct DTypeEntry {
-  DType dtype;
+  StoredDType dtype;
   const char* name;
   size_t size;
 };
 // Order matches the enum so dtype_size/dtype_name can index by value.
 constexpr DTypeEntry kDTypes[] = {
-    {DType::F64, "F64", 8}, {DType::F32, "F32", 4}, {DType::F16, "F16", 2},
-    {DType::BF16, "BF16", 2}, {DType::I64, "I64", 8}, {DType::I32, "I32", 4},
-    {DType::I16, "I16", 2}, {DType::I8, "I8", 1}, {DType::U8, "U8", 1},
-    {DType::BOOL, "BOOL", 1},
+    {StoredDType::F64, "F64", 8}, {StoredDType::F32, "F32", 4}, {StoredDType::F16, "F16", 2},
+    {StoredDType::BF16, "BF16", 2}, {StoredDType::I64, "I64", 8}, {StoredDType::I32, "I32", 4},
+    {StoredDType::I16, "I16", 2}, {StoredDType::I8, "I8", 1}, {StoredDType::U8, "U8", 1},
+    {StoredDType::BOOL, "BOOL", 1},
 };
 
 uint32_t float_bits(float value) {
@@ -41,11 +41,11 @@ uint32_t shift_round_even(uint32_t value, int shift) {
 
 }  // namespace
 
-size_t dtype_size(DType dtype) { return kDTypes[static_cast<size_t>(dtype)].size; }
+size_t dtype_size(StoredDType dtype) { return kDTypes[static_cast<size_t>(dtype)].size; }
 
-const char* dtype_name(DType dtype) { return kDTypes[static_cast<size_t>(dtype)].name; }
+const char* dtype_name(StoredDType dtype) { return kDTypes[static_cast<size_t>(dtype)].name; }
 
-std::optional<DType> dtype_from_name(std::string_view name) {
+std::optional<StoredDType> dtype_from_name(std::string_view name) {
   for (const DTypeEntry& entry : kDTypes)
     if (name == entry.name) return entry.dtype;
   return std::nullopt;

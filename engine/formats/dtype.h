@@ -8,11 +8,11 @@
 
 namespace hipstudio {
 
-enum class DType : uint8_t { F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL };
+enum class StoredDType : uint8_t { F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL };
 
-size_t dtype_size(DType dtype);         // bytes per element: F64 -> 8, BF16 -> 2, BOOL -> 1
-const char* dtype_name(DType dtype);    // "F32", "BF16", ... (safetensors spelling)
-std::optional<DType> dtype_from_name(std::string_view name);  // nullopt for names we do not support
+size_t dtype_size(StoredDType dtype);         // bytes per element: F64 -> 8, BF16 -> 2, BOOL -> 1
+const char* dtype_name(StoredDType dtype);    // "F32", "BF16", ... (safetensors spelling)
+std::optional<StoredDType> dtype_from_name(std::string_view name);  // nullopt for names we do not support
 const char* supported_dtype_names();    // "F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL" (for errors)
 
 // bfloat16 is the top half of a float32. Rounding is to nearest, ties to even; NaN stays NaN.

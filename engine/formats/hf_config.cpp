@@ -1,47 +1,47 @@
 #include "engine/formats/hf_config.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <fstream>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
-
-#include "engine/formats/errors.h"
+#include "engine/formats/architectures.h"
+#include "engine/formats/config_json.h"
+#include "engine/formats/hf_rope_config.h"
 
 namespace hipstudio {
 
 namespace {
 using nlohmann::json;
+using namespace config_json;
 
-int64_t required_int(const json& j, const char* key, const std::string& source) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null())
-    throw InputError(source + ": missing key '" + key + "' (a Llama-family config.json needs it)");
-  if (!it->is_number_integer())
-    throw InputError(source + ": key '" + key + "' must be an integer, got " + it->dump());
-  return it->get<int64_t>();
+bool listed(const std::vector<const char*>& keys, const std::string& key) {
+  return std::any_of(keys.begin(), keys.end(), [&](const char* k) { return key == k; });
 }
 
-int64_t optional_int(const json& j, const char* key, int64_t fallback, const std::string& source) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  if (!it->is_number_integer())
-    throw InputError(source + ": key '" + key + "' must be an integer, got " + it->dump());
-  return it->get<int64_t>();
-}
-
-double optional_number(const json& j, const char* key, double fallback, const std::string& source) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  if (!it->is_number()) throw InputError(source + ": key '" + key + "' must be a number, got " + it->dump());
-  return it->get<double>();
-}
-
-bool optional_bool(const json& j, const char* key, bool fallback, const std::string& source) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  if (!it->is_boolean()) throw InputError(source + ": key '" + key + "' must be true or false");
-  return it->get<bool>();
+// Every key of config.json must be one the table knows: read by the parser (it changes the maths),
+// harmless, or neutral at the value it has. Anything else is refused, so nothing is silently ignored.
+void check_keys(const json& j, const Architecture& a, const std::string& source) {
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& key = it.key();
+    if (listed(kCommonMathsKeys, key) || listed(a.maths_keys, key) || listed(kCommonHarmlessKeys, key) ||
+        listed(a.harmless_keys, key))
+      continue;
+    auto neutral = std::find_if(a.neutral_keys.begin(), a.neutral_keys.end(),
+                                [&](const NeutralKey& n) { return key == n.name; });
+    if (neutral != a.neutral_keys.end()) {
+      if (it->is_null() || std::find(neutral->values.begin(), neutral->values.end(), it->dump()) != neutral->values.end())
+        continue;
+      std::string values;
+      for (const std::string& v : neutral->values) values += (values.empty() ? "" : " or ") + v;
+      throw InputError(source + ": key '" + key + "' = " + it->dump() + " is not supported for " + a.class_name +
+                       " (HiP Studio implements only " + values + ", and another value changes the results)");
+    }
+    throw InputError(source + ": key '" + key + "' is not supported for " + a.class_name +
+                     ": HiP Studio does not implement it and refuses rather than ignore a setting that may change "
+                     "the model's results; remove it from config.json if it changes nothing");
+  }
 }
 
 // bos/eos ids may be an integer, a list (first entry is used) or absent (-1).
@@ -56,59 +56,156 @@ int32_t token_id(const json& j, const char* key, const std::string& source) {
                      v.dump() + "; fix config.json or take the one that came with the model");
   return static_cast<int32_t>(v.get<int64_t>());
 }
+
+Activation read_activation(const json& j, const Architecture& a, const std::string& source) {
+  const bool gemma = a.default_activation == Activation::kGeluTanh;
+  const std::string fallback = gemma ? "gelu_pytorch_tanh" : "silu";
+  const std::string name = text(j, a.activation_key, fallback, source);
+  const bool ok = gemma ? name == "gelu_pytorch_tanh" : (name == "silu" || name == "swish");
+  if (!ok)
+    throw InputError(source + ": " + a.activation_key + " '" + name + "' is not supported for " + a.class_name +
+                     " (supported: " + fallback + ")");
+  // Gemma reads hidden_activation; an older hidden_act beside it must agree, or which one the
+  // checkpoint meant is unclear.
+  if (gemma && has(j, "hidden_act") && text(j, "hidden_act", "", source) != name)
+    throw InputError(source + ": hidden_act '" + text(j, "hidden_act", "", source) + "' disagrees with " +
+                     "hidden_activation '" + name + "' (transformers uses hidden_activation); make them equal");
+  return gemma ? Activation::kGeluTanh : Activation::kSilu;
+}
+
+// Which layers attend through a window, in the form of config.json's architecture.
+void read_windows(const json& j, const Architecture& a, ModelConfig& c, const std::string& source) {
+  const size_t n = static_cast<size_t>(c.n_layers);
+  c.layer_window.assign(n, 0);
+  if (a.window_form == WindowForm::kNone) return;
+  auto positive_window = [&](const char* key, int64_t fallback) {
+    const int64_t w = integer(j, key, fallback, source);
+    if (has(j, key) && w <= 0) throw InputError(source + ": '" + key + "' must be positive or null, got " + std::to_string(w));
+    return j.contains(key) && j[key].is_null() ? 0 : w;
+  };
+  int64_t window = positive_window("sliding_window", a.defaults.sliding_window);
+  if (a.window_form == WindowForm::kAllLayers) {
+    c.layer_window.assign(n, window);
+    return;
+  }
+  if (a.window_form == WindowForm::kFromMaxWindowLayers && !boolean(j, "use_sliding_window", false, source)) window = 0;
+  if (a.window_form == WindowForm::kAlternating && has(j, "sliding_window_size") &&
+      integer(j, "sliding_window_size", 0, source) != window)
+    throw InputError(source + ": 'sliding_window_size' disagrees with 'sliding_window'; make them equal");
+
+  std::vector<bool> sliding(n, false);
+  if (has(j, "layer_types")) {
+    const json& types = j["layer_types"];
+    if (!types.is_array() || types.size() != n)
+      throw InputError(source + ": 'layer_types' must be a list of num_hidden_layers (" + std::to_string(n) +
+                       ") entries, got " + types.dump());
+    for (size_t l = 0; l < n; ++l) {
+      const std::string t = types[l].is_string() ? types[l].get<std::string>() : types[l].dump();
+      if (t != "full_attention" && t != "sliding_attention")
+        throw InputError(source + ": layer_types[" + std::to_string(l) + "] = '" + t +
+                         "' is not supported (supported: full_attention, sliding_attention)");
+      sliding[l] = t == "sliding_attention";
+    }
+  } else if (a.window_form == WindowForm::kFromMaxWindowLayers) {
+    const int64_t first = integer(j, "max_window_layers", a.defaults.max_window_layers, source);
+    for (size_t l = 0; l < n; ++l) sliding[l] = window > 0 && static_cast<int64_t>(l) >= first;
+  } else {
+    // Gemma 2: every other layer, starting with the first; Gemma 3: all but every pattern-th.
+    int64_t pattern = a.defaults.sliding_window_pattern;
+    if (a.window_form == WindowForm::kPattern)
+      pattern = integer(j, "sliding_window_pattern", integer(j, "_sliding_window_pattern", pattern, source), source);
+    if (pattern <= 0) throw InputError(source + ": 'sliding_window_pattern' must be positive");
+    for (size_t l = 0; l < n; ++l) sliding[l] = (static_cast<int64_t>(l) + 1) % pattern != 0;
+  }
+  for (size_t l = 0; l < n; ++l) {
+    if (!sliding[l]) continue;
+    if (window <= 0)
+      throw InputError(source + ": layer " + std::to_string(l) + " is a sliding-window layer but no window is set (" +
+                       (a.window_form == WindowForm::kFromMaxWindowLayers ? "use_sliding_window is false or sliding_window is null"
+                                                                          : "sliding_window is null") +
+                       "); fix layer_types or sliding_window");
+    c.layer_window[l] = window;
+  }
+}
+
+double optional_cap(const json& j, const char* key, double fallback, const std::string& source) {
+  if (j.contains(key) && j[key].is_null()) return 0.0;
+  const double cap = number(j, key, fallback, source);
+  if (cap < 0.0) throw InputError(source + ": '" + std::string(key) + "' must be positive or null");
+  return cap;
+}
 }  // namespace
 
-ModelConfig parse_hf_config_text(const std::string& text, const std::string& source) {
+ModelConfig parse_hf_config_text(const std::string& text_in, const std::string& source) {
   json j;
   try {
-    j = json::parse(text);
+    j = json::parse(text_in);
   } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e999
     throw InputError(source + ": not valid JSON (" + e.what() + ")");
   }
   if (!j.is_object()) throw InputError(source + ": config.json must be a JSON object");
 
-  ModelConfig c;
   auto arch = j.find("architectures");
   if (arch == j.end() || !arch->is_array() || arch->empty() || !(*arch)[0].is_string())
-    throw InputError(source + ": missing key 'architectures' (expected one of " +
-                     std::string(kSupportedArchitectures) + ")");
+    throw InputError(source + ": missing key 'architectures' (expected one of " + supported_architectures_text() + ")");
+  if (arch->size() > 1)
+    throw InputError(source + ": 'architectures' lists " + std::to_string(arch->size()) +
+                     " classes; a model directory for HiP Studio names one");
+  ModelConfig c;
   c.architecture = (*arch)[0].get<std::string>();
-  if (c.architecture != "LlamaForCausalLM" && c.architecture != "MistralForCausalLM" &&
-      c.architecture != "Qwen2ForCausalLM")
+  const Architecture* a = find_architecture(c.architecture);
+  if (!a)
     throw InputError(source + ": architecture '" + c.architecture + "' is not supported (supported: " +
-                     kSupportedArchitectures + ")");
+                     supported_architectures_text() + ")");
+  const std::string model_type = text(j, "model_type", a->model_type, source);
+  if (model_type != a->model_type)
+    throw InputError(source + ": model_type '" + model_type + "' does not match architecture " + c.architecture +
+                     " (expected '" + a->model_type + "')" +
+                     (model_type == "gemma3" ? "; a multimodal Gemma 3 config keeps the text model in text_config, "
+                                               "which HiP Studio does not read: give the text model's own config"
+                                             : ""));
+  check_keys(j, *a, source);
 
-  c.dim = required_int(j, "hidden_size", source);
-  c.hidden_dim = required_int(j, "intermediate_size", source);
-  c.n_layers = required_int(j, "num_hidden_layers", source);
-  c.n_heads = required_int(j, "num_attention_heads", source);
-  c.n_kv_heads = optional_int(j, "num_key_value_heads", c.n_heads, source);
-  c.vocab_size = required_int(j, "vocab_size", source);
-  c.max_seq_len = required_int(j, "max_position_embeddings", source);
+  c.dim = required_integer(j, "hidden_size", source);
+  c.hidden_dim = required_integer(j, "intermediate_size", source);
+  c.n_layers = required_integer(j, "num_hidden_layers", source);
+  c.n_heads = required_integer(j, "num_attention_heads", source);
+  c.n_kv_heads = integer(j, "num_key_value_heads", c.n_heads, source);
+  c.vocab_size = required_integer(j, "vocab_size", source);
+  c.max_seq_len = required_integer(j, "max_position_embeddings", source);
   if (c.n_heads <= 0) throw InputError(source + ": num_attention_heads must be positive");
-  c.head_dim = optional_int(j, "head_dim", c.dim / c.n_heads, source);
-  c.rms_norm_eps = optional_number(j, "rms_norm_eps", 1e-6, source);
-  c.rope_theta = optional_number(j, "rope_theta", 10000.0, source);
-  c.tie_word_embeddings = optional_bool(j, "tie_word_embeddings", false, source);
-  c.attention_bias = c.architecture == "Qwen2ForCausalLM" || optional_bool(j, "attention_bias", false, source);
+  if (c.n_layers <= 0 || c.n_layers > 4096) throw InputError(source + ": num_hidden_layers must be in 1..4096");
+  c.head_dim = integer(j, "head_dim", a->defaults.head_dim > 0 ? a->defaults.head_dim : c.dim / c.n_heads, source);
+  c.rms_norm_eps = number(j, "rms_norm_eps", a->defaults.rms_norm_eps, source);
+  c.tie_word_embeddings = boolean(j, "tie_word_embeddings", a->defaults.tie_word_embeddings, source);
   c.bos_id = token_id(j, "bos_token_id", source);
   c.eos_id = token_id(j, "eos_token_id", source);
+  c.activation = read_activation(j, *a, source);
 
-  auto scaling = j.find("rope_scaling");
-  if (scaling != j.end() && !scaling->is_null()) {
-    if (!scaling->is_object()) throw InputError(source + ": rope_scaling must be an object or null");
-    std::string type;
-    if (scaling->contains("rope_type") && (*scaling)["rope_type"].is_string())
-      type = (*scaling)["rope_type"].get<std::string>();
-    else if (scaling->contains("type") && (*scaling)["type"].is_string())
-      type = (*scaling)["type"].get<std::string>();
-    if (type != "default") c.rope_scaling.type = type;
-    c.rope_scaling.factor = optional_number(*scaling, "factor", 1.0, source);
-    c.rope_scaling.low_freq_factor = optional_number(*scaling, "low_freq_factor", 1.0, source);
-    c.rope_scaling.high_freq_factor = optional_number(*scaling, "high_freq_factor", 4.0, source);
-    c.rope_scaling.original_max_position_embeddings =
-        optional_int(*scaling, "original_max_position_embeddings", 8192, source);
+  const bool attention_bias = a->attention_bias_key && boolean(j, "attention_bias", false, source);
+  c.attention_bias = a->qkv_bias_always || attention_bias;
+  c.attention_out_bias = a->attention_bias_covers_o && attention_bias;
+  c.mlp_bias = a->mlp_bias_key && boolean(j, "mlp_bias", false, source);
+  c.qk_norm = a->qk_norm;
+  c.sandwich_norms = a->sandwich_norms;
+  if (a->scale_embeddings) c.embedding_scale = std::sqrt(static_cast<double>(c.dim));
+  if (a->defaults.query_pre_attn_scalar > 0) {
+    const double s = number(j, "query_pre_attn_scalar", a->defaults.query_pre_attn_scalar, source);
+    if (!(s > 0)) throw InputError(source + ": 'query_pre_attn_scalar' must be positive");
+    c.attention_scale = 1.0 / std::sqrt(s);
+    c.attn_softcap = optional_cap(j, "attn_logit_softcapping", a->defaults.attn_softcap, source);
+    c.final_softcap = optional_cap(j, "final_logit_softcapping", a->defaults.final_softcap, source);
   }
+  if (a->window_form == WindowForm::kAllLayers && a->defaults.original_max_position_embeddings > 0) {
+    // Phi-3: a top-level partial_rotary_factor moves into the RoPE object in transformers 5.
+    const double partial = number(j, "partial_rotary_factor", 1.0, source);
+    if (partial != 1.0)
+      throw InputError(source + ": 'partial_rotary_factor' = " + std::to_string(partial) +
+                       " is not supported (only 1: RoPE over the whole head)");
+    integer(j, "original_max_position_embeddings", 0, source);  // type-checked; used by longrope only
+  }
+  read_hf_rope(j, *a, c, source);
+  read_windows(j, *a, c, source);
   validate_model_config(c, source);
   return c;
 }
@@ -119,41 +216,6 @@ ModelConfig read_hf_config(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   return parse_hf_config_text(text.str(), path);
-}
-
-std::string hf_config_json(const ModelConfig& c, const std::string& torch_dtype) {
-  const bool from_llama2c = c.architecture == "llama2.c";
-  json j;
-  j["architectures"] = {from_llama2c ? "LlamaForCausalLM" : c.architecture};
-  j["model_type"] = c.architecture == "Qwen2ForCausalLM"     ? "qwen2"
-                    : c.architecture == "MistralForCausalLM" ? "mistral"
-                                                             : "llama";
-  j["hidden_size"] = c.dim;
-  j["intermediate_size"] = c.hidden_dim;
-  j["num_hidden_layers"] = c.n_layers;
-  j["num_attention_heads"] = c.n_heads;
-  j["num_key_value_heads"] = c.n_kv_heads;
-  j["head_dim"] = c.head_dim;
-  j["vocab_size"] = c.vocab_size;
-  j["max_position_embeddings"] = c.max_seq_len;
-  j["rms_norm_eps"] = c.rms_norm_eps;
-  j["rope_theta"] = c.rope_theta;
-  j["tie_word_embeddings"] = c.tie_word_embeddings;
-  j["attention_bias"] = c.attention_bias;
-  j["hidden_act"] = "silu";
-  j["torch_dtype"] = torch_dtype;
-  if (c.bos_id >= 0) j["bos_token_id"] = c.bos_id;
-  if (c.eos_id >= 0) j["eos_token_id"] = c.eos_id;
-  if (c.rope_scaling.type.empty()) {
-    j["rope_scaling"] = nullptr;
-  } else {
-    j["rope_scaling"] = {{"rope_type", c.rope_scaling.type},
-                         {"factor", c.rope_scaling.factor},
-                         {"low_freq_factor", c.rope_scaling.low_freq_factor},
-                         {"high_freq_factor", c.rope_scaling.high_freq_factor},
-                         {"original_max_position_embeddings", c.rope_scaling.original_max_position_embeddings}};
-  }
-  return j.dump(2) + "\n";
 }
 
 }  // namespace hipstudio

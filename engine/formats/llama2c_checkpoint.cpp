@@ -25,7 +25,8 @@ Llama2cLayout parse_llama2c_header(const unsigned char* header, uint64_t actual_
   c.head_dim = c.n_heads > 0 ? c.dim / c.n_heads : 0;
   c.tie_word_embeddings = layout.shared_classifier;
   c.rms_norm_eps = 1e-5;  // run.c's constant
-  c.rope_theta = 10000.0;
+  c.rope.theta = 10000.0;
+  c.rope_local = c.rope;
   c.bos_id = 1;
   c.eos_id = 2;
   const std::string what = source + " (llama2.c checkpoint header: dim " + std::to_string(h[0]) + ", hidden " +

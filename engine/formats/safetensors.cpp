@@ -61,7 +61,7 @@ void parse_entry(const std::string& path, const std::string& name, const json& e
 
   if (!dtype_it->is_string()) fail(path, where + " has a dtype that is not a string", kRedownload);
   const std::string dtype_name_str = dtype_it->get<std::string>();
-  const std::optional<DType> dtype = dtype_from_name(dtype_name_str);
+  const std::optional<StoredDType> dtype = dtype_from_name(dtype_name_str);
   if (!dtype)
     fail(path, where + " has unsupported dtype '" + dtype_name_str + "'",
          std::string("supported dtypes are ") + supported_dtype_names() + "; convert the weights to one of them");
@@ -265,6 +265,22 @@ json read_json_file(const std::string& path) {
   }
 }
 
+// Whether `shard` (a weight_map value) names a file inside `folder`: relative, no '..', and not a
+// link that resolves elsewhere. An index must not make the loader read files outside the model.
+bool shard_inside_folder(const fs::path& folder, const std::string& shard) {
+  const fs::path rel(shard);
+  if (shard.empty() || rel.has_root_path() || rel.is_absolute()) return false;
+  for (const fs::path& part : rel)
+    if (part == "..") return false;
+  std::error_code ec;
+  const fs::path base = fs::weakly_canonical(folder, ec);
+  if (ec) return false;
+  const fs::path resolved = fs::weakly_canonical(folder / rel, ec);
+  if (ec) return false;
+  auto [b, r] = std::mismatch(base.begin(), base.end(), resolved.begin(), resolved.end());
+  return b == base.end() && r != resolved.end();
+}
+
 }  // namespace
 
 SafetensorsModel::SafetensorsModel(const std::string& dir) : dir_(dir) {
@@ -311,6 +327,10 @@ SafetensorsModel::SafetensorsModel(const std::string& dir) : dir_(dir) {
     const std::string shard = it->get<std::string>();
     if (shard_of_file.count(shard)) continue;
     const fs::path shard_path = index_path.parent_path() / shard;
+    if (!shard_inside_folder(index_path.parent_path(), shard))
+      fail(index_name, "maps tensor '" + it.key() + "' to shard '" + shard + "', which lies outside the model folder",
+           "shards must be files in the folder of the index (no absolute paths, '..' or links out of it); "
+           "fix the index or take it from the model's download");
     if (!fs::is_regular_file(shard_path, ec))
       fail(index_name, "maps tensor '" + it.key() + "' to shard '" + shard + "', which is missing (" +
                            shard_path.string() + ")",

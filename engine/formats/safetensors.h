@@ -18,7 +18,7 @@ namespace hipstudio {
 // One tensor of a safetensors file; data points into the file's mapping.
 struct TensorInfo {
   std::string name;
-  DType dtype = DType::F32;
+  StoredDType dtype = StoredDType::F32;
   std::vector<int64_t> shape;   // row-major; {} is a scalar (numel 1)
   const void* data = nullptr;   // nbytes = numel() * dtype_size(dtype) bytes, read-only
   uint64_t nbytes = 0;
@@ -72,7 +72,7 @@ class SafetensorsModel {
 
 struct TensorToWrite {
   std::string name;
-  DType dtype = DType::F32;
+  StoredDType dtype = StoredDType::F32;
   std::vector<int64_t> shape;
   const void* data = nullptr;   // numel(shape) * dtype_size(dtype) bytes
 };

@@ -8,6 +8,7 @@
 
 #include <ATen/ATen.h>
 
+#include "engine/formats/architectures.h"
 #include "engine/formats/errors.h"
 #include "engine/formats/hf_config.h"
 #include "engine/formats/remove_tree.h"
@@ -19,11 +20,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-DType safetensors_dtype(c10::ScalarType t) {
+StoredDType safetensors_dtype(c10::ScalarType t) {
   switch (t) {
-    case c10::kFloat: return DType::F32;
-    case c10::kBFloat16: return DType::BF16;
-    case c10::kHalf: return DType::F16;
+    case c10::kFloat: return StoredDType::F32;
+    case c10::kBFloat16: return StoredDType::BF16;
+    case c10::kHalf: return StoredDType::F16;
     default: throw InputError("convert: unsupported dtype (use f32, bf16 or f16)");
   }
 }
@@ -50,6 +51,36 @@ class TensorList {
   std::vector<TensorToWrite> list_;
 };
 
+// The part of a loaded layer that one file tensor holds (fused q/k/v and gate/up split by rows).
+at::Tensor layer_tensor(const LayerWeights& layer, TensorRole role, const ModelConfig& c) {
+  const int64_t qd = c.q_dim(), kvd = c.kv_dim(), hidden = c.hidden_dim;
+  switch (role) {
+    case TensorRole::kAttnNorm: return layer.attn_norm;
+    case TensorRole::kWq: return layer.wqkv.narrow(0, 0, qd);
+    case TensorRole::kWk: return layer.wqkv.narrow(0, qd, kvd);
+    case TensorRole::kWv: return layer.wqkv.narrow(0, qd + kvd, kvd);
+    case TensorRole::kWqkv: return layer.wqkv;
+    case TensorRole::kBq: return layer.bqkv.narrow(0, 0, qd);
+    case TensorRole::kBk: return layer.bqkv.narrow(0, qd, kvd);
+    case TensorRole::kBv: return layer.bqkv.narrow(0, qd + kvd, kvd);
+    case TensorRole::kQNorm: return layer.q_norm;
+    case TensorRole::kKNorm: return layer.k_norm;
+    case TensorRole::kWo: return layer.wo;
+    case TensorRole::kBo: return layer.bo;
+    case TensorRole::kPostAttnNorm: return layer.post_attn_norm;
+    case TensorRole::kMlpNorm: return layer.mlp_norm;
+    case TensorRole::kWgate: return layer.w13.narrow(0, 0, hidden);
+    case TensorRole::kWup: return layer.w13.narrow(0, hidden, hidden);
+    case TensorRole::kWgateUp: return layer.w13;
+    case TensorRole::kBgate: return layer.b13.narrow(0, 0, hidden);
+    case TensorRole::kBup: return layer.b13.narrow(0, hidden, hidden);
+    case TensorRole::kWdown: return layer.w2;
+    case TensorRole::kBdown: return layer.b2;
+    case TensorRole::kPostMlpNorm: return layer.post_mlp_norm;
+  }
+  return {};
+}
+
 void write_text(const fs::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
@@ -73,28 +104,24 @@ void convert_to_hf(const Model& model, c10::ScalarType dtype, const std::string&
     const ModelConfig& c = model.config;
     const ModelWeights& w = model.weights;
     TensorList tensors(dtype);
-    tensors.add("model.embed_tokens.weight", w.embedding);
+    const Architecture* found = find_architecture(c.architecture == "llama2.c" ? "LlamaForCausalLM" : c.architecture);
+    if (!found)
+      throw InputError("convert: architecture '" + c.architecture + "' is not supported (supported: " +
+                       supported_architectures_text() + ")");
+    const Architecture& arch = *found;
+    // Gemma stores w where the loader keeps 1 + w (float32): unfold before writing.
+    auto norm = [&](const at::Tensor& t) { return arch.norm_plus_one ? t.to(at::kFloat) - 1.0f : t; };
+    tensors.add(kEmbeddingTensor, w.embedding);
     for (int64_t l = 0; l < c.n_layers; ++l) {
-      const LayerWeights& layer = w.layers[l];
       const std::string p = "model.layers." + std::to_string(l) + ".";
-      const int64_t qd = c.q_dim(), kvd = c.kv_dim();
-      tensors.add(p + "input_layernorm.weight", layer.attn_norm);
-      tensors.add(p + "self_attn.q_proj.weight", layer.wqkv.narrow(0, 0, qd));
-      tensors.add(p + "self_attn.k_proj.weight", layer.wqkv.narrow(0, qd, kvd));
-      tensors.add(p + "self_attn.v_proj.weight", layer.wqkv.narrow(0, qd + kvd, kvd));
-      if (layer.bqkv.defined()) {
-        tensors.add(p + "self_attn.q_proj.bias", layer.bqkv.narrow(0, 0, qd));
-        tensors.add(p + "self_attn.k_proj.bias", layer.bqkv.narrow(0, qd, kvd));
-        tensors.add(p + "self_attn.v_proj.bias", layer.bqkv.narrow(0, qd + kvd, kvd));
-      }
-      tensors.add(p + "self_attn.o_proj.weight", layer.wo);
-      tensors.add(p + "post_attention_layernorm.weight", layer.mlp_norm);
-      tensors.add(p + "mlp.gate_proj.weight", layer.w13.narrow(0, 0, c.hidden_dim));
-      tensors.add(p + "mlp.up_proj.weight", layer.w13.narrow(0, c.hidden_dim, c.hidden_dim));
-      tensors.add(p + "mlp.down_proj.weight", layer.w2);
+      for (const LayerTensor& t : arch.layer_tensors)
+        if (layer_tensor_present(t, c)) {
+          const at::Tensor value = layer_tensor(w.layers[static_cast<size_t>(l)], t.role, c);
+          tensors.add(p + t.name, is_norm_role(t.role) ? norm(value) : value);
+        }
     }
-    tensors.add("model.norm.weight", w.final_norm);
-    if (!c.tie_word_embeddings) tensors.add("lm_head.weight", w.classifier);
+    tensors.add(kFinalNormTensor, norm(w.final_norm));
+    if (!c.tie_word_embeddings) tensors.add(kClassifierTensor, w.classifier);
     write_safetensors((tmp / "model.safetensors").string(), tensors.list(), {{"format", "pt"}});
 
     const std::string torch_dtype = dtype == c10::kFloat ? "float32" : dtype == c10::kBFloat16 ? "bfloat16" : "float16";

@@ -5,7 +5,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "engine/formats/model_config.h"
-#include "engine/model/device.h"
+#include "engine/runtime/device.h"
 
 namespace hipstudio {
 

@@ -27,8 +27,8 @@ bool fused_norm_applies(const at::Tensor& x, const at::Tensor& weight) {
          (x.scalar_type() == at::kFloat || x.scalar_type() == at::kBFloat16 || x.scalar_type() == at::kHalf);
 }
 
-gpu::DType kernel_dtype(at::ScalarType t) {
-  return t == at::kBFloat16 ? gpu::DType::kBF16 : t == at::kHalf ? gpu::DType::kF16 : gpu::DType::kF32;
+gpu::ElementType kernel_dtype(at::ScalarType t) {
+  return t == at::kBFloat16 ? gpu::ElementType::kBF16 : t == at::kHalf ? gpu::ElementType::kF16 : gpu::ElementType::kF32;
 }
 
 // out = rms_norm(x (+ residual)); with a residual, sum receives x + residual.
@@ -120,19 +120,30 @@ at::Tensor aten_rms_norm(const at::Tensor& x, const at::Tensor& weight, double e
   return normed.to(x.scalar_type());
 }
 
-// The rest of the SwiGLU MLP: residual + down(silu(gate) * up) for gate_up [n, 2 hidden]. One row on
-// CUDA is one kernel (activation, projection and add; float32 inside, rounded once); elsewhere
+// The gate activation of the architecture (SiLU or GELU-tanh) times up, for gate_up [n, 2 hidden].
+at::Tensor gated_activation(const ModelConfig& c, const at::Tensor& gate_up) {
+  const at::Tensor gate = gate_up.narrow(1, 0, c.hidden_dim), up = gate_up.narrow(1, c.hidden_dim, c.hidden_dim);
+  return (c.activation == Activation::kGeluTanh ? at::gelu(gate, "tanh") : at::silu(gate)) * up;
+}
+
+// The rest of the MLP: residual + [post_mlp_norm](down(act(gate) * up) [+ b2]) for gate_up
+// [n, 2 hidden] (its bias added). One row of the plain SwiGLU on CUDA is one kernel (activation,
+// projection and add; float32 inside, rounded once); elsewhere, and for every other architecture,
 // LibTorch ops, which round the activation and the projection to the dtype on the way.
-at::Tensor down_projection_add(const at::Tensor& residual, const at::Tensor& gate_up, const at::Tensor& w2,
-                               int64_t hidden) {
+at::Tensor down_projection_add(const ModelConfig& c, const LayerWeights& layer, const at::Tensor& residual,
+                               const at::Tensor& gate_up) {
+  const bool plain_swiglu = c.activation == Activation::kSilu && !layer.b2.defined() && !layer.post_mlp_norm.defined();
 #ifdef HIPSTUDIO_FUSED_LAYER_KERNELS
-  if (gate_up.size(0) == 1) {  // the next kernel starts early: attention_output_and_mlp says why
-    at::Tensor y = row_gemv(gate_up, w2, /*silu_mul=*/true, &residual, {}, /*next_starts_early=*/true);
+  if (plain_swiglu && gate_up.size(0) == 1) {  // the next kernel starts early: attention_output_and_mlp says why
+    at::Tensor y = row_gemv(gate_up, layer.w2, /*silu_mul=*/true, &residual, {}, /*next_starts_early=*/true);
     if (y.defined()) return y;
   }
 #endif
-  const at::Tensor act = at::silu(gate_up.narrow(1, 0, hidden)) * gate_up.narrow(1, hidden, hidden);
-  return residual + project(act, w2);
+  if (plain_swiglu) return residual + project(gated_activation(c, gate_up), layer.w2);
+  at::Tensor down = project(gated_activation(c, gate_up), layer.w2);
+  if (layer.b2.defined()) down = down + layer.b2;
+  if (layer.post_mlp_norm.defined()) down = rms_norm(down, layer.post_mlp_norm, c.rms_norm_eps);
+  return residual + down;
 }
 
 }  // namespace
@@ -178,6 +189,46 @@ SumAndNorm add_rms_norm(const at::Tensor& x, const at::Tensor& residual, const a
   return {sum, aten_rms_norm(sum, weight, eps)};
 }
 
+AttentionMath layer_attention_math(const ModelConfig& c, int64_t layer) {
+  AttentionMath m;
+  m.window = c.window(layer);
+  m.scale = c.attention_scale;
+  m.softcap = c.attn_softcap;
+  m.full_rank = -1;
+  if (m.window == 0) {
+    m.full_rank = 0;
+    for (int64_t l = 0; l < layer; ++l) m.full_rank += c.window(l) == 0 ? 1 : 0;
+  }
+  return m;
+}
+
+bool plain_attention_math(const ModelConfig& c) {
+  for (int64_t l = 0; l < c.n_layers; ++l)
+    if (!layer_attention_math(c, l).plain(c.head_dim)) return false;
+  return true;
+}
+
+at::Tensor embed_tokens(const Model& model, const at::Tensor& ids) {
+  const at::Tensor rows = model.weights.embedding.index_select(0, ids);  // [T, dim]
+  if (model.config.embedding_scale == 1.0) return rows;
+  // transformers multiplies by the scale as a tensor of the run dtype: rounded to it first.
+  // (On the host: the step's graph captures only the multiply.)
+  const double rounded = at::scalar_tensor(model.config.embedding_scale, at::TensorOptions().dtype(rows.scalar_type()))
+                             .item<double>();
+  return rows * rounded;
+}
+
+at::Tensor soft_cap_logits(const at::Tensor& logits, double cap) {
+  return cap > 0.0 ? at::tanh(logits / cap) * cap : logits;
+}
+
+at::Tensor head_norms(const ModelConfig& c, const LayerWeights& layer, const at::Tensor& qkv) {
+  const int64_t n = qkv.size(0), qd = c.q_dim(), kvd = c.kv_dim(), hd = c.head_dim;
+  const at::Tensor q = rms_norm(qkv.narrow(1, 0, qd).reshape({n * c.n_heads, hd}), layer.q_norm, c.rms_norm_eps);
+  const at::Tensor k = rms_norm(qkv.narrow(1, qd, kvd).reshape({n * c.n_kv_heads, hd}), layer.k_norm, c.rms_norm_eps);
+  return at::cat({q.view({n, qd}), k.view({n, kvd}), qkv.narrow(1, qd + kvd, kvd)}, 1);
+}
+
 at::Tensor attention_qkv(const ModelConfig& c, const LayerWeights& layer, const at::Tensor& x) {
   at::Tensor qkv;  // [n, qd + 2 kvd]
 #ifdef HIPSTUDIO_FUSED_LAYER_KERNELS
@@ -194,22 +245,23 @@ at::Tensor attention_qkv(const ModelConfig& c, const LayerWeights& layer, const 
 #endif
   if (!qkv.defined()) qkv = project(rms_norm(x, layer.attn_norm, c.rms_norm_eps), layer.wqkv);
   if (layer.bqkv.defined()) qkv = qkv + layer.bqkv;
+  if (c.qk_norm) qkv = head_norms(c, layer, qkv);
   return qkv;
 }
 
-AttentionInputs rotate_qkv(const ModelConfig& c, const at::Tensor& qkv, const at::Tensor& rope_rows) {
+RotatedQkv rotate_qkv(const ModelConfig& c, const at::Tensor& qkv, const at::Tensor& rope_rows) {
   const int64_t n = qkv.size(0), qd = c.q_dim(), kvd = c.kv_dim(), hd = c.head_dim;
   // q and k rotate as one tensor of n_heads + n_kv_heads heads.
   const at::Tensor qk = rotate_rows(qkv.narrow(1, 0, qd + kvd).view({n, c.n_heads + c.n_kv_heads, hd}).transpose(0, 1),
                                     rope_rows);
-  AttentionInputs r;
+  RotatedQkv r;
   r.q = qk.narrow(0, 0, c.n_heads);
   r.k = qk.narrow(0, c.n_heads, c.n_kv_heads);
   r.v = qkv.narrow(1, qd + kvd, kvd).view({n, c.n_kv_heads, hd}).transpose(0, 1);
   return r;
 }
 
-AttentionInputs attention_inputs(const ModelConfig& c, const LayerWeights& layer, const at::Tensor& x,
+RotatedQkv attention_inputs(const ModelConfig& c, const LayerWeights& layer, const at::Tensor& x,
                                  const at::Tensor& rope_rows) {
   return rotate_qkv(c, attention_qkv(c, layer, x), rope_rows);
 }
@@ -264,7 +316,7 @@ at::Tensor rotate_and_cache_row(const ModelConfig& c, const at::Tensor& qkv, con
     return q;
   }
 #endif
-  const AttentionInputs in = rotate_qkv(c, qkv, table.index_select(0, position));
+  const RotatedQkv in = rotate_qkv(c, qkv, table.index_select(0, position));
   keys.index_copy_(1, position, in.k);
   values.index_copy_(1, position, in.v);
   return in.q;
@@ -274,7 +326,7 @@ at::Tensor rotated_qkv_cached_row(const ModelConfig& c, const LayerWeights& laye
                                   const at::Tensor& table, const at::Tensor& position, const at::Tensor& keys,
                                   const at::Tensor& values) {
 #ifdef HIPSTUDIO_FUSED_LAYER_KERNELS
-  if (x.size(0) == 1 && !layer.bqkv.defined() && layer.wqkv.size(0) == c.q_dim() + 2 * c.kv_dim() &&
+  if (x.size(0) == 1 && !layer.bqkv.defined() && !c.qk_norm && layer.wqkv.size(0) == c.q_dim() + 2 * c.kv_dim() &&
       rope_cache_fits(c, x.scalar_type(), x.device(), table, position, keys, values)) {
     const at::Tensor q = at::empty({c.n_heads, 1, c.head_dim}, x.options());
     const gpu::RopeCacheLaunch rope = rope_cache_launch(c, q, table, position, keys, values);
@@ -293,15 +345,22 @@ at::Tensor rotated_qkv_cached_row(const ModelConfig& c, const LayerWeights& laye
 
 namespace {
 
-// The MLP half after the output projection `out`, in the form that takes any row count: residual
-// add and RMSNorm, gate/up, SwiGLU, down and the residual add.
+// The MLP half after the output projection `out` (its bias added), in the form that takes any row
+// count: [post_attn_norm], residual add and RMSNorm, gate/up (+ bias), the activation, down and the
+// residual add.
 at::Tensor add_rms_norm_mlp(const ModelConfig& c, const LayerWeights& layer, const at::Tensor& x, const at::Tensor& out) {
-  const SumAndNorm y = add_rms_norm(x, out, layer.mlp_norm, c.rms_norm_eps);
-  const at::Tensor gate_up = project(y.normed, layer.w13);  // [n, 2 hidden]
-  return down_projection_add(y.sum, gate_up, layer.w2, c.hidden_dim);
+  const SumAndNorm y = add_rms_norm(x, attention_residual(c, layer, out), layer.mlp_norm, c.rms_norm_eps);
+  at::Tensor gate_up = project(y.normed, layer.w13);  // [n, 2 hidden]
+  if (layer.b13.defined()) gate_up = gate_up + layer.b13;
+  return down_projection_add(c, layer, y.sum, gate_up);
 }
 
 }  // namespace
+
+at::Tensor attention_residual(const ModelConfig& c, const LayerWeights& layer, const at::Tensor& out) {
+  at::Tensor r = layer.bo.defined() ? out + layer.bo : out;
+  return layer.post_attn_norm.defined() ? rms_norm(r, layer.post_attn_norm, c.rms_norm_eps) : r;
+}
 
 at::Tensor attention_output_and_mlp(const ModelConfig& c, const LayerWeights& layer, const at::Tensor& x,
                                     const at::Tensor& attended) {
@@ -312,18 +371,26 @@ at::Tensor attention_output_and_mlp(const ModelConfig& c, const LayerWeights& la
     // launch or a copy where the step ends), whose part before its wait reads only weights. So a
     // multiprocessor whose blocks of one projection are done takes the next one's block and starts
     // its weight loads meanwhile (the probe's chain of an 8B layer: 158.2 against 160.3 us,
-    // kernels/BENCHMARKS.md, eighth session).
+    // kernels/BENCHMARKS_HISTORY.md). Biases and sandwich norms are LibTorch ops between
+    // them (where a plain launch comes next the early start changes nothing).
     at::Tensor out = row_gemv(attended, layer.wo, /*silu_mul=*/false, nullptr, {}, /*next_starts_early=*/true);
     if (!out.defined()) out = project(attended, layer.wo);
+    out = attention_residual(c, layer, out);
     FusedNorm norm;
     norm.weight = &layer.mlp_norm;
     norm.eps = c.rms_norm_eps;
     norm.residual = &out;
     at::Tensor sum;
     norm.sum = &sum;
-    const at::Tensor gate_up = row_gemv(x, layer.w13, /*silu_mul=*/false, nullptr, norm, /*next_starts_early=*/true);
-    if (gate_up.defined()) return down_projection_add(sum, gate_up, layer.w2, c.hidden_dim);
-    return add_rms_norm_mlp(c, layer, x, out);
+    at::Tensor gate_up = row_gemv(x, layer.w13, /*silu_mul=*/false, nullptr, norm, /*next_starts_early=*/true);
+    if (gate_up.defined()) {
+      if (layer.b13.defined()) gate_up = gate_up + layer.b13;
+      return down_projection_add(c, layer, sum, gate_up);
+    }
+    const SumAndNorm y = add_rms_norm(x, out, layer.mlp_norm, c.rms_norm_eps);
+    gate_up = project(y.normed, layer.w13);
+    if (layer.b13.defined()) gate_up = gate_up + layer.b13;
+    return down_projection_add(c, layer, y.sum, gate_up);
   }
 #endif
   return add_rms_norm_mlp(c, layer, x, project(attended, layer.wo));

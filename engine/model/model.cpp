@@ -26,10 +26,17 @@ void place_weights(ModelWeights& w, const RunDevice& run) {
     vector(l.attn_norm);
     matrix(l.wqkv);
     matrix(l.bqkv);
+    vector(l.q_norm);
+    vector(l.k_norm);
     matrix(l.wo);
+    matrix(l.bo);
+    vector(l.post_attn_norm);
     vector(l.mlp_norm);
     matrix(l.w13);
+    matrix(l.b13);
     matrix(l.w2);
+    matrix(l.b2);
+    vector(l.post_mlp_norm);
   }
 }
 

@@ -11,25 +11,32 @@
 
 #include "engine/formats/model_config.h"
 #include "engine/formats/model_source.h"
-#include "engine/model/device.h"
+#include "engine/runtime/device.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace hipstudio {
 
 struct LayerWeights {
-  at::Tensor attn_norm;  // [dim]
+  at::Tensor attn_norm;  // [dim] float32 (Gemma: 1 + w, folded at load)
   at::Tensor wqkv;       // [q_dim + 2*kv_dim, dim]: rows of wq, then wk, then wv
-  at::Tensor bqkv;       // [q_dim + 2*kv_dim] or undefined (only Qwen2 has q/k/v biases)
+  at::Tensor bqkv;       // [q_dim + 2*kv_dim] or undefined: q/k/v biases (Qwen2, Llama's attention_bias)
+  at::Tensor q_norm;     // [head_dim] float32 or undefined: RMSNorm weight on each q head (qk_norm)
+  at::Tensor k_norm;     // [head_dim] float32 or undefined: the same on each k head
   at::Tensor wo;         // [dim, q_dim]
-  at::Tensor mlp_norm;   // [dim]
+  at::Tensor bo;         // [dim] or undefined: o_proj bias (attention_out_bias)
+  at::Tensor post_attn_norm;  // [dim] float32 or undefined: RMSNorm on the attention output (sandwich_norms)
+  at::Tensor mlp_norm;   // [dim] float32: the pre-MLP RMSNorm
   at::Tensor w13;        // [2*hidden, dim]: rows of gate (w1), then up (w3)
+  at::Tensor b13;        // [2*hidden] or undefined: gate bias then up bias (mlp_bias)
   at::Tensor w2;         // [dim, hidden]: down projection
+  at::Tensor b2;         // [dim] or undefined: down bias (mlp_bias)
+  at::Tensor post_mlp_norm;   // [dim] float32 or undefined: RMSNorm on the MLP output (sandwich_norms)
 };
 
 struct ModelWeights {
   at::Tensor embedding;   // [vocab, dim]
   std::vector<LayerWeights> layers;
-  at::Tensor final_norm;  // [dim]
+  at::Tensor final_norm;  // [dim] float32 (Gemma: 1 + w, folded at load)
   at::Tensor classifier;  // [vocab, dim]; shares storage with embedding when tied
 };
 

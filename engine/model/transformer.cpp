@@ -6,8 +6,8 @@
 
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
-#include "engine/model/context_plan.h"
-#include "engine/model/device_timer.h"
+#include "engine/analysis/context_plan.h"
+#include "engine/runtime/device_timer.h"
 #include "engine/model/layer_math.h"
 
 namespace hipstudio {
@@ -15,8 +15,20 @@ namespace hipstudio {
 Transformer::Transformer(std::shared_ptr<const Model> model, int64_t max_positions)
     : model_(std::move(model)), max_positions_(max_positions),
       rows_per_block_(model_->run.device.is_cuda() ? kCudaPrefillRows : std::numeric_limits<int64_t>::max()) {
+  const ModelConfig& c = model_->config;
   const auto options = at::TensorOptions().device(model_->run.device).dtype(model_->run.dtype);
-  rope_ = make_rope_tables(model_->config, max_positions, options);
+  rope_ = make_rope_tables(c.rope, c.head_dim, max_positions, options);
+  // A second table only where windowed layers rotate with other parameters (Gemma 3's local base).
+  bool windowed = false;
+  for (int64_t l = 0; l < c.n_layers; ++l) windowed = windowed || c.window(l) > 0;
+  const RopeParams &a = c.rope, &b = c.rope_local;
+  const bool same = a.type == b.type && a.theta == b.theta && a.factor == b.factor &&
+                    a.low_freq_factor == b.low_freq_factor && a.high_freq_factor == b.high_freq_factor &&
+                    a.original_max_position_embeddings == b.original_max_position_embeddings &&
+                    a.short_factor == b.short_factor && a.long_factor == b.long_factor &&
+                    a.attention_factor == b.attention_factor;
+  rope_local_ = windowed && !same ? make_rope_tables(b, c.head_dim, max_positions, options) : rope_;
+  for (int64_t l = 0; l < c.n_layers; ++l) layer_rope_.push_back(c.window(l) > 0 ? rope_local_.table : rope_.table);
 }
 
 at::Tensor Transformer::forward(const std::vector<int32_t>& tokens, KVCache& cache, AttentionBackend& attention,
@@ -30,7 +42,8 @@ at::Tensor Transformer::forward(const std::vector<int32_t>& tokens, KVCache& cac
 at::Tensor Transformer::logits_of(const at::Tensor& hidden) const {
   c10::InferenceMode inference;
   const at::Tensor normed = rms_norm(hidden, model_->weights.final_norm, model_->config.rms_norm_eps);
-  return project(normed, model_->weights.classifier).to(at::kFloat);
+  // The final soft-cap (Gemma 2) in float32, on every path that makes logits.
+  return soft_cap_logits(project(normed, model_->weights.classifier).to(at::kFloat), model_->config.final_softcap);
 }
 
 at::Tensor Transformer::forward_hidden(const std::vector<int32_t>& tokens, KVCache& cache, AttentionBackend& attention,
@@ -66,7 +79,7 @@ void Transformer::prepare_decode_graphs(KVCache& cache, AttentionBackend& attent
   c10::InferenceMode inference;
   if (!graph_ || !graph_->serves(cache)) {
     graph_.reset();  // releases the previous cache before capturing for this one
-    graph_ = std::make_unique<DecodeGraph>(*model_, rope_, cache);
+    graph_ = std::make_unique<DecodeGraph>(*model_, layer_rope_, cache);
   }
   graph_->prepare_attention(attention, cache);
 }
@@ -75,7 +88,7 @@ at::Tensor Transformer::embed(const std::vector<int32_t>& tokens) const {
   c10::InferenceMode inference;
   at::Tensor ids = at::tensor(at::IntArrayRef(std::vector<int64_t>(tokens.begin(), tokens.end())), at::kLong)
                        .to(model_->run.device);
-  return model_->weights.embedding.index_select(0, ids);  // [T, dim]
+  return embed_tokens(*model_, ids);  // [T, dim]
 }
 
 at::Tensor Transformer::forward_hidden_from(int64_t first, const at::Tensor& input, KVCache& cache, AttentionBackend& attention,
@@ -128,13 +141,14 @@ at::Tensor Transformer::run_layers(int64_t first, int64_t last, at::Tensor x, KV
     at::Tensor q = rows == T ? at::Tensor() : at::empty({c.n_heads, T, hd}, options);
     for (int64_t r = 0; r < T; r += rows) {
       const int64_t n = std::min(rows, T - r);
-      const AttentionInputs in = attention_inputs(c, layer, x.narrow(0, r, n), rope_.table.narrow(0, start + r, n));
+      const RotatedQkv in = attention_inputs(c, layer, x.narrow(0, r, n), rope_table(l).narrow(0, start + r, n));
       cache.append(l, in.k, in.v, /*offset=*/r);
       if (rows == T) q = in.q.contiguous();
       else q.narrow(1, r, n).copy_(in.q);
     }
     AttentionCall call;
     call.layer = l;
+    call.math = layer_attention_math(c, l);
     call.q = q;
     call.k = cache.keys(l, start + T);
     call.v = cache.values(l, start + T);

@@ -1,7 +1,7 @@
 #pragma once
-// The Llama forward pass over a KV cache: prefill a chunk of tokens or decode one, step by step as
-// in the paper's model (embeddings, per layer RMSNorm -> attention -> residual -> RMSNorm -> SwiGLU
-// MLP -> residual, final RMSNorm, classifier).
+// The decoder forward pass over a KV cache: prefill a chunk of tokens or decode one, step by step as
+// in the paper's model (embeddings, per layer RMSNorm -> attention -> residual -> RMSNorm -> gated
+// MLP -> residual, final RMSNorm, classifier), with each architecture's switches (layer_math.h).
 #include <algorithm>
 #include <cstdint>
 #include <functional>
@@ -10,8 +10,8 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "engine/model/attention_backend.h"
-#include "engine/model/decode_graph.h"
+#include "engine/backends/attention_backend.h"
+#include "engine/generation/decode_graph.h"
 #include "engine/model/kv_cache.h"
 #include "engine/model/model.h"
 #include "engine/model/rope.h"
@@ -54,8 +54,10 @@ class Transformer {
   using LayerTimer = std::function<void(int64_t layer, double attention_seconds, double other_seconds)>;
   void set_layer_timer(LayerTimer timer) { timer_ = std::move(timer); }
   int64_t max_positions() const { return max_positions_; }
-  // The RoPE tables built for max_positions (the batched decode step picks each sequence's row).
-  const RopeTables& rope_tables() const { return rope_; }
+  // The RoPE table (RopeTables::table) built for max_positions that layer l rotates with: rope's
+  // for a full-attention layer, rope_local's for a windowed one (the batched decode step picks each
+  // sequence's row).
+  const at::Tensor& rope_table(int64_t layer) const { return layer_rope_.at(static_cast<size_t>(layer)); }
   // Rows per block of the row-wise work (tests set a small one to exercise the blocked path on
   // the CPU, where it is otherwise unbounded).
   void set_rows_per_block(int64_t rows) { rows_per_block_ = std::max<int64_t>(1, rows); }
@@ -114,7 +116,8 @@ class Transformer {
   // Rows of the row-wise work per block (kCudaPrefillRows on CUDA; unbounded on the CPU, whose
   // callers chunk prompts themselves because its dense attention holds a score matrix).
   int64_t rows_per_block_;
-  RopeTables rope_;
+  RopeTables rope_, rope_local_;      // ModelConfig::rope and ::rope_local (the same tables where they agree)
+  std::vector<at::Tensor> layer_rope_;  // (n_layers) each layer's table, rope_'s or rope_local_'s
   LayerTimer timer_;
   bool decode_graphs_ = true;
   mutable std::unique_ptr<DecodeGraph> graph_;

@@ -2,7 +2,7 @@
 // The views layer's results: what every view of one layer shows (HiP's, the oracle's and the random
 // baseline's masks, their recall, attention mass and output error), as plain data. The GUI worker,
 // `analyze`, captures and exports all take these numbers from here (reference_views.h on the CPU,
-// engine/model/layer_views_backend.h on any device), so the same layer gives the same numbers in
+// engine/analysis/layer_views_backend.h on any device), so the same layer gives the same numbers in
 // every view.
 #include <cstdint>
 #include <vector>

@@ -14,7 +14,7 @@ LayerMaskViews reference_layer_masks(const hip::AttentionInputs& in, const hip::
   m.params = p;
   hip::MaskOptions options;
   options.threads = threads;
-  m.hip = hip::estimate_masks(in, p, options).mask;
+  m.hip = hip::estimate_masks_reference(in, p, options).mask;
   m.has_oracle = with_oracle;
   if (!with_oracle) return m;
   m.oracle = hip::oracle_masks(in, p, threads);

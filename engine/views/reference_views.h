@@ -1,7 +1,7 @@
 #pragma once
 // The views layer's float64 CPU reference: one layer's masks and quality from host float32 Q/K/V
 // (kernels/ reference). Exact; the default on the CPU and the check for the device implementation
-// (engine/model/layer_views_backend.h), which must agree with it.
+// (engine/analysis/layer_views_backend.h), which must agree with it.
 #include <cstdint>
 
 #include "engine/analysis/paired_result.h"

@@ -29,6 +29,10 @@ struct AttnArgs {
   unsigned* done;  // per row tile (blockIdx.x / splits): splits finished; zero between calls
   int64_t rows_total;
   float scale_log2;
+  // Soft-capping (AttentionLaunch::score.softcap > 0): each raw score s becomes
+  // tanh(s * cap_in) * cap_out, the capped logit in log2 units (cap_in = scale / cap, cap_out =
+  // cap * log2 e), before the mask, and scale_log2 is 1. cap_out 0: no cap (today's path).
+  float cap_in, cap_out;
   FastDiv by_splits, by_group, by_row_tiles, by_qbs, by_hkv, by_bk;  // no integer division in the kernels
   // AttentionLaunch::mask_before_prior_kernel, for a launch of decode CTAs (4 key groups) of the
   // tensor-core kernel, sparse_attention_mma, the only kernel that reads it: launched as a
@@ -245,6 +249,16 @@ __device__ __forceinline__ void mask_chunk(float (*s)[4], const TileKey* skey, i
       if (key[x] < 0 || key[x] > e1) s[nt][2 + x] = -INFINITY;
     }
   }
+}
+
+// The soft-cap on a chunk's raw scores (AttnArgs::cap_in / cap_out), before mask_chunk sets the
+// hidden entries to -inf (tanh would make them finite).
+template <int kSTiles>
+__device__ __forceinline__ void cap_chunk(float (*s)[4], float cap_in, float cap_out) {
+#pragma unroll
+  for (int nt = 0; nt < kSTiles; ++nt)
+#pragma unroll
+    for (int x = 0; x < 4; ++x) s[nt][x] = tanhf(s[nt][x] * cap_in) * cap_out;
 }
 
 // One online-softmax step over a chunk's raw scores s (same layout), in log2 units: the max on

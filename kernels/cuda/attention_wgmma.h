@@ -12,6 +12,6 @@ struct AttnArgs;
 
 // Launches the wgmma kernel over `grid` CTAs (one per (batch, head, query block, row tile)); d_pad
 // is the head dimension the kernel is built for (64 or 128, >= a.d).
-void launch_sparse_attention_wgmma(const AttnArgs& a, DType dtype, int d_pad, unsigned grid, cudaStream_t stream);
+void launch_sparse_attention_wgmma(const AttnArgs& a, ElementType dtype, int d_pad, unsigned grid, cudaStream_t stream);
 
 }  // namespace hipstudio::gpu

@@ -1,5 +1,5 @@
 #pragma once
-// A refreshed decode mask laid out for the cached steps that follow it (engine/model/hip_attention.cpp),
+// A refreshed decode mask laid out for the cached steps that follow it (engine/backends/hip_attention.cpp),
 // in one launch: a refresh built these with eight small LibTorch kernels, and every cached step
 // added the tail blocks passed since the refresh to the counts with one more, a few microseconds a
 // launch in every HiP layer of a step. Plain C++ interface (no CUDA headers), like row_gemv.h.

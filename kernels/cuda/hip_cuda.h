@@ -22,6 +22,7 @@
 
 #include "kernels/hip_params.h"
 #include "kernels/hip_trace.h"
+#include "kernels/score_transform.h"
 
 namespace hipstudio::gpu {
 
@@ -30,8 +31,9 @@ class CudaError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class DType : int32_t { kF32 = 0, kBF16 = 1, kF16 = 2 };
-const char* dtype_name(DType t);
+// The element type a kernel reads and writes (the engine maps at::ScalarType onto it).
+enum class ElementType : int32_t { kF32 = 0, kBF16 = 1, kF16 = 2 };
+const char* dtype_name(ElementType t);
 
 // "" when the kernels were built and a CUDA device is usable, else the reason (for the engine's
 // "falling back to the CPU" message).
@@ -47,7 +49,7 @@ struct Strides {
 struct MaskLaunch {
   const void* q = nullptr;          // (batch, hq, tq, d)
   const void* k = nullptr;          // (batch, hkv, tk, d)
-  DType dtype = DType::kF32;        // kF32: exact float64 scores (bit-identical masks); kBF16/kF16: tensor cores
+  ElementType dtype = ElementType::kF32;        // kF32: exact float64 scores (bit-identical masks); kBF16/kF16: tensor cores
   Strides q_stride, k_stride;
   const int64_t* positions = nullptr;
   int64_t batch = 1, hq = 0, hkv = 0, tq = 0, tk = 0, d = 0;
@@ -72,7 +74,7 @@ struct MaskLaunch {
   // 1, 2 or 4 (a thread-block cluster, sm_90); 0 = chosen by size (and never when warps_per_search
   // is set), -1 = never. Tests force each.
   int ctas_per_search = 0;
-  // A decode refresh inside a CUDA graph (engine/model/decode_graph.h), few-search path only (see
+  // A decode refresh inside a CUDA graph (engine/generation/decode_graph.h), few-search path only (see
   // mask_in_decode_graph_supported), one query (tq 1, batch 1, no positions):
   // device_position: the query's position, read on the device when the kernel runs (a graph replays
   //   at every refresh's position); the keys are [0, position], and tk above is only their bound
@@ -97,8 +99,8 @@ struct MaskLaunch {
 // the warp-search kernel covers run W warps per (batch, head, query block), or, few searches of
 // <= 16 sampled rows (decode), a CTA or 2-CTA cluster each; everything else one CTA per (batch,
 // head, query block); all in one launch.
-void estimate_masks(const MaskLaunch& l);
-// Whether estimate_masks takes l's device_position / decode_rows (the few-search path serves l).
+void launch_estimate_masks(const MaskLaunch& l);
+// Whether launch_estimate_masks takes l's device_position / decode_rows (the few-search path serves l).
 bool mask_in_decode_graph_supported(const MaskLaunch& l);
 size_t mask_trace_bytes(int64_t kb);
 // A trace's layout: a header, then one fixed-size record per iteration; mask_trace_used_bytes is
@@ -116,11 +118,14 @@ struct AttentionLaunch {
   const void* k = nullptr;
   const void* v = nullptr;
   void* out = nullptr;              // (batch, hq, tq, d), same dtype
-  DType dtype = DType::kBF16;       // kF32: SIMT float32; kBF16/kF16: tensor cores (d <= 128, d % 8 == 0)
+  ElementType dtype = ElementType::kBF16;       // kF32: SIMT float32; kBF16/kF16: tensor cores (d <= 128, d % 8 == 0)
   Strides q_stride, k_stride, v_stride, out_stride;
   const int64_t* positions = nullptr;
   int64_t batch = 1, hq = 0, hkv = 0, tq = 0, tk = 0, d = 0;
   hip::HipParams hip;
+  // The logits' scale and soft-cap (kernels/score_transform.h); the defaults take today's code path
+  // and bits (a cap is one branch on the launch's arguments, applied to each score before the mask).
+  hip::ScoreTransform score;
   const int32_t* blocks = nullptr;  // (batch, hq, qbs, kb); selection inside each block's [lo, hi)
   const int32_t* counts = nullptr;  // (batch, hq, qbs)
   int num_splits = 0;               // key-list splits per CTA (decode); 0: chosen to fill the GPU

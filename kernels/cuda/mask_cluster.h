@@ -1,6 +1,6 @@
 #pragma once
 // The few-search mask estimation path (mask_cluster_kernel.cu): one CTA of 512 threads, or a
-// thread-block cluster of 2-4 of them on sm_90, per search. estimate_masks (mask_kernel.cu) takes it
+// thread-block cluster of 2-4 of them on sm_90, per search. launch_estimate_masks (mask_kernel.cu) takes it
 // for the warp-search shapes with <= 16 sampled query rows (decode) when too few searches run to
 // fill the GPU one warp each.
 #include <cstdint>

@@ -52,7 +52,7 @@ namespace {
 constexpr int kWarps = 16;
 constexpr int kThreads = kWarps * 32;  // one thread per branch slot: 2 Kb <= 512
 constexpr int kMaxSlots = kThreads;
-#ifndef HIPSTUDIO_MASK_CLUSTER_STAGES  // compile-time knob for kernels/cuda/device_variants.sh
+#ifndef HIPSTUDIO_MASK_CLUSTER_STAGES  // compile-time knob for scripts/dev/device_variants.sh
 #define HIPSTUDIO_MASK_CLUSTER_STAGES 3
 #endif
 constexpr int kStages = HIPSTUDIO_MASK_CLUSTER_STAGES;  // per-warp ring of 16-key tiles, kStages - 1 in flight
@@ -286,7 +286,7 @@ __device__ Cut select_from_top(ClusterSmem& sm, uint32_t key, int kb, int lane, 
   return cut;
 }
 
-// Compile-time knob for kernels/cuda/device_variants.sh: -DHIPSTUDIO_MASK_CLUSTER_CLOCKS has thread 0
+// Compile-time knob for scripts/dev/device_variants.sh: -DHIPSTUDIO_MASK_CLUSTER_CLOCKS has thread 0
 // of the launch's first CTA note clock64() at each phase of its search and print the cycles of
 // its 200th launch (warm), so that the refresh's time can be split by phase (kernels/BENCHMARKS.md).
 #ifdef HIPSTUDIO_MASK_CLUSTER_CLOCKS
@@ -647,7 +647,7 @@ void estimate_masks_cluster(const MaskLaunch& l, int ctas) {
     if (d64) launch(hip_mask_cluster_kernel<T, 64>);
     else launch(hip_mask_cluster_kernel<T, 128>);
   };
-  if (l.dtype == DType::kBF16) launch_dtype(__nv_bfloat16{});
+  if (l.dtype == ElementType::kBF16) launch_dtype(__nv_bfloat16{});
   else launch_dtype(__half{});
   HIP_CUDA_CHECK_LAUNCH("hip_mask_cluster_kernel");
 }

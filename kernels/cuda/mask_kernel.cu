@@ -649,7 +649,7 @@ bool mask_in_decode_graph_supported(const MaskLaunch& l) {
   return l.batch == 1 && l.tq == 1 && !l.positions && !l.traced() && few_search_ctas(l) > 0;
 }
 
-void estimate_masks(const MaskLaunch& l) {
+void launch_estimate_masks(const MaskLaunch& l) {
   const hip::HipParams& p = l.hip;
   check_hip_params(p);
   const bool in_graph = l.device_position || l.decode_rows || l.counts_by_extra || l.after_prior;
@@ -693,7 +693,7 @@ void estimate_masks(const MaskLaunch& l) {
   a.r_max = static_cast<int>((p.b_q + p.b_sq - 1) / p.b_sq);
   a.r16 = (a.r_max + 15) / 16 * 16;
   a.d16 = static_cast<int>((l.d + 15) / 16 * 16);
-  const bool exact = l.dtype == DType::kF32;
+  const bool exact = l.dtype == ElementType::kF32;
   // Row padding: +1 float (exact: keys and rows read by different threads at the same column hit
   // different banks); +8 halves (16 bytes) for the fragment loads of the tensor-core path.
   a.q_ld = exact ? static_cast<int>(l.d) + 1 : a.d16 + 8;
@@ -713,15 +713,15 @@ void estimate_masks(const MaskLaunch& l) {
   const dim3 grid(static_cast<unsigned>(ctas));
   cudaStream_t s = as_stream(l.stream);
   switch (l.dtype) {
-    case DType::kF32:
+    case ElementType::kF32:
       set_smem(reinterpret_cast<const void*>(hip_mask_kernel<float, true>), a.sm.total, "mask estimation (f32)");
       hip_mask_kernel<float, true><<<grid, kThreads, a.sm.total, s>>>(a);
       break;
-    case DType::kBF16:
+    case ElementType::kBF16:
       set_smem(reinterpret_cast<const void*>(hip_mask_kernel<__nv_bfloat16, false>), a.sm.total, "mask estimation (bf16)");
       hip_mask_kernel<__nv_bfloat16, false><<<grid, kThreads, a.sm.total, s>>>(a);
       break;
-    case DType::kF16:
+    case ElementType::kF16:
       set_smem(reinterpret_cast<const void*>(hip_mask_kernel<__half, false>), a.sm.total, "mask estimation (f16)");
       hip_mask_kernel<__half, false><<<grid, kThreads, a.sm.total, s>>>(a);
       break;

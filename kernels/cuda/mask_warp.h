@@ -1,5 +1,5 @@
 #pragma once
-// The warp-per-search mask estimation path (mask_warp_kernel.cu), used by estimate_masks
+// The warp-per-search mask estimation path (mask_warp_kernel.cu), used by launch_estimate_masks
 // (mask_kernel.cu) for the tensor-core shapes it covers; mask_kernel.cu keeps every other case.
 #include <cstdint>
 

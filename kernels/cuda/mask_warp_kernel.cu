@@ -39,7 +39,7 @@ constexpr int kMaxNpl = 16;    // nodes per lane: Kb <= 512 (NPL 8 for Kb <= 256
 constexpr int kMaxRows = 32;   // two m-tiles of sampled query rows
 constexpr int kCtaWarps = 4;   // warps per CTA when W < 4
 constexpr int kMaxW = 16;      // warps per search at most (decode)
-#ifndef HIPSTUDIO_MASK_STAGES  // compile-time knobs for kernels/cuda/device_variants.sh
+#ifndef HIPSTUDIO_MASK_STAGES  // compile-time knobs for scripts/dev/device_variants.sh
 #define HIPSTUDIO_MASK_STAGES 3
 #endif
 #ifndef HIPSTUDIO_MASK_L1
@@ -82,7 +82,7 @@ __host__ __device__ inline int search_smem_bytes(int kb) { return 3 * kb * 4 + 2
 // Where the warps' gather rings start, after the searches' lists: on a 128-byte line. The
 // few-search kernel's refresh ran 22 % slower with its rings at 16 mod 32 than at 32 mod 128
 // and 7 % faster aligned (kernels/BENCHMARKS.md, v17).
-#ifndef HIPSTUDIO_MASK_RING_ALIGN  // compile-time knob for kernels/cuda/device_variants.sh
+#ifndef HIPSTUDIO_MASK_RING_ALIGN  // compile-time knob for scripts/dev/device_variants.sh
 #define HIPSTUDIO_MASK_RING_ALIGN 128
 #endif
 __host__ __device__ inline int ring_offset(int searches_per_cta, int smem_per_search) {
@@ -408,7 +408,7 @@ bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 
 
 bool warp_mask_eligible(const MaskLaunch& l) {
   const hip::HipParams& p = l.hip;
-  if (l.dtype == DType::kF32 || l.traced()) return false;
+  if (l.dtype == ElementType::kF32 || l.traced()) return false;
   const int64_t kb = hip::hip_kb(p), kpr = p.b_k / p.b_sk;
   const int64_t rows = (std::min(p.b_q, l.tq) + p.b_sq - 1) / p.b_sq;  // of the fullest query block
   const bool kpr_ok = kpr == 1 || kpr == 2 || kpr == 4 || kpr == 8;
@@ -472,7 +472,7 @@ void estimate_masks_warp(const MaskLaunch& l, int warps_per_search) {
   auto by_d = [&](auto t) {
     l.d <= 64 ? by_mt(t, std::integral_constant<int, 64>{}) : by_mt(t, std::integral_constant<int, 128>{});
   };
-  l.dtype == DType::kBF16 ? by_d(__nv_bfloat16{}) : by_d(__half{});
+  l.dtype == ElementType::kBF16 ? by_d(__nv_bfloat16{}) : by_d(__half{});
   HIP_CUDA_CHECK_LAUNCH("hip_mask_warp_kernel");
 }
 

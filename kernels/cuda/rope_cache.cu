@@ -58,9 +58,9 @@ void rope_cache_write(const RopeCacheLaunch& l) {
     throw_arg("rope_cache_write: bad head counts");
   if (l.head_dim < 2 || l.head_dim % 2 != 0 || l.head_dim > 1024) throw_arg("rope_cache_write: head_dim must be even, <= 1024");
   switch (l.dtype) {
-    case DType::kF32: launch_typed<float>(l); break;
-    case DType::kBF16: launch_typed<__nv_bfloat16>(l); break;
-    case DType::kF16: launch_typed<__half>(l); break;
+    case ElementType::kF32: launch_typed<float>(l); break;
+    case ElementType::kBF16: launch_typed<__nv_bfloat16>(l); break;
+    case ElementType::kF16: launch_typed<__half>(l); break;
   }
 }
 

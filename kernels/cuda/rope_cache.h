@@ -19,7 +19,7 @@ struct RopeCacheLaunch {
   void* keys = nullptr;               // cache (n_kv_heads, capacity, head_dim), strides below
   void* values = nullptr;
   int64_t keys_head_stride = 0, keys_row_stride = 0, values_head_stride = 0, values_row_stride = 0;
-  DType dtype = DType::kF32;
+  ElementType dtype = ElementType::kF32;
   int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
   void* stream = nullptr;             // cudaStream_t; null: the legacy default stream
 };

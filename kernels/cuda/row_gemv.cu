@@ -427,9 +427,9 @@ void row_gemv(const RowGemvLaunch& l) {
   if (!l.y && !l.rope) throw_arg("row_gemv needs a y pointer");
   if (l.n == 0) return;
   switch (l.dtype) {
-    case DType::kF32: launch_options<float>(l); break;
-    case DType::kBF16: launch_options<__nv_bfloat16>(l); break;
-    case DType::kF16: launch_options<__half>(l); break;
+    case ElementType::kF32: launch_options<float>(l); break;
+    case ElementType::kBF16: launch_options<__nv_bfloat16>(l); break;
+    case ElementType::kF16: launch_options<__half>(l); break;
   }
 }
 

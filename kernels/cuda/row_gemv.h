@@ -34,7 +34,7 @@ struct RowGemvLaunch {
   const void* x = nullptr;         // (in), or (2 in) = [gate | up] with silu_mul; contiguous
   const void* residual = nullptr;  // optional (n) contiguous: y = residual + W x
   void* y = nullptr;               // (n) contiguous; may be residual itself
-  DType dtype = DType::kF32;       // of w, x, residual and y alike
+  ElementType dtype = ElementType::kF32;       // of w, x, residual and y alike
   int64_t n = 0, in = 0, w_stride = 0;
   bool silu_mul = false;
   // The norm (not with silu_mul): on when norm_weight is set.
@@ -51,9 +51,9 @@ struct RowGemvLaunch {
   // layer (engine/model/layer_math.cpp): after the q/k/v projection comes the RoPE kernel
   // (rope_cache.h), which only waits and lets its own dependent start at once, so that HiP's mask
   // search or attention sets up, and the attention lays out its keys, while the projection ends
-  // (kernels/BENCHMARKS.md, sixth session); after the others comes another projection, whose part
+  // (kernels/BENCHMARKS_HISTORY.md); after the others comes another projection, whose part
   // before its wait reads only weights, so that a multiprocessor done with one projection's blocks
-  // takes the next one's and starts its weight loads (eighth session).
+  // takes the next one's and starts its weight loads.
   bool next_starts_early = false;
   // The RoPE and cache write in the epilogue (above): its q, table, position, keys, values, their
   // strides, head counts and head_dim are used (its qkv, dtype and stream are this launch's: not
@@ -69,7 +69,7 @@ constexpr int64_t kRowGemvMaxIn = 32768;
 // and by callers choosing between it and a library gemv (y need not be set yet). The weight rows and
 // x are read 16 bytes at a time, so in must be a multiple of 8 and w, x and every row 16-byte aligned.
 inline const char* row_gemv_refusal(const RowGemvLaunch& l) {
-  const int64_t elem = l.dtype == DType::kF32 ? 4 : 2;
+  const int64_t elem = l.dtype == ElementType::kF32 ? 4 : 2;
   const int64_t stride = l.w_stride == 0 ? l.in : l.w_stride;
   auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   // Whether two byte ranges share a byte (a null pointer: no range). Every block reads all of x (and

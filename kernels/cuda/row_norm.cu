@@ -83,9 +83,9 @@ void rms_norm_rows(const RowNormLaunch& l) {
   if (l.rows < 0 || l.rows > INT32_MAX || l.dim < 1) throw_arg("rms_norm_rows: bad shape");
   if (l.rows == 0) return;
   switch (l.dtype) {
-    case DType::kF32: launch_rows<float>(l); break;
-    case DType::kBF16: launch_rows<__nv_bfloat16>(l); break;
-    case DType::kF16: launch_rows<__half>(l); break;
+    case ElementType::kF32: launch_rows<float>(l); break;
+    case ElementType::kBF16: launch_rows<__nv_bfloat16>(l); break;
+    case ElementType::kF16: launch_rows<__half>(l); break;
   }
 }
 

@@ -18,7 +18,7 @@ struct RowNormLaunch {
   void* sum = nullptr;             // with residual: receives x + residual (rows, dim) contiguous
   const float* weight = nullptr;   // (dim) float32
   void* out = nullptr;             // (rows, dim) contiguous, x's dtype
-  DType dtype = DType::kF32;
+  ElementType dtype = ElementType::kF32;
   int64_t rows = 0, dim = 0, row_stride = 0, residual_stride = 0;
   double eps = 1e-5;
   void* stream = nullptr;          // cudaStream_t; null: the legacy default stream

@@ -24,11 +24,11 @@ void check_hip_params(const hip::HipParams& p) {
   if (!problem.empty()) throw_arg(problem);
 }
 
-const char* dtype_name(DType t) {
+const char* dtype_name(ElementType t) {
   switch (t) {
-    case DType::kF32: return "f32";
-    case DType::kBF16: return "bf16";
-    case DType::kF16: return "f16";
+    case ElementType::kF32: return "f32";
+    case ElementType::kBF16: return "bf16";
+    case ElementType::kF16: return "f16";
   }
   return "?";
 }

@@ -41,7 +41,7 @@ namespace {
 // are read with ld.global.cg (L2, not this SM's possibly stale L1). `w`: this warp's kMaxSplits
 // floats of shared memory for the splits' weights.
 // The merge is the step's last work: its loads are issued together, one round trip to the L2
-// (eighth session: it used to take three, m, then l, then O, each waiting for the one before). A
+// (three dependent round trips, m, then l, then O, were slower). A
 // lane keeps the l of the splits whose m it loaded, and where d <= 128 and splits <= kEarlySplits
 // (a decode step's merge: 9 splits at 32k-128k, k 512) it loads its 4 columns of every split's O
 // with them, in registers. The sums run in the same order as before: the same bits.
@@ -116,7 +116,7 @@ __device__ void merge_rows(const AttnArgs& a, const CtaCoords& c, float* w, int 
   }
 }
 
-// The split merge inside a thread-block cluster (AttnArgs::cluster_merge; eighth session): each
+// The split merge inside a thread-block cluster (AttnArgs::cluster_merge): each
 // split's CTA leaves its partial rows in its own shared memory, one cluster barrier, and split 0
 // reads them all through distributed shared memory and merges them as merge_rows does (same
 // operations in the same order: the same bits), then a second barrier keeps the others' memory
@@ -226,7 +226,7 @@ __host__ __device__ constexpr size_t mma_smem_bytes() {  // two stages of K and 
 }
 
 // Resident CTAs per SM the register budget is sized for (shared memory allows 3 at d 128), and
-// the keys one softmax step scores. Compile-time knobs so that kernels/cuda/device_variants.sh
+// the keys one softmax step scores. Compile-time knobs so that scripts/dev/device_variants.sh
 // can measure other settings without editing the source.
 #ifndef HIPSTUDIO_ATTN_MIN_CTAS
 #define HIPSTUDIO_ATTN_MIN_CTAS 3
@@ -388,6 +388,7 @@ __global__ void __launch_bounds__(128, (kMinCtasPerSm<D, KG>)) sparse_attention_
         mma16816<T>(s[nt], qf[ks], kf[x & 1]);
         mma16816<T>(s[nt + 1], qf[ks], kf[x & 1] + 2);
       }
+      if (a.cap_out != 0.f) cap_chunk<kSTiles>(s, a.cap_in, a.cap_out);
       if (masked_cur) mask_chunk<kSTiles>(s, skey, kc, cq, e0, e1);  // empty entries, keys past a row's end
       softmax_chunk<kSTiles, NT>(s, o, m0, m1, l0, l1, a.scale_log2);
       // O += P V: P's accumulator layout is the A fragment layout of the next mma; V's B
@@ -580,7 +581,7 @@ __global__ void __launch_bounds__(128) sparse_attention_simt(const AttnArgs a) {
       }
 #pragma unroll
       for (int o = 16; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
-      const float sc = dot * scale;
+      const float sc = a.cap_out != 0.f ? tanhf(dot * a.cap_in) * a.cap_out : dot * scale;
       const float mn = fmaxf(m, sc);
       const float al = exp2f(m - mn), p = exp2f(sc - mn);
       l = l * al + p;
@@ -604,7 +605,7 @@ __global__ void __launch_bounds__(128) sparse_attention_simt(const AttnArgs a) {
 bool aligned(const void* p, int bytes) { return (reinterpret_cast<uintptr_t>(p) % bytes) == 0; }
 
 bool mma_path(const AttentionLaunch& l) {
-  if (l.dtype == DType::kF32 || l.d > 128 || l.d % 8 != 0) return false;
+  if (l.dtype == ElementType::kF32 || l.d > 128 || l.d % 8 != 0) return false;
   // 32-bit keys and K/V row offsets in 16-byte units inside the kernel (v15); longer caches take
   // the SIMT path.
   constexpr int64_t kMaxKey = int64_t{1} << 30, kMaxOffset16 = int64_t{1} << 32;
@@ -628,6 +629,8 @@ void check_launch(const AttentionLaunch& l) {
   if (!l.positions && l.tq > l.tk) throw_arg("tq > tk needs explicit positions");
   if (l.d > 512) throw_arg("head dimension " + std::to_string(l.d) + " exceeds 512");
   if (l.tk >= (int64_t{1} << 31) || l.tq >= (int64_t{1} << 31)) throw_arg("tq and tk must be below 2^31");
+  if (!(l.score.scale >= 0.0 && l.score.softcap >= 0.0 && std::isfinite(l.score.scale) && std::isfinite(l.score.softcap)))
+    throw_arg("the score scale and soft-cap must be finite and >= 0 (0: default scale, no cap)");
 }
 
 // Whether a launch of 4-warp CTAs with `key_groups` key groups and `splits` splits runs the wgmma
@@ -732,7 +735,13 @@ void sparse_attention(const AttentionLaunch& l) {
   a.by_group = FastDiv(static_cast<uint32_t>(a.hq / a.hkv)), a.by_row_tiles = FastDiv(static_cast<uint32_t>(a.row_tiles));
   a.by_qbs = FastDiv(static_cast<uint32_t>(a.qbs)), a.by_hkv = FastDiv(static_cast<uint32_t>(a.hkv));
   a.by_bk = FastDiv(static_cast<uint32_t>(l.hip.b_k));
-  a.scale_log2 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(l.d))) * kLog2e;
+  const double scale = l.score.scale > 0.0 ? l.score.scale : 1.0 / std::sqrt(static_cast<double>(l.d));
+  a.scale_log2 = static_cast<float>(scale) * kLog2e;
+  if (l.score.softcap > 0.0) {
+    a.cap_in = static_cast<float>(scale / l.score.softcap);
+    a.cap_out = static_cast<float>(l.score.softcap) * kLog2e;
+    a.scale_log2 = 1.f;
+  }
   const bool mma = mma_path(l);
   a.splits = attention_splits(l);
   a.by_splits = FastDiv(static_cast<uint32_t>(a.splits));
@@ -806,15 +815,15 @@ void sparse_attention(const AttentionLaunch& l) {
       if (l.d <= 64) launch_d(tag, std::integral_constant<int, 64>{});
       else launch_d(tag, std::integral_constant<int, 128>{});
     };
-    if (l.dtype == DType::kBF16) launch_dtype(__nv_bfloat16{});
+    if (l.dtype == ElementType::kBF16) launch_dtype(__nv_bfloat16{});
     else launch_dtype(__half{});
     HIP_CUDA_CHECK_LAUNCH("sparse_attention_mma");
     return;
   }
   switch (l.dtype) {
-    case DType::kF32: sparse_attention_simt<float><<<grid, 128, 0, s>>>(a); break;
-    case DType::kBF16: sparse_attention_simt<__nv_bfloat16><<<grid, 128, 0, s>>>(a); break;
-    case DType::kF16: sparse_attention_simt<__half><<<grid, 128, 0, s>>>(a); break;
+    case ElementType::kF32: sparse_attention_simt<float><<<grid, 128, 0, s>>>(a); break;
+    case ElementType::kBF16: sparse_attention_simt<__nv_bfloat16><<<grid, 128, 0, s>>>(a); break;
+    case ElementType::kF16: sparse_attention_simt<__half><<<grid, 128, 0, s>>>(a); break;
   }
   HIP_CUDA_CHECK_LAUNCH("sparse_attention_simt");
 }

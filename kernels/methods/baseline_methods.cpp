@@ -14,7 +14,7 @@ int64_t key_block(const HipParams& p, const MethodValues&) { return p.b_k; }
 MaskResult hip_reference(const AttentionInputs& in, const SelectionContext& ctx, const MethodState*) {
   MaskOptions options;
   options.threads = ctx.threads;
-  return estimate_masks(in, ctx.hip, options).mask;
+  return estimate_masks_reference(in, ctx.hip, options).mask;
 }
 
 MaskResult oracle_reference(const AttentionInputs& in, const SelectionContext& ctx, const MethodState*) {

@@ -54,11 +54,11 @@ Shape shape_of(const at::Tensor& x, const char* name) {
   return s;
 }
 
-gpu::DType dtype_of(const at::Tensor& x) {
+gpu::ElementType dtype_of(const at::Tensor& x) {
   switch (x.scalar_type()) {
-    case at::kFloat: return gpu::DType::kF32;
-    case at::kBFloat16: return gpu::DType::kBF16;
-    case at::kHalf: return gpu::DType::kF16;
+    case at::kFloat: return gpu::ElementType::kF32;
+    case at::kBFloat16: return gpu::ElementType::kBF16;
+    case at::kHalf: return gpu::ElementType::kF16;
     default: fail(std::string("dtype ") + std::string(c10::toString(x.scalar_type())) + " is not float32, bfloat16 or float16");
   }
 }
@@ -147,7 +147,7 @@ MaskTensors run_masks(const at::Tensor& q, const at::Tensor& k, const hip::HipPa
     l.trace_head = l.trace_every_head ? -1 : trace_head, l.trace_query_block = trace_qb, l.trace_batch = trace_batch;
     l.trace_buffer = trace_buf->data_ptr();
   }
-  gpu::estimate_masks(l);
+  gpu::launch_estimate_masks(l);
   return m;
 }
 #endif
@@ -323,12 +323,13 @@ void check_device_positions(const at::Tensor& positions, const at::Tensor& q) {
 
 at::Tensor sparse_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& blocks,
                             const at::Tensor& counts, const hip::HipParams& p, const at::Tensor& positions,
-                            int num_splits, const at::Tensor& out_given) {
+                            int num_splits, const at::Tensor& out_given, const hip::ScoreTransform& score) {
   require_ready();
   c10::DeviceGuard guard(q.device());
   const at::Tensor pos = device_positions(positions, q.size(-2), k.size(-2), q.device());
   const at::Tensor out = out_given.defined() ? out_given : at::empty(q.sizes(), q.options());
   gpu::AttentionLaunch l = attention_launch(q, k, v, blocks, counts, p, pos, out, num_splits);
+  l.score = score;
   if (l.num_splits > 1) use_split_buffers(q, l, l.num_splits);
   gpu::sparse_attention(l);
   return out;
@@ -414,7 +415,7 @@ void refresh_decode_rows_on_stream(const at::Tensor& q, const at::Tensor& k, con
   l.tail_room = tail_room;
   l.stream = stream;
   l.after_prior = after_prior;
-  gpu::estimate_masks(l);
+  gpu::launch_estimate_masks(l);
 }
 
 DecodeRows decode_rows(const MaskTensors& mask, int64_t tail_start, int64_t tail_room) {
@@ -464,7 +465,8 @@ std::pair<MaskTensors, std::vector<hip::MaskTrace>> estimate_masks_traced_every_
   throw std::runtime_error(cuda_kernels_status());
 }
 at::Tensor sparse_attention(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                            const at::Tensor&, const hip::HipParams&, const at::Tensor&, int, const at::Tensor&) {
+                            const at::Tensor&, const hip::HipParams&, const at::Tensor&, int, const at::Tensor&,
+                            const hip::ScoreTransform&) {
   throw std::runtime_error(cuda_kernels_status());
 }
 #endif

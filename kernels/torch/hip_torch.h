@@ -19,6 +19,7 @@
 #include "kernels/hip_params.h"
 #include "kernels/hip_trace.h"
 #include "kernels/mask_reference.h"
+#include "kernels/score_transform.h"
 
 namespace hipstudio::hip_torch {
 
@@ -51,14 +52,16 @@ std::pair<MaskTensors, std::vector<hip::MaskTrace>> estimate_masks_traced_every_
 hip::MaskResult to_mask_result(const MaskTensors& m, const hip::HipParams& p, int64_t tq, int64_t tk,
                                const at::Tensor& positions = at::Tensor());
 
-// Block-sparse attention; num_splits 0 picks the split of the key list that fills the GPU.
+// Block-sparse attention; num_splits 0 picks the split of the key list that fills the GPU; score:
+// the logits' scale and soft-cap (kernels/score_transform.h; the default is plain attention).
 at::Tensor sparse_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& blocks,
                             const at::Tensor& counts, const hip::HipParams& p,
                             const at::Tensor& positions = at::Tensor(), int num_splits = 0,
-                            const at::Tensor& out = at::Tensor());  // out: preallocated, Q's shape
+                            const at::Tensor& out = at::Tensor(),  // out: preallocated, Q's shape
+                            const hip::ScoreTransform& score = {});
 
 // The same attention as a launch that a CUDA graph captures and replays at later positions
-// (engine/model/decode_graph.cpp): on `stream` (a cudaStream_t; null: the legacy default stream),
+// (engine/generation/decode_graph.cpp): on `stream` (a cudaStream_t; null: the legacy default stream),
 // with `positions` (tq int64 on Q's device) read when the kernel runs, so only their form is
 // checked here (the caller keeps each in [0, tk)), into `out` (Q's shape), and with the split
 // partials in `workspace` from sparse_attention_workspace() (undefined where the launch does not
@@ -88,7 +91,7 @@ DecodeRows decode_rows(const MaskTensors& mask, int64_t tail_start, int64_t tail
 // (a cudaStream_t; null: the legacy default stream): a decode graph reads them where they are.
 void decode_rows_into(DecodeRows& into, const MaskTensors& mask, int64_t tail_start, int64_t tail_room, void* stream);
 
-// A decode refresh as a CUDA graph captures it (engine/model/hip_attention.h): the search of q's
+// A decode refresh as a CUDA graph captures it (engine/backends/hip_attention.h): the search of q's
 // one query (hq, 1, d) over k's keys [0, position] (k: the whole cache; `position`, int64 (1) on the
 // device, is read when the kernel runs), written straight into `into` in decode_rows' layout with
 // the dense tail from search_hi at that position: what estimate_masks and decode_rows_into give,

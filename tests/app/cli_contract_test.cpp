@@ -1,4 +1,4 @@
-// The command line's contract (issue "The command line keeps its contract everywhere"), one test per
+// The command line's contract (docs/CLI.md, "Exit statuses and errors"), one test per
 // defect found: every input error is `error: ...` with exit status 2, checked before the work, and
 // nothing the user has is overwritten. Model-free cases first; those needing a capture share one.
 #include <sys/stat.h>

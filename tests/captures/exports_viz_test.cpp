@@ -93,11 +93,15 @@ TEST(ExportsViz, MaskPaletteIsVizsForEveryCellClass) {
       }
     for (const char* cls : {"hit", "sink", "dense tail", "not attended", "future"}) EXPECT_TRUE(seen.count(cls)) << cls;
   }
-  // The report's legend lists the exported palette's colours (the colour-blind-safe default).
+  // Exports take the colour-blind-safe outcome colours (Okabe-Ito yellow hit, bluish-green dense
+  // tail), as the screen does by default.
   const viz::MaskPalette light = viz::light_mask_palette();
+  EXPECT_EQ(light.hit, viz::pack_rgba8(240, 228, 66));
+  EXPECT_EQ(light.dense, viz::pack_rgba8(0, 158, 115));
+  // The report's legend lists those colours.
   const std::string html = html_report(c);
-  EXPECT_NE(html.find("background:" + viz::css_color(light.hit) + "\"></span>hit (HiP and oracle)"), std::string::npos);
-  EXPECT_NE(html.find("background:" + viz::css_color(light.dense) + "\"></span>dense tail"), std::string::npos);
+  EXPECT_NE(html.find("background:#f0e442\"></span>hit (HiP and oracle)"), std::string::npos);
+  EXPECT_NE(html.find("background:#009e73\"></span>dense tail"), std::string::npos);
 }
 
 TEST(ExportsViz, LocalitySvgHasTheHistogramBars) {

@@ -9,9 +9,9 @@
 
 #include "engine/formats/errors.h"
 #include "engine/formats/safetensors.h"
-#include "engine/model/context_plan.h"
+#include "engine/analysis/context_plan.h"
 #include "engine/model/convert_hf.h"
-#include "engine/model/generation.h"
+#include "engine/generation/generation.h"
 #include "tests/engine/engine_fixture.h"
 
 namespace hipstudio {
@@ -157,7 +157,7 @@ TEST_F(HfDirTest, MissingTensor) {
 TEST_F(HfDirTest, UnsupportedDtype) {
   rewrite_weights([](std::vector<TensorToWrite>& t) {
     for (auto& x : t)
-      if (x.name == "model.norm.weight") x.dtype = DType::I32;  // same byte size as F32
+      if (x.name == "model.norm.weight") x.dtype = StoredDType::I32;  // same byte size as F32
   });
   expect_input_error([&] { load_path(dir_); }, {"model.norm.weight", "I32", "not supported"});
 }

@@ -10,7 +10,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
-#include "engine/model/batched_decode.h"
+#include "engine/generation/batched_decode.h"
 #include "engine/model/kv_cache.h"
 #include "engine/model/transformer.h"
 #include "tests/engine/hip_test_setup.h"

@@ -1,7 +1,7 @@
-// engine/model/decode_graph.h's decode_tail_chunks: the tail's graphs cover its layers exactly
+// engine/generation/decode_graph.h's decode_tail_chunks: the tail's graphs cover its layers exactly
 // once, in order, the first graph one layer (its launch hides behind the embedding graph), the
 // second up to three, every later one holding all the rest (few graph boundaries).
-#include "engine/model/decode_graph.h"
+#include "engine/generation/decode_graph.h"
 
 #include <gtest/gtest.h>
 

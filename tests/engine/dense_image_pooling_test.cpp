@@ -1,4 +1,4 @@
-// The device dense-probability image's computation (engine/model/dense_image_pooling.h), run on the
+// The device dense-probability image's computation (engine/analysis/dense_image_pooling.h), run on the
 // CPU here, against the CPU image the GUI drew before (viz::dense_probability_image): cell for
 // cell, unpooled and pooled at sides that do and do not divide the length, NaN where nothing is visible.
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 
 #include <ATen/ATen.h>
 
-#include "engine/model/dense_image_pooling.h"
+#include "engine/analysis/dense_image_pooling.h"
 #include "viz/attention_probe.h"
 
 namespace hipstudio {

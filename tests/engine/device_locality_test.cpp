@@ -1,4 +1,4 @@
-// Score locality from tensors (engine/model/device_locality.h, the GUI's device path, here run by
+// Score locality from tensors (engine/analysis/device_locality.h, the GUI's device path, here run by
 // LibTorch on the CPU) against the float64 reference (kernels/score_locality.h) on the same layer:
 // the same pairs, range and histogram, the same moments up to summation order, the same KL.
 #include <cmath>
@@ -7,8 +7,8 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
-#include "engine/model/device_locality.h"
-#include "engine/model/host_inputs.h"
+#include "engine/analysis/device_locality.h"
+#include "engine/analysis/host_inputs.h"
 
 namespace hipstudio {
 namespace {

@@ -2,7 +2,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
-#include "engine/model/generation.h"
+#include "engine/generation/generation.h"
 #include "engine/model/kv_cache.h"
 #include "engine/model/transformer.h"
 #include "tests/engine/engine_fixture.h"

@@ -7,7 +7,7 @@
 
 #include "engine/formats/errors.h"
 #include "engine/model/convert_hf.h"
-#include "engine/model/generation.h"
+#include "engine/generation/generation.h"
 #include "tests/engine/engine_fixture.h"
 
 namespace hipstudio {

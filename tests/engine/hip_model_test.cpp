@@ -4,9 +4,9 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
-#include "engine/model/generation.h"
-#include "engine/model/hip_attention.h"
-#include "engine/model/paired_analysis.h"
+#include "engine/generation/generation.h"
+#include "engine/backends/hip_attention.h"
+#include "engine/analysis/paired_analysis.h"
 #include "tests/engine/engine_fixture.h"
 #include "tests/engine/hip_test_setup.h"
 

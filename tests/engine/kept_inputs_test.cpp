@@ -5,7 +5,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
-#include "engine/model/kept_inputs.h"
+#include "engine/analysis/kept_inputs.h"
 
 namespace hipstudio {
 namespace {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/analysis/layer_view.h"
-#include "engine/model/paired_analysis.h"
+#include "engine/analysis/paired_analysis.h"
 #include "kernels/mask_reference.h"
 #include "kernels/oracle.h"
 #include "kernels/attention_metrics.h"
@@ -27,7 +27,7 @@ TEST(LayerView, RecomputedRecallMatchesTheAnalysisAndLocalityRuns) {
   ASSERT_EQ(a.inputs.size(), 6u);
   const hip::AttentionInputs in = layer_view(a.inputs[3]);
   EXPECT_EQ(in.tq, static_cast<int64_t>(a.prompt_ids.size()));
-  const hip::MaskResult mask = hip::estimate_masks(in, o.hip.hip).mask;
+  const hip::MaskResult mask = hip::estimate_masks_reference(in, o.hip.hip).mask;
   const std::vector<double> recall =
       hip::mean_per_head(hip::mask_recall(mask, hip::oracle_masks(in, o.hip.hip)), in.hq, mask.query_blocks);
   for (int64_t h = 0; h < in.hq; ++h) EXPECT_DOUBLE_EQ(recall[h], a.layers[3].heads[h].recall);

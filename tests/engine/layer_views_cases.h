@@ -1,5 +1,5 @@
 #pragma once
-// One table of cases for the views layer (engine/model/layer_views_backend.h): each runs the tensor
+// One table of cases for the views layer (engine/analysis/layer_views_backend.h): each runs the tensor
 // implementation chunk by chunk and the float64 reference on the same Q/K/V, on any device. The
 // CPU suite (tests/engine) and the GPU suite (tests/gpu) run the same table.
 #include <cstdint>
@@ -8,7 +8,7 @@
 
 #include <ATen/ATen.h>
 
-#include "engine/model/layer_views_backend.h"
+#include "engine/analysis/layer_views_backend.h"
 
 namespace hipstudio::testing {
 

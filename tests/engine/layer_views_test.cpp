@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/model/host_inputs.h"
+#include "engine/analysis/host_inputs.h"
 #include "engine/views/reference_views.h"
 #include "kernels/random_baseline.h"
 #include "tests/engine/layer_views_cases.h"

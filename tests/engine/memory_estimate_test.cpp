@@ -8,14 +8,14 @@
 #include <gtest/gtest.h>
 
 #include "engine/formats/errors.h"
-#include "engine/model/attention_backend.h"
-#include "engine/model/context_plan.h"
-#include "engine/model/generation.h"
-#include "engine/model/host_inputs.h"
+#include "engine/backends/attention_backend.h"
+#include "engine/analysis/context_plan.h"
+#include "engine/generation/generation.h"
+#include "engine/analysis/host_inputs.h"
 #include "engine/model/kv_cache.h"
-#include "engine/model/memory_estimate.h"
-#include "engine/model/out_of_memory.h"
-#include "engine/model/paired_analysis.h"
+#include "engine/analysis/memory_estimate.h"
+#include "engine/runtime/out_of_memory.h"
+#include "engine/analysis/paired_analysis.h"
 #include "kernels/mask_reference.h"
 #include "tests/engine/engine_fixture.h"
 #include "tests/engine/hip_test_setup.h"
@@ -123,7 +123,7 @@ TEST(MemoryEstimate, AnalysisLinesAgreeWithARealPairedRun) {
   const at::Tensor q = at::from_blob(const_cast<float*>(in.host().q.data()), {in.heads, in.tokens, in.dim});
   const at::Tensor k = at::from_blob(const_cast<float*>(in.host().k.data()), {in.kv_heads, in.tokens, in.dim});
   const HostAttentionInputs host(q, k, k);
-  const hip::MaskResult mask = hip::estimate_masks(host.view, o.hip.hip).mask;
+  const hip::MaskResult mask = hip::estimate_masks_reference(host.view, o.hip.hip).mask;
   const uint64_t one = mask.blocks.size() * 4 + mask.counts.size() * 4 + mask.iterations.size() * 4 +
                        mask.branches.size() * 8 + mask.dense_from.size() * 8;
   const uint64_t recall_tables = 2 * static_cast<uint64_t>(mask.heads * mask.query_blocks) * 8;
@@ -156,7 +156,7 @@ TEST(MemoryEstimate, OnlyTheAskedLayersKeepInputsAndMasks) {
   EXPECT_EQ(e.bytes(memory_line::kKeptQkv), inputs);
 }
 
-// The bar: a 128k-token prompt on a Llama-3.1-8B-shaped model, bf16 on an 80 GB GPU with
+// The bar: a 128k-token prompt on a Llama-3.1-8B-shaped model, bf16 on an 80 GB GPU with
 // 128 GB of host memory, is accepted for `analyze` and for a capture of two layers' inputs.
 TEST(MemoryEstimate, An8BModelAt128kFitsAn80GBGpuAnd128GBHost) {
   ModelConfig c = default_model()->config;

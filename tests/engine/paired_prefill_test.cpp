@@ -1,4 +1,4 @@
-// The paired run in two halves (issue "The GUI on the GPU": an r_m change re-ran both prefills):
+// The paired run in two halves (an r_m change must not re-run both prefills):
 // decode steps re-run on a kept prefill must equal a whole run with those settings, whatever ran
 // on that prefill before, and the prefill's own results must not change.
 #include <gtest/gtest.h>
@@ -8,8 +8,8 @@
 
 #include "engine/formats/errors.h"
 #include "kernels/hip_params.h"
-#include "engine/model/paired_analysis.h"
-#include "engine/model/run_cancelled.h"
+#include "engine/analysis/paired_analysis.h"
+#include "engine/runtime/run_cancelled.h"
 #include "tests/engine/engine_fixture.h"
 #include "tests/engine/hip_test_setup.h"
 

@@ -85,7 +85,7 @@ inline void write_checkpoint(const TinyWeights& w, const std::string& dir, int m
     for (float v : values) bits.push_back(float_to_bf16(v));
     bf16.push_back(std::move(bits));
     const int s = (i++) % 2;
-    shard[s].push_back({name, DType::BF16, w.shapes.at(name), nullptr});
+    shard[s].push_back({name, StoredDType::BF16, w.shapes.at(name), nullptr});
     weight_map[name] = "model-0000" + std::to_string(s + 1) + "-of-00002.safetensors";
   }
   // Pointers are set after all vectors exist (bf16 no longer reallocates).

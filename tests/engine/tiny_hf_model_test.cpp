@@ -123,7 +123,7 @@ TEST(TinyHfModel, ShardedBf16Qwen2WithGqaBiasAndLlama3RopeMatchesFloat64Referenc
   model->weights = load_hf_weights(tmp.path().string(), at::kFloat, &model->config);
   EXPECT_TRUE(model->config.attention_bias);
   EXPECT_EQ(model->config.n_kv_heads, kKvHeads);
-  EXPECT_EQ(model->config.rope_scaling.type, "llama3");
+  EXPECT_EQ(model->config.rope.type, "llama3");
   EXPECT_FALSE(model->weights.classifier.is_same(model->weights.embedding));
 
   const std::vector<int32_t> ids = {1, 7, 42, 3, 19, 19, 0, 25, 48, 11, 30, 5, 2, 17, 33, 9, 21, 40, 6, 13};

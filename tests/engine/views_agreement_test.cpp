@@ -7,7 +7,7 @@
 
 #include "captures/capture.h"
 #include "engine/analysis/layer_view.h"
-#include "engine/model/paired_analysis.h"
+#include "engine/analysis/paired_analysis.h"
 #include "engine/views/reference_views.h"
 #include "tests/engine/engine_fixture.h"
 #include "tests/engine/hip_test_setup.h"

@@ -17,21 +17,21 @@ float from_bits(uint32_t bits) {
   return value;
 }
 
-TEST(DType, NamesSizesAndLookup) {
-  for (DType dtype : {DType::F64, DType::F32, DType::F16, DType::BF16, DType::I64, DType::I32, DType::I16,
-                      DType::I8, DType::U8, DType::BOOL}) {
+TEST(StoredDType, NamesSizesAndLookup) {
+  for (StoredDType dtype : {StoredDType::F64, StoredDType::F32, StoredDType::F16, StoredDType::BF16, StoredDType::I64, StoredDType::I32, StoredDType::I16,
+                      StoredDType::I8, StoredDType::U8, StoredDType::BOOL}) {
     ASSERT_EQ(dtype_from_name(dtype_name(dtype)), dtype) << dtype_name(dtype);
   }
-  EXPECT_EQ(dtype_size(DType::F64), 8u);
-  EXPECT_EQ(dtype_size(DType::BF16), 2u);
-  EXPECT_EQ(dtype_size(DType::I32), 4u);
-  EXPECT_EQ(dtype_size(DType::BOOL), 1u);
-  EXPECT_STREQ(dtype_name(DType::BF16), "BF16");
+  EXPECT_EQ(dtype_size(StoredDType::F64), 8u);
+  EXPECT_EQ(dtype_size(StoredDType::BF16), 2u);
+  EXPECT_EQ(dtype_size(StoredDType::I32), 4u);
+  EXPECT_EQ(dtype_size(StoredDType::BOOL), 1u);
+  EXPECT_STREQ(dtype_name(StoredDType::BF16), "BF16");
   EXPECT_FALSE(dtype_from_name("F8_E4M3").has_value());
   EXPECT_FALSE(dtype_from_name("f32").has_value());  // safetensors spelling is upper case
 }
 
-TEST(DType, Bf16KnownBits) {
+TEST(StoredDType, Bf16KnownBits) {
   EXPECT_EQ(float_to_bf16(1.0f), 0x3F80);
   EXPECT_EQ(float_to_bf16(-2.0f), 0xC000);
   EXPECT_EQ(float_to_bf16(0.0f), 0x0000);
@@ -47,7 +47,7 @@ TEST(DType, Bf16KnownBits) {
   EXPECT_EQ(bf16_to_float(0xFF80), -INFINITY);
 }
 
-TEST(DType, F16KnownBits) {
+TEST(StoredDType, F16KnownBits) {
   EXPECT_EQ(float_to_f16(1.0f), 0x3C00);
   EXPECT_EQ(float_to_f16(-2.0f), 0xC000);
   EXPECT_EQ(float_to_f16(0.1f), 0x2E66);
@@ -71,7 +71,7 @@ TEST(DType, F16KnownBits) {
 }
 
 // Every non-NaN 16-bit pattern survives half -> float -> half.
-TEST(DType, ExhaustiveRoundTrip) {
+TEST(StoredDType, ExhaustiveRoundTrip) {
   for (uint32_t bits = 0; bits < 65536; ++bits) {
     const auto h = static_cast<uint16_t>(bits);
     const float f16 = f16_to_float(h);
@@ -86,7 +86,7 @@ TEST(DType, ExhaustiveRoundTrip) {
 }
 
 // float -> half must return the nearest half (in double arithmetic), the even one on ties.
-TEST(DType, ConversionPicksNearest) {
+TEST(StoredDType, ConversionPicksNearest) {
   std::mt19937 rng(7);
   std::uniform_int_distribution<uint32_t> any_bits;
   auto check = [](float x, uint16_t got, float (*to_float)(uint16_t)) {

@@ -50,12 +50,12 @@ TEST(Safetensors, RoundTripDtypes) {
   const std::vector<int64_t> i64 = {-(int64_t{1} << 62), -1, 0, 7, int64_t{1} << 40};
   const int8_t scalar = -5;
   const std::vector<TensorToWrite> tensors = {
-      {"f16.weight", DType::F16, {2, 3}, f16.data()},   // odd byte count first: writer must still align
-      {"model.f32", DType::F32, {3, 2}, f32.data()},
-      {"bf16", DType::BF16, {6}, bf16.data()},
-      {"ids", DType::I64, {5, 1}, i64.data()},
-      {"scalar", DType::I8, {}, &scalar},
-      {"empty", DType::F32, {0, 4}, nullptr},
+      {"f16.weight", StoredDType::F16, {2, 3}, f16.data()},   // odd byte count first: writer must still align
+      {"model.f32", StoredDType::F32, {3, 2}, f32.data()},
+      {"bf16", StoredDType::BF16, {6}, bf16.data()},
+      {"ids", StoredDType::I64, {5, 1}, i64.data()},
+      {"scalar", StoredDType::I8, {}, &scalar},
+      {"empty", StoredDType::F32, {0, 4}, nullptr},
   };
   const std::string path = dir.file("model.safetensors");
   write_safetensors(path, tensors, {{"format", "pt"}, {"note", "héllo"}});
@@ -102,7 +102,7 @@ TEST(Safetensors, RoundTripDtypes) {
 TEST(Safetensors, MoveKeepsMappingAlive) {
   TempDir dir;
   const std::vector<float> values = {1, 2, 3, 4};
-  write_safetensors(dir.file("a.safetensors"), {{"w", DType::F32, {4}, values.data()}});
+  write_safetensors(dir.file("a.safetensors"), {{"w", StoredDType::F32, {4}, values.data()}});
   SafetensorsFile first(dir.file("a.safetensors"));
   const void* data = first.get("w").data;
   SafetensorsFile second(std::move(first));
@@ -115,7 +115,7 @@ TEST(Safetensors, MoveKeepsMappingAlive) {
 TEST(Safetensors, MissingTensorNamesFileAndTensor) {
   TempDir dir;
   const float x = 1;
-  write_safetensors(dir.file("a.safetensors"), {{"w", DType::F32, {1}, &x}});
+  write_safetensors(dir.file("a.safetensors"), {{"w", StoredDType::F32, {1}, &x}});
   SafetensorsFile file(dir.file("a.safetensors"));
   try {
     file.get("layers.0.attn.q");
@@ -130,14 +130,14 @@ TEST(Safetensors, FailedWriteLeavesEarlierFile) {
   TempDir dir;
   const std::string path = dir.file("w.safetensors");
   const float old_value = 1, new_value = 2;
-  write_safetensors(path, {{"w", DType::F32, {1}, &old_value}});
+  write_safetensors(path, {{"w", StoredDType::F32, {1}, &old_value}});
   const std::string before = read_bytes(path);
   // A folder squatting on <path>.tmp makes the write fail before anything reaches `path`.
   std::filesystem::create_directory(path + ".tmp");
-  EXPECT_THROW(write_safetensors(path, {{"w", DType::F32, {1}, &new_value}}), InputError);
+  EXPECT_THROW(write_safetensors(path, {{"w", StoredDType::F32, {1}, &new_value}}), InputError);
   EXPECT_EQ(read_bytes(path), before);
   std::filesystem::remove(path + ".tmp");
-  EXPECT_THROW(write_safetensors(path, {{"w", DType::F32, {1}, &new_value}, {"w", DType::F32, {1}, &new_value}}),
+  EXPECT_THROW(write_safetensors(path, {{"w", StoredDType::F32, {1}, &new_value}, {"w", StoredDType::F32, {1}, &new_value}}),
                InputError);  // duplicate names
   EXPECT_EQ(read_bytes(path), before);
 }
@@ -191,8 +191,8 @@ TEST(Safetensors, MalformedFiles) {
 // Writes a two-shard model: shard 1 holds a, b; shard 2 holds c.
 void write_sharded(const TempDir& dir, const std::vector<float>& values) {
   write_safetensors(dir.file("model-00001-of-00002.safetensors"),
-                    {{"a", DType::F32, {2}, values.data()}, {"b", DType::F32, {1}, values.data() + 2}});
-  write_safetensors(dir.file("model-00002-of-00002.safetensors"), {{"c", DType::F32, {3}, values.data() + 3}});
+                    {{"a", StoredDType::F32, {2}, values.data()}, {"b", StoredDType::F32, {1}, values.data() + 2}});
+  write_safetensors(dir.file("model-00002-of-00002.safetensors"), {{"c", StoredDType::F32, {3}, values.data() + 3}});
   write_bytes(dir.file("model.safetensors.index.json"),
               R"({"metadata": {"total_size": 24}, "weight_map": {"a": "model-00001-of-00002.safetensors",
                   "b": "model-00001-of-00002.safetensors", "c": "model-00002-of-00002.safetensors"}})");
@@ -223,7 +223,7 @@ TEST(SafetensorsModel, ShardedRoundTrip) {
 TEST(SafetensorsModel, SingleFile) {
   TempDir dir;
   const float x = 7;
-  write_safetensors(dir.file("model.safetensors"), {{"w", DType::F32, {1}, &x}});
+  write_safetensors(dir.file("model.safetensors"), {{"w", StoredDType::F32, {1}, &x}});
   SafetensorsModel model(dir.path().string());
   EXPECT_EQ(model.names(), std::vector<std::string>{"w"});
   EXPECT_EQ(static_cast<const float*>(SafetensorsModel(dir.file("model.safetensors")).get("w").data)[0], 7.0f);

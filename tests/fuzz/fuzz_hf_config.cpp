@@ -18,7 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                       back.n_heads == c.n_heads && back.n_kv_heads == c.n_kv_heads && back.head_dim == c.head_dim &&
                       back.vocab_size == c.vocab_size && back.max_seq_len == c.max_seq_len &&
                       back.bos_id == c.bos_id && back.eos_id == c.eos_id &&
-                      back.tie_word_embeddings == c.tie_word_embeddings && back.rope_scaling.type == c.rope_scaling.type,
+                      back.tie_word_embeddings == c.tie_word_embeddings && back.rope == c.rope && back.layer_window == c.layer_window,
                   "config.json does not survive its own round trip");
   });
   return 0;

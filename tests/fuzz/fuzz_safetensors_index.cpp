@@ -19,8 +19,8 @@ const std::filesystem::path& model_dir() {
     const std::vector<float> two = {1.0f, 2.0f};
     const std::vector<uint16_t> three = {1, 2, 3};
     write_safetensors((d / "shard-a.safetensors").string(),
-                      {{"a.weight", DType::F32, {2}, two.data()}, {"b.weight", DType::BF16, {3}, three.data()}});
-    write_safetensors((d / "shard-b.safetensors").string(), {{"c.weight", DType::F32, {1, 2}, two.data()}});
+                      {{"a.weight", StoredDType::F32, {2}, two.data()}, {"b.weight", StoredDType::BF16, {3}, three.data()}});
+    write_safetensors((d / "shard-b.safetensors").string(), {{"c.weight", StoredDType::F32, {1, 2}, two.data()}});
     return d;
   }();
   return dir;

@@ -1,4 +1,4 @@
-// The Latency panel's device timing (engine/model/attention_timing.h), label gpu: every part is a
+// The Latency panel's device timing (engine/backends/attention_timing.h), label gpu: every part is a
 // median of the repeats asked for, positive and finite, with a spread that is a spread; a dense
 // backend ran; HiP's sparse attention, reading a sixteenth of the keys at 8k, beats the dense
 // kernel; a cancel between repeats stops it; off CUDA it refuses.
@@ -10,8 +10,8 @@
 #include <ATen/ATen.h>
 
 #include "engine/formats/errors.h"
-#include "engine/model/attention_timing.h"
-#include "engine/model/run_cancelled.h"
+#include "engine/backends/attention_timing.h"
+#include "engine/runtime/run_cancelled.h"
 #include "tests/gpu/require_cuda_kernels.h"
 
 namespace hipstudio {

@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/formats/model_source.h"
-#include "engine/model/hip_attention.h"
+#include "engine/backends/hip_attention.h"
 #include "tests/engine/batch_decode_check.h"
 #include "tests/gpu/require_cuda_kernels.h"
 

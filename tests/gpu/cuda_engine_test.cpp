@@ -9,8 +9,8 @@
 #include <torch/version.h>
 
 #include "engine/formats/model_source.h"
-#include "engine/model/generation.h"
-#include "engine/model/hip_attention.h"
+#include "engine/generation/generation.h"
+#include "engine/backends/hip_attention.h"
 #include "engine/model/kv_cache.h"
 #include "engine/model/transformer.h"
 #include "tests/engine/hip_test_setup.h"

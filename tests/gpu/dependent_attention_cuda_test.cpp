@@ -48,10 +48,10 @@ TEST(HipCudaAttention, DependentDecodeLaunchEqualsThePlainOne) {
   for (const DecodeCase& dc : cases) {
     ModelConfig c;
     c.n_heads = dc.heads, c.n_kv_heads = dc.kv_heads, c.head_dim = dc.head_dim, c.dim = dc.heads * dc.head_dim;
-    c.rope_theta = 500000.0;
+    c.rope.theta = 500000.0;
     hip::HipParams p;
     p.k = dc.k, p.b_q = 64, p.b_k = dc.b_k, p.sink = dc.sink, p.window = dc.window;
-    const RopeTables rope = make_rope_tables(c, dc.capacity, opts);
+    const RopeTables rope = make_rope_tables(c.rope, c.head_dim, dc.capacity, opts);
     const at::Tensor qkv = at::randn({1, c.q_dim() + 2 * c.kv_dim()}, opts);
     const at::Tensor position = at::full({1}, dc.position, opts.dtype(at::kLong));
     // The cache before the step: random rows, and at the query's position values the write replaces.

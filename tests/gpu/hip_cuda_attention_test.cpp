@@ -54,7 +54,8 @@ hip::HipParams params_of(const AttnCase& c) {
   return p;
 }
 
-void run_case(const AttnCase& c, at::ScalarType st, double tol, bool gpu_mask, const char* path = "") {
+void run_case(const AttnCase& c, at::ScalarType st, double tol, bool gpu_mask, const char* path = "",
+              const hip::ScoreTransform& score = {}) {
   const uint64_t seed = testing_gpu::fresh_seed();
   SCOPED_TRACE(std::string(c.name) + " " + std::string(c10::toString(st)) + " seed " + std::to_string(seed));
   testing_gpu::HostInputs h = testing_gpu::make_inputs(Kind::kRandom, c.hq, c.hkv, c.tq, c.tk, c.d, seed, c.positions);
@@ -71,12 +72,12 @@ void run_case(const AttnCase& c, at::ScalarType st, double tol, bool gpu_mask, c
     mt = hip_torch::estimate_masks(q, k, p, pos);
     mask = hip_torch::to_mask_result(mt, p, c.tq, c.tk, pos);
   } else {
-    mask = hip::estimate_masks(h.view(), p).mask;
+    mask = hip::estimate_masks_reference(h.view(), p).mask;
     mt = testing_gpu::mask_tensors_of(mask);
   }
-  const hip::AttentionOutput ref = hip::sparse_attention_reference(h.view(), p, mask);
+  const hip::AttentionOutput ref = hip::sparse_attention_reference(h.view(), p, mask, 0, score);
   at::Tensor out = at::full(q.sizes(), std::nan(""), q.options());  // poison
-  hip_torch::sparse_attention(q, k, v, mt.blocks, mt.counts, p, pos, c.splits, out);
+  hip_torch::sparse_attention(q, k, v, mt.blocks, mt.counts, p, pos, c.splits, out, score);
   const bool finite = out.isfinite().all().item<bool>();
   const double err = testing_gpu::rel_l2(out, ref.out);
   std::printf("[gpu] attention %-30s %-8s %s mask%s: relative L2 %.3g (limit %.0e), all written: %s\n", c.name,
@@ -95,6 +96,20 @@ TEST(HipCudaAttention, Bf16MatchesFloat64Reference) {
   HIP_CUDA_REQUIRE();
   for (const AttnCase& c : cases()) run_case(c, at::kBFloat16, 1e-2, false);
   run_case(cases()[0], at::kBFloat16, 1e-2, true);
+}
+
+// A soft-cap and another softmax scale (Gemma 2's attention: scale query_pre_attn_scalar^-0.5, cap
+// 50; and a tight cap of 2 that flattens the sharp cases) in every kernel: SIMT float32, the
+// mma.sync tensor-core kernel (prefill and split decode), against the float64 reference.
+TEST(HipCudaAttention, SoftCappedScoresMatchFloat64Reference) {
+  HIP_CUDA_REQUIRE();
+  for (const hip::ScoreTransform score : {hip::ScoreTransform{1.0 / std::sqrt(224.0), 50.0}, hip::ScoreTransform{0.0, 2.0}}) {
+    for (const AttnCase& c : cases()) {
+      run_case(c, at::kFloat, 1e-5, false, ", capped", score);
+      run_case(c, at::kBFloat16, 1e-2, false, ", capped", score);
+    }
+    run_case(cases()[0], at::kHalf, 1e-2, false, ", capped", score);
+  }
 }
 
 TEST(HipCudaAttention, F16MatchesFloat64Reference) {
@@ -186,6 +201,10 @@ TEST(HipCudaAttention, WgmmaAndMmaSyncPrefillPathsMatchReference) {
   const int64_t ran = gpu::attention_wgmma_launches() - before;
   std::printf("[gpu] wgmma attention launches: %lld\n", static_cast<long long>(ran));
   EXPECT_EQ(ran, static_cast<int64_t>(1 + 2 * wide.size()));
+  // The soft-cap inside the wgmma kernel too.
+  const hip::ScoreTransform capped{1.0 / std::sqrt(224.0), 2.0};
+  for (const AttnCase& c : wide) run_case(c, at::kBFloat16, 1e-2, false, ", wgmma capped", capped);
+  EXPECT_EQ(gpu::attention_wgmma_launches() - before, static_cast<int64_t>(1 + 3 * wide.size()));
 }
 #endif
 

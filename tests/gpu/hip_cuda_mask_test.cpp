@@ -71,7 +71,7 @@ TEST(HipCudaMask, F32MasksIdenticalToCpuReference) {
     const uint64_t seed = testing_gpu::fresh_seed();
     SCOPED_TRACE(std::string(c.name) + " seed " + std::to_string(seed));
     const testing_gpu::HostInputs h = testing_gpu::make_inputs(c.kind, c.hq, c.hkv, c.tq, c.tk, c.d, seed, c.positions);
-    const hip::MaskEstimate ref = hip::estimate_masks(h.view(), c.p);
+    const hip::MaskEstimate ref = hip::estimate_masks_reference(h.view(), c.p);
     const at::Tensor q = testing_gpu::to_device(h.q, {c.hq, c.tq, c.d}, at::kFloat);
     const at::Tensor k = testing_gpu::to_device(h.k, {c.hkv, c.tk, c.d}, at::kFloat);
     const at::Tensor pos = testing_gpu::positions_tensor(h);
@@ -161,7 +161,7 @@ TEST(HipCudaMask, Bf16MasksOverlapReference) {
     testing_gpu::HostInputs h = testing_gpu::make_inputs(c.kind, c.hq, c.hkv, c.tq, c.tk, c.d, seed, c.positions);
     testing_gpu::round_to(h.q, at::kBFloat16);
     testing_gpu::round_to(h.k, at::kBFloat16);
-    const hip::MaskEstimate ref = hip::estimate_masks(h.view(), c.p);
+    const hip::MaskEstimate ref = hip::estimate_masks_reference(h.view(), c.p);
     const at::Tensor q = testing_gpu::to_device(h.q, {c.hq, c.tq, c.d}, at::kBFloat16);
     const at::Tensor k = testing_gpu::to_device(h.k, {c.hkv, c.tk, c.d}, at::kBFloat16);
     const hip::MaskResult got = hip_torch::to_mask_result(hip_torch::estimate_masks(q, k, c.p), c.p, c.tq, c.tk);
@@ -201,7 +201,7 @@ TEST(HipCudaMask, Bf16TieHeavyIntegerInputsGiveIdenticalMasks) {
     const uint64_t seed = testing_gpu::fresh_seed();
     SCOPED_TRACE(std::string(c.name) + " seed " + std::to_string(seed));
     const testing_gpu::HostInputs h = testing_gpu::make_inputs(c.kind, c.hq, c.hkv, c.tq, c.tk, c.d, seed, c.positions);
-    const hip::MaskEstimate ref = hip::estimate_masks(h.view(), c.p);
+    const hip::MaskEstimate ref = hip::estimate_masks_reference(h.view(), c.p);
     const at::Tensor q = testing_gpu::to_device(h.q, {c.hq, c.tq, c.d}, at::kBFloat16);
     const at::Tensor k = testing_gpu::to_device(h.k, {c.hkv, c.tk, c.d}, at::kBFloat16);
     const hip::MaskResult got = hip_torch::to_mask_result(hip_torch::estimate_masks(q, k, c.p), c.p, c.tq, c.tk);

@@ -71,7 +71,7 @@ gpu::Strides strides(int64_t heads, int64_t t, int64_t d) { return gpu::Strides{
 
 // An attention launch over Small's shapes: q, k, v and out on the device, the mask's blocks and
 // counts uploaded (workspace and splits left to the caller).
-gpu::AttentionLaunch attention_launch(const Small& s, gpu::DType dtype, const DeviceBuffer& q, const DeviceBuffer& k,
+gpu::AttentionLaunch attention_launch(const Small& s, gpu::ElementType dtype, const DeviceBuffer& q, const DeviceBuffer& k,
                                       const DeviceBuffer& v, DeviceBuffer& out, const DeviceBuffer& blocks,
                                       const DeviceBuffer& counts) {
   gpu::AttentionLaunch al;
@@ -94,7 +94,7 @@ TEST(HipCudaRawApi, SmallCasesMatchReference) {
   for (int64_t tq : {int64_t{256}, int64_t{3}}) {
     for (bool bf16 : {false, true}) {
       const Small s = make_small(tq, bf16);
-      const hip::MaskResult ref_mask = hip::estimate_masks(s.view(), s.p).mask;
+      const hip::MaskResult ref_mask = hip::estimate_masks_reference(s.view(), s.p).mask;
       const hip::AttentionOutput ref = hip::sparse_attention_reference(s.view(), s.p, ref_mask);
       const int64_t qbs = ref_mask.query_blocks, kb = ref_mask.kb;
       const size_t el = bf16 ? 2 : 4;
@@ -108,11 +108,11 @@ TEST(HipCudaRawApi, SmallCasesMatchReference) {
       DeviceBuffer blocks(static_cast<size_t>(s.hq * qbs * kb) * 4), counts(static_cast<size_t>(s.hq * qbs) * 4);
       blocks.fill_bytes(0x7f), counts.fill_bytes(0x7f);  // poison
       gpu::MaskLaunch ml;
-      ml.q = q.get(), ml.k = k.get(), ml.dtype = bf16 ? gpu::DType::kBF16 : gpu::DType::kF32;
+      ml.q = q.get(), ml.k = k.get(), ml.dtype = bf16 ? gpu::ElementType::kBF16 : gpu::ElementType::kF32;
       ml.q_stride = strides(s.hq, s.tq, s.d), ml.k_stride = strides(s.hkv, s.tk, s.d);
       ml.hq = s.hq, ml.hkv = s.hkv, ml.tq = s.tq, ml.tk = s.tk, ml.d = s.d, ml.hip = s.p;
       ml.blocks = static_cast<int32_t*>(blocks.get()), ml.counts = static_cast<int32_t*>(counts.get());
-      gpu::estimate_masks(ml);
+      gpu::launch_estimate_masks(ml);
       std::vector<int32_t> got_blocks(ref_mask.blocks.size()), got_counts(ref_mask.counts.size());
       blocks.download(got_blocks.data(), got_blocks.size() * 4);
       counts.download(got_counts.data(), got_counts.size() * 4);
@@ -126,7 +126,7 @@ TEST(HipCudaRawApi, SmallCasesMatchReference) {
       for (int splits : {1, 3}) {
         DeviceBuffer out(static_cast<size_t>(s.hq * s.tq * s.d) * el);
         out.fill_bytes(0xff);  // NaN in both float32 and bf16
-        gpu::AttentionLaunch al = attention_launch(s, bf16 ? gpu::DType::kBF16 : gpu::DType::kF32, q, k, v, out, rb, rc);
+        gpu::AttentionLaunch al = attention_launch(s, bf16 ? gpu::ElementType::kBF16 : gpu::ElementType::kF32, q, k, v, out, rb, rc);
         al.num_splits = splits;
         const int used = gpu::attention_splits(al);
         DeviceBuffer ws(std::max<size_t>(gpu::attention_workspace_bytes(al, used), 16));
@@ -176,7 +176,7 @@ TEST(HipCudaRawApi, ClusterMergeMatchesTheWorkspaceMerge) {
       fill(s.k, static_cast<size_t>(s.hkv * s.tk * s.d));
       fill(s.v, static_cast<size_t>(s.hkv * s.tk * s.d));
       s.p.k = 512, s.p.b_q = 64, s.p.b_k = 2, s.p.sink = 4, s.p.window = 8;
-      const hip::MaskResult mask = hip::estimate_masks(s.view(), s.p).mask;
+      const hip::MaskResult mask = hip::estimate_masks_reference(s.view(), s.p).mask;
       const hip::AttentionOutput ref = hip::sparse_attention_reference(s.view(), s.p, mask);
       auto qh = convert<uint16_t>(s.q, bf16), kh = convert<uint16_t>(s.k, bf16), vh = convert<uint16_t>(s.v, bf16);
       DeviceBuffer q = upload(qh.data(), qh.size() * 2), k = upload(kh.data(), kh.size() * 2), v = upload(vh.data(), vh.size() * 2);
@@ -187,7 +187,7 @@ TEST(HipCudaRawApi, ClusterMergeMatchesTheWorkspaceMerge) {
           DeviceBuffer out(static_cast<size_t>(s.hq * s.d) * 2);
           out.fill_bytes(0xff);  // NaN
           gpu::AttentionLaunch al =
-              attention_launch(s, bf16 ? gpu::DType::kBF16 : gpu::DType::kF16, q, k, v, out, rb, rc);
+              attention_launch(s, bf16 ? gpu::ElementType::kBF16 : gpu::ElementType::kF16, q, k, v, out, rb, rc);
           al.num_splits = splits, al.cluster_merge = cluster;
           ASSERT_EQ(gpu::attention_splits(al), splits);
           DeviceBuffer ws(gpu::attention_workspace_bytes(al, splits));
@@ -236,7 +236,7 @@ void expect_searches_identical(const SearchCase& c, std::mt19937_64& rng, const 
   for (float& x : s.k) x = static_cast<float>(tri(rng));
   s.p.k = c.k, s.p.b_q = c.b_q, s.p.b_k = c.b_k, s.p.b_sq = c.b_sq, s.p.b_sk = c.b_sk, s.p.sink = c.sink;
   s.p.window = c.window, s.p.rho = c.rho;
-  const hip::MaskResult ref = hip::estimate_masks(s.view(), s.p).mask;
+  const hip::MaskResult ref = hip::estimate_masks_reference(s.view(), s.p).mask;
   auto qh = convert<uint16_t>(s.q, true), kh = convert<uint16_t>(s.k, true);
   DeviceBuffer q = upload(qh.data(), qh.size() * 2), k = upload(kh.data(), kh.size() * 2);
   const size_t rows = ref.counts.size();
@@ -244,13 +244,13 @@ void expect_searches_identical(const SearchCase& c, std::mt19937_64& rng, const 
   for (int knob : knobs) {
     for (DeviceBuffer* b : {&blocks, &counts, &iters, &branches}) b->fill_bytes(0x7f);  // poison
     gpu::MaskLaunch ml;
-    ml.q = q.get(), ml.k = k.get(), ml.dtype = gpu::DType::kBF16;
+    ml.q = q.get(), ml.k = k.get(), ml.dtype = gpu::ElementType::kBF16;
     ml.q_stride = strides(s.hq, s.tq, s.d), ml.k_stride = strides(s.hkv, s.tk, s.d);
     ml.hq = s.hq, ml.hkv = s.hkv, ml.tq = s.tq, ml.tk = s.tk, ml.d = s.d, ml.hip = s.p;
     ml.blocks = static_cast<int32_t*>(blocks.get()), ml.counts = static_cast<int32_t*>(counts.get());
     ml.iterations = static_cast<int32_t*>(iters.get()), ml.branches = static_cast<int64_t*>(branches.get());
     set(ml, knob);
-    gpu::estimate_masks(ml);
+    gpu::launch_estimate_masks(ml);
     std::vector<int32_t> got_blocks(ref.blocks.size()), got_counts(rows), got_iters(rows);
     std::vector<int64_t> got_branches(rows);
     blocks.download(got_blocks.data(), got_blocks.size() * 4);
@@ -322,7 +322,7 @@ TEST(HipCudaRawApi, LaunchErrorsAreExceptions) {
   RAW_REQUIRE();
   gpu::MaskLaunch ml;  // null pointers
   ml.hq = 1, ml.hkv = 1, ml.tq = 1, ml.tk = 1, ml.d = 8;
-  EXPECT_THROW(gpu::estimate_masks(ml), gpu::CudaError);
+  EXPECT_THROW(gpu::launch_estimate_masks(ml), gpu::CudaError);
   gpu::AttentionLaunch al;
   EXPECT_THROW(gpu::sparse_attention(al), gpu::CudaError);
 }

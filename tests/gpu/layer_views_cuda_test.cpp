@@ -10,8 +10,8 @@
 #include <gtest/gtest.h>
 
 #include "engine/formats/model_source.h"
-#include "engine/model/device.h"
-#include "engine/model/paired_analysis.h"
+#include "engine/runtime/device.h"
+#include "engine/analysis/paired_analysis.h"
 #include "kernels/torch/hip_torch.h"
 #include "tests/engine/hip_test_setup.h"
 #include "tests/gpu/require_cuda_kernels.h"

@@ -10,11 +10,11 @@
 
 #include "engine/formats/errors.h"
 #include "engine/formats/model_source.h"
-#include "engine/model/context_plan.h"
-#include "engine/model/device_memory.h"
-#include "engine/model/generation.h"
+#include "engine/analysis/context_plan.h"
+#include "engine/runtime/device_memory.h"
+#include "engine/generation/generation.h"
 #include "engine/model/kv_cache.h"
-#include "engine/model/out_of_memory.h"
+#include "engine/runtime/out_of_memory.h"
 #include "engine/model/transformer.h"
 
 namespace hipstudio {

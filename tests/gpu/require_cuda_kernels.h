@@ -2,7 +2,7 @@
 // Skips a gpu-labelled test, saying why, where there is no CUDA GPU or the HiP kernels were not built.
 #include <gtest/gtest.h>
 
-#include "engine/model/device.h"
+#include "engine/runtime/device.h"
 #include "kernels/torch/hip_torch.h"
 
 #define REQUIRE_CUDA_KERNELS()                                                                                 \

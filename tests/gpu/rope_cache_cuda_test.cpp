@@ -28,16 +28,16 @@ TEST(RopeCacheCuda, FusedWriteMatchesTheLibTorchForm) {
   for (const int64_t hd : {64, 128}) {
     for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
       ModelConfig c;
-      c.n_heads = 8, c.n_kv_heads = 2, c.head_dim = hd, c.dim = 8 * hd, c.rope_theta = 500000.0;
+      c.n_heads = 8, c.n_kv_heads = 2, c.head_dim = hd, c.dim = 8 * hd, c.rope.theta = 500000.0;
       const auto opts = at::TensorOptions().device(at::kCUDA).dtype(dtype);
       const int64_t capacity = 100;
-      const RopeTables rope = make_rope_tables(c, capacity, opts);
+      const RopeTables rope = make_rope_tables(c.rope, c.head_dim, capacity, opts);
       const at::Tensor qkv = at::randn({1, c.q_dim() + 2 * c.kv_dim()}, opts);
       const at::Tensor position = at::full({1}, 37, opts.dtype(at::kLong));
       const at::Tensor keys = at::zeros({c.n_kv_heads, capacity, hd}, opts), values = at::zeros_like(keys);
       const at::Tensor q = rotate_and_cache_row(c, qkv, rope.table, position, keys, values);
 
-      const AttentionInputs eager = rotate_qkv(c, qkv, rope.table.index_select(0, position));
+      const RotatedQkv eager = rotate_qkv(c, qkv, rope.table.index_select(0, position));
       const at::Tensor eager_keys = at::zeros_like(keys).index_copy_(1, position, eager.k);
       const at::Tensor eager_values = at::zeros_like(values).index_copy_(1, position, eager.v);
       const double q_gap = gap(q, eager.q), k_gap = gap(keys, eager_keys);
@@ -71,10 +71,10 @@ TEST(RopeCacheCuda, EpilogueInTheProjectionMatchesTheRopeKernel) {
     for (const at::ScalarType dtype : {at::kBFloat16, at::kHalf, at::kFloat}) {
       for (const bool bias : {false, true}) {
         ModelConfig c;
-        c.n_heads = sh.heads, c.n_kv_heads = sh.kv_heads, c.head_dim = sh.hd, c.dim = 384, c.rope_theta = 500000.0;
+        c.n_heads = sh.heads, c.n_kv_heads = sh.kv_heads, c.head_dim = sh.hd, c.dim = 384, c.rope.theta = 500000.0;
         const auto opts = at::TensorOptions().device(at::kCUDA).dtype(dtype);
         const int64_t capacity = 40;
-        const RopeTables rope = make_rope_tables(c, capacity, opts);
+        const RopeTables rope = make_rope_tables(c.rope, c.head_dim, capacity, opts);
         LayerWeights layer;
         layer.wqkv = at::randn({c.q_dim() + 2 * c.kv_dim(), c.dim}, opts).mul(1.0 / std::sqrt(double(c.dim)));
         layer.attn_norm = at::rand({c.dim}, opts.dtype(at::kFloat)).add(0.5);

@@ -26,8 +26,8 @@ namespace {
 
 #ifdef HIPSTUDIO_HAVE_CUDA_KERNELS
 
-gpu::DType kernel_dtype(at::ScalarType t) {
-  return t == at::kBFloat16 ? gpu::DType::kBF16 : t == at::kHalf ? gpu::DType::kF16 : gpu::DType::kF32;
+gpu::ElementType kernel_dtype(at::ScalarType t) {
+  return t == at::kBFloat16 ? gpu::ElementType::kBF16 : t == at::kHalf ? gpu::ElementType::kF16 : gpu::ElementType::kF32;
 }
 
 // Half a unit in the last place, relative: the most that rounding the float32 result once to the
@@ -209,7 +209,7 @@ TEST(RowGemvCuda, LayoutRuleAtTheMeasuredShapes) {
 TEST(RowGemvCuda, RefusesWhatItCannotRead) {
   gpu::RowGemvLaunch l;
   alignas(16) static uint16_t buf[64], out[64];
-  l.w = buf, l.x = buf, l.y = out, l.dtype = gpu::DType::kBF16, l.n = 4, l.in = 16;
+  l.w = buf, l.x = buf, l.y = out, l.dtype = gpu::ElementType::kBF16, l.n = 4, l.in = 16;
   EXPECT_STREQ(gpu::row_gemv_refusal(l), "");
   l.y = buf + 8;  // y over the second half of x: blocks would write it while others still read x
   EXPECT_STRNE(gpu::row_gemv_refusal(l), "");
@@ -361,7 +361,7 @@ TEST(RowGemvCuda, EarlyStartedChainMatchesThePlainChain) {
     }
     auto launch = [&](const at::Tensor& w, const at::Tensor& x, const at::Tensor& y) {
       gpu::RowGemvLaunch g;
-      g.w = w.data_ptr(), g.x = x.data_ptr(), g.y = y.data_ptr(), g.dtype = gpu::DType::kBF16;
+      g.w = w.data_ptr(), g.x = x.data_ptr(), g.y = y.data_ptr(), g.dtype = gpu::ElementType::kBF16;
       g.n = w.size(0), g.in = w.size(1), g.next_starts_early = early;
       return g;
     };

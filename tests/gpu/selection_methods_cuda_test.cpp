@@ -5,7 +5,7 @@
 // kernels and is skipped where they were not built.
 #include <gtest/gtest.h>
 
-#include "engine/model/device.h"
+#include "engine/runtime/device.h"
 #include "kernels/methods/torch/tensor_selection.h"
 #include "kernels/methods/vslash.h"
 #include "kernels/torch/hip_torch.h"

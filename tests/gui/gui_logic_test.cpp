@@ -94,7 +94,7 @@ TEST(GuiLogic, ViewsOnASyntheticAnalysisMatchTheKernels) {
   EXPECT_EQ(r.query_block, 31);
   auto m = compute_layer_masks(a, r);
   ASSERT_TRUE(m->has_oracle);
-  EXPECT_EQ(m->hip.blocks, hip::estimate_masks(a->inputs(0), m->params).mask.blocks);
+  EXPECT_EQ(m->hip.blocks, hip::estimate_masks_reference(a->inputs(0), m->params).mask.blocks);
   auto t = compute_trace(*m, r);
   ASSERT_FALSE(t->steps.empty());
   std::vector<int32_t> starts;

@@ -90,7 +90,7 @@ TEST(MaskImage, PooledEqualsBruteForceOnEngineMasks) {
   p.b_k = 2;
   p.sink = 4;
   p.window = 8;
-  const hip::MaskResult hip = hip::estimate_masks(in, p).mask;
+  const hip::MaskResult hip = hip::estimate_masks_reference(in, p).mask;
   const hip::MaskResult oracle = hip::oracle_masks(in, p);
   const hip::MaskResult rnd = hip::random_masks(in, p, 5);
   for (int64_t head = 0; head < 2; ++head) {

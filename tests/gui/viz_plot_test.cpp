@@ -144,7 +144,7 @@ TEST(TraceSteps, FinalStepIsTheMaskAndCoverageIsTheRecall) {
   p.b_q = 8;
   p.b_k = 2;
   const hip::MaskResult oracle = hip::oracle_masks(in, p);
-  const hip::MaskResult mask = hip::estimate_masks(in, p).mask;
+  const hip::MaskResult mask = hip::estimate_masks_reference(in, p).mask;
   const std::vector<double> recall = hip::mask_recall(mask, oracle);
   for (int64_t qb : {0, 5, 20, 31}) {
     const hip::MaskTrace t = hip::trace_block_mask(in, p, 0, qb);

@@ -1,5 +1,5 @@
 // Sparse and dense attention and the metrics, against plain long-double implementations written
-// from the step 7.
+// from paper Algorithm 1's attention step.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -82,7 +82,7 @@ std::vector<AttnCase> setups() {
 TEST(AttentionReference, SparseAndDenseMatchPlainSoftmax) {
   for (const AttnCase& s : setups()) {
     const AttentionInputs in = s.inputs.view();
-    const MaskResult m = estimate_masks(in, s.params).mask;
+    const MaskResult m = estimate_masks_reference(in, s.params).mask;
     const AttentionOutput sparse = sparse_attention_reference(in, s.params, m);
     const AttentionOutput dense = dense_attention_reference(in, s.params);
     double worst_sparse = 0, worst_dense = 0, sparse_vs_dense = 0;
@@ -109,7 +109,7 @@ TEST(AttentionReference, SparseAndDenseMatchPlainSoftmax) {
 TEST(AttentionReference, MassMatchesPlainProbabilities) {
   for (const AttnCase& s : setups()) {
     const AttentionInputs in = s.inputs.view();
-    const MaskResult hip = estimate_masks(in, s.params).mask;
+    const MaskResult hip = estimate_masks_reference(in, s.params).mask;
     const MaskResult rnd = random_masks(in, s.params, 5);
     const std::vector<AttentionMass> mass = attention_mass(in, s.params, {&hip, &rnd});
     ASSERT_EQ(mass.size(), 2u);
@@ -146,7 +146,7 @@ TEST(AttentionReference, FullSelectionHasUnitMass) {
   const OwnedInputs o = testing::random_inputs(2, 1, 24, 24, 4, 40);
   HipParams p;
   p.k = 32, p.b_q = 4, p.b_k = 2;
-  const MaskResult m = estimate_masks(o.view(), p).mask;
+  const MaskResult m = estimate_masks_reference(o.view(), p).mask;
   const std::vector<AttentionMass> mass = attention_mass(o.view(), p, {&m});
   for (double x : mass[0].per_query) EXPECT_NEAR(x, 1.0, 1e-14);
 }
@@ -172,7 +172,7 @@ TEST(AttentionReference, NeedsVAndAMatchingMask) {
   const OwnedInputs o = testing::random_inputs(1, 1, 8, 8, 4, 41);
   HipParams p;
   p.k = 4, p.b_q = 4, p.b_k = 2;
-  const MaskResult m = estimate_masks(o.view(false), p).mask;
+  const MaskResult m = estimate_masks_reference(o.view(false), p).mask;
   EXPECT_THROW(sparse_attention_reference(o.view(false), p, m), AttentionInputError);
   HipParams other = p;
   other.b_q = 2;  // 4 query blocks instead of 2

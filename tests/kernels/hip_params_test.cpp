@@ -1,4 +1,4 @@
-// Every parameter rule of issue 3 is enforced, and the message names the broken rule.
+// Every HiP parameter rule (kernels/hip_param_rules.h) is enforced, and the message names the broken rule.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -138,7 +138,7 @@ TEST(HipParams, CudaKernelsRejectWhatTheReferenceRejects) {
     gpu::AttentionLaunch attention;
     attention.hip = p;
     const std::pair<const char*, std::function<void()>> launches[] = {
-        {"mask estimation", [&] { gpu::estimate_masks(mask); }}, {"sparse attention", [&] { gpu::sparse_attention(attention); }}};
+        {"mask estimation", [&] { gpu::launch_estimate_masks(mask); }}, {"sparse attention", [&] { gpu::sparse_attention(attention); }}};
     for (const auto& [name, launch] : launches) {
       try {
         launch();

@@ -38,7 +38,7 @@ TEST(HipProperties, SinglePeakIsFoundExactly) {
       s[j] = 10.0 * std::exp(-0.5 * z * z) + 0.01 * rng.normal();
     }
     const OwnedInputs o = testing::planted_scores(s, 32, 0.01, seed + 100);
-    const MaskResult hip = estimate_masks(o.view(), p).mask;
+    const MaskResult hip = estimate_masks_reference(o.view(), p).mask;
     const MaskResult oracle = oracle_masks(o.view(), p);
     ASSERT_GT(hip.iterations[0], 0);
     EXPECT_EQ(mask_recall(hip, oracle), std::vector<double>{1.0}) << "peak at " << center;
@@ -87,7 +87,7 @@ TEST(HipProperties, CenterBeatsFirstAndLastAndHipBeatsRandom) {
     for (double rho : {0.5, 0.0, 1.0}) {
       HipParams q = p;
       q.rho = rho;
-      const double r = mean(mask_recall(estimate_masks(o.view(), q).mask, oracle));
+      const double r = mean(mask_recall(estimate_masks_reference(o.view(), q).mask, oracle));
       (rho == 0.5 ? center : rho == 0.0 ? first : last).push_back(r);
     }
     random.push_back(mean(mask_recall(random_masks(o.view(), p, seed), oracle)));

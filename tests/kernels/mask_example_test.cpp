@@ -1,4 +1,4 @@
-// Hand-computed searches (worked out on paper from the rules) and the full-budget case.
+// Hand-computed searches (worked out on paper from the search's rules) and the full-budget case.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -68,7 +68,7 @@ TEST(MaskExample, CenterRepresentativeByHand) {
   expect_iteration(t.iterations[1], {{4, 6, 5, 9, true}, {6, 8, 7, 0, true}, {8, 10, 9, 0, false}, {10, 12, 11, 0, false}});
   expect_iteration(t.iterations[2], {{4, 5, 4, 0, false}, {5, 6, 5, 9, true}, {6, 7, 6, 5, true}, {7, 8, 7, 0, false}});
   EXPECT_EQ(t.blocks, (std::vector<int32_t>{5, 6}));
-  const MaskResult m = estimate_masks(o.view(), two_of_sixteen(0.5)).mask;
+  const MaskResult m = estimate_masks_reference(o.view(), two_of_sixteen(0.5)).mask;
   EXPECT_EQ(m.branches[0], 12);
   EXPECT_EQ(m.iterations[0], 3);
 }
@@ -83,7 +83,7 @@ TEST(MaskExample, FirstRepresentativeByHand) {
   expect_iteration(t.iterations[0], {{0, 4, 0, 0, true}, {4, 8, 4, 0, true}, {8, 12, 8, 0, false}, {12, 16, 12, 0, false}});
   expect_iteration(t.iterations[1], {{0, 2, 0, 0, false}, {2, 4, 2, 3, true}, {4, 6, 4, 0, false}, {6, 8, 6, 5, true}});
   EXPECT_EQ(t.blocks, (std::vector<int32_t>{2, 6}));
-  const MaskResult hip = estimate_masks(o.view(), two_of_sixteen(0.0)).mask;
+  const MaskResult hip = estimate_masks_reference(o.view(), two_of_sixteen(0.0)).mask;
   const MaskResult oracle = oracle_masks(o.view(), two_of_sixteen(0.0));
   EXPECT_EQ(std::vector<int32_t>(oracle.row(0, 0), oracle.row(0, 0) + 2), (std::vector<int32_t>{5, 6}));
   EXPECT_EQ(mask_recall(hip, oracle), std::vector<double>{0.5});
@@ -117,7 +117,7 @@ TEST(MaskExample, FullBudgetSelectsEverythingAndSparseEqualsDense) {
     const OwnedInputs o = testing::random_inputs(2, 1, s.t, s.t, 8, 100 + s.t);
     HipParams p;
     p.k = s.k, p.b_q = s.b_q, p.b_k = s.b_k, p.sink = s.sink, p.window = s.window;
-    const MaskResult m = estimate_masks(o.view(), p).mask;
+    const MaskResult m = estimate_masks_reference(o.view(), p).mask;
     for (int64_t h = 0; h < m.heads; ++h) {
       for (int64_t qb = 0; qb < m.query_blocks; ++qb) {
         EXPECT_EQ(m.iterations[m.index(h, qb)], 0);

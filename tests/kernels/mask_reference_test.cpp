@@ -1,4 +1,4 @@
-// The HiP reference against an independent plain implementation of the issue's steps, plus the
+// The HiP reference against an independent plain implementation of the search's steps, plus the
 // structural properties every mask and trace must have.
 #include <gtest/gtest.h>
 
@@ -74,7 +74,7 @@ TEST(MaskReference, MatchesPlainImplementationOfTheIssue) {
   for (const Case& c : cases()) {
     SCOPED_TRACE(c.name);
     const AttentionInputs in = c.inputs.view();
-    const MaskResult m = estimate_masks(in, c.params).mask;
+    const MaskResult m = estimate_masks_reference(in, c.params).mask;
     int64_t searched = 0;
     for (int64_t h = 0; h < in.hq; ++h) {
       for (int64_t qb = 0; qb < m.query_blocks; ++qb) {
@@ -95,7 +95,7 @@ TEST(MaskReference, MasksAreSortedUniqueInRangeAndFull) {
   for (const Case& c : cases()) {
     SCOPED_TRACE(c.name);
     const AttentionInputs in = c.inputs.view();
-    const MaskResult m = estimate_masks(in, c.params).mask;
+    const MaskResult m = estimate_masks_reference(in, c.params).mask;
     ASSERT_EQ(m.kb, c.params.k / c.params.b_k);
     ASSERT_EQ(m.query_blocks, (in.tq + c.params.b_q - 1) / c.params.b_q);
     for (int64_t h = 0; h < m.heads; ++h) {
@@ -118,7 +118,7 @@ TEST(MaskReference, MasksAreSortedUniqueInRangeAndFull) {
 }
 
 // Replays one trace step by step: the branches are the split of the current nodes, the kept ones
-// are the best Kb by (score desc, begin asc), scores are the issue's definition, and the last
+// are the best Kb by (score desc, begin asc), scores are the reference's definition, and the last
 // nodes are the mask.
 void check_trace(const AttentionInputs& in, const HipParams& p, const MaskTrace& t, const MaskResult& m) {
   const int64_t kb = p.k / p.b_k;
@@ -196,7 +196,7 @@ TEST(MaskReference, TracesReplayToTheMask) {
     for (int64_t h = 0; h < in.hq; ++h) {
       for (int64_t qb = 0; qb < qbs; ++qb) opt.trace.push_back({h, qb});
     }
-    const MaskEstimate est = estimate_masks(in, c.params, opt);
+    const MaskEstimate est = estimate_masks_reference(in, c.params, opt);
     ASSERT_EQ(est.traces.size(), opt.trace.size());
     for (size_t i = 0; i < est.traces.size(); ++i) {
       EXPECT_EQ(est.traces[i].head, opt.trace[i].head);
@@ -213,8 +213,8 @@ TEST(MaskReference, TracingOneBlockMatchesTheFullRun) {
     const int64_t last = query_blocks(in, c.params) - 1;
     MaskOptions opt;
     opt.trace = {{in.hq - 1, last}, {0, last / 2}, {in.hq - 1, last}};  // a duplicate too
-    const MaskEstimate est = estimate_masks(in, c.params, opt);
-    const MaskResult plain = estimate_masks(in, c.params).mask;
+    const MaskEstimate est = estimate_masks_reference(in, c.params, opt);
+    const MaskResult plain = estimate_masks_reference(in, c.params).mask;
     EXPECT_EQ(est.mask.blocks, plain.blocks);  // tracing never changes the result
     for (size_t i = 0; i < opt.trace.size(); ++i) {
       const MaskTrace single = trace_block_mask(in, c.params, opt.trace[i].head, opt.trace[i].query_block);
@@ -239,9 +239,9 @@ TEST(MaskReference, ResultDoesNotDependOnThreadCount) {
     SCOPED_TRACE(c.name);
     MaskOptions one, two, many;
     one.threads = 1, two.threads = 2, many.threads = 7;
-    const MaskResult a = estimate_masks(c.inputs.view(), c.params, one).mask;
-    const MaskResult b = estimate_masks(c.inputs.view(), c.params, two).mask;
-    const MaskResult d = estimate_masks(c.inputs.view(), c.params, many).mask;
+    const MaskResult a = estimate_masks_reference(c.inputs.view(), c.params, one).mask;
+    const MaskResult b = estimate_masks_reference(c.inputs.view(), c.params, two).mask;
+    const MaskResult d = estimate_masks_reference(c.inputs.view(), c.params, many).mask;
     EXPECT_EQ(a.blocks, b.blocks);
     EXPECT_EQ(a.blocks, d.blocks);
     EXPECT_EQ(a.branches, d.branches);
@@ -253,20 +253,20 @@ TEST(MaskReference, RejectsBadInputsAndRequests) {
   OwnedInputs o = testing::random_inputs(2, 1, 10, 8, 4, 9);  // more queries than keys
   HipParams p;
   p.k = 4, p.b_q = 2, p.b_k = 2;
-  EXPECT_THROW(estimate_masks(o.view(), p), AttentionInputError);
+  EXPECT_THROW(estimate_masks_reference(o.view(), p), AttentionInputError);
   o = testing::random_inputs(3, 2, 8, 8, 4, 9);  // 3 heads over 2 KV heads
-  EXPECT_THROW(estimate_masks(o.view(), p), AttentionInputError);
+  EXPECT_THROW(estimate_masks_reference(o.view(), p), AttentionInputError);
   o = testing::random_inputs(2, 1, 8, 8, 4, 9);
   o.positions.assign(8, 3);
   o.positions[5] = 8;  // outside [0, tk)
-  EXPECT_THROW(estimate_masks(o.view(), p), AttentionInputError);
+  EXPECT_THROW(estimate_masks_reference(o.view(), p), AttentionInputError);
   o.positions.clear();
   MaskOptions opt;
   opt.trace = {{2, 0}};  // head 2 of 2
-  EXPECT_THROW(estimate_masks(o.view(), p, opt), AttentionInputError);
+  EXPECT_THROW(estimate_masks_reference(o.view(), p, opt), AttentionInputError);
   EXPECT_THROW(trace_block_mask(o.view(), p, 0, 4), AttentionInputError);  // 4 query blocks: 0..3
   p.k = 3;
-  EXPECT_THROW(estimate_masks(o.view(), p), HipParamError);
+  EXPECT_THROW(estimate_masks_reference(o.view(), p), HipParamError);
 }
 
 }  // namespace

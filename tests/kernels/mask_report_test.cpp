@@ -20,7 +20,7 @@ TEST(MaskReport, ComparesHipWithOracleAndRandom) {
   const MaskReport r = build_mask_report(o.view(), p, opt);
   // Query blocks start at positions 160, 176, ..., 240: all have N = (p0+1-8)/2 - 2 > Kb = 8.
   EXPECT_EQ(r.searched_query_blocks, 6);
-  EXPECT_EQ(r.hip.mask.blocks, estimate_masks(o.view(), p).mask.blocks);
+  EXPECT_EQ(r.hip.mask.blocks, estimate_masks_reference(o.view(), p).mask.blocks);
   EXPECT_EQ(r.random.mask.blocks, random_masks(o.view(), p, 3).blocks);
   for (int64_t h = 0; h < 4; ++h) {
     EXPECT_EQ(r.oracle.recall_per_head[h], 1.0);

@@ -1,5 +1,5 @@
 #pragma once
-// A second, deliberately plain implementation of issue 3's steps 1-6, written from the issue text
+// A second, deliberately plain implementation of the search's steps (paper section 3.2), written from the rules
 // (full sorts, no caching, no shared helpers from kernels/ except the input view), so that the
 // reference can be compared with it mask for mask.
 #include <algorithm>

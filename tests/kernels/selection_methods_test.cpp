@@ -129,7 +129,7 @@ TEST(SelectionMethods, BaselineEntriesGiveTheWrappedFunctionsMasks) {
       EXPECT_EQ(a.branches, b.branches) << s.name << " " << what;
     };
     same(methods::select_masks(methods::find_selection_method("hip"), in, context("hip", p)),
-         estimate_masks(in, p).mask, "hip");
+         estimate_masks_reference(in, p).mask, "hip");
     same(methods::select_masks(methods::find_selection_method("oracle"), in, context("oracle", p)),
          oracle_masks(in, p), "oracle");
     SelectionContext ctx = context("random", p, {{"random_seed", 7}});
@@ -223,7 +223,7 @@ TEST(SelectionMethods, DecodeRefreshesFollowTheCurrentQuery) {
       EXPECT_NE(got.count(0, 0), 0);
     }
     if (m->name == "hip") {
-      EXPECT_EQ(got.blocks, estimate_masks(in, p).mask.blocks);
+      EXPECT_EQ(got.blocks, estimate_masks_reference(in, p).mask.blocks);
     }
   }
 }

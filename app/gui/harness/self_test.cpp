@@ -163,8 +163,8 @@ void SelfTest::build_steps() {
                     [](AppState& s) { s.focus_panel = "mask"; },
                     [](const AppState&, const Snapshot& s) { return s.masks != nullptr; },
                     [](AppState&, const Snapshot& s) -> std::string {
-                      const LayerMasks& m = *s.masks;
-                      const hip::MaskResult engine = hip::estimate_masks(m.source->inputs(m.layer), m.params).mask;
+                      const LayerMaskSnapshot& m = *s.masks;
+                      const hip::MaskResult engine = hip::estimate_masks_reference(m.source->inputs(m.layer), m.params).mask;
                       if (engine.blocks != m.hip.blocks || engine.counts != m.hip.counts) return "mask blocks differ";
                       return "";
                     }});
@@ -262,7 +262,7 @@ void SelfTest::build_steps() {
                       }
                       if (starts != t.engine_blocks) return "stepper's final mask differs from the engine's mask";
                       if (starts != t.trace.blocks) return "stepper's final mask differs from the trace's mask";
-                      const LayerMasks& m = *snap.masks;
+                      const LayerMaskSnapshot& m = *snap.masks;
                       const int32_t* o = m.oracle.row(t.head, t.query_block);
                       if (std::vector<int32_t>(o, o + m.oracle.count(t.head, t.query_block)) != t.oracle_blocks)
                         return "stepper's oracle blocks differ from the engine's oracle mask";
@@ -438,7 +438,7 @@ void SelfTest::build_capture_steps() {
   struct Live {
     std::string path, damaged;
     std::shared_ptr<const AnalysisView> analysis;
-    std::shared_ptr<const LayerMasks> masks;
+    std::shared_ptr<const LayerMaskSnapshot> masks;
     std::shared_ptr<const DenseView> dense;
     int generate_id = 0;
   };
@@ -479,8 +479,8 @@ void SelfTest::build_capture_steps() {
                              snap.dense && snap.fresh(kStageMasks) && snap.fresh(kStageDense) && !snap.busy;
                     },
                     [this, live](AppState& s, const Snapshot& snap) -> std::string {
-                      const LayerMasks& a = *live->masks;
-                      const LayerMasks& b = *snap.masks;
+                      const LayerMaskSnapshot& a = *live->masks;
+                      const LayerMaskSnapshot& b = *snap.masks;
                       if (a.layer != b.layer || a.hip.blocks != b.hip.blocks || a.hip.counts != b.hip.counts)
                         return "the capture's HiP mask differs from the live one";
                       if (a.oracle.blocks != b.oracle.blocks || a.recall != b.recall) return "the capture's oracle / recall differ";

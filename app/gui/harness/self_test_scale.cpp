@@ -23,14 +23,14 @@ namespace {
 
 const char* const kMore = kSelfTestMore;
 
-// What each measurement should reach (issue 19's usability goals: placeholders where the issue names
-// none). Reported, never asserted.
+// What each measurement should reach (the GUI's usability goals at scale, docs/GUI.md; placeholders
+// where no goal is set). Reported, never asserted.
 struct Target {
   const char* key;
   const char* unit;  // "s" or "ms"
   double limit;
 };
-// Issue 19's targets at 32k tokens; k_change_to_viewed_layer (the new mask and recall of the viewed
+// The usability targets at 32k tokens; k_change_to_viewed_layer (the new mask and recall of the viewed
 // layer, before its device timing) has the 128k target.
 const Target kTargets[] = {
     {"k_change_to_viewed_layer", "s", 3},
@@ -57,7 +57,7 @@ std::string stage_times_text(const Snapshot& snap) {
 }
 
 // Mean HiP-vs-oracle recall of the layer, or "n/a" where the oracle was not computed.
-std::string recall_text(const LayerMasks& m) {
+std::string recall_text(const LayerMaskSnapshot& m) {
   if (!m.has_oracle || m.recall.empty()) return fmt("n/a (no oracle above %lld tokens)", static_cast<long long>(kOracleMaxTokens));
   double sum = 0;
   size_t n = 0;
@@ -140,7 +140,7 @@ struct ScaleRun {
   std::vector<std::string> shots;
 
   // Between steps: what was on screen before the change.
-  std::shared_ptr<const LayerMasks> masks;
+  std::shared_ptr<const LayerMaskSnapshot> masks;
   std::shared_ptr<const AnalysisView> analysis;
   std::chrono::steady_clock::time_point action;  // when the step made its change
   double t_model = -1;  // process age when the model was first loaded
@@ -375,7 +375,7 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
               if (!all_ready(s, snap)) return kMore;  // and the latency stage's timing of the layer
               if (run->phase++ == 2) return kMore;
               run->timing(key, run->elapsed());
-              const LayerMasks& m = *snap.masks;
+              const LayerMaskSnapshot& m = *snap.masks;
               // An l_d change may leave the viewed layer's mask as it was (its inputs move a little):
               // its result is a new analysis run with the new l_d.
               const bool changed =
@@ -402,7 +402,7 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
   if (!options.basic) {
     add(knob_step(Knob::b_q, "b_q_change_to_mask"), {"b_q_change_to_mask"});
     add(knob_step(Knob::b_k, "b_k_change_to_mask"), {"b_k_change_to_mask"});
-    // l_d down by one (no target; the issue asks that it re-run only the layers it changes: the
+    // l_d down by one (no target; it must re-run only the layers it changes: the
     // worker trace's first "HiP prefill, layer N" line after it names where the HiP side resumed).
     add(knob_step(Knob::l_d, "l_d_change_to_mask"), {"l_d_change_to_mask"});
 

@@ -127,7 +127,7 @@ struct Soak::State {
   std::shared_ptr<const ModelInfo> model_before;
   std::shared_ptr<const GenerateView> generate_before;
   std::shared_ptr<const AnalysisView> live_analysis;
-  std::shared_ptr<const LayerMasks> live_masks;
+  std::shared_ptr<const LayerMaskSnapshot> live_masks;
 
   double since(Clock::time_point t) const { return std::chrono::duration<double>(Clock::now() - t).count(); }
 

@@ -2,7 +2,7 @@
 // of dependent gathers with the HBM mostly idle) to make the output projection after it start
 // sooner. Two experiments, each against the same projection (row_gemv, 4096 x 4096, on 8 rotating
 // weight copies: 268 MB, beyond the L2), microseconds a (stand-in, projection) pair, the median of 15
-// replays of a graph of 8 pairs (kernels/BENCHMARKS.md, 2026-11-27 third session: neither paid):
+// replays of a graph of 8 pairs (kernels/BENCHMARKS_HISTORY.md: neither paid):
 // 1. L2 prefetch: a stand-in with the attention's grid, each thread chasing `steps` dependent 16-byte
 //    loads through 1 GiB, first sends the projection's weights toward the L2 (modes below). Does the
 //    projection get faster, and by more than the prefetch slows the stand-in?
@@ -117,7 +117,7 @@ int main() {
   HIP_CUDA_CHECK(cudaMalloc(&y, dim * 2));
   auto gemv = [&](int i) {
     hipstudio::gpu::RowGemvLaunch l;
-    l.w = w[i % copies], l.x = x, l.y = y, l.dtype = hipstudio::gpu::DType::kBF16, l.n = dim, l.in = dim, l.stream = s;
+    l.w = w[i % copies], l.x = x, l.y = y, l.dtype = hipstudio::gpu::ElementType::kBF16, l.n = dim, l.in = dim, l.stream = s;
     hipstudio::gpu::row_gemv(l);
   };
   // Each stand-in alone, then with the projection after it: the projection's share is the difference.

@@ -15,7 +15,7 @@
 //
 // Built with the kernels as build*/hipstudio_gather_floor; it takes the kernels' own copy and
 // error helpers (kernels/cuda/common.cuh) and timer (gpu::EventPair), so it gathers exactly as they do.
-// Usage: hipstudio_gather_floor [tokens=131072]   (kernels/cuda/device_run.sh floors on the GPU machine)
+// Usage: hipstudio_gather_floor [tokens=131072]   (scripts/dev/device_run.sh floors on the GPU machine)
 #include <cuda_runtime.h>
 
 #include <algorithm>

@@ -100,7 +100,7 @@ int main() {
     const int calls = 8;
     const double ms = probe::graph_replay_ms(s, calls, [&](int i) {
       RowGemvLaunch l;
-      l.w = w[static_cast<size_t>(i % copies)], l.x = x, l.y = y, l.dtype = hipstudio::gpu::DType::kBF16;
+      l.w = w[static_cast<size_t>(i % copies)], l.x = x, l.y = y, l.dtype = hipstudio::gpu::ElementType::kBF16;
       l.n = sh.n, l.in = sh.in, l.silu_mul = sh.fused, l.residual = sh.fused ? res : nullptr;
       l.stream = s;
       hipstudio::gpu::row_gemv(l);
@@ -150,7 +150,7 @@ int main() {
         for (int l = 0; l < layers; ++l) {
           auto base = [&] {
             RowGemvLaunch g;
-            g.dtype = hipstudio::gpu::DType::kBF16, g.stream = s, g.next_starts_early = early;
+            g.dtype = hipstudio::gpu::ElementType::kBF16, g.stream = s, g.next_starts_early = early;
             return g;
           };
           RowGemvLaunch a = base();  // q/k/v after the norm

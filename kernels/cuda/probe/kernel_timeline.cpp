@@ -8,7 +8,7 @@
 // Why: the GPU machine has no Nsight Systems, and a decode step is ~300 kernels replayed from CUDA
 // graphs, where launch gaps and idle stretches are what a benchmark's one number hides. Kernels inside
 // graphs are recorded one by one (CUPTI's concurrent-kernel records), so a step's gaps can be read.
-// Build on the GPU machine (scripts/device-scale timeline does):
+// Build on the GPU machine (scripts/dev/device-scale timeline does):
 //   g++ -shared -fPIC -O2 kernels/cuda/probe/kernel_timeline.cpp -I$CUDA/include -L$CUPTI_DIR -lcupti
 //       -o /tmp/libkernel_timeline.so
 // A probe for measurements, not part of hipstudio: tracing costs each launch some time, so its

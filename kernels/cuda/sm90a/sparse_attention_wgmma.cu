@@ -22,7 +22,7 @@ namespace hipstudio::gpu {
 namespace {
 
 // The CTAs per SM the registers are sized for: a compile-time knob for
-// kernels/cuda/device_variants.sh (v18: 3 against 2, 1.03 against 1.24 ms at 32k). One softmax
+// scripts/dev/device_variants.sh (v18: 3 against 2, 1.03 against 1.24 ms at 32k). One softmax
 // step covers a whole 64-key tile (S in 32 registers); two 32-key steps measured slower (v18).
 #ifndef HIPSTUDIO_WGMMA_MIN_CTAS
 #define HIPSTUDIO_WGMMA_MIN_CTAS 3
@@ -151,6 +151,7 @@ __global__ void __launch_bounds__(kThreads, HIPSTUDIO_WGMMA_MIN_CTAS) sparse_att
     wgmma_commit();
     wgmma_wait<0>();
     fence_accumulators<kSTiles>(s);
+    if (a.cap_out != 0.f) cap_chunk<kSTiles>(s, a.cap_in, a.cap_out);
     if (masked_cur) mask_chunk<kSTiles>(s, skey, 0, cq, e0, e1);
     softmax_chunk<kSTiles, NT>(s, o, m0, m1, l0, l1, a.scale_log2);
     uint32_t pf[kBK / 16][4];
@@ -179,12 +180,12 @@ __global__ void __launch_bounds__(kThreads, HIPSTUDIO_WGMMA_MIN_CTAS) sparse_att
 
 }  // namespace
 
-void launch_sparse_attention_wgmma(const AttnArgs& a, DType dtype, int d_pad, unsigned grid, cudaStream_t stream) {
+void launch_sparse_attention_wgmma(const AttnArgs& a, ElementType dtype, int d_pad, unsigned grid, cudaStream_t stream) {
   auto launch = [&](auto kernel, size_t smem) {
     set_smem(reinterpret_cast<const void*>(kernel), smem, "sparse attention (wgmma)", true);
     kernel<<<grid, kThreads, smem, stream>>>(a);
   };
-  const bool bf16 = dtype == DType::kBF16;
+  const bool bf16 = dtype == ElementType::kBF16;
   if (d_pad == 64) {
     if (bf16) launch(sparse_attention_wgmma<__nv_bfloat16, 64>, wgmma_smem_bytes<64>());
     else launch(sparse_attention_wgmma<__half, 64>, wgmma_smem_bytes<64>());

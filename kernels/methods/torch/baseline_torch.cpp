@@ -26,7 +26,7 @@ MethodMaskTensors hip_tensor_select(const TensorInputs& inputs, const SelectionC
   host.k = k.data_ptr<float>();
   MaskOptions options;
   options.threads = ctx.threads;
-  return mask_tensors_of(estimate_masks(host, p, options).mask, in.i64);
+  return mask_tensors_of(estimate_masks_reference(host, p, options).mask, in.i64);
 }
 
 MethodMaskTensors random_tensor_select(const TensorInputs& inputs, const SelectionContext& ctx, const MethodState*) {

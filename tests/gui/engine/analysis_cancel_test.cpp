@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/model/paired_analysis.h"
+#include "engine/analysis/paired_analysis.h"
 #include "tests/engine/engine_fixture.h"
 
 namespace hipstudio {

@@ -1,4 +1,4 @@
-// Sliders at length (issue "The GUI on the GPU": changing r_m re-ran both prefills): r_m and the
+// Sliders at length (changing r_m must not re-run both prefills): r_m and the
 // decode steps re-run only the decode half on the kept prefill; the layer views stay the same
 // objects; a prefill setting (k) runs the prefill again.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Sliders at length (issue "The GUI on the GPU": a change recomputes only what it invalidates): the
+// Sliders at length (a change recomputes only what it invalidates): the
 // dense-probability image and the locality histograms read nothing but the viewed layer's inputs.
 // At or below the first HiP layer those are the dense layers' output, so a HiP setting keeps them
 // (the same result objects, no re-run); above it the HiP layers before it change them, so they run

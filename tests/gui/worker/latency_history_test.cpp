@@ -1,4 +1,4 @@
-// The Latency panel's history (issue "The GUI on the GPU": after 7 runs the plot held 2 points):
+// The Latency panel's history (every run adds its point):
 // the worker records every paired run as it finishes, whatever panels are open, oldest first, and a
 // change that re-runs no analysis (a new head) adds nothing.
 #include <gtest/gtest.h>

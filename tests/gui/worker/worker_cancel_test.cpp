@@ -1,4 +1,4 @@
-// The GUI worker under cancels at random moments (issue 8, "Hardening"): the real Worker with the
+// The GUI worker under cancels at random moments (docs/HARDENING.md): the real Worker with the
 // fake engine jobs (fake_engine_jobs.cpp). After every cancel the worker must be idle within a
 // bound, the process must have as many threads as before (nothing left behind), the snapshot must
 // hold only complete results that agree with each other, and the next run must give exactly what

@@ -1,0 +1,459 @@
+#include "engine/backends/hip_attention.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+
+#include <ATen/ATen.h>
+
+#include "engine/runtime/device_timer.h"
+#include "engine/analysis/host_inputs.h"
+#include "engine/model/layer_math.h"
+#include "kernels/attention_inputs.h"
+#include "kernels/search_range.h"
+#include "kernels/shape_only_inputs.h"
+#include "kernels/torch/hip_torch.h"
+#include "kernels/key_set.h"
+#include "kernels/oracle.h"
+#include "kernels/parallel_for.h"
+#include "kernels/random_baseline.h"
+#include "kernels/sparse_attention_reference.h"
+
+namespace hipstudio {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The (head, query block 0) trace requests of every head: a decode step has one query block.
+hip::MaskOptions trace_every_head(int64_t heads) {
+  hip::MaskOptions options;
+  for (int64_t h = 0; h < heads; ++h) options.trace.push_back({h, 0});
+  return options;
+}
+
+// Keys read by the hierarchical search of one head: the sampled keys of every scored branch's
+// representative block, from its trace. The representative blocks are sorted rather than their
+// keys (b_k / b_sk times fewer): at 32k tokens sorting every head's keys took ~10 ms a layer, most
+// of a decode refresh step's recording.
+std::vector<int32_t> search_keys(const hip::MaskTrace& trace, const hip::HipParams& p) {
+  std::vector<int32_t> blocks;
+  for (const hip::TraceIteration& iteration : trace.iterations)
+    for (const hip::TraceBranch& branch : iteration.branches) blocks.push_back(static_cast<int32_t>(branch.repr));
+  std::sort(blocks.begin(), blocks.end());
+  blocks.erase(std::unique(blocks.begin(), blocks.end()), blocks.end());
+  // A block's sampled keys lie inside it, so ascending blocks give ascending, distinct keys.
+  std::vector<int32_t> out;
+  out.reserve(blocks.size() * static_cast<size_t>(p.b_k / p.b_sk));
+  for (int32_t block : blocks)
+    for (int64_t u = 0; u < p.b_k / p.b_sk; ++u) out.push_back(static_cast<int32_t>(block * p.b_k + u * p.b_sk));
+  return out;
+}
+
+}  // namespace
+
+bool hip_replaces(const AttentionMath& math, int64_t layer, int64_t dense_layers) {
+  return math.window == 0 && math.rank_of(layer) >= dense_layers;
+}
+
+bool hip_replaces_layer(const ModelConfig& config, int64_t dense_layers, int64_t layer) {
+  return hip_replaces(layer_attention_math(config, layer), layer, dense_layers);
+}
+
+int64_t first_hip_layer(const ModelConfig& config, int64_t dense_layers) {
+  for (int64_t l = 0; l < config.n_layers; ++l)
+    if (hip_replaces_layer(config, dense_layers, l)) return l;
+  return config.n_layers;
+}
+
+void validate_hip_model_params(const HipModelParams& params) {
+  hip::validate_hip_params(params.hip);
+  if (params.dense_layers < 0) throw hip::HipParamError("l_d (" + std::to_string(params.dense_layers) + ") must be >= 0");
+  if (params.refresh_every < 1) throw hip::HipParamError("r_m (" + std::to_string(params.refresh_every) + ") must be >= 1");
+  if (!params.hip.causal) throw hip::HipParamError("HiP inside a language model must be causal");
+}
+
+HipAttention::HipAttention(const HipModelParams& params, int64_t n_layers) : params_(params), layers_(n_layers) {
+  validate_hip_model_params(params_);
+}
+
+void HipAttention::reset() {
+  for (LayerState& s : layers_) s = LayerState{};
+}
+
+void HipAttention::set_refresh_every(int64_t refresh_every) {
+  HipModelParams next = params_;
+  next.refresh_every = refresh_every;
+  validate_hip_model_params(next);
+  params_ = next;
+  reset();
+}
+
+bool HipAttention::cuda_ready() {
+  if (cuda_ready_ < 0) {
+    const std::string why = hip_torch::cuda_kernels_status();
+    cuda_ready_ = why.empty() ? 1 : 0;
+    backend_note_ = why.empty() ? "HiP CUDA kernels" : "HiP CPU reference (CUDA kernels unavailable: " + why + ")";
+  }
+  return cuda_ready_ == 1;
+}
+
+bool HipAttention::replaces(const AttentionCall& call) const {
+  return hip_replaces(call.math, call.layer, params_.dense_layers);
+}
+
+bool HipAttention::needs_refresh(const LayerState& state) const {
+  return !state.valid || state.steps_since_refresh >= params_.refresh_every;
+}
+
+int64_t HipAttention::cached_extra(const LayerState& state, int64_t position) const {
+  const int64_t extra = hip::search_hi(params_.hip, position) - state.refresh_hi;
+  if (extra < 0 || extra > tail_room()) throw std::logic_error("HiP decode: the cached mask's dense tail outgrew its room");
+  return extra;
+}
+
+hip::HipParams HipAttention::widened_params() const {
+  hip::HipParams widened = params_.hip;
+  widened.k = (hip::hip_kb(params_.hip) + tail_room()) * params_.hip.b_k;
+  return widened;
+}
+
+void HipAttention::ensure_decode_buffers(int64_t heads, const c10::Device& device) {
+  const int64_t layers = static_cast<int64_t>(layers_.size()), kb = hip::hip_kb(params_.hip), room = tail_room();
+  const std::vector<int64_t> rows_shape{layers, heads, 1, kb + room};
+  // A device without an index ("cuda") means the current one, where the buffers were made.
+  const bool same_device = buffers_.rows.defined() && buffers_.rows.device().type() == device.type() &&
+                           (!device.has_index() || buffers_.rows.device().index() == device.index());
+  if (same_device && buffers_.rows.sizes().vec() == rows_shape) return;
+  const auto i32 = at::TensorOptions().device(device).dtype(at::kInt);
+  buffers_ = DecodeBuffers{};
+  buffers_.rows = at::full(rows_shape, -1, i32);
+  buffers_.counts_by_extra = at::zeros({layers, room + 1, heads, 1}, i32);
+  buffers_.counts_now = at::zeros({layers, heads, 1}, i32);
+  for (int64_t l = 0; l < layers; ++l) {
+    buffers_.layer_rows.push_back(buffers_.rows.select(0, l));
+    buffers_.layer_counts_by_extra.push_back(buffers_.counts_by_extra.select(0, l));
+  }
+  for (int64_t e = 0; e <= room; ++e) buffers_.counts_for_extra.push_back(buffers_.counts_by_extra.select(1, e));
+  // Unique in the process (next_graph_buffers_id): a graph captured for another backend (or for
+  // buffers since freed) never matches a new one.
+  buffers_.generation = next_graph_buffers_id();
+  for (LayerState& s : layers_) s.valid = false;  // their rows lived in the old buffers
+}
+
+bool HipAttention::graphable(const c10::Device& device) {
+  return device.is_cuda() && params_.selection == BlockSelection::Hip && params_.dense_layers < static_cast<int64_t>(layers_.size()) &&
+         !observer_ && !record_access_ && !sync_timing_ && cuda_ready();
+}
+
+GraphedAttention HipAttention::prepare_graphed_decode(const at::Tensor& q, const at::Tensor& k) {
+  if (!graphable(q.device())) return {};
+  ensure_decode_buffers(q.size(0), q.device());
+  // Asked again only for other graphs' tensors (this runs before every graphed step, and the
+  // same buffers may serve another model's graphs): the answer depends on their form alone.
+  const DecodeGraphForm asked = DecodeGraphForm::of(q, k);
+  if (!(asked == buffers_.refresh_asked)) {
+    buffers_.refresh_in_graph = hip_torch::refresh_in_decode_graph_supported(q, k, params_.hip);
+    buffers_.refresh_asked = asked;
+  }
+  // The dense layers inside the capture too where the dense attention can be: a capture then bakes
+  // in the dense side's offsets as well, so the plan's identity covers both buffer generations.
+  GraphedAttention plan{params_.dense_layers, buffers_.generation, buffers_.refresh_in_graph};
+  if (params_.dense_layers > 0) {
+    const GraphedAttention dense = dense_.prepare_graphed_decode(q, k);
+    if (dense.from_layer == 0) {
+      plan.from_layer = 0;
+      plan.buffers = (buffers_.generation << 32) ^ dense.buffers;
+    }
+  }
+  buffers_.plan = plan;
+  return plan;
+}
+
+void HipAttention::note_refresh(LayerState& state, int64_t layer, int64_t position) {
+  state.refresh_hi = hip::search_hi(params_.hip, position);
+  state.gpu_rows = buffers_.layer_rows.at(static_cast<size_t>(layer));
+  state.gpu_counts_by_extra = buffers_.layer_counts_by_extra.at(static_cast<size_t>(layer));
+  state.valid = true;
+  state.steps_since_refresh = 0;
+}
+
+bool HipAttention::next_step_refreshes_graphed_layers() const {
+  for (size_t l = static_cast<size_t>(params_.dense_layers); l < layers_.size(); ++l)
+    if (!needs_refresh(layers_[l])) return false;
+  return true;
+}
+
+GraphedStep HipAttention::begin_graphed_step(int64_t position, const GraphedAttention& plan, bool refresh_captured) {
+  buffers_.pending_extra = -1;
+  // graphable: the kernels serve the sparse layers, and there is at least one.
+  if (!buffers_.rows.defined() || !graphable(buffers_.rows.device()) || !(plan == buffers_.plan) ||
+      buffers_.rows.size(3) != hip::hip_kb(params_.hip) + tail_room())  // rows made for another k or r_m
+    return GraphedStep::kNone;
+  const size_t first = static_cast<size_t>(params_.dense_layers);
+  // The layers refresh together: all of them at this step (a refresh capture), or none (each reuses
+  // its cached mask, whose tail has moved by the same number of blocks in every layer).
+  if (needs_refresh(layers_[first])) {
+    if (!refresh_captured || !plan.refreshes || !next_step_refreshes_graphed_layers()) return GraphedStep::kNone;
+    // The eager refresh's bookkeeping (attend_cuda); the capture writes each layer's rows.
+    for (size_t l = first; l < layers_.size(); ++l) {
+      note_refresh(layers_[l], static_cast<int64_t>(l), position);
+      ++layers_[l].steps_since_refresh;
+    }
+    return GraphedStep::kRefresh;
+  }
+  int64_t extra = -1;
+  for (size_t l = first; l < layers_.size(); ++l) {
+    const LayerState& s = layers_[l];
+    if (needs_refresh(s)) return GraphedStep::kNone;
+    const int64_t e = cached_extra(s, position);
+    if (extra >= 0 && e != extra) return GraphedStep::kNone;
+    extra = e;
+  }
+  buffers_.pending_extra = extra;  // copied by before_graphed_layers
+  for (size_t l = first; l < layers_.size(); ++l) ++layers_[l].steps_since_refresh;
+  return GraphedStep::kCached;
+}
+
+void HipAttention::before_graphed_layers(int64_t, int64_t end) {
+  if (buffers_.pending_extra < 0 || end <= params_.dense_layers) return;
+  buffers_.counts_now.copy_(buffers_.counts_for_extra.at(static_cast<size_t>(buffers_.pending_extra)));  // one launch, every layer
+  buffers_.pending_extra = -1;
+}
+
+at::Tensor HipAttention::attend_in_graph(const AttentionCall& call, const at::Tensor& position, void* stream) {
+  if (call.layer < params_.dense_layers && buffers_.plan.from_layer == 0)
+    return dense_.attend_in_graph(call, position, stream);  // no mask, no refresh: the dense layers' own call
+  if (call.layer < params_.dense_layers || !buffers_.rows.defined())
+    throw std::logic_error("HiP: layer " + std::to_string(call.layer) + " cannot attend inside a decode graph");
+  const hip::HipParams widened = widened_params();
+  const at::Tensor& rows = buffers_.layer_rows.at(static_cast<size_t>(call.layer));
+  const at::Tensor& counts_by_extra = buffers_.layer_counts_by_extra.at(static_cast<size_t>(call.layer));
+  // A refresh attends its fresh rows at extra 0; a cached step the counts before_graphed_layers copied.
+  const at::Tensor counts = call.refresh_in_graph ? counts_by_extra.select(0, 0) : buffers_.counts_now.select(0, call.layer);
+  if (call.refresh_in_graph) {
+    if (!buffers_.refresh_in_graph) throw std::logic_error("HiP: this backend's refresh cannot run inside a decode graph");
+    hip_torch::DecodeRows fresh{rows, counts_by_extra};
+    // The search reads Q, the new key and the position, as the attention's early start would.
+    hip_torch::refresh_decode_rows_on_stream(call.q, call.k, params_.hip, position, fresh, tail_room(), stream,
+                                             /*after_prior=*/call.follows_query_write);
+  }
+  if (!buffers_.workspace_made) {  // before any capture: the graph warms every launch up eagerly first
+    buffers_.workspace = hip_torch::sparse_attention_workspace(call.q, call.k, call.v, rows, counts, widened, position, call.out);
+    buffers_.workspace_made = true;
+  }
+  // A cached step's rows and counts are in place before the graph holding this layer is launched
+  // (the counts copied by before_graphed_layers ahead of it), so where the call follows its query's
+  // write the kernel may overlap it; a refresh's come from the search just before.
+  hip_torch::sparse_attention_on_stream(call.q, call.k, call.v, rows, counts, widened, position, call.out, buffers_.workspace,
+                                        stream, /*mask_before_prior_kernel=*/call.follows_query_write && !call.refresh_in_graph);
+  return call.out;
+}
+
+at::Tensor HipAttention::attend(const AttentionCall& call) {
+  HipLayerEvent event;
+  event.layer = call.layer;
+  event.first_position = call.first_position;
+  event.queries = call.q.size(1);
+  event.call = &call;
+
+  if (!replaces(call)) {
+    event.dense = true;
+    const auto start = std::chrono::steady_clock::now();
+    at::Tensor out = dense_.attend(call);
+    event.attention_seconds = seconds_since(start);
+    if (observer_) observer_(event);
+    return out;
+  }
+
+  LayerState& state = layers_.at(static_cast<size_t>(call.layer));
+  bool use_cuda = false;
+  if (call.q.is_cuda() && params_.selection == BlockSelection::Hip) {
+    use_cuda = cuda_ready();
+  } else {
+    backend_note_ = "HiP CPU reference (float64)";
+  }
+  at::Tensor out = use_cuda ? attend_cuda(call, state, event) : attend_reference(call, state, event);
+  if (observer_) observer_(event);
+  return out;
+}
+
+at::Tensor HipAttention::attend_reference(const AttentionCall& call, LayerState& state, HipLayerEvent& event) {
+  HostAttentionInputs host(call.q, call.k, call.v);
+  hip::MaskResult prefill_mask;
+  const hip::MaskResult* mask = nullptr;
+  const bool record = record_access_ && call.decoding;
+  std::vector<hip::MaskTrace> traces;  // of a recorded refresh: the keys the search read
+  auto select = [&] {
+    switch (params_.selection) {
+      case BlockSelection::Random: return hip::random_masks(host.view, params_.hip, params_.random_seed + call.layer);
+      case BlockSelection::Oracle: return hip::oracle_masks(host.view, params_.hip);
+      case BlockSelection::Hip: break;
+    }
+    // One search serves both the mask and, when recording, its trace.
+    hip::MaskEstimate estimate =
+        hip::estimate_masks_reference(host.view, params_.hip, record ? trace_every_head(host.view.hq) : hip::MaskOptions{});
+    traces = std::move(estimate.traces);
+    return std::move(estimate.mask);
+  };
+
+  auto start = std::chrono::steady_clock::now();
+  if (!call.decoding) {
+    // Prefill: a fresh mask for every query block; the first decode step then refreshes.
+    prefill_mask = select();
+    mask = &prefill_mask;
+    state.valid = false;
+    event.refreshed = true;
+  } else {
+    if (needs_refresh(state)) {
+      state.decode_mask = select();
+      state.valid = true;
+      state.steps_since_refresh = 0;
+      event.refreshed = true;
+    }
+    ++state.steps_since_refresh;
+    mask = &state.decode_mask;
+  }
+  event.mask_seconds = seconds_since(start);
+
+  start = std::chrono::steady_clock::now();
+  const hip::AttentionOutput out =
+      hip::sparse_attention_reference(host.view, params_.hip, *mask, 0, {call.math.scale, call.math.softcap});
+  at::Tensor result = at::from_blob(const_cast<double*>(out.out.data()), {out.heads, out.tq, out.d}, at::kDouble)
+                          .to(call.q.device(), call.q.scalar_type());
+  event.attention_seconds = seconds_since(start);
+  event.mask = mask;
+  if (record) {
+    const auto recording = std::chrono::steady_clock::now();
+    record_access(host.view, *mask, traces, event);
+    event.record_seconds = seconds_since(recording);
+  }
+  return result;
+}
+
+void HipAttention::record_access(const hip::AttentionInputs& view, const hip::MaskResult& mask,
+                                 const std::vector<hip::MaskTrace>& traces, HipLayerEvent& event) {
+  // One trace per searched head (a decode step's one query block); a head without one searched
+  // nothing and reads no keys for the search.
+  std::vector<const hip::MaskTrace*> trace_of(static_cast<size_t>(view.hq), nullptr);
+  for (const hip::MaskTrace& trace : traces) {
+    if (trace.head < 0 || trace.head >= view.hq || trace_of[static_cast<size_t>(trace.head)])
+      throw std::logic_error("HiP access recording: expected one trace per head");
+    trace_of[static_cast<size_t>(trace.head)] = &trace;
+  }
+  event.mask_keys.assign(static_cast<size_t>(view.hq), {});
+  event.sparse_keys.assign(static_cast<size_t>(view.hq), {});
+  // Threads for a refresh's searches only: a cached step's key lists take ~50 us in all, less than
+  // starting the threads.
+  hip::parallel_for(view.hq, traces.empty() ? 1 : hip::kFewThreads, [&](int64_t h, int) {
+    const size_t i = static_cast<size_t>(h);
+    if (trace_of[i]) event.mask_keys[i] = search_keys(*trace_of[i], params_.hip);
+    std::vector<int64_t> keys;
+    hip::attended_keys(view, params_.hip, mask, h, view.tq - 1, keys);
+    event.sparse_keys[i].assign(keys.begin(), keys.end());
+  });
+}
+
+at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& state, HipLayerEvent& event) {
+  const hip::HipParams& p = params_.hip;
+  const bool need_host_mask = record_access_ && call.decoding;  // access streams cover decode steps
+  // With sync_timing_, CUDA events time each part; otherwise the (asynchronous) launches are not
+  // timed at all and the event reports 0.
+  DeviceTimer mask_time(sync_timing_), attention_time(sync_timing_);
+  auto start_span = [&](DeviceTimer& t) {
+    if (sync_timing_) t.start();
+  };
+  auto span_seconds = [&](DeviceTimer& t) { return sync_timing_ ? t.stop_seconds() : 0.0; };
+  const int64_t heads = call.q.size(0), kb = hip::hip_kb(p);
+  hip::MaskResult host_mask;
+  at::Tensor out;
+  // The layer's scale and soft-cap go to the sparse attention; the mask search ranks raw dot
+  // products (the same top-k under a positive scale and the monotonic cap).
+  const hip::ScoreTransform score{call.math.scale, call.math.softcap};
+  start_span(mask_time);
+
+  if (!call.decoding) {
+    const hip_torch::MaskTensors masks = hip_torch::estimate_masks(call.q, call.k, p);
+    event.mask_seconds = span_seconds(mask_time);
+    start_span(attention_time);
+    out = hip_torch::sparse_attention(call.q, call.k, call.v, masks.blocks, masks.counts, p, at::Tensor(), 0, at::Tensor(),
+                                      score);
+    event.device_blocks = masks.blocks;
+    event.attention_seconds = span_seconds(attention_time);
+    state.valid = false;
+    event.refreshed = true;
+  } else {
+    profile_.begin(call.q.is_cuda());
+    const int64_t position = call.first_position;
+    const int64_t room = tail_room();
+    if (needs_refresh(state)) {
+      const hip_torch::MaskTensors masks = hip_torch::estimate_masks(call.q, call.k, p);
+      // Row h: its selected blocks (ascending), then refresh_hi, refresh_hi + 1, ... from column
+      // count_h on; all tail blocks lie above the selection, so rows stay ascending. One launch,
+      // with every cached step's counts made in advance, into this layer's slice of the shared
+      // buffers (where a decode graph reads them).
+      ensure_decode_buffers(heads, call.q.device());
+      hip_torch::DecodeRows rows{buffers_.layer_rows.at(static_cast<size_t>(call.layer)),
+                                 buffers_.layer_counts_by_extra.at(static_cast<size_t>(call.layer))};
+      hip_torch::decode_rows_into(rows, masks, hip::search_hi(p, position), room, nullptr);
+      note_refresh(state, call.layer, position);  // once its rows are written
+      profile_.lap("refresh: mask");
+      if (need_host_mask) {  // the access recorder reads the mask on the host (analysis runs only)
+        const at::Tensor b = masks.blocks.to(at::kCPU).contiguous(), c = masks.counts.to(at::kCPU).contiguous();
+        state.host_blocks.assign(b.data_ptr<int32_t>(), b.data_ptr<int32_t>() + heads * kb);
+        state.host_counts.assign(c.data_ptr<int32_t>(), c.data_ptr<int32_t>() + heads);
+        profile_.lap("refresh: mask to host");
+      }
+      event.refreshed = true;
+    }
+    ++state.steps_since_refresh;
+    // A cached mask keeps its dense tail start: the kernel derives the tail from the query's own
+    // position, so the key blocks the tail has moved past since the refresh are attended from the
+    // row's tail columns. Together they attend exactly sink + blocks + [refresh dense_from,
+    // position], as the reference does.
+    const int64_t extra = cached_extra(state, position);
+    const hip::HipParams widened = widened_params();
+    const at::Tensor block_counts = state.gpu_counts_by_extra.select(0, extra);  // a view: no launch
+    event.mask_seconds = span_seconds(mask_time);  // the refresh (a cached step launches nothing here)
+    start_span(attention_time);
+    const bool into_out = call.out.defined() && call.out.is_contiguous() && call.out.sizes() == call.q.sizes() &&
+                          call.out.scalar_type() == call.q.scalar_type() && call.out.device() == call.q.device();
+    out = hip_torch::sparse_attention(call.q, call.k, call.v, state.gpu_rows, block_counts, widened, at::Tensor(),
+                                      /*num_splits=*/0, into_out ? call.out : at::Tensor(), score);
+    event.attention_seconds = span_seconds(attention_time);
+    profile_.lap("sparse attention");
+    if (need_host_mask) {
+      // The refresh's mask as the reference keeps it: the original blocks and the refresh dense_from.
+      host_mask.heads = heads;
+      host_mask.query_blocks = 1;
+      host_mask.kb = kb;
+      host_mask.blocks = state.host_blocks;
+      host_mask.counts = state.host_counts;
+      host_mask.dense_from = {state.refresh_hi * p.b_k};
+      host_mask.iterations.assign(static_cast<size_t>(heads), 0);
+      host_mask.branches.assign(static_cast<size_t>(heads), 0);
+    }
+  }
+  if (need_host_mask) {
+    state.decode_mask = host_mask;
+    event.mask = &state.decode_mask;
+    // The keys the refresh's search read come from the kernels' own traces (every head's in one
+    // traced launch of a decode-sized search); the keys attention read from the mask and the shapes.
+    // Nothing copies K/V to the host: at 32k tokens that copy and a CPU search took seconds a step.
+    const auto recording = std::chrono::steady_clock::now();
+    std::vector<hip::MaskTrace> traces;
+    if (event.refreshed) traces = hip_torch::estimate_masks_traced_every_head(call.q, call.k, p, 0).second;
+    if (call.decoding) profile_.lap("refresh: every head's trace");
+    record_access(hip::shape_only_inputs(heads, call.k.size(0), call.q.size(1), call.k.size(1), call.q.size(2)), host_mask,
+                  traces, event);
+    event.record_seconds = seconds_since(recording);  // the traced launches synchronize
+    if (call.decoding) profile_.lap("record access");
+  }
+  return out;
+}
+
+}  // namespace hipstudio
