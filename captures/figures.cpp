@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "captures/layer_kinds.h"
 #include "captures/mask_png.h"
 #include "captures/svg_plots.h"
 
@@ -36,30 +37,31 @@ std::string figure_run(const Capture& c) {
   return (c.info.run.model.empty() ? std::string("model") : c.info.run.model) + " on " + device;
 }
 
-std::string figure_context(const Capture& c) {
+std::string figure_context(const Capture& c, const std::vector<int64_t>& layer_windows) {
   const HipModelParams& p = c.analysis.options.hip;
   return figure_run(c) + "; T = " +
          std::to_string(c.analysis.prompt_ids.size()) + " tokens; k " + std::to_string(p.hip.k) + ", b_q " + std::to_string(p.hip.b_q) +
          ", b_k " + std::to_string(p.hip.b_k) + ", sink " + std::to_string(p.hip.sink) + ", window " + std::to_string(p.hip.window) +
-         ", l_d " + std::to_string(p.dense_layers);
+         ", " + layer_kinds(c.analysis, layer_windows).dense_layers_text();
 }
 
 std::vector<Figure> capture_figures(const Capture& c, const FigureOptions& o) {
   std::vector<Figure> out;
-  const std::string context = figure_context(c);
+  const std::string context = figure_context(c, o.layer_windows);
   const PairedAnalysis& a = c.analysis;
   const hip::HipParams& p = a.options.hip.hip;
   const int64_t tokens = static_cast<int64_t>(a.prompt_ids.size());
   const viz::FigureStyle style = viz::figure_style(o.style);
+  const LayerKinds kinds = layer_kinds(a, o.layer_windows);
   for (size_t i = 0; i < c.masks.size(); ++i) {
     const int64_t l = c.view_layers[i];
     const int64_t head = std::clamp<int64_t>(o.head, 0, std::max<int64_t>(0, c.masks[i].hip.heads - 1));
     const MaskExport mask = mask_export(c.masks[i], p, tokens, head, style);
-    const std::string dense = l < a.options.hip.dense_layers ? " (runs dense; what HiP would select)" : "";
+    const std::string dense = kinds.hip(l) ? "" : " (" + kinds.text(l) + "; what HiP would select)";
     const std::string lh = "L" + std::to_string(l) + "_H" + std::to_string(head);
     out.push_back({"mask_" + lh + ".png", "mask",
-                   "Layer " + std::to_string(l) + ", head " + std::to_string(head) + ": HiP's key blocks per query block" + dense,
-                   encode_png(render_mask_figure(mask, mask_figure_text(mask, a, l, head, figure_run(c)), o.mask_px, style))});
+                   "Layer " + std::to_string(l) + " (" + kinds.short_text(l) + "), head " + std::to_string(head) + ": HiP's key blocks per query block" + dense,
+                   encode_png(render_mask_figure(mask, mask_figure_text(mask, a, l, head, figure_run(c), o.layer_windows), o.mask_px, style))});
   }
   for (size_t i = 0; i < c.locality.size(); ++i) {
     const int64_t l = c.view_layers[i];

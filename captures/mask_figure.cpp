@@ -7,6 +7,8 @@
 #include <sstream>
 
 #include "captures/mask_png.h"
+
+#include "captures/layer_kinds.h"
 #include "captures/svg_plots.h"
 #include "viz/raster.h"
 
@@ -29,16 +31,17 @@ std::vector<uint32_t> pooled_rgba(const MaskExport& m, int width, int height) {
 }  // namespace
 
 viz::MaskFigureText mask_figure_text(const MaskExport& mask, const PairedAnalysis& a, int64_t layer, int64_t head,
-                                     const std::string& run) {
+                                     const std::string& run, const std::vector<int64_t>& layer_windows) {
   viz::MaskFigureText t;
   const hip::HipParams& p = a.options.hip.hip;
-  const bool dense = layer < a.options.hip.dense_layers;
-  t.title = "HiP mask, layer " + std::to_string(layer) + ", head " + std::to_string(head) +
-            (dense ? " (a dense layer: what HiP would pick)" : "");
+  const LayerKinds kinds = layer_kinds(a, layer_windows);
+  const bool dense = !kinds.hip(layer);
+  t.title = "HiP mask, layer " + std::to_string(layer) + " (" + kinds.short_text(layer) + "), head " + std::to_string(head) +
+            (dense ? ": what HiP would pick" : "");
   std::ostringstream s;
   if (!run.empty()) s << run << "; ";
   s << "k " << p.k << ", b_q " << p.b_q << ", b_k " << p.b_k << ", b_sq " << p.b_sq << ", b_sk " << p.b_sk << ", sink " << p.sink
-    << ", window " << p.window << ", repr " << num(p.rho, "%.2g") << ", l_d " << a.options.hip.dense_layers << "; T = "
+    << ", window " << p.window << ", repr " << num(p.rho, "%.2g") << ", " << kinds.dense_layers_text() << "; T = "
     << mask.picture.tk << " tokens, Kb = " << (p.b_k > 0 ? p.k / p.b_k : 0);
   // The head's recall as the views layer computed it (the numbers `analyze` and the GUI show).
   if (layer >= 0 && layer < static_cast<int64_t>(a.layers.size()) && head >= 0 &&
@@ -59,7 +62,7 @@ viz::MaskFigureText mask_figure_text(const MaskExport& mask, const PairedAnalysi
     t.legend.push_back({"dense tail", c.dense});
   }
   if (dense) {
-    t.legend.push_back({"dense layer (frame)", c.dense_layer});
+    t.legend.push_back({"dense layer (frame): " + kinds.text(layer), c.dense_layer});
     t.frame = c.dense_layer;
   }
   t.legend.push_back({"not attended", c.empty});

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <regex>
 #include <string>
+#include <vector>
 
 #include "captures/export_view.h"
 #include "captures/exports.h"
@@ -56,6 +57,32 @@ std::string pdf_problem(const std::string& pdf) {
   const size_t body = pdf.find("stream\n", len_at) + 7;
   if (pdf.compare(body + len, 9, "endstream") != 0) return "the stream's /Length is wrong";
   return "";
+}
+
+// The strings a PDF content stream shows ("(...) Tj", escapes undone), in order.
+std::vector<std::string> pdf_strings(const std::string& pdf) {
+  std::vector<std::string> out;
+  for (size_t at = pdf.find(" Tm ("); at != std::string::npos; at = pdf.find(" Tm (", at + 1)) {
+    std::string text;
+    size_t i = at + 5;
+    for (; i < pdf.size() && pdf[i] != ')'; ++i) {
+      if (pdf[i] == '\\') ++i;
+      text += pdf[i];
+    }
+    if (pdf.compare(i, 4, ") Tj") == 0) out.push_back(text);
+  }
+  return out;
+}
+
+// The SVG's <text> contents that are plain ASCII without entities, in order.
+std::vector<std::string> svg_plain_texts(const std::string& svg) {
+  std::vector<std::string> out;
+  const std::regex text("<text[^>]*>([^<]*)</text>");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), text); it != std::sregex_iterator(); ++it) {
+    const std::string t = (*it)[1].str();
+    if (std::all_of(t.begin(), t.end(), [](unsigned char ch) { return ch >= 32 && ch < 127 && ch != '&'; })) out.push_back(t);
+  }
+  return out;
 }
 
 TEST(ExportsFigures, EveryFigureNamesItsRun) {
@@ -131,9 +158,10 @@ TEST(ExportsFigures, MaskLegendSaysDenseTailAndMarksDenseLayers) {
   // A layer below l_d, forced here: the legend gains the entry and the frame its colour.
   PairedAnalysis a = c.analysis;
   a.options.hip.dense_layers = 2;
+  a.layers[1].dense = true;  // as the analysis marks it under that l_d
   const viz::MaskFigureText d = mask_figure_text(mask, a, 1, 0);
   bool listed = false;
-  for (const auto& [label, color] : d.legend) listed |= label == "dense layer (frame)" && color == mask.palette.dense_layer;
+  for (const auto& [label, color] : d.legend) listed |= label.rfind("dense layer (frame): dense", 0) == 0 && color == mask.palette.dense_layer;
   EXPECT_TRUE(listed);
   EXPECT_EQ(d.frame, mask.palette.dense_layer);
   EXPECT_NE(svg_mask_figure(mask, d, viz::paper_style()).find(viz::css_color(mask.palette.dense_layer) + "\" stroke-width=\"3\""),
@@ -146,6 +174,22 @@ TEST(ExportsFigures, PdfNextToEverySvg) {
     const std::string pdf = export_view(c, req(what, "pdf"));
     EXPECT_EQ(pdf_problem(pdf), "") << what;
     EXPECT_NE(pdf.find("/BaseFont /Helvetica"), std::string::npos);
+    // The PDF shows the SVG's text: every plain label, in the SVG's order (titles, context, ticks).
+    const std::vector<std::string> shown = pdf_strings(pdf);
+    const std::vector<std::string> labels = svg_plain_texts(export_view(c, req(what, "svg")));
+    ASSERT_GE(labels.size(), 3u) << what;
+    size_t next = 0;
+    for (const std::string& label : labels) {
+      const auto found = std::find(shown.begin() + static_cast<std::ptrdiff_t>(next), shown.end(), label);
+      ASSERT_NE(found, shown.end()) << what << ": '" << label << "' is not in the PDF";
+      next = static_cast<size_t>(found - shown.begin()) + 1;
+    }
+    // The run's context, in the lines the SVG wraps it into.
+    std::string joined;
+    for (const std::string& t : shown) joined += t + " ";
+    // (The mask figure's subtitle words its parameters its own way, after the same run.)
+    const std::string context = std::string(what) == "mask" ? figure_run(c) : figure_context(c);
+    EXPECT_NE(joined.find(context), std::string::npos) << what << " lacks its run's context: " << joined;
   }
   // Text and its position: the title centred, as in the SVG.
   const std::string pdf = viz::svg_to_pdf(
@@ -165,8 +209,25 @@ TEST(ExportsFigures, PdfNextToEverySvg) {
   const std::vector<std::string> paths = write_figure_exports(c, dir.string(), only);
   ASSERT_EQ(paths.size(), 2u);
   EXPECT_EQ(std::filesystem::path(paths[1]).filename(), "latency.pdf");
+  // A file name writes that file alone, and it is the PDF export_view gives.
+  only.only = "latency.pdf";
+  const std::vector<std::string> one = write_figure_exports(c, dir.string(), only);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(std::filesystem::path(one[0]).filename(), "latency.pdf");
+  std::FILE* f = std::fopen(one[0].c_str(), "rb");
+  ASSERT_NE(f, nullptr);
+  std::string bytes;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) bytes.append(buf, n);
+  std::fclose(f);
+  EXPECT_EQ(bytes, export_view(c, req("latency", "pdf")));
   only.only = "nothing";
-  EXPECT_THROW(write_figure_exports(c, dir.string(), only), std::exception);
+  try {
+    write_figure_exports(c, dir.string(), only);
+    ADD_FAILURE() << "no figure 'nothing' was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("latency.pdf"), std::string::npos) << e.what();
+  }
   std::filesystem::remove_all(dir);
 }
 
