@@ -36,8 +36,9 @@ viz::MaskFigureText mask_figure_text(const MaskExport& mask, const PairedAnalysi
   const hip::HipParams& p = a.options.hip.hip;
   const LayerKinds kinds = layer_kinds(a, layer_windows);
   const bool dense = !kinds.hip(layer);
-  t.title = "HiP mask, layer " + std::to_string(layer) + " (" + kinds.short_text(layer) + "), head " + std::to_string(head) +
-            (dense ? ": what HiP would pick" : "");
+  // A HiP layer's title is plain; another kind names itself (the subtitle gives l_d of how many).
+  t.title = "HiP mask, layer " + std::to_string(layer) + ", head " + std::to_string(head) +
+            (dense ? " (" + kinds.short_text(layer) + " layer: what HiP would pick)" : "");
   std::ostringstream s;
   if (!run.empty()) s << run << "; ";
   s << "k " << p.k << ", b_q " << p.b_q << ", b_k " << p.b_k << ", b_sq " << p.b_sq << ", b_sk " << p.b_sk << ", sink " << p.sink

@@ -217,9 +217,21 @@ void draw_export_modal(PanelContext& ctx) {
   fit_next_window(ImVec2(ImGui::GetFontSize() * 36, 0));
   if (!ImGui::BeginPopupModal("Export view", nullptr, ImGuiWindowFlags_NoSavedSettings)) return;
   keep_window_inside_viewport();
-  ImGui::TextWrapped("Layer %d, head %d, query block %d, Delta %d: mask figure (PNG and SVG), iteration figure, locality, hit-ratio and "
-                     "latency SVG, metrics CSV, into the folder (created if missing):",
-                     s.layer, s.head, s.query_block, s.delta);
+  // One figure (the view on screen) or all of them.
+  static int which = 0;
+  const std::vector<std::string>& choices = export_figure_choices();
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 12);
+  if (ImGui::BeginCombo("figure", which == 0 ? "every figure" : choices[static_cast<size_t>(which - 1)].c_str())) {
+    for (int i = 0; i <= static_cast<int>(choices.size()); ++i)
+      if (ImGui::Selectable(i == 0 ? "every figure" : choices[static_cast<size_t>(i - 1)].c_str(), which == i)) which = i;
+    ImGui::EndCombo();
+  }
+  const std::string only = which == 0 ? std::string() : choices[static_cast<size_t>(which - 1)];
+  ImGui::TextWrapped("Layer %d, head %d, query block %d, Delta %d: %s, each SVG also as PDF, into the folder (created if missing):",
+                     s.layer, s.head, s.query_block, s.delta,
+                     only.empty() ? "mask figure (PNG and SVG), iteration figure, locality, hit-ratio and latency SVG, metrics CSV"
+                                  : only == "mask" ? "the mask figure (PNG and SVG)"
+                                  : only == "metrics" ? "the per-head metrics CSV" : ("the " + only + " SVG").c_str());
   ImGui::SetNextItemWidth(-1);
   ImGui::InputTextWithHint("##export_dir", "~/export", &o.dir, ImGuiInputTextFlags_AutoSelectAll);
   ImGui::Checkbox("Mask at full detail, in PNG tiles", &o.tiles);
@@ -241,7 +253,7 @@ void draw_export_modal(PanelContext& ctx) {
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("The figures' colours do not follow the UI theme: paper is for print.");
   error_text(ctx, error);
   if (ImGui::Button("Export")) {
-    if (start_export_view(s, ctx.snap, o)) {
+    if (start_export_view(s, ctx.snap, o, only)) {
       ImGui::CloseCurrentPopup();
     } else {
       error = s.status_message;

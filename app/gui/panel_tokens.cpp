@@ -8,6 +8,7 @@
 
 #include <imgui.h>
 
+#include "captures/layer_kinds.h"
 #include "app/gui/capture_view.h"
 #include "app/gui/mask_canvas.h"
 #include "app/gui/panel.h"
@@ -49,7 +50,9 @@ class TokenPanel final : public Panel {
     ImGui::SliderInt("query token", &s.query_token, 0, last);
     ImGui::SameLine();
     ImGui::TextDisabled("or click a token below");
-    const bool dense_layer = m->layer < a.analysis->options.hip.dense_layers;
+    const captures::LayerKinds kinds = captures::layer_kinds(*a.analysis);
+    const bool dense_layer = !kinds.hip(m->layer);
+    const std::string kind_note = dense_layer ? " (" + kinds.text(m->layer) + ": HiP does not replace it)" : "";
     const bool stale = view_stale(ctx, kStageMasks);
     StaleScope grey(stale);
     // The row, cached per (inputs, head, query): O(T d) once per pick, not per frame.
@@ -69,7 +72,7 @@ class TokenPanel final : public Panel {
                        "probability%s",
                        static_cast<long long>(m->layer), static_cast<long long>(head), static_cast<long long>(q), token_label(a, q).c_str(),
                        static_cast<long long>(q / m->params.b_q), kept_mass * 100,
-                       dense_layer ? " (a dense layer: it attends to every key)" : "");
+                       kind_note.c_str());
     if (s.capture && !s.capture->has_pieces)
     {
       ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));

@@ -86,13 +86,14 @@ TEST(LayerKinds, ReportAndMaskFigureMarkAWindowedLayer) {
   EXPECT_NE(figure_context(c, o.layer_windows).find("l_d 0 of 1 full-attention layers"), std::string::npos);
   const MaskExport mask = mask_export(c.masks.at(0), c.analysis.options.hip.hip, static_cast<int64_t>(c.analysis.prompt_ids.size()), 0);
   const viz::MaskFigureText w = mask_figure_text(mask, c.analysis, 0, 0, "", o.layer_windows);
-  EXPECT_NE(w.title.find("layer 0 (window 16)"), std::string::npos) << w.title;
+  EXPECT_EQ(w.title, "HiP mask, layer 0, head 0 (window 16 layer: what HiP would pick)");
   bool listed = false;
   for (const auto& [label, color] : w.legend) listed |= label == "dense layer (frame): window 16 (dense on both sides)";
   EXPECT_TRUE(listed);
   EXPECT_EQ(w.frame, mask.palette.dense_layer);
   const viz::MaskFigureText h = mask_figure_text(mask, c.analysis, 1, 0, "", o.layer_windows);
-  EXPECT_NE(h.title.find("layer 1 (HiP)"), std::string::npos) << h.title;
+  EXPECT_EQ(h.title, "HiP mask, layer 1, head 0");
+  EXPECT_NE(h.subtitle.find("l_d 0 of 1 full-attention layers"), std::string::npos) << h.subtitle;
   EXPECT_EQ(h.frame, 0u);
   // The capture's own run (layer 0 under l_d 1, no windows): exact without a config.
   const Capture plain = hipstudio::testing::synthetic_capture();
