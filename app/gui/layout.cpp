@@ -255,7 +255,10 @@ void draw_export_modal(PanelContext& ctx) {
     ImGui::EndCombo();
   }
   const std::string only = which == 0 ? std::string() : choices[static_cast<size_t>(which - 1)];
-  ImGui::TextWrapped("Layer %d, head %d, query block %d, Delta %d: %s, each SVG also as PDF, into the folder (created if missing):",
+  static bool pdf = false;
+  ImGui::SameLine();
+  ImGui::Checkbox("each SVG also as PDF", &pdf);
+  ImGui::TextWrapped("Layer %d, head %d, query block %d, Delta %d: %s, into the folder (created if missing):",
                      s.layer, s.head, s.query_block, s.delta,
                      only.empty() ? "mask figure (PNG and SVG), iteration figure, locality, hit-ratio and latency SVG, metrics CSV"
                                   : only == "mask" ? "the mask figure (PNG and SVG)"
@@ -281,7 +284,7 @@ void draw_export_modal(PanelContext& ctx) {
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("The figures' colours do not follow the UI theme: paper is for print.");
   error_text(ctx, error);
   if (ImGui::Button("Export")) {
-    if (start_export_view(s, ctx.snap, o, only)) {
+    if (start_export_view(s, ctx.snap, o, only, pdf)) {
       ImGui::CloseCurrentPopup();
     } else {
       error = s.status_message;

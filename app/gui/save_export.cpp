@@ -216,7 +216,7 @@ const std::vector<std::string>& export_figure_choices() {
   return choices;
 }
 
-bool start_export_view(AppState& s, const Snapshot& snap, const ExportOptions& options, const std::string& only) {
+bool start_export_view(AppState& s, const Snapshot& snap, const ExportOptions& options, const std::string& only, bool pdf) {
   if (!only.empty() && std::find(export_figure_choices().begin(), export_figure_choices().end(), only) == export_figure_choices().end()) {
     s.status_message = "cannot export: no figure '" + only + "'";
     return false;
@@ -239,7 +239,7 @@ bool start_export_view(AppState& s, const Snapshot& snap, const ExportOptions& o
   const offload::OffloadConfig oc = offload_config(*a, r.cache_factor);
   const int64_t layer = r.layer, head = r.head, delta = r.delta, bins = r.bins, query_block = r.query_block;
   start_task(s, "exporting layer " + std::to_string(layer) + " head " + std::to_string(head) + " to " + o.dir + "...",
-             [a, info, oc, o, only, layer, head, delta, bins, query_block](TaskProgress& progress) {
+             [a, info, oc, o, only, pdf, layer, head, delta, bins, query_block](TaskProgress& progress) {
     TaskOutcome out;
     try {
       // The exporters take a capture: an in-memory one of this run, without images, holding the
@@ -265,11 +265,11 @@ bool start_export_view(AppState& s, const Snapshot& snap, const ExportOptions& o
         if (!only.empty() && er.what != only) return;
         out.paths.push_back((fs::path(o.dir) / name).string());
         captures::write_file_atomic(out.paths.back(), captures::export_view(c, er));
-        if (er.format == "svg") {  // the same drawing as PDF beside it
-          captures::ExportRequest pdf = er;
-          pdf.format = "pdf";
+        if (pdf && er.format == "svg") {  // the same drawing as PDF beside it
+          captures::ExportRequest as_pdf = er;
+          as_pdf.format = "pdf";
           out.paths.push_back((fs::path(o.dir) / (name.substr(0, name.size() - 4) + ".pdf")).string());
-          captures::write_file_atomic(out.paths.back(), captures::export_view(c, pdf));
+          captures::write_file_atomic(out.paths.back(), captures::export_view(c, as_pdf));
         }
       };
       if (!only.empty() && only != "mask") {
