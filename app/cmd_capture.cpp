@@ -135,10 +135,10 @@ std::string export_format(const std::string& format, const std::string& out) {
   std::string ext = std::filesystem::path(out).extension().string();
   if (!ext.empty()) ext.erase(0, 1);
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-  const bool known = ext == "png" || ext == "svg" || ext == "csv" || ext == "json" || ext == "npy";
+  const bool known = ext == "png" || ext == "svg" || ext == "pdf" || ext == "csv" || ext == "json" || ext == "npy";
   if (format.empty()) {
     if (known) return ext;
-    throw InputError("--format is required when --out (" + out + ") does not end in .png, .svg, .csv, .json or .npy: give "
+    throw InputError("--format is required when --out (" + out + ") does not end in .png, .svg, .pdf, .csv, .json or .npy: give "
                      "--format, or name the file with the format's extension");
   }
   if (known && ext != format) {
@@ -273,14 +273,16 @@ void register_capture_commands(CLI::App& root) {
   });
 
   struct ReportArgs {
-    std::string capture, out, png_dir, csv_dir, npy_dir, json_out, trace_out, tile_dir;
+    std::string capture, out, png_dir, csv_dir, npy_dir, json_out, trace_out, tile_dir, figure;
     int64_t mask_px = 512, tile = 4096;
   };
   auto rargs = std::make_shared<ReportArgs>();
-  CLI::App* rep = root.add_subcommand("report", "Turn a capture into a self-contained HTML report (and PNG/SVG, CSV, .npy, JSON, Chrome trace files)");
+  CLI::App* rep = root.add_subcommand("report", "Turn a capture into a self-contained HTML report (and PNG/SVG/PDF, CSV, .npy, JSON, Chrome trace files)");
   rep->add_option("capture", rargs->capture, "capture file")->required();
   rep->add_option("--out", rargs->out, "HTML report to write (default: the capture's name with .html)");
-  rep->add_option("--png-dir", rargs->png_dir, "also write the figures (PNG masks, SVG plots) into this folder");
+  rep->add_option("--png-dir", rargs->png_dir, "also write the figures (PNG masks, SVG plots and each SVG as PDF) into this folder");
+  rep->add_option("--figure", rargs->figure, "write just this figure into --png-dir, instead of the report: a file name "
+                                             "--png-dir holds (mask_L3_H0.png, latency.svg, latency.pdf) or a view (latency)");
   rep->add_option("--csv-dir", rargs->csv_dir, "also write the CSV tables into this folder");
   rep->add_option("--npy-dir", rargs->npy_dir, "also write every array as .npy into this folder");
   add_number(*rep, "--mask-px", rargs->mask_px, "longest side of the mask images in pixels (max-pooled above it)", int64_t{16},
@@ -290,6 +292,26 @@ void register_capture_commands(CLI::App& root) {
   rep->add_option("--json", rargs->json_out, "also write the metrics in the `analyze` JSON schema");
   rep->add_option("--chrome-trace", rargs->trace_out, "also write the latency as Chrome trace events (Perfetto, chrome://tracing)");
   rep->callback([rargs] {
+    if (!rargs->figure.empty()) {
+      // One figure instead of the report: the options that write other files would do nothing.
+      if (rargs->png_dir.empty()) throw InputError("--figure " + rargs->figure + " needs --png-dir DIR: the folder to write it into");
+      for (const auto& [option, value] : {std::pair<const char*, const std::string*>{"--out", &rargs->out}, {"--csv-dir", &rargs->csv_dir},
+                                          {"--npy-dir", &rargs->npy_dir}, {"--mask-tiles", &rargs->tile_dir},
+                                          {"--json", &rargs->json_out}, {"--chrome-trace", &rargs->trace_out}})
+        if (!value->empty())
+          throw InputError(std::string(option) + " with --figure: --figure writes one figure and no report; leave out " + option +
+                           ", or --figure for the whole report");
+      CommandPaths paths;
+      paths.input_files.push_back({"the capture", rargs->capture});
+      paths.output_folders.push_back({"--png-dir", rargs->png_dir});
+      check_command_paths(paths);
+      const captures::Capture c = captures::read_capture(rargs->capture);
+      captures::FigureOptions figures;
+      figures.mask_px = rargs->mask_px;
+      figures.only = rargs->figure;
+      for (const std::string& path : captures::write_figure_exports(c, rargs->png_dir, figures)) std::printf("wrote %s\n", path.c_str());
+      return;
+    }
     const std::string out = rargs->out.empty() ? default_report_path(rargs->capture) : rargs->out;
     // Before reading anything: no output may be the capture (or another output), every folder must take files.
     CommandPaths paths;
@@ -329,12 +351,13 @@ void register_capture_commands(CLI::App& root) {
     captures::ExportRequest request;
   };
   auto eargs = std::make_shared<ExportArgs>();
-  CLI::App* exp = root.add_subcommand("export", "Write one view of a capture as PNG, SVG, CSV, JSON or .npy");
+  CLI::App* exp = root.add_subcommand("export", "Write one view of a capture as PNG, SVG, PDF, CSV, JSON or .npy");
   exp->add_option("capture", eargs->capture, "capture file")->required();
   exp->add_option("--what", eargs->request.what, std::string("what to export:\n") + captures::export_choices())->required();
   add_choice(*exp, "--format", eargs->request.format,
-             "png, svg, csv, json or npy (default: --out's extension); --out's extension, when it is one of these, must agree",
-             {"png", "svg", "csv", "json", "npy"});
+             "png, svg, pdf (every svg figure as a one-page PDF), csv, json or npy (default: --out's extension); --out's "
+             "extension, when it is one of these, must agree",
+             {"png", "svg", "pdf", "csv", "json", "npy"});
   add_number(*exp, "--layer", eargs->request.layer, "layer (default: the last)", int64_t{0}, int64_t{4095});
   add_number(*exp, "--head", eargs->request.head, "head (default: all where an array allows it, else 0)", int64_t{0}, int64_t{4095});
   add_number(*exp, "--delta", eargs->request.delta, "locality svg: the histogram of this Delta", int64_t{1}, int64_t{1} << 20);

@@ -7,6 +7,7 @@
 #include "captures/svg_plots.h"
 #include "captures/zip_store.h"
 #include "engine/formats/errors.h"
+#include "viz/svg_pdf.h"
 
 #include <stdexcept>
 
@@ -43,7 +44,8 @@ viz::FigureStyle figure_style(const std::string& name) {
 }  // namespace
 
 const char* export_choices() {
-  return "  mask: png (a figure with title, ticks and legend, longest side --px; 0 = the bare picture at full detail), svg (the\n"
+  return "  every svg below: also pdf (the same drawing, one page, Helvetica)\n"
+         "  mask: png (a figure with title, ticks and legend, longest side --px; 0 = the bare picture at full detail), svg (the\n"
          "        same figure, vector), npy (HiP's key blocks; --head for one)\n"
          "  iterations: svg (the search of a traced query block of --layer / --head, one row per step)\n"
          "  oracle, random: npy (their key blocks)\n"
@@ -76,6 +78,14 @@ std::string export_view(const Capture& c, const ExportRequest& r) {
     if (r.head >= heads) throw InputError("--head " + std::to_string(r.head) + " is outside the capture's " + std::to_string(heads) + " heads");
   };
   const std::string& w = r.what;
+  if (r.format == "pdf") {
+    // Every vector figure as PDF: its SVG's drawing commands as a one-page PDF.
+    if (w != "mask" && w != "iterations" && w != "locality" && w != "hit-ratio" && w != "latency") bad(r);
+    ExportRequest svg = r;
+    svg.format = "svg";
+    return viz::svg_to_pdf(export_view(c, svg));
+  }
+  const std::string context = figure_context(c, r.layer_windows);
   const std::string& f = r.format;
   if (w == "mask" || w == "oracle" || w == "random" || w == "recall") {
     const LayerMaskViews& m = c.masks[need_layer(c.masks.size(), "mask")];
@@ -85,7 +95,7 @@ std::string export_view(const Capture& c, const ExportRequest& r) {
       const int64_t head = std::max<int64_t>(r.head, 0);
       const viz::FigureStyle style = figure_style(r.style);
       const MaskExport mask = mask_export(m, a.options.hip.hip, static_cast<int64_t>(a.prompt_ids.size()), head, style);
-      const viz::MaskFigureText text = mask_figure_text(mask, a, layer, head);
+      const viz::MaskFigureText text = mask_figure_text(mask, a, layer, head, figure_run(c), r.layer_windows);
       if (f == "svg") return svg_mask_figure(mask, text, style);
       if (r.px > 0) return encode_png(render_mask_figure(mask, text, r.px, style));
       return encode_png(render_mask_tiles(mask, std::max(mask.full_height(), mask.full_width())).at(0));
@@ -102,18 +112,18 @@ std::string export_view(const Capture& c, const ExportRequest& r) {
       if (r.delta > 0 && r.with_curves) {
         const hip::ScoreLocality& h = heads[std::max<int64_t>(r.head, 0)];
         return svg_locality({h}, r.delta, "Score locality, layer " + std::to_string(layer) + ", head " + std::to_string(h.head) +
-                                              ", histogram at Delta = " + std::to_string(r.delta));
+                                              ", histogram at Delta = " + std::to_string(r.delta), figure_style(r.style), context);
       }
       if (r.delta > 0) {
         const hip::ScoreLocality& h = heads[std::max<int64_t>(r.head, 0)];
         for (const hip::DeltaStats& d : h.deltas)
           if (d.delta == r.delta)
             return svg_locality_histogram(d, "Score differences, layer " + std::to_string(layer) + ", head " + std::to_string(h.head) +
-                                                 ", Delta = " + std::to_string(d.delta));
+                                                 ", Delta = " + std::to_string(d.delta), figure_style(r.style), context);
         throw InputError("--delta " + std::to_string(r.delta) + " was not captured (see the manifest's locality.deltas)");
       }
       std::vector<hip::ScoreLocality> some = r.head >= 0 ? std::vector<hip::ScoreLocality>{heads[r.head]} : heads;
-      return svg_locality(some, -1, "Score locality, layer " + std::to_string(layer));
+      return svg_locality(some, -1, "Score locality, layer " + std::to_string(layer), figure_style(r.style), context);
     }
     if (f != "npy") bad(r);
     std::vector<double> stats;
@@ -134,12 +144,12 @@ std::string export_view(const Capture& c, const ExportRequest& r) {
   }
   if (w == "hit-ratio") {
     if (!c.has_offload) throw InputError("this capture holds no cache view (capture it with --views ...,cache)");
-    if (f == "svg") return svg_hit_ratio_per_step(c.offload);
+    if (f == "svg") return svg_hit_ratio_per_step(c.offload, figure_style(r.style), context);
     if (f == "csv") return csv_hit_ratio_per_step(c);
     bad(r);
   }
   if (w == "latency") {
-    if (f == "svg") return svg_latency_bars(a);
+    if (f == "svg") return svg_latency_bars(a, c.info.run.device, figure_style(r.style), context);
     if (f == "csv") return csv_latency(c);
     bad(r);
   }

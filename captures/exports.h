@@ -38,8 +38,12 @@ std::string base64(const std::string& bytes);
 
 // Writes the CSV tables into `dir` (created if missing); returns the paths.
 std::vector<std::string> write_csv_exports(const Capture& c, const std::string& dir);
-// Writes the figures (PNG and SVG) into `dir`.
+// Writes the figures into `dir`: each PNG, each SVG and beside it the same drawing as PDF. With
+// FigureOptions::only, just that file (a name write_figure_exports writes: "latency.pdf") or that
+// view's files ("latency"); a name the capture has no figure for throws InputError listing them.
 std::vector<std::string> write_figure_exports(const Capture& c, const std::string& dir, const FigureOptions& figures = {});
+// "its figures are mask_L3_H0.png, latency.svg, latency.pdf, ... (or a view's: mask, latency)".
+std::string figure_choices(const std::vector<Figure>& figures);
 // Every layer's and head's mask at full detail (one pixel per block pair) as PNG tiles of at most
 // tile x tile pixels: DIR/mask_L<l>_H<h>_r<row>_c<col>.png.
 std::vector<std::string> write_mask_tiles(const Capture& c, const std::string& dir, int64_t tile);

@@ -5,6 +5,7 @@
 
 #include "captures/atomic_file.h"
 #include "captures/exports.h"
+#include "viz/svg_pdf.h"
 #include "captures/figures.h"
 #include "captures/mask_png.h"
 #include "captures/zip_store.h"
@@ -158,11 +159,33 @@ std::vector<std::string> write_csv_exports(const Capture& c, const std::string& 
 std::vector<std::string> write_figure_exports(const Capture& c, const std::string& dir, const FigureOptions& figures) {
   const auto d = make_dir(dir);
   std::vector<std::string> paths;
-  for (const Figure& f : capture_figures(c, figures)) {
-    paths.push_back((d / f.name).string());
-    write_file_atomic(paths.back(), f.bytes);
+  const std::vector<Figure> all = capture_figures(c, figures);
+  for (const Figure& f : all) {
+    // A vector figure is also written as PDF, drawn from the same SVG (viz::svg_to_pdf).
+    const std::string pdf_name = f.png() ? std::string() : f.name.substr(0, f.name.size() - 4) + ".pdf";
+    const bool every = figures.only.empty() || figures.only == f.view;
+    if (every || figures.only == f.name) {
+      paths.push_back((d / f.name).string());
+      write_file_atomic(paths.back(), f.bytes);
+    }
+    if (!pdf_name.empty() && (every || figures.only == pdf_name)) {
+      paths.push_back((d / pdf_name).string());
+      write_file_atomic(paths.back(), viz::svg_to_pdf(f.bytes));
+    }
   }
+  if (paths.empty() && !figures.only.empty()) throw InputError("the capture has no figure '" + figures.only + "'; " + figure_choices(all));
   return paths;
+}
+
+std::string figure_choices(const std::vector<Figure>& figures) {
+  std::string names, views;
+  for (const Figure& f : figures) {
+    names += (names.empty() ? "" : ", ") + f.name;
+    if (!f.png()) names += ", " + f.name.substr(0, f.name.size() - 4) + ".pdf";
+    if (views.find(f.view) == std::string::npos) views += (views.empty() ? "" : ", ") + f.view;
+  }
+  if (figures.empty()) return "it holds no figures (capture it with --views)";
+  return "its figures are " + names + " (or a view's: " + views + ")";
 }
 
 std::vector<std::string> write_mask_tiles(const Capture& c, const std::string& dir, int64_t tile) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "captures/layer_kinds.h"
 #include "captures/mask_png.h"
 #include "captures/svg_plots.h"
 
@@ -23,26 +24,44 @@ std::string iterations_title(const CapturedTrace& t) {
 
 std::string iterations_subtitle(const Capture& c, const CapturedTrace& t) {
   const hip::HipParams& p = c.analysis.options.hip.hip;
-  return "queries " + std::to_string(t.trace.row_begin) + "-" + std::to_string(t.trace.row_end - 1) + "; k " + std::to_string(p.k) + ", b_q " +
+  const std::string run = figure_run(c) + "; T = " + std::to_string(c.analysis.prompt_ids.size()) + "; ";
+  return run + "queries " + std::to_string(t.trace.row_begin) + "-" + std::to_string(t.trace.row_end - 1) + "; k " + std::to_string(p.k) + ", b_q " +
          std::to_string(p.b_q) + ", b_k " + std::to_string(p.b_k) + ", sink " + std::to_string(p.sink) + ", window " +
          std::to_string(p.window) + "; Kb = " + std::to_string(p.b_k > 0 ? p.k / p.b_k : 0);
 }
 
+std::string figure_run(const Capture& c) {
+  std::string device = c.info.run.device.empty() ? "an unrecorded device" : c.info.run.device;
+  // The device string may already end in the dtype ("cpu (4 threads), f32"): not said twice.
+  if (!c.info.dtype.empty() && device.find(c.info.dtype) == std::string::npos) device += ", " + c.info.dtype;
+  return (c.info.run.model.empty() ? std::string("model") : c.info.run.model) + " on " + device;
+}
+
+std::string figure_context(const Capture& c, const std::vector<int64_t>& layer_windows) {
+  const HipModelParams& p = c.analysis.options.hip;
+  return figure_run(c) + "; T = " +
+         std::to_string(c.analysis.prompt_ids.size()) + " tokens; k " + std::to_string(p.hip.k) + ", b_q " + std::to_string(p.hip.b_q) +
+         ", b_k " + std::to_string(p.hip.b_k) + ", sink " + std::to_string(p.hip.sink) + ", window " + std::to_string(p.hip.window) +
+         ", " + layer_kinds(c.analysis, layer_windows).dense_layers_text();
+}
+
 std::vector<Figure> capture_figures(const Capture& c, const FigureOptions& o) {
   std::vector<Figure> out;
+  const std::string context = figure_context(c, o.layer_windows);
   const PairedAnalysis& a = c.analysis;
   const hip::HipParams& p = a.options.hip.hip;
   const int64_t tokens = static_cast<int64_t>(a.prompt_ids.size());
   const viz::FigureStyle style = viz::figure_style(o.style);
+  const LayerKinds kinds = layer_kinds(a, o.layer_windows);
   for (size_t i = 0; i < c.masks.size(); ++i) {
     const int64_t l = c.view_layers[i];
     const int64_t head = std::clamp<int64_t>(o.head, 0, std::max<int64_t>(0, c.masks[i].hip.heads - 1));
     const MaskExport mask = mask_export(c.masks[i], p, tokens, head, style);
-    const std::string dense = l < a.options.hip.dense_layers ? " (runs dense; what HiP would select)" : "";
+    const std::string dense = kinds.hip(l) ? "" : " (" + kinds.text(l) + "; what HiP would select)";
     const std::string lh = "L" + std::to_string(l) + "_H" + std::to_string(head);
     out.push_back({"mask_" + lh + ".png", "mask",
-                   "Layer " + std::to_string(l) + ", head " + std::to_string(head) + ": HiP's key blocks per query block" + dense,
-                   encode_png(render_mask_figure(mask, mask_figure_text(mask, a, l, head), o.mask_px, style))});
+                   "Layer " + std::to_string(l) + " (" + kinds.short_text(l) + "), head " + std::to_string(head) + ": HiP's key blocks per query block" + dense,
+                   encode_png(render_mask_figure(mask, mask_figure_text(mask, a, l, head, figure_run(c), o.layer_windows), o.mask_px, style))});
   }
   for (size_t i = 0; i < c.locality.size(); ++i) {
     const int64_t l = c.view_layers[i];
@@ -59,7 +78,7 @@ std::vector<Figure> capture_figures(const Capture& c, const FigureOptions& o) {
                    "Layer " + std::to_string(l) + ", " + which + ": histogram of score differences (head " +
                        std::to_string(first) + (o.delta > 0 ? ", Delta " + std::to_string(o.delta) : ", first Delta") +
                        ") and their mean and std against key distance Delta",
-                   svg_locality(some, o.delta, "Score locality, layer " + std::to_string(l) + ", " + which)});
+                   svg_locality(some, o.delta, "Score locality, layer " + std::to_string(l) + ", " + which, style, context)});
   }
   if (!c.locality.empty() && !c.locality.back().empty()) {
     const auto& heads = c.locality.back();
@@ -77,7 +96,7 @@ std::vector<Figure> capture_figures(const Capture& c, const FigureOptions& o) {
                      "Layer " + std::to_string(last_layer) + ", head " + std::to_string(h0.head) +
                          ": histogram of score differences at Delta = " + std::to_string(d.delta) + " with the fitted normal",
                      svg_locality_histogram(d, "Score differences, layer " + std::to_string(last_layer) + ", head " + std::to_string(h0.head) +
-                                                   ", Delta = " + std::to_string(d.delta))});
+                                                   ", Delta = " + std::to_string(d.delta), style, context)});
     }
   }
   for (const CapturedTrace& t : c.traces) {
@@ -87,9 +106,13 @@ std::vector<Figure> capture_figures(const Capture& c, const FigureOptions& o) {
                    svg_iterations(t.trace, captured_oracle_blocks(c, t), iterations_title(t), iterations_subtitle(c, t), style)});
   }
   if (c.has_offload)
-    out.push_back({"hit_ratio.svg", "cache", "Hit ratio of the offloading banks per decode step", svg_hit_ratio_per_step(c.offload)});
+    out.push_back({"hit_ratio.svg", "cache", "Hit ratio of the offloading banks per decode step", svg_hit_ratio_per_step(c.offload, style, context)});
   if (c.has_view("latency"))
-    out.push_back({"latency.svg", "latency", "Latency breakdown, dense vs HiP", svg_latency_bars(a)});
+    out.push_back({"latency.svg", "latency",
+                   cpu_reference_device(c.info.run.device)
+                       ? "Wall-clock of the CPU correctness run, dense vs HiP's float64 reference (not a speed measurement)"
+                       : "Latency breakdown on " + c.info.run.device + ", dense vs HiP",
+                   svg_latency_bars(a, c.info.run.device, style, context)});
   return out;
 }
 

@@ -5,6 +5,7 @@
 
 #include "captures/exports.h"
 #include "captures/figures.h"
+#include "captures/layer_kinds.h"
 #include "captures/mask_png.h"
 #include "captures/svg_plots.h"
 
@@ -67,6 +68,7 @@ std::string base64(const std::string& bytes) {
 std::string html_report(const Capture& c, const FigureOptions& figures) {
   const PairedAnalysis& a = c.analysis;
   const HipModelParams& p = a.options.hip;
+  const LayerKinds kinds = layer_kinds(a, figures.layer_windows);
   std::ostringstream s;
   s << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
     << "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'\">\n"
@@ -87,8 +89,15 @@ std::string html_report(const Capture& c, const FigureOptions& figures) {
   row(s, "recall vs oracle, HiP (mean over HiP layers and heads)", fmt(mean_over_hip_layers(a, &HeadQuality::recall)));
   row(s, "recall vs oracle, random baseline", fmt(mean_over_hip_layers(a, &HeadQuality::random_recall)));
   row(s, "attention mass kept, HiP", fmt(mean_over_hip_layers(a, &HeadQuality::mass)));
-  row(s, "speedup, prefill (dense ms / HiP ms)", fmt(speed_prefill, "%.3f"));
-  row(s, "speedup, decode step", fmt(speed_decode, "%.3f"));
+  if (cpu_reference_device(c.info.run.device)) {
+    // HiP ran the float64 CPU reference against LibTorch's dense attention: a ratio of the two is
+    // no speedup, so none is printed (the GUI's Latency panel says the same).
+    row(s, "speedup", "not measured: on " + (c.info.run.device.empty() ? std::string("the CPU") : c.info.run.device) +
+                          " HiP runs the float64 correctness reference (run on CUDA for HiP's kernels)", false);
+  } else {
+    row(s, "speedup, prefill (dense ms / HiP ms)", fmt(speed_prefill, "%.3f"));
+    row(s, "speedup, decode step", fmt(speed_decode, "%.3f"));
+  }
   row(s, "decode steps, mask refreshes", std::to_string(a.decode.size()) + ", " + std::to_string(a.mask_refreshes));
   if (c.has_offload) {
     row(s, "hit ratio, mask-estimation bank (" + std::to_string(c.offload.mask.bank_tokens) + " tokens)",
@@ -108,7 +117,8 @@ std::string html_report(const Capture& c, const FigureOptions& figures) {
   row(s, "b_sq, b_sk", std::to_string(p.hip.b_sq) + ", " + std::to_string(p.hip.b_sk));
   row(s, "sink, window", std::to_string(p.hip.sink) + ", " + std::to_string(p.hip.window));
   row(s, "representative position rho", fmt(p.hip.rho, "%g"));
-  row(s, "dense layers l_d, refresh every r_m", std::to_string(p.dense_layers) + ", " + std::to_string(p.refresh_every));
+  row(s, "dense layers, refresh every r_m", kinds.dense_layers_text() + ", r_m " + std::to_string(p.refresh_every), false);
+  row(s, "layers by kind", kinds.summary(), false);
   row(s, "decode steps", std::to_string(a.options.decode_steps));
   row(s, "prompt tokens", std::to_string(a.prompt_ids.size()));
   if (c.has_offload)
@@ -146,7 +156,7 @@ std::string html_report(const Capture& c, const FigureOptions& figures) {
     double r = 0, rr = 0, m = 0, e = 0;
     for (const HeadQuality& h : l.heads) r += h.recall, rr += h.random_recall, m += h.mass, e += h.out_rel_err;
     const double n = l.heads.empty() ? NAN : static_cast<double>(l.heads.size());
-    s << "<tr><td class=\"n\">" << l.layer << "</td><td>" << (l.dense ? "dense" : "HiP") << "</td><td class=\"n\">" << fmt(r / n)
+    s << "<tr><td class=\"n\">" << l.layer << "</td><td>" << kinds.text(l.layer) << "</td><td class=\"n\">" << fmt(r / n)
       << "</td><td class=\"n\">" << fmt(rr / n) << "</td><td class=\"n\">" << fmt(m / n) << "</td><td class=\"n\">" << fmt(e / n, "%.5f")
       << "</td></tr>\n";
   }

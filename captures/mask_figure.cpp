@@ -7,6 +7,8 @@
 #include <sstream>
 
 #include "captures/mask_png.h"
+
+#include "captures/layer_kinds.h"
 #include "captures/svg_plots.h"
 #include "viz/raster.h"
 
@@ -28,15 +30,19 @@ std::vector<uint32_t> pooled_rgba(const MaskExport& m, int width, int height) {
 
 }  // namespace
 
-viz::MaskFigureText mask_figure_text(const MaskExport& mask, const PairedAnalysis& a, int64_t layer, int64_t head) {
+viz::MaskFigureText mask_figure_text(const MaskExport& mask, const PairedAnalysis& a, int64_t layer, int64_t head,
+                                     const std::string& run, const std::vector<int64_t>& layer_windows) {
   viz::MaskFigureText t;
   const hip::HipParams& p = a.options.hip.hip;
-  const bool dense = layer < a.options.hip.dense_layers;
+  const LayerKinds kinds = layer_kinds(a, layer_windows);
+  const bool dense = !kinds.hip(layer);
+  // A HiP layer's title is plain; another kind names itself (the subtitle gives l_d of how many).
   t.title = "HiP mask, layer " + std::to_string(layer) + ", head " + std::to_string(head) +
-            (dense ? " (a dense layer: what HiP would pick)" : "");
+            (dense ? " (" + kinds.short_text(layer) + " layer: what HiP would pick)" : "");
   std::ostringstream s;
+  if (!run.empty()) s << run << "; ";
   s << "k " << p.k << ", b_q " << p.b_q << ", b_k " << p.b_k << ", b_sq " << p.b_sq << ", b_sk " << p.b_sk << ", sink " << p.sink
-    << ", window " << p.window << ", repr " << num(p.rho, "%.2g") << ", l_d " << a.options.hip.dense_layers << "; T = "
+    << ", window " << p.window << ", repr " << num(p.rho, "%.2g") << ", " << kinds.dense_layers_text() << "; T = "
     << mask.picture.tk << " tokens, Kb = " << (p.b_k > 0 ? p.k / p.b_k : 0);
   // The head's recall as the views layer computed it (the numbers `analyze` and the GUI show).
   if (layer >= 0 && layer < static_cast<int64_t>(a.layers.size()) && head >= 0 &&
@@ -54,7 +60,11 @@ viz::MaskFigureText mask_figure_text(const MaskExport& mask, const PairedAnalysi
   if (c.show_random) t.legend.push_back({"random", c.random});
   if (c.show_sink_dense) {
     t.legend.push_back({"sink", c.sink});
-    t.legend.push_back({"window", c.dense});
+    t.legend.push_back({"dense tail", c.dense});
+  }
+  if (dense) {
+    t.legend.push_back({"dense layer (frame): " + kinds.text(layer), c.dense_layer});
+    t.frame = c.dense_layer;
   }
   t.legend.push_back({"not attended", c.empty});
   t.legend.push_back({"future", c.future});
@@ -73,8 +83,9 @@ RgbImage render_mask_figure(const MaskExport& mask, const viz::MaskFigureText& t
   const int iw = static_cast<int>(f.img_w), ih = static_cast<int>(f.img_h);
   const int pw = static_cast<int>(std::min<int64_t>(iw, mask.picture.tk)), ph = static_cast<int>(std::min<int64_t>(ih, mask.picture.tq));
   r.blit(pooled_rgba(mask, pw, ph), pw, ph, static_cast<int>(f.img_x), static_cast<int>(f.img_y), iw, ih);
-  r.frame(static_cast<int>(f.img_x) - 1, static_cast<int>(f.img_y) - 1, static_cast<int>(f.img_x) + iw + 1, static_cast<int>(f.img_y) + ih + 1,
-          style.axis);
+  const int fw = text.frame ? 3 : 1;
+  r.frame(static_cast<int>(f.img_x) - fw, static_cast<int>(f.img_y) - fw, static_cast<int>(f.img_x) + iw + fw,
+          static_cast<int>(f.img_y) + ih + fw, text.frame ? text.frame : style.axis, fw);
   for (const viz::FigureLine& l : f.ticks)
     r.fill(static_cast<int>(std::min(l.x0, l.x1)), static_cast<int>(std::min(l.y0, l.y1)),
            static_cast<int>(std::max(l.x0, l.x1)) + scale, static_cast<int>(std::max(l.y0, l.y1)) + scale, style.axis);
@@ -125,7 +136,8 @@ std::string svg_mask_figure(const MaskExport& mask, const viz::MaskFigureText& t
     << ") scale(" << num(f.img_w / pw, "%.6g") << " " << num(f.img_h / ph, "%.6g") << ")\">\n";
   for (const auto& [c, d] : paths) s << "<path fill=\"" << viz::css_color(c) << "\" d=\"" << d << "\"/>\n";
   s << "</g>\n<rect x=\"" << num(f.img_x, "%.2f") << "\" y=\"" << num(f.img_y, "%.2f") << "\" width=\"" << num(f.img_w, "%.2f")
-    << "\" height=\"" << num(f.img_h, "%.2f") << "\" fill=\"none\" stroke=\"" << viz::css_color(style.axis) << "\"/>\n<g stroke=\""
+    << "\" height=\"" << num(f.img_h, "%.2f") << "\" fill=\"none\" stroke=\"" << viz::css_color(text.frame ? text.frame : style.axis) << "\" stroke-width=\""
+    << (text.frame ? 3 : 1) << "\"/>\n<g stroke=\""
     << viz::css_color(style.axis) << "\">\n";
   for (const viz::FigureLine& l : f.ticks)
     s << "<line x1=\"" << num(l.x0, "%.2f") << "\" y1=\"" << num(l.y0, "%.2f") << "\" x2=\"" << num(l.x1, "%.2f") << "\" y2=\""

@@ -68,7 +68,7 @@ viz::MaskPalette export_mask_palette(bool has_oracle, const viz::MaskPalette& ba
 
 std::vector<std::pair<std::string, uint32_t>> mask_legend(const viz::MaskPalette& p) {
   return {{"hit (HiP and oracle)", p.hit}, {"false pick (HiP only)", p.false_pick}, {"miss (oracle only)", p.miss},
-          {"sink", p.sink},                {"window", p.dense},                     {"not attended", p.empty},
+          {"sink", p.sink},                {"dense tail", p.dense},                 {"not attended", p.empty},
           {"future", p.future}};
 }
 

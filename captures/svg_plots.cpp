@@ -10,7 +10,8 @@
 namespace hipstudio::captures {
 namespace {
 
-constexpr double kW = 720, kH = 400, kLeft = 72, kRight = 210, kTop = 40, kBottom = 56;  // px
+// kTop leaves room for the title and two lines of context (model, device, dtype, T, parameters).
+constexpr double kW = 720, kH = 420, kLeft = 72, kRight = 210, kTop = 66, kBottom = 56;  // px
 const char* kColors[] = {"#1f4e79", "#e15759", "#f28e2b", "#59a14f", "#76b7b2", "#b07aa1", "#9c755f", "#edc948"};
 
 std::string num(double v) {
@@ -46,12 +47,46 @@ void widen(double& lo, double& hi) {
   }
 }
 
-void open_svg(std::ostringstream& s, const std::string& title, double width = kW) {
+// The figure's colours for the duration of one document (the helpers below draw in them).
+thread_local const viz::FigureStyle* g_style = nullptr;
+const viz::FigureStyle& style() {
+  static const viz::FigureStyle paper = viz::paper_style();
+  return g_style ? *g_style : paper;
+}
+std::string col(uint32_t packed) { return viz::css_color(packed); }
+struct StyleScope {
+  const viz::FigureStyle* saved = g_style;
+  explicit StyleScope(const viz::FigureStyle& s) { g_style = &s; }
+  ~StyleScope() { g_style = saved; }
+};
+
+// Words of `text` in lines of at most `chars` characters (the context line under the title).
+std::vector<std::string> wrap_chars(const std::string& text, size_t chars) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  std::string word, line;
+  while (in >> word) {
+    if (!line.empty() && line.size() + 1 + word.size() > chars) lines.push_back(line), line.clear();
+    line += (line.empty() ? "" : " ") + word;
+  }
+  if (!line.empty()) lines.push_back(line);
+  return lines;
+}
+
+// The document, its background in the style's colour, the title and up to two lines of context
+// under it (the text's default fill is the style's text colour).
+void open_svg(std::ostringstream& s, const std::string& title, const std::string& context, double width = kW) {
   s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << kH << "\" viewBox=\"0 0 " << width << " " << kH
-    << "\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"12\">\n"
-    << "<title>" << xml_escape(title) << "</title>\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-    << "<text x=\"" << width / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">" << xml_escape(title)
-    << "</text>\n";
+    << "\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"12\" fill=\"" << col(style().text) << "\">\n"
+    << "<title>" << xml_escape(title) << "</title>\n<rect class=\"background\" width=\"100%\" height=\"100%\" fill=\""
+    << col(style().background) << "\"/>\n"
+    << "<text class=\"title\" x=\"" << width / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">"
+    << xml_escape(title) << "</text>\n";
+  std::vector<std::string> lines = wrap_chars(context, static_cast<size_t>(width / 6.2));
+  if (lines.size() > 2) lines.resize(2);
+  for (size_t i = 0; i < lines.size(); ++i)
+    s << "<text class=\"context\" x=\"" << width / 2 << "\" y=\"" << 40 + 14 * static_cast<double>(i)
+      << "\" text-anchor=\"middle\" font-size=\"11\" fill=\"" << col(style().text_dim) << "\">" << xml_escape(lines[i]) << "</text>\n";
 }
 
 // Axes, ticks, grid and labels. x_names: category labels at integer x instead of numeric ticks.
@@ -60,13 +95,13 @@ void open_svg(std::ostringstream& s, const std::string& title, double width = kW
 void axes(std::ostringstream& s, const Frame& f, const std::string& xl, const std::string& yl, bool log2_x,
           const std::vector<std::string>& x_names = {}) {
   const Box& b = f.box;
-  s << "<g class=\"axes\" stroke=\"#333\" fill=\"none\">\n<line x1=\"" << px(b.left) << "\" y1=\"" << px(b.bottom) << "\" x2=\""
+  s << "<g class=\"axes\" stroke=\"" << col(style().axis) << "\" fill=\"none\">\n<line x1=\"" << px(b.left) << "\" y1=\"" << px(b.bottom) << "\" x2=\""
     << px(b.right) << "\" y2=\"" << px(b.bottom) << "\"/>\n<line x1=\"" << px(b.left) << "\" y1=\"" << px(b.top) << "\" x2=\""
     << px(b.left) << "\" y2=\"" << px(b.bottom) << "\"/>\n</g>\n<g class=\"ticks\" font-size=\"11\">\n";
   for (double v : viz::nice_ticks(f.y0, f.y1, 4)) {
     const double y = f.sy(v);
     s << "<line x1=\"" << px(b.left - 4) << "\" y1=\"" << px(y) << "\" x2=\"" << px(b.right) << "\" y2=\"" << px(y)
-      << "\" stroke=\"#ddd\"/><text class=\"y-tick\" x=\"" << px(b.left - 7) << "\" y=\"" << px(y + 4) << "\" text-anchor=\"end\">"
+      << "\" stroke=\"" << col(style().grid) << "\"/><text class=\"y-tick\" x=\"" << px(b.left - 7) << "\" y=\"" << px(y + 4) << "\" text-anchor=\"end\">"
       << viz::tick_label(v) << "</text>\n";
   }
   std::vector<std::pair<double, std::string>> xt;
@@ -81,7 +116,7 @@ void axes(std::ostringstream& s, const Frame& f, const std::string& xl, const st
   for (const auto& [v, label] : xt) {
     const double x = f.sx(v);
     s << "<line x1=\"" << px(x) << "\" y1=\"" << px(b.bottom) << "\" x2=\"" << px(x) << "\" y2=\"" << px(b.bottom + 4)
-      << "\" stroke=\"#333\"/><text class=\"x-tick\" x=\"" << px(x) << "\" y=\"" << px(b.bottom + 17) << "\" text-anchor=\"middle\">"
+      << "\" stroke=\"" << col(style().axis) << "\"/><text class=\"x-tick\" x=\"" << px(x) << "\" y=\"" << px(b.bottom + 17) << "\" text-anchor=\"middle\">"
       << xml_escape(label) << "</text>\n";
   }
   const double ly = (b.top + b.bottom) / 2, lx = b.left - 56;
@@ -94,6 +129,7 @@ struct LegendItem {
   std::string name, color;
   std::string dash = "";  // a line series' stroke-dasharray ("" and line: a solid line sample)
   bool line = false;      // false: a filled swatch
+  bool marker = false;    // a line series' marker drawn on the sample (a ring when dashed)
 };
 
 // Items listed top to bottom right of the plot area ending at `right`.
@@ -105,6 +141,11 @@ void legend(std::ostringstream& s, const std::vector<LegendItem>& items, double 
       s << "<line x1=\"" << px(right + 10) << "\" y1=\"" << px(y - 4) << "\" x2=\"" << px(right + 26) << "\" y2=\"" << px(y - 4)
         << "\" stroke=\"" << items[i].color << "\" stroke-width=\"2\"" << (items[i].dash.empty() ? "" : " stroke-dasharray=\"" + items[i].dash + "\"")
         << "/>";
+      if (items[i].marker)
+        s << "<circle cx=\"" << px(right + 18) << "\" cy=\"" << px(y - 4) << "\" r=\"" << (items[i].dash.empty() ? "3" : "2.2") << "\" "
+          << (items[i].dash.empty() ? "fill=\"" + items[i].color + "\""
+                                    : "fill=\"" + col(style().background) + "\" stroke=\"" + items[i].color + "\" stroke-width=\"1.4\"")
+          << "/>";
     } else {
       s << "<rect x=\"" << px(right + 12) << "\" y=\"" << px(y - 9) << "\" width=\"12\" height=\"10\" fill=\"" << items[i].color << "\"/>";
     }
@@ -138,15 +179,15 @@ void draw_series(std::ostringstream& s, const Frame& f, const std::vector<PlotSe
   for (size_t k = 0; k < series.size(); ++k) {
     const PlotSeries& p = series[k];
     const std::string color = p.color.empty() ? kColors[k % 8] : p.color;
-    items.push_back({p.name, color, p.dash, true});
+    items.push_back({p.name, color, p.dash, true, p.markers});
     // A non-finite point breaks the line (a step without accesses has no hit ratio).
     std::vector<std::string> lines(1);
     std::string marks;
     // A dashed series' markers are rings, so that a solid series' dots under them still show.
-    const std::string mark_paint = p.dash.empty() ? "fill=\"" + color + "\"" : "fill=\"white\" stroke=\"" + color + "\" stroke-width=\"1.4\"";
+    const std::string mark_paint = p.dash.empty() ? "fill=\"" + color + "\"" : "fill=\"" + col(style().background) + "\" stroke=\"" + color + "\" stroke-width=\"1.4\"";
     for (size_t i = 0; i < p.x.size() && i < p.y.size(); ++i) {
       if (!std::isfinite(tx(p.x[i])) || !std::isfinite(p.y[i])) {
-        if (!lines.back().empty()) lines.emplace_back();
+        if (!p.bridge_gaps && !lines.back().empty()) lines.emplace_back();
         continue;
       }
       lines.back() += px(f.sx(tx(p.x[i]))) + "," + px(f.sy(p.y[i])) + " ";
@@ -191,7 +232,7 @@ void draw_histogram(std::ostringstream& s, const hip::DeltaStats& d, Box box, st
   }
   items.push_back({"observed (Delta = " + std::to_string(d.delta) + ")", "#1f4e79"});
   items.push_back({"N(" + num(d.mean) + ", " + num(d.stddev) + "^2)", "#e15759", "", true});
-  items.push_back({"KL " + num(d.kl_to_normal), "white"});
+  items.push_back({"KL " + num(d.kl_to_normal), col(style().background)});
 }
 
 // Mean and std of delta against Delta, a pair of curves per head.
@@ -214,6 +255,8 @@ std::vector<PlotSeries> locality_series(const std::vector<hip::ScoreLocality>& h
 
 }  // namespace
 
+bool cpu_reference_device(const std::string& device) { return device.empty() || device.rfind("cpu", 0) == 0; }
+
 std::string xml_escape(const std::string& t) {
   std::string o;
   for (char ch : t) {
@@ -233,10 +276,12 @@ std::string xml_escape(const std::string& t) {
 }
 
 std::string svg_line_chart(const std::string& title, const std::string& xl, const std::string& yl,
-                           const std::vector<PlotSeries>& series, bool log2_x, double y_lo, double y_hi) {
+                           const std::vector<PlotSeries>& series, bool log2_x, double y_lo, double y_hi, const viz::FigureStyle& st,
+                           const std::string& context) {
+  const StyleScope scope(st);
   const Frame f = series_frame(series, log2_x, y_lo, y_hi, kPlot);
   std::ostringstream s;
-  open_svg(s, title);
+  open_svg(s, title, context);
   axes(s, f, xl, yl, log2_x);
   std::vector<LegendItem> items;
   draw_series(s, f, series, log2_x, items);
@@ -245,9 +290,11 @@ std::string svg_line_chart(const std::string& title, const std::string& xl, cons
   return s.str();
 }
 
-std::string svg_locality_histogram(const hip::DeltaStats& d, const std::string& title) {
+std::string svg_locality_histogram(const hip::DeltaStats& d, const std::string& title, const viz::FigureStyle& st,
+                                   const std::string& context) {
+  const StyleScope scope(st);
   std::ostringstream s;
-  open_svg(s, title);
+  open_svg(s, title, context);
   std::vector<LegendItem> items;
   draw_histogram(s, d, kPlot, items);
   legend(s, items);
@@ -255,13 +302,15 @@ std::string svg_locality_histogram(const hip::DeltaStats& d, const std::string& 
   return s.str();
 }
 
-std::string svg_locality(const std::vector<hip::ScoreLocality>& heads, int64_t histogram_delta, const std::string& title) {
+std::string svg_locality(const std::vector<hip::ScoreLocality>& heads, int64_t histogram_delta, const std::string& title,
+                         const viz::FigureStyle& st, const std::string& context) {
+  const StyleScope scope(st);
   // Two plots side by side, as the locality panel shows them: the histogram, then the curves.
   constexpr double kWide = 2 * kW - kRight;
   const Box hist_box{kLeft, kTop, kW - kRight, kH - kBottom};
   const Box curve_box{kW - kRight + kLeft + 24, kTop, kWide - kRight, kH - kBottom};
   std::ostringstream s;
-  open_svg(s, title, kWide);
+  open_svg(s, title, context, kWide);
   std::vector<LegendItem> items;
   const hip::DeltaStats* hist = nullptr;
   if (!heads.empty())
@@ -277,7 +326,7 @@ std::string svg_locality(const std::vector<hip::ScoreLocality>& heads, int64_t h
   return s.str();
 }
 
-std::string svg_hit_ratio_per_step(const offload::OffloadResult& r) {
+std::string svg_hit_ratio_per_step(const offload::OffloadResult& r, const viz::FigureStyle& st, const std::string& context) {
   std::vector<PlotSeries> series;
   // Both contexts often read the same keys, so their curves coincide: sparse attention is drawn
   // first and solid, mask estimation over it dashed with ring markers, so neither hides the other.
@@ -285,6 +334,9 @@ std::string svg_hit_ratio_per_step(const offload::OffloadResult& r) {
     const offload::ContextStats& ctx = c == 0 ? r.mask : r.sparse;
     const char* name = c == 0 ? "mask estimation" : "sparse attention";  // legend: name (bank slots)
     PlotSeries p{std::string(name) + " (" + std::to_string(ctx.bank_tokens) + ")", {}, {}, kColors[c], true, c == 0 ? "6 4" : ""};
+    // Mask estimation reads only on refresh steps: its points are joined across the steps between,
+    // so the dashed line the legend shows is what the plot draws.
+    p.bridge_gaps = true;
     for (size_t s = 0; s < ctx.per_step_total.size(); ++s) {
       const offload::BankCounts& b = ctx.per_step_total[s];
       p.x.push_back(static_cast<double>(s));
@@ -292,10 +344,11 @@ std::string svg_hit_ratio_per_step(const offload::OffloadResult& r) {
     }
     series.push_back(p);
   }
-  return svg_line_chart("KV offloading: hit ratio per decode step", "decode step", "hit ratio", series, false, 0.0, 1.0);
+  return svg_line_chart("KV offloading: hit ratio per decode step", "decode step", "hit ratio", series, false, 0.0, 1.0, st, context);
 }
 
-std::string svg_latency_bars(const PairedAnalysis& a) {
+std::string svg_latency_bars(const PairedAnalysis& a, const std::string& device, const viz::FigureStyle& st, const std::string& context) {
+  const StyleScope scope(st);
   const ComponentMs bars[4] = {a.dense.latency.prefill, a.hip.latency.prefill, a.dense.latency.decode_step, a.hip.latency.decode_step};
   const std::vector<std::string> names{"dense prefill", "HiP prefill", "dense decode", "HiP decode"};
   const char* parts[4] = {"mask estimation", "sparse attention", "dense attention", "other"};
@@ -304,7 +357,12 @@ std::string svg_latency_bars(const PairedAnalysis& a) {
   for (const ComponentMs& b : bars) top = std::max(top, b.total());
   Frame f{-0.6, 3.6, 0, top > 0 ? top * 1.08 : 1};
   std::ostringstream s;
-  open_svg(s, "Latency breakdown (ms; decode: mean per step)");
+  // On the CPU HiP runs the float64 reference: the bars are a correctness run's wall-clock, said in
+  // the title as the Latency panel says it, and no ratio of the two sides is drawn.
+  const bool cpu = cpu_reference_device(device);
+  open_svg(s, cpu ? "Latency on " + device + ": HiP is the float64 CPU reference, not a speed measurement"
+                  : "Latency breakdown on " + device + " (ms; decode: mean per step)",
+           context);
   axes(s, f, "run", "milliseconds", false, names);
   const double bw = (f.sx(1) - f.sx(0)) * 0.6;
   for (int i = 0; i < 4; ++i) {

@@ -21,25 +21,38 @@ struct PlotSeries {
   std::string color;         // CSS colour
   bool markers = true;
   std::string dash = "";     // SVG stroke-dasharray such as "6 4"; "" solid. Dashed markers are rings.
+  bool bridge_gaps = false;  // join the finite points across non-finite ones (else a gap breaks the line)
 };
+
+// Every chart below is drawn in `style`'s colours (background included) with `context` (model,
+// device, dtype, T, parameters: figure_context) in up to two lines under its title.
 
 // A generic line chart (the specific figures below are built on it).
 std::string svg_line_chart(const std::string& title, const std::string& x_label, const std::string& y_label,
                            const std::vector<PlotSeries>& series, bool log2_x = false, double y_lo = NAN,
-                           double y_hi = NAN);  // a fixed y range where given (NaN: from the data)
+                           double y_hi = NAN,  // a fixed y range where given (NaN: from the data)
+                           const viz::FigureStyle& style = viz::paper_style(), const std::string& context = "");
 
 // Histogram of delta = s_{j+Delta} - s_j for one Delta with the fitted normal N(mean, std^2) drawn
 // over it as the locality panel does (viz::fitted_normal_counts: expected pairs per bin).
-std::string svg_locality_histogram(const hip::DeltaStats& stats, const std::string& title);
+std::string svg_locality_histogram(const hip::DeltaStats& stats, const std::string& title,
+                                   const viz::FigureStyle& style = viz::paper_style(), const std::string& context = "");
 // The locality panel as one figure: the histogram of heads[0] at `histogram_delta` (the first
 // captured Delta when it was not captured) beside the mean and standard deviation of delta against
 // Delta (log axis), one pair of curves per head given.
-std::string svg_locality(const std::vector<hip::ScoreLocality>& heads, int64_t histogram_delta, const std::string& title);
+std::string svg_locality(const std::vector<hip::ScoreLocality>& heads, int64_t histogram_delta, const std::string& title,
+                         const viz::FigureStyle& style = viz::paper_style(), const std::string& context = "");
 // Hit ratio per decode step of both offloading contexts (mask estimation dashed over sparse attention).
-std::string svg_hit_ratio_per_step(const offload::OffloadResult& offload);
+std::string svg_hit_ratio_per_step(const offload::OffloadResult& offload, const viz::FigureStyle& style = viz::paper_style(),
+                                   const std::string& context = "");
 // Stacked latency bars (mask estimation, sparse attention, dense attention, other): dense vs HiP,
-// prefill and mean decode step.
-std::string svg_latency_bars(const PairedAnalysis& analysis);
+// prefill and mean decode step, measured on `device` (RunInfo::device). On the CPU the title says
+// that HiP ran the float64 correctness reference; no speedup is drawn on any device.
+std::string svg_latency_bars(const PairedAnalysis& analysis, const std::string& device = "",
+                             const viz::FigureStyle& style = viz::paper_style(), const std::string& context = "");
+// True for a CPU device string ("cpu (4 threads), f32") or an unknown one: HiP's timings there are
+// the float64 reference's, so no speedup is claimed.
+bool cpu_reference_device(const std::string& device);
 
 // The iteration figure of one query block's search (iteration_figure.cpp): a row per step, alive
 // nodes solid, pruned blocks faded with the iteration that pruned them, oracle blocks marked.

@@ -45,6 +45,7 @@ struct MaskFigureText {
   std::string title;                                     // "HiP mask: layer 4, head 3"
   std::string subtitle;                                  // parameters and quality, word-wrapped to the width
   std::vector<std::pair<std::string, uint32_t>> legend;  // label, colour (short labels: the column is narrow)
+  uint32_t frame = 0;       // the picture's frame colour when nonzero (a dense layer's), else the axis colour
 };
 
 // A square width x width figure: the (tq x tk) picture fitted inside with its aspect, keys ticked

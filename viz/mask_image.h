@@ -63,6 +63,9 @@ std::vector<uint8_t> pool_mask_flags(const MaskPicture& m, const PoolRect& rect)
 // Which overlays the picture shows and in which colours.
 struct MaskPalette {
   uint32_t future, empty, selected, hit, miss, false_pick, random, sink, dense;
+  // The frame of a dense layer's picture (below l_d every key is attended; the picture shows what
+  // HiP would pick): Okabe-Ito's reddish purple, packed as pack_rgba8 (R in the low byte).
+  uint32_t dense_layer = 0xffa779ccu;
   bool show_oracle = true, show_random = false, show_sink_dense = true;
 };
 // The outcome colours: Okabe and Ito's colour-blind-safe set by default (every pair of outcomes,

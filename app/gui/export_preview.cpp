@@ -1,6 +1,8 @@
 #include "app/gui/export_preview.h"
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 #include <memory>
 
 #include <imgui.h>
@@ -38,6 +40,13 @@ DecodedPng decode_png_file(const std::string& path) {
   return out;
 }
 
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return in ? text.str() : std::string();
+}
+
 void draw_export_preview(PanelContext& ctx) {
   AppState& s = ctx.state;
   static std::string loaded;
@@ -64,6 +73,24 @@ void draw_export_preview(PanelContext& ctx) {
   if (ImGui::Begin("Exported figure", &open, ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_HorizontalScrollbar)) {
     keep_window_inside_viewport();
     ImGui::TextDisabled("%s (%d x %d px, read back from the file)", s.preview_path.c_str(), png.width, png.height);
+    // The clipboard (GLFW's) holds text only: the figure's SVG document, which vector editors,
+    // browsers and slide tools paste as a picture, or the PNG's path.
+    const std::string svg_path = s.preview_path.substr(0, s.preview_path.size() - 4) + ".svg";
+    if (ImGui::SmallButton("Copy SVG")) {
+      const std::string svg = read_text_file(svg_path);
+      if (svg.empty()) {
+        s.status_message = "cannot copy the figure: " + svg_path + " is missing or empty";
+      } else {
+        ImGui::SetClipboardText(svg.c_str());
+        s.status_message = "copied the figure's SVG (" + std::to_string(svg.size()) + " bytes of text, from " + svg_path + ") to the clipboard";
+      }
+    }
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Copies the SVG document of this figure as text (paste it into Inkscape, a browser or slides).");
+    ImGui::SameLine();
+    if (ImGui::SmallButton("Copy PNG path")) {
+      ImGui::SetClipboardText(s.preview_path.c_str());
+      s.status_message = "copied " + s.preview_path + " to the clipboard";
+    }
     if (!png.error.empty()) {
       ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(ctx.theme.bad), "%s", png.error.c_str());
     } else {

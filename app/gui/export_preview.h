@@ -17,7 +17,11 @@ struct DecodedPng {
 };
 DecodedPng decode_png_file(const std::string& path);
 
-// The preview window of AppState::preview_path, while it is set (its close button clears it).
+// A file's bytes; "" when it cannot be read.
+std::string read_text_file(const std::string& path);
+
+// The preview window of AppState::preview_path, with Copy SVG (the figure's SVG beside the PNG, as
+// text: GLFW's clipboard holds text only) and Copy PNG path, while it is set (its close button clears it).
 void draw_export_preview(PanelContext& ctx);
 
 }  // namespace hipstudio::gui

@@ -1,5 +1,6 @@
 #include "app/gui/layout.h"
 
+#include <map>
 #include <algorithm>
 
 #include <imgui.h>
@@ -86,22 +87,49 @@ void draw_menu(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>& panels, L
   ImGui::EndMenuBar();
 }
 
+// The pane's tabs wrap onto more rows when they do not fit its width (ImGui's tab bar would scroll
+// and hide some at 1280x720): one tab-coloured button per open panel, the selected one in the
+// active tab colour, then the selected panel. Panels open, close and move in the View menu.
 void draw_pane(PanelContext& ctx, std::vector<std::unique_ptr<Panel>>& panels, PaneSlot slot, const char* id, LayoutActions& act) {
   AppState& s = ctx.state;
-  if (!ImGui::BeginTabBar(id, ImGuiTabBarFlags_Reorderable | ImGuiTabBarFlags_FittingPolicyScroll)) return;
-  for (auto& p : panels) {
-    if (p->slot != slot || !p->open) continue;
-    const bool focus = s.focus_panel == p->id();
-    if (ImGui::BeginTabItem(p->title(), &p->open, focus ? ImGuiTabItemFlags_SetSelected : 0)) {
-      ImGui::BeginChild("##content", ImVec2(0, 0), false);
-      p->draw(ctx);
-      act.drawn.push_back(p->id());
-      ImGui::EndChild();
-      ImGui::EndTabItem();
+  static std::map<std::string, std::string> selected;  // pane id -> the id of its shown panel
+  std::vector<Panel*> open;
+  for (auto& p : panels)
+    if (p->slot == slot && p->open) open.push_back(p.get());
+  if (open.empty()) return;
+  std::string& sel = selected[id];
+  for (Panel* p : open)
+    if (s.focus_panel == p->id()) sel = p->id(), s.focus_panel.clear();
+  if (std::none_of(open.begin(), open.end(), [&](const Panel* p) { return sel == p->id(); })) sel = open.front()->id();
+  ImGui::PushID(id);
+  const ImGuiStyle& st = ImGui::GetStyle();
+  const float right = ImGui::GetCursorPosX() + ImGui::GetContentRegionAvail().x;
+  ImGui::PushStyleVar(ImGuiStyleVar_FrameRounding, st.TabRounding);
+  ImGui::PushStyleVar(ImGuiStyleVar_ItemSpacing, ImVec2(st.ItemInnerSpacing.x * 0.5f, st.ItemInnerSpacing.y * 0.5f));
+  for (size_t i = 0; i < open.size(); ++i) {
+    Panel* p = open[i];
+    const float w = ImGui::CalcTextSize(p->title()).x + st.FramePadding.x * 2;
+    if (i > 0) {
+      ImGui::SameLine();
+      if (ImGui::GetCursorPosX() + w > right) ImGui::NewLine();
     }
-    if (focus) s.focus_panel.clear();
+    const bool on = sel == p->id();
+    ImGui::PushStyleColor(ImGuiCol_Button, ImGui::GetStyleColorVec4(on ? ImGuiCol_TabActive : ImGuiCol_Tab));
+    ImGui::PushStyleColor(ImGuiCol_ButtonHovered, ImGui::GetStyleColorVec4(ImGuiCol_TabHovered));
+    ImGui::PushStyleColor(ImGuiCol_ButtonActive, ImGui::GetStyleColorVec4(ImGuiCol_TabActive));
+    if (ImGui::Button(p->title())) sel = p->id();
+    ImGui::PopStyleColor(3);
   }
-  ImGui::EndTabBar();
+  ImGui::PopStyleVar(2);
+  ImGui::Separator();
+  for (Panel* p : open) {
+    if (sel != p->id()) continue;
+    ImGui::BeginChild("##content", ImVec2(0, 0), false);
+    p->draw(ctx);
+    act.drawn.push_back(p->id());
+    ImGui::EndChild();
+  }
+  ImGui::PopID();
 }
 
 // The banner over the panes while a capture is shown: what it is, and the way back to live mode.
@@ -217,9 +245,24 @@ void draw_export_modal(PanelContext& ctx) {
   fit_next_window(ImVec2(ImGui::GetFontSize() * 36, 0));
   if (!ImGui::BeginPopupModal("Export view", nullptr, ImGuiWindowFlags_NoSavedSettings)) return;
   keep_window_inside_viewport();
-  ImGui::TextWrapped("Layer %d, head %d, query block %d, Delta %d: mask figure (PNG and SVG), iteration figure, locality, hit-ratio and "
-                     "latency SVG, metrics CSV, into the folder (created if missing):",
-                     s.layer, s.head, s.query_block, s.delta);
+  // One figure (the view on screen) or all of them.
+  static int which = 0;
+  const std::vector<std::string>& choices = export_figure_choices();
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 12);
+  if (ImGui::BeginCombo("figure", which == 0 ? "every figure" : choices[static_cast<size_t>(which - 1)].c_str())) {
+    for (int i = 0; i <= static_cast<int>(choices.size()); ++i)
+      if (ImGui::Selectable(i == 0 ? "every figure" : choices[static_cast<size_t>(i - 1)].c_str(), which == i)) which = i;
+    ImGui::EndCombo();
+  }
+  const std::string only = which == 0 ? std::string() : choices[static_cast<size_t>(which - 1)];
+  static bool pdf = false;
+  ImGui::SameLine();
+  ImGui::Checkbox("each SVG also as PDF", &pdf);
+  ImGui::TextWrapped("Layer %d, head %d, query block %d, Delta %d: %s, into the folder (created if missing):",
+                     s.layer, s.head, s.query_block, s.delta,
+                     only.empty() ? "mask figure (PNG and SVG), iteration figure, locality, hit-ratio and latency SVG, metrics CSV"
+                                  : only == "mask" ? "the mask figure (PNG and SVG)"
+                                  : only == "metrics" ? "the per-head metrics CSV" : ("the " + only + " SVG").c_str());
   ImGui::SetNextItemWidth(-1);
   ImGui::InputTextWithHint("##export_dir", "~/export", &o.dir, ImGuiInputTextFlags_AutoSelectAll);
   ImGui::Checkbox("Mask at full detail, in PNG tiles", &o.tiles);
@@ -241,7 +284,7 @@ void draw_export_modal(PanelContext& ctx) {
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("The figures' colours do not follow the UI theme: paper is for print.");
   error_text(ctx, error);
   if (ImGui::Button("Export")) {
-    if (start_export_view(s, ctx.snap, o)) {
+    if (start_export_view(s, ctx.snap, o, only, pdf)) {
       ImGui::CloseCurrentPopup();
     } else {
       error = s.status_message;

@@ -142,6 +142,9 @@ MaskCanvasEvents MaskCanvas::draw(const char* id, const std::shared_ptr<const La
     pal.show_oracle = view.show_oracle && masks.has_oracle;
     pal.show_random = view.show_random;
     pal.show_sink_dense = view.show_sink_dense;
+    // A dense layer's keys are all "dense" cells: drawn in the dense-layer colour, not the dense
+    // tail's, so the two read apart (the legend has both).
+    if (picture_dense_) pal.dense = pal.dense_layer, pal.show_sink_dense = true;
     viz::colorize_mask(flags_, pal, rgba_);
     tex_.upload(rgba_.data(), key.w, key.h);
     key_ = key;
@@ -190,7 +193,7 @@ MaskCanvasEvents MaskCanvas::draw(const char* id, const std::shared_ptr<const La
         } else {
           ImGui::Text("score q.k/sqrt(d) %.3f   dense probability %.4f", pv.score, pv.probability);
           if (f & viz::kMaskSink) ImGui::TextUnformatted("sink: always attended");
-          if (f & viz::kMaskDense) ImGui::TextUnformatted("dense tail (sliding window): always attended");
+          if (f & viz::kMaskDense) ImGui::TextUnformatted("dense tail (the diagonal block and the sliding window): always attended");
           if (dense_) {
             ImGui::TextUnformatted("this layer runs dense: every visible key is attended");
           } else {

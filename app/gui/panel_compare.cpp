@@ -6,6 +6,7 @@
 
 #include <imgui.h>
 
+#include "captures/layer_kinds.h"
 #include "app/gui/mask_canvas.h"
 #include "app/gui/panel.h"
 #include "app/gui/widgets.h"
@@ -148,9 +149,11 @@ class ComparePanel final : public Panel {
     ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + size);
     if (m && m->source) {
       StaleScope grey(view_stale(ctx, kStageMasks));
-      ImGui::TextWrapped("HiP mask, layer %lld head %d (vs oracle)", static_cast<long long>(m->layer), s.head);
+      const captures::LayerKinds kinds = captures::layer_kinds(*m->source->analysis);
+      ImGui::TextWrapped("HiP mask, layer %lld (%s) head %d (vs oracle)", static_cast<long long>(m->layer), kinds.short_text(m->layer).c_str(),
+                         s.head);
       canvas_.set_cursor(cursor_q_, cursor_k_);
-      canvas_.set_dense(m->layer < m->source->analysis->options.hip.dense_layers && !s.mask_view.show_hip_on_dense);
+      canvas_.set_dense(kinds.at(m->layer) == captures::LayerKind::kDense && !s.mask_view.show_hip_on_dense);
       const MaskCanvasEvents ev =
           canvas_.draw("##cmp_mask", m, *m->source, std::min<int64_t>(s.head, m->hip.heads - 1), s.mask_view, size, true, s.query_block, t);
       if (ev.hovered_query >= 0) hover_q = ev.hovered_query, hover_k = ev.hovered_key;
@@ -224,9 +227,13 @@ class ComparePanel final : public Panel {
       dl->AddText(ImVec2(o.x + label_w + h * cell_w + 3, o.y), t.text_dim, lbl.c_str());
     }
     const bool values_fit = ImGui::CalcTextSize(metric_ == kError ? "0.000" : "0.00").x + 4 <= cell_w;
+    const captures::LayerKinds grid_kinds = captures::layer_kinds(pa);
     for (size_t l = 0; l < pa.layers.size(); ++l) {
       const float y = o.y + cell_h * static_cast<float>(l + 1);
-      const std::string lbl = fmt("layer %zu%s", l, pa.layers[l].dense ? " (d)" : "");
+      // (w): a window layer, (d): dense under l_d; the tooltip says which in full.
+      const captures::LayerKind kind = grid_kinds.at(static_cast<int64_t>(l));
+      const std::string lbl = fmt("layer %zu%s", l, kind == captures::LayerKind::kWindow ? " (w)" : kind == captures::LayerKind::kHip ? "" : " (d)");
+      const std::string kind_text = grid_kinds.text(static_cast<int64_t>(l));
       dl->AddText(ImVec2(o.x, y + 1), t.text_dim, lbl.c_str());
       const LayerQuality* lq = view.layer_quality(static_cast<int64_t>(l));
       for (int h = 0; h < heads; ++h) {
@@ -235,7 +242,7 @@ class ComparePanel final : public Panel {
           // Still computing, or (a long prompt) its inputs were not kept: picking it runs its prefill.
           dl->AddRect(a, b, t.text_dim);
           if (ImGui::IsMouseHoveringRect(a, b) && ImGui::IsWindowHovered()) {
-            ImGui::SetTooltip("layer %zu head %d: %s", l, h,
+            ImGui::SetTooltip("layer %zu (%s) head %d: %s", l, kind_text.c_str(), h,
                               view.has_inputs(static_cast<int64_t>(l))
                                   ? "its views are still being computed"
                                   : "its inputs were not kept (not enough GPU memory for every layer's): click to run the HiP prefill keeping it");
@@ -259,8 +266,8 @@ class ComparePanel final : public Panel {
         }
         if (static_cast<int>(l) == s.layer && h == s.head) dl->AddRect(a, b, t.accent, 0, 0, 2.0f);
         if (ImGui::IsMouseHoveringRect(a, b) && ImGui::IsWindowHovered()) {
-          ImGui::SetTooltip("layer %zu head %d%s\nrecall %.3f (random %.3f)\nmass %.3f (random %.3f)\noutput error %.4f (random %.4f)",
-                            l, h, pa.layers[l].dense ? " (dense layer in the model)" : "", q.recall, q.random_recall, q.mass,
+          ImGui::SetTooltip("layer %zu (%s) head %d\nrecall %.3f (random %.3f)\nmass %.3f (random %.3f)\noutput error %.4f (random %.4f)",
+                            l, kind_text.c_str(), h, q.recall, q.random_recall, q.mass,
                             q.random_mass, q.out_rel_err, q.random_out_rel_err);
           if (ImGui::IsMouseClicked(0)) {
             s.layer = static_cast<int>(l);

@@ -7,6 +7,7 @@
 
 #include <imgui.h>
 
+#include "captures/layer_kinds.h"
 #include "app/gui/mask_canvas.h"
 #include "app/gui/panel.h"
 #include "app/gui/widgets.h"
@@ -32,12 +33,14 @@ class HeadsPanel final : public Panel {
     const AnalysisView& a = *m->source;
     const PairedAnalysis& pa = *a.analysis;
     const int64_t heads = m->hip.heads;
-    const bool dense_layer = m->layer < pa.options.hip.dense_layers;
+    const captures::LayerKinds kinds = captures::layer_kinds(pa);
+    const bool dense_layer = !kinds.hip(m->layer);
+    const std::string kind_note = dense_layer ? " (" + kinds.text(m->layer) + ": the masks show what HiP would pick)" : " (HiP)";
     const bool stale = view_stale(ctx, kStageMasks);
     StaleScope grey(stale);
     ImGui::TextWrapped("Layer %lld, all %lld heads%s: recall against the oracle under each; click one to open it in the mask view.",
                        static_cast<long long>(m->layer), static_cast<long long>(heads),
-                       dense_layer ? " (a dense layer: the masks show what HiP would pick)" : "");
+                       kind_note.c_str());
     if (stale) warn_text(stale_reason(ctx, kStageMasks), t);
     if (canvases_.size() != static_cast<size_t>(heads)) canvases_ = std::vector<MaskCanvas>(static_cast<size_t>(heads));
     // Columns: as many ~180 px (scaled) multiples as fit, at least one.

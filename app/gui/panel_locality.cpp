@@ -6,6 +6,7 @@
 
 #include <imgui.h>
 
+#include "captures/layer_kinds.h"
 #include "app/gui/panel.h"
 #include "app/gui/widgets.h"
 
@@ -36,8 +37,9 @@ class LocalityPanel final : public Panel {
     const LocalityView& v = *lv;
     StaleScope grey(view_stale(ctx, kStageLocality));
     const hip::DeltaStats& h = v.histogram;
-    ImGui::TextWrapped("layer %lld, head %lld, %lld queries from the second half of the prompt, raw scores s = q.k",
-                static_cast<long long>(v.layer), static_cast<long long>(v.head), static_cast<long long>(v.queries));
+    const std::string kind = ctx.snap.analysis ? captures::layer_kinds(*ctx.snap.analysis->analysis).short_text(v.layer) : std::string("?");
+    ImGui::TextWrapped("layer %lld (%s), head %lld, %lld queries from the second half of the prompt, raw scores s = q.k",
+                static_cast<long long>(v.layer), kind.c_str(), static_cast<long long>(v.head), static_cast<long long>(v.queries));
     ImGui::Text("Delta = %lld: %lld pairs, mean %.3f, std %.3f, KL(hist || normal) = ",
                 static_cast<long long>(v.delta), static_cast<long long>(h.pairs), h.mean, h.stddev);
     ImGui::SameLine(0, 0);

@@ -6,6 +6,7 @@
 
 #include <imgui.h>
 
+#include "captures/layer_kinds.h"
 #include "app/gui/mask_canvas.h"
 #include "app/gui/panel.h"
 #include "app/gui/shortcuts.h"
@@ -52,10 +53,13 @@ class MaskPanel final : public Panel {
     if (v.show_random) legend_item(p.random, "random");
     if (v.show_sink_dense) {
       legend_item(p.sink, "sink");
-      legend_item(p.dense, "window");
+      legend_item(p.dense, "dense tail");
     }
     legend_item(p.empty, "not attended");
     legend_item(p.future, "future");
+    const captures::LayerKinds kinds = masks ? captures::layer_kinds(*masks->source->analysis) : captures::LayerKinds{};
+    if (masks && kinds.at(masks->layer) == captures::LayerKind::kDense && !v.show_hip_on_dense)
+      legend_item(p.dense_layer, "dense layer (every key)");
     ImGui::NewLine();
 
     if (!masks) {
@@ -64,20 +68,24 @@ class MaskPanel final : public Panel {
     }
     const LayerMaskSnapshot& m = *masks;
     const int64_t head = std::min<int64_t>(s.head, m.hip.heads - 1);
-    const PairedAnalysis& pa = *m.source->analysis;
     // The head's recall as the views layer computed it (the number analyze and the heads view show).
     const LayerQuality* lq = m.source->layer_quality(m.layer);
     const bool have_quality = lq && head < static_cast<int64_t>(lq->heads.size());
     const HeadQuality q = have_quality ? lq->heads[static_cast<size_t>(head)] : HeadQuality{};
     const bool stale = view_stale(ctx, kStageMasks);
     StaleScope grey(stale);
-    // A layer below l_d runs dense in the model: it is drawn dense unless asked what HiP would pick.
-    const bool dense_layer = m.layer < pa.options.hip.dense_layers;
-    if (dense_layer) {
-      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.warn), "Layer %lld runs dense (l_d = %lld): every visible key is attended.",
-                         static_cast<long long>(m.layer), static_cast<long long>(pa.options.hip.dense_layers));
-      ImGui::SameLine();
-      ImGui::Checkbox("Show what HiP would pick", &v.show_hip_on_dense);
+    // A layer HiP does not replace (captures/layer_kinds.h): one under l_d is drawn dense unless asked
+    // what HiP would pick; a window layer keeps its window on both sides, and the picture shows what
+    // HiP would pick there.
+    const captures::LayerKind kind = kinds.at(m.layer);
+    const bool dense_layer = kind == captures::LayerKind::kDense;
+    if (kind != captures::LayerKind::kHip) {
+      const std::string what = kinds.text(m.layer) + "; " + kinds.dense_layers_text() +
+                               (dense_layer ? ": every visible key is attended." : ": HiP does not replace it; the picture shows what HiP would pick.");
+      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(t.warn));
+      ImGui::TextWrapped("Layer %lld runs %s", static_cast<long long>(m.layer), what.c_str());
+      ImGui::PopStyleColor();
+      if (dense_layer) ImGui::Checkbox("Show what HiP would pick", &v.show_hip_on_dense);
     }
     const std::string quality = !m.has_oracle ? fmt("oracle skipped above %lld tokens (O(T^2))", static_cast<long long>(kOracleMaxTokens))
                                 : have_quality ? fmt("recall vs oracle %.3f (random %.3f)", q.recall, q.random_recall)
@@ -85,8 +93,9 @@ class MaskPanel final : public Panel {
     // The numbers are the result's own (its k, b_k, Kb), so a stale result never borrows the sliders'.
     const std::string why_stale = stale ? stale_reason(ctx, kStageMasks) : std::string();
     const bool short_reason = why_stale == "(updating)";
-    ImGui::TextWrapped("layer %lld, head %lld: T = %lld tokens, %lld query blocks, k = %lld, b_k = %lld, Kb = %lld | %s | masks in %.0f ms%s",
-                       static_cast<long long>(m.layer), static_cast<long long>(head), static_cast<long long>(m.source->tokens()),
+    ImGui::TextWrapped("layer %lld (%s), head %lld: T = %lld tokens, %lld query blocks, k = %lld, b_k = %lld, Kb = %lld | %s | masks in %.0f ms%s",
+                       static_cast<long long>(m.layer), kinds.short_text(m.layer).c_str(), static_cast<long long>(head),
+                       static_cast<long long>(m.source->tokens()),
                        static_cast<long long>(m.hip.query_blocks), static_cast<long long>(m.params.k), static_cast<long long>(m.params.b_k),
                        static_cast<long long>(m.hip.kb), quality.c_str(), m.seconds * 1000, short_reason ? " (updating)" : "");
     if (!why_stale.empty() && !short_reason) {

@@ -8,6 +8,7 @@
 
 #include <imgui.h>
 
+#include "captures/layer_kinds.h"
 #include "app/gui/capture_view.h"
 #include "app/gui/mask_canvas.h"
 #include "app/gui/panel.h"
@@ -49,7 +50,9 @@ class TokenPanel final : public Panel {
     ImGui::SliderInt("query token", &s.query_token, 0, last);
     ImGui::SameLine();
     ImGui::TextDisabled("or click a token below");
-    const bool dense_layer = m->layer < a.analysis->options.hip.dense_layers;
+    const captures::LayerKinds kinds = captures::layer_kinds(*a.analysis);
+    const bool dense_layer = !kinds.hip(m->layer);
+    const std::string kind_note = dense_layer ? " (" + kinds.text(m->layer) + ": HiP does not replace it)" : "";
     const bool stale = view_stale(ctx, kStageMasks);
     StaleScope grey(stale);
     // The row, cached per (inputs, head, query): O(T d) once per pick, not per frame.
@@ -69,7 +72,7 @@ class TokenPanel final : public Panel {
                        "probability%s",
                        static_cast<long long>(m->layer), static_cast<long long>(head), static_cast<long long>(q), token_label(a, q).c_str(),
                        static_cast<long long>(q / m->params.b_q), kept_mass * 100,
-                       dense_layer ? " (a dense layer: it attends to every key)" : "");
+                       kind_note.c_str());
     if (s.capture && !s.capture->has_pieces)
     {
       ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
@@ -137,7 +140,7 @@ class TokenPanel final : public Panel {
     ImGui::NewLine();
     legend_item(p.sink, "sink");
     ImGui::NewLine();
-    legend_item(p.dense, "window");
+    legend_item(p.dense, "dense tail");
     ImGui::EndGroup();
     if (picked >= 0 && picked < in.tq) s.query_token = static_cast<int>(picked);
   }
@@ -158,7 +161,7 @@ class TokenPanel final : public Panel {
   }
   static const char* outcome(uint8_t f) {
     if (f & viz::kMaskSink) return "sink: always attended";
-    if (f & viz::kMaskDense) return "sliding window: always attended";
+    if (f & viz::kMaskDense) return "dense tail (sliding window and diagonal block): always attended";
     if (f & viz::kMaskHit) return "HiP kept it, and so does the oracle (hit)";
     if (f & viz::kMaskFalsePick) return "HiP kept it; the oracle would not (false pick)";
     if (f & viz::kMaskMiss) return "the oracle keeps it; HiP missed it";

@@ -4,6 +4,7 @@
 
 #include <imgui.h>
 
+#include "captures/layer_kinds.h"
 #include "app/gui/capture_view.h"
 #include "app/gui/panel.h"
 #include "app/gui/widgets.h"
@@ -33,11 +34,15 @@ class ViewPanel final : public Panel {
     ImGui::SetNextItemWidth(w);
     ImGui::SliderInt("layer", &s.layer, 0, std::max(0, layers - 1), a ? "%d" : "-");
     if (ImGui::IsItemHovered()) side_tooltip("PgUp / PgDn");
-    const int l_d = s.capture ? s.capture->knobs.l_d : s.applied.l_d;
-    if (a && s.layer < l_d) {
+    if (a) {
+      // The layer's kind beside the picker (captures/layer_kinds.h); the tooltip lists every layer's.
+      const captures::LayerKinds kinds = captures::layer_kinds(*a->analysis);
       ImGui::SameLine();
-      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(ctx.theme.warn), "(dense)");
-      if (ImGui::IsItemHovered()) side_tooltip("Layer < l_d runs dense in the model: the views draw it dense (the mask view can\nshow what HiP would select).");
+      const std::string kind = kinds.short_text(s.layer);
+      if (kinds.hip(s.layer)) ImGui::TextUnformatted(kind.c_str());
+      else ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(ctx.theme.warn), "%s", kind.c_str());
+      if (ImGui::IsItemHovered())
+        side_tooltip("Layer %d: %s.\n%s.\n%s", s.layer, kinds.text(s.layer).c_str(), kinds.dense_layers_text().c_str(), kinds.summary().c_str());
     }
     ImGui::SetNextItemWidth(w);
     ImGui::SliderInt("head", &s.head, 0, std::max(0, heads - 1), a ? "%d" : "-");

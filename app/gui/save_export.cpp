@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <future>
 #include <mutex>
+#include <stdexcept>
 
 #include "app/gui/worker.h"
 #include "captures/atomic_file.h"
@@ -210,7 +211,16 @@ bool start_save_capture(AppState& s, const Snapshot& snap, const std::vector<std
   return true;
 }
 
-bool start_export_view(AppState& s, const Snapshot& snap, const ExportOptions& options) {
+const std::vector<std::string>& export_figure_choices() {
+  static const std::vector<std::string> choices{"mask", "iterations", "locality", "hit-ratio", "latency", "metrics"};
+  return choices;
+}
+
+bool start_export_view(AppState& s, const Snapshot& snap, const ExportOptions& options, const std::string& only, bool pdf) {
+  if (!only.empty() && std::find(export_figure_choices().begin(), export_figure_choices().end(), only) == export_figure_choices().end()) {
+    s.status_message = "cannot export: no figure '" + only + "'";
+    return false;
+  }
   std::string why = save_unavailable(s, snap);
   if (why.rfind("a capture is open", 0) == 0) why.clear();  // exporting a capture's view is fine
   if (!why.empty()) {
@@ -229,7 +239,7 @@ bool start_export_view(AppState& s, const Snapshot& snap, const ExportOptions& o
   const offload::OffloadConfig oc = offload_config(*a, r.cache_factor);
   const int64_t layer = r.layer, head = r.head, delta = r.delta, bins = r.bins, query_block = r.query_block;
   start_task(s, "exporting layer " + std::to_string(layer) + " head " + std::to_string(head) + " to " + o.dir + "...",
-             [a, info, oc, o, layer, head, delta, bins, query_block](TaskProgress& progress) {
+             [a, info, oc, o, only, pdf, layer, head, delta, bins, query_block](TaskProgress& progress) {
     TaskOutcome out;
     try {
       // The exporters take a capture: an in-memory one of this run, without images, holding the
@@ -244,11 +254,27 @@ bool start_export_view(AppState& s, const Snapshot& snap, const ExportOptions& o
       progress.set("exporting to " + o.dir + ": writing...");
       fs::create_directories(o.dir);
       const std::string lh = "_L" + std::to_string(layer) + "_H" + std::to_string(head);
+      auto req = [&](const char* what, const char* format, int64_t px = 0, int64_t d = -1, bool curves = false) {
+        captures::ExportRequest r;
+        r.what = what, r.format = format, r.layer = layer, r.head = head, r.delta = d, r.px = px;
+        r.style = o.dark_style ? "dark" : "paper";
+        r.with_curves = curves;
+        return r;
+      };
       auto put = [&](const std::string& name, const captures::ExportRequest& er) {
+        if (!only.empty() && er.what != only) return;
         out.paths.push_back((fs::path(o.dir) / name).string());
         captures::write_file_atomic(out.paths.back(), captures::export_view(c, er));
+        if (pdf && er.format == "svg") {  // the same drawing as PDF beside it
+          captures::ExportRequest as_pdf = er;
+          as_pdf.format = "pdf";
+          out.paths.push_back((fs::path(o.dir) / (name.substr(0, name.size() - 4) + ".pdf")).string());
+          captures::write_file_atomic(out.paths.back(), captures::export_view(c, as_pdf));
+        }
       };
-      if (o.tiles) {
+      if (!only.empty() && only != "mask") {
+        // No mask wanted: no tiles either.
+      } else if (o.tiles) {
         const fs::path tdir = fs::path(o.dir) / ("mask" + lh + "_tiles");
         fs::create_directories(tdir);
         const captures::MaskExport mask =
@@ -260,17 +286,22 @@ bool start_export_view(AppState& s, const Snapshot& snap, const ExportOptions& o
           captures::write_file_atomic(out.paths.back(), captures::encode_png(tiles[i]));
         }
       } else {
-        put("mask" + lh + ".png", {"mask", "png", layer, head, -1, o.px, "", o.dark_style ? "dark" : "paper"});
+        put("mask" + lh + ".png", req("mask", "png", o.px));
       }
-      put("mask" + lh + ".svg", {"mask", "svg", layer, head, -1, 0, "", o.dark_style ? "dark" : "paper"});
-      put("iterations" + lh + "_Q" + std::to_string(query_block) + ".svg", {"iterations", "svg", layer, head, -1, 0, "", o.dark_style ? "dark" : "paper"});
+      put("mask" + lh + ".svg", req("mask", "svg"));
+      put("iterations" + lh + "_Q" + std::to_string(query_block) + ".svg", req("iterations", "svg"));
       if (!c.locality.empty())
-        put("locality" + lh + "_D" + std::to_string(delta) + ".svg", {"locality", "svg", layer, head, delta, 0, "", o.dark_style ? "dark" : "paper", true});
-      put("hit_ratio.svg", {"hit-ratio", "svg", layer, head, -1, 0, "", o.dark_style ? "dark" : "paper"});
-      put("latency.svg", {"latency", "svg", layer, head, -1, 0, "", o.dark_style ? "dark" : "paper"});
-      put("metrics.csv", {"metrics", "csv", -1, -1, -1, 0, "", o.dark_style ? "dark" : "paper"});
+        put("locality" + lh + "_D" + std::to_string(delta) + ".svg", req("locality", "svg", 0, delta, true));
+      put("hit_ratio.svg", req("hit-ratio", "svg"));
+      put("latency.svg", req("latency", "svg"));
+      {
+        captures::ExportRequest metrics = req("metrics", "csv");
+        metrics.layer = metrics.head = -1;
+        put("metrics.csv", metrics);
+      }
+      if (out.paths.empty()) throw std::runtime_error("this run has no " + only + " view to export");
       out.ok = true;
-      out.message = "exported " + std::to_string(out.paths.size()) + " files (layer " + std::to_string(layer) + ", head " +
+      out.message = "exported " + std::to_string(out.paths.size()) + " files (" + (only.empty() ? "every figure" : only) + ", layer " + std::to_string(layer) + ", head " +
                     std::to_string(head) + ") to " + o.dir;
     } catch (const std::exception& e) {
       out.message = "cannot export to " + o.dir + ": " + e.what();

@@ -38,7 +38,11 @@ bool start_save_capture(AppState& s, const Snapshot& snap, const std::vector<std
 // Starts exporting what is on screen: the viewed layer / head as a mask figure (PNG at the chosen
 // size, or full-detail tiles, and SVG), the iteration figure of the viewed query block (SVG), the
 // locality figure with the viewed Delta's histogram, hit-ratio / latency SVG, per-head metrics CSV.
-bool start_export_view(AppState& s, const Snapshot& snap, const ExportOptions& options);
+// With `pdf`, every SVG also as PDF beside it (viz::svg_to_pdf). `only` ("" = all) is one of
+// export_figure_choices(): that figure alone.
+bool start_export_view(AppState& s, const Snapshot& snap, const ExportOptions& options, const std::string& only = "", bool pdf = false);
+// "mask", "iterations", "locality", "hit-ratio", "latency", "metrics".
+const std::vector<std::string>& export_figure_choices();
 
 // Once per frame: while a task runs, its progress in the status line; when it ends, its result
 // (errors start with "cannot", which the status line shows in red). True while a task runs.

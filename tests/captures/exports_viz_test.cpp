@@ -80,7 +80,7 @@ TEST(ExportsViz, MaskPaletteIsVizsForEveryCellClass) {
     viz::MaskPalette screen = viz::light_mask_palette();  // the mask panel's defaults
     screen.show_oracle = true, screen.show_random = false, screen.show_sink_dense = true;
     const std::map<uint32_t, std::string> classes{{screen.hit, "hit"},   {screen.false_pick, "false pick"}, {screen.miss, "miss"},
-                                                  {screen.sink, "sink"}, {screen.dense, "window"},          {screen.empty, "not attended"},
+                                                  {screen.sink, "sink"}, {screen.dense, "dense tail"},          {screen.empty, "not attended"},
                                                   {screen.future, "future"}};
     const RgbImage im = render_mask(mask, 40);  // one pixel per token
     std::set<std::string> seen;
@@ -91,7 +91,7 @@ TEST(ExportsViz, MaskPaletteIsVizsForEveryCellClass) {
         ASSERT_EQ(viz::pack_rgba8(got[0], got[1], got[2]), want) << "query " << i << ", key " << j;
         seen.insert(classes.at(want));
       }
-    for (const char* cls : {"hit", "sink", "window", "not attended", "future"}) EXPECT_TRUE(seen.count(cls)) << cls;
+    for (const char* cls : {"hit", "sink", "dense tail", "not attended", "future"}) EXPECT_TRUE(seen.count(cls)) << cls;
   }
   // Exports take the colour-blind-safe outcome colours (Okabe-Ito yellow hit, bluish-green dense
   // tail), as the screen does by default.
@@ -101,7 +101,7 @@ TEST(ExportsViz, MaskPaletteIsVizsForEveryCellClass) {
   // The report's legend lists those colours.
   const std::string html = html_report(c);
   EXPECT_NE(html.find("background:#f0e442\"></span>hit (HiP and oracle)"), std::string::npos);
-  EXPECT_NE(html.find("background:#009e73\"></span>"), std::string::npos);
+  EXPECT_NE(html.find("background:#009e73\"></span>dense tail"), std::string::npos);
 }
 
 TEST(ExportsViz, LocalitySvgHasTheHistogramBars) {
@@ -156,7 +156,7 @@ TEST(ExportsViz, HitRatioCurvesBothShow) {
   const std::string first = svg.substr(sparse, mask - sparse), second = svg.substr(mask, svg.find("</g>", mask) - mask);
   EXPECT_EQ(first.find("stroke-dasharray"), std::string::npos);
   EXPECT_NE(second.find("stroke-dasharray=\"6 4\""), std::string::npos);
-  EXPECT_NE(second.find("fill=\"white\""), std::string::npos);
+  EXPECT_NE(second.find("fill=\"#ffffff\""), std::string::npos);  // rings in the paper's background
   EXPECT_LT(svg.find(">sparse attention ("), svg.find(">mask estimation ("));
 }
 
