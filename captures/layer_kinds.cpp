@@ -14,7 +14,6 @@ std::string LayerKinds::text(int64_t layer) const {
     case LayerKind::kWindow: return "window " + std::to_string(window[static_cast<size_t>(layer)]) + " (dense on both sides)";
     case LayerKind::kDense: return "dense (under l_d)";
     case LayerKind::kHip: return "HiP";
-    case LayerKind::kDenseUnsure: return "dense (windowed or under l_d: the run recorded no layer windows)";
   }
   return "HiP";
 }
@@ -23,16 +22,13 @@ std::string LayerKinds::short_text(int64_t layer) const {
   switch (at(layer)) {
     case LayerKind::kWindow: return "window " + std::to_string(window[static_cast<size_t>(layer)]);
     case LayerKind::kHip: return "HiP";
-    case LayerKind::kDense:
-    case LayerKind::kDenseUnsure: return "dense";
+    case LayerKind::kDense: return "dense";
   }
   return "HiP";
 }
 
 std::string LayerKinds::dense_layers_text() const {
-  std::string s = "l_d " + std::to_string(dense_layers);
-  if (full_layers >= 0) s += " of " + std::to_string(full_layers) + " full-attention layers";
-  return s;
+  return "l_d " + std::to_string(dense_layers) + " of " + std::to_string(full_layers) + " full-attention layers";
 }
 
 std::string LayerKinds::summary() const {
@@ -65,22 +61,17 @@ LayerKinds layer_kinds(const PairedAnalysis& a, const std::vector<int64_t>& wind
   LayerKinds k;
   k.dense_layers = a.options.hip.dense_layers;
   const size_t n = a.layers.size();
-  const bool have_windows = !windows.empty() && windows.size() == n;
-  int64_t dense = 0;
-  bool first_only = true;  // the dense layers are exactly the first ones
+  // The windows the caller names, else each layer's own (LayerQuality::math: a live run's from the
+  // model, a capture's from analysis/layer_math; a capture without it is of a plain architecture).
+  const bool given = windows.size() == n && n > 0;
+  k.full_layers = 0;
   for (size_t l = 0; l < n; ++l) {
-    dense += a.layers[l].dense;
-    if (a.layers[l].dense != (static_cast<int64_t>(l) < k.dense_layers)) first_only = false;
-  }
-  const bool no_windows = !have_windows && first_only && k.dense_layers < static_cast<int64_t>(n) && dense == k.dense_layers;
-  k.full_layers = have_windows ? 0 : no_windows ? static_cast<int64_t>(n) : -1;
-  for (size_t l = 0; l < n; ++l) {
-    const int64_t w = have_windows ? windows[l] : 0;
+    const int64_t w = given ? windows[l] : a.layers[l].math.window;
     k.window.push_back(w);
-    if (have_windows) k.full_layers += w == 0;
+    k.full_layers += w == 0;
     if (!a.layers[l].dense) k.kind.push_back(LayerKind::kHip);
     else if (w > 0) k.kind.push_back(LayerKind::kWindow);
-    else k.kind.push_back(have_windows || no_windows ? LayerKind::kDense : LayerKind::kDenseUnsure);
+    else k.kind.push_back(LayerKind::kDense);
   }
   return k;
 }

@@ -5,8 +5,9 @@
 // dense; HiP replaces every later full-attention layer.
 //
 // Whether HiP replaces a layer is the engine's decision, read here from the analysis
-// (LayerQuality::dense, which the analysis sets from hip_replaces_layer); the layer windows
-// (ModelConfig::layer_window) only say which of the dense layers are windowed. No second rule.
+// (LayerQuality::dense, which the analysis sets from hip_replaces_layer); the layer's window
+// (LayerQuality::math, from ModelConfig::layer_window) only says which dense layers are windowed.
+// No second rule.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -19,35 +20,31 @@ enum class LayerKind {
   kWindow,      // a sliding-window layer: its window, dense and HiP alike
   kDense,       // a full-attention layer among the first l_d: dense on both sides
   kHip,         // a full-attention layer HiP replaces
-  kDenseUnsure, // dense, and the run recorded no layer windows that say whether windowed or under l_d
 };
 
 struct LayerKinds {
   std::vector<LayerKind> kind;   // (n_layers)
   std::vector<int64_t> window;   // (n_layers) W of each windowed layer, else 0
   int64_t dense_layers = 0;      // l_d
-  int64_t full_layers = -1;      // full-attention layers; -1 when the run recorded no windows
+  int64_t full_layers = 0;       // full-attention layers
 
   int64_t layers() const { return static_cast<int64_t>(kind.size()); }
   // kHip for a layer outside the list (a run with no per-layer results draws every layer as HiP's).
   LayerKind at(int64_t layer) const;
   bool hip(int64_t layer) const { return at(layer) == LayerKind::kHip; }
-  // "window 4096 (dense on both sides)", "dense (under l_d)", "HiP",
-  // "dense (windowed or under l_d: the run recorded no layer windows)".
+  // "window 4096 (dense on both sides)", "dense (under l_d)", "HiP".
   std::string text(int64_t layer) const;
-  // For pickers and table cells: "window 4096", "dense", "HiP", "dense".
+  // For pickers and table cells: "window 4096", "dense", "HiP".
   std::string short_text(int64_t layer) const;
-  // "l_d 2 of 16 full-attention layers" ("l_d 2" when the full-attention count is unknown).
+  // "l_d 2 of 16 full-attention layers".
   std::string dense_layers_text() const;
   // Every layer by kind, runs of layers as ranges: "HiP: 2-5, 7 (5 of 8 layers); window 4096 (dense
   // on both sides): 0, 6; dense (under l_d): 1".
   std::string summary() const;
 };
 
-// From the analysis' per-layer results and the model's layer windows (ModelConfig::layer_window:
-// empty when the caller does not have them). Without windows, a run whose dense layers are exactly
-// the first l_d (l_d below the layer count) had none: a windowed layer is dense on top of the first
-// l_d full-attention ones, so it would make more.
+// From the analysis' per-layer results: each layer's window from its LayerQuality::math, or from
+// `layer_windows` (one per layer) where the caller names them.
 LayerKinds layer_kinds(const PairedAnalysis& analysis, const std::vector<int64_t>& layer_windows = {});
 
 }  // namespace hipstudio::captures

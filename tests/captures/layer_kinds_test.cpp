@@ -17,13 +17,14 @@
 namespace hipstudio::captures {
 namespace {
 
-PairedAnalysis with_dense(std::vector<bool> dense, int64_t l_d) {
+PairedAnalysis with_dense(std::vector<bool> dense, int64_t l_d, std::vector<int64_t> windows = {}) {
   PairedAnalysis a;
   a.options.hip.dense_layers = l_d;
   for (size_t l = 0; l < dense.size(); ++l) {
     LayerQuality q;
     q.layer = static_cast<int64_t>(l);
     q.dense = dense[l];
+    if (!windows.empty()) q.math.window = windows[l];
     a.layers.push_back(q);
   }
   return a;
@@ -45,28 +46,27 @@ TEST(LayerKinds, WindowedModelNamesEveryKind) {
   EXPECT_EQ(k.short_text(2), "window 4096");
   EXPECT_EQ(k.dense_layers_text(), "l_d 1 of 4 full-attention layers");
   EXPECT_EQ(k.summary(), "HiP: 3-5 (3 of 6 layers); window 4096 (dense on both sides): 0, 2; dense (under l_d): 1");
-  // The same run without its windows: which dense layers are windowed is not known, and not guessed.
-  const LayerKinds u = layer_kinds(with_dense({true, true, true, false, false, false}, 1));
-  for (int64_t l = 0; l < 3; ++l) EXPECT_EQ(u.at(l), LayerKind::kDenseUnsure) << l;
-  EXPECT_EQ(u.at(3), LayerKind::kHip);
-  EXPECT_EQ(u.dense_layers_text(), "l_d 1");
+  // The same run with the windows in its own per-layer maths (a live run's, a capture's): the same kinds.
+  const LayerKinds u = layer_kinds(with_dense({true, true, true, false, false, false}, 1, windows));
+  for (int64_t l = 0; l < 6; ++l) EXPECT_EQ(u.at(l), k.at(l)) << l;
+  EXPECT_EQ(u.summary(), k.summary());
+  EXPECT_EQ(u.dense_layers_text(), "l_d 1 of 4 full-attention layers");
   // l_d 0 on it: only the windowed layers are dense.
   const LayerKinds z = layer_kinds(with_dense({true, false, true, false, false, false}, 0), windows);
   EXPECT_EQ(z.summary(), "HiP: 1, 3-5 (4 of 6 layers); window 4096 (dense on both sides): 0, 2");
   EXPECT_EQ(z.dense_layers_text(), "l_d 0 of 4 full-attention layers");
 }
 
-TEST(LayerKinds, ModelWithoutWindowsIsExactWithoutTheConfig) {
-  // Dense layers exactly the first l_d: no layer is windowed (a window would add dense layers).
+TEST(LayerKinds, ModelWithoutWindows) {
   const LayerKinds k = layer_kinds(with_dense({true, true, false, false}, 2));
   EXPECT_EQ(k.at(0), LayerKind::kDense);
   EXPECT_EQ(k.at(2), LayerKind::kHip);
   EXPECT_EQ(k.dense_layers_text(), "l_d 2 of 4 full-attention layers");
   EXPECT_EQ(k.summary(), "HiP: 2-3 (2 of 4 layers); dense (under l_d): 0-1");
-  // l_d at least the layer count: every layer dense, windowed or not cannot be told.
+  // l_d at least the layer count: every layer dense.
   const LayerKinds all = layer_kinds(with_dense({true, true}, 5));
-  EXPECT_EQ(all.at(0), LayerKind::kDenseUnsure);
-  EXPECT_EQ(all.summary(), "HiP: none; dense (windowed or under l_d: the run recorded no layer windows): 0-1");
+  EXPECT_EQ(all.at(0), LayerKind::kDense);
+  EXPECT_EQ(all.summary(), "HiP: none; dense (under l_d): 0-1");
 }
 
 TEST(LayerKinds, ReportAndMaskFigureMarkAWindowedLayer) {
@@ -95,7 +95,7 @@ TEST(LayerKinds, ReportAndMaskFigureMarkAWindowedLayer) {
   EXPECT_EQ(h.title, "HiP mask, layer 1, head 0");
   EXPECT_NE(h.subtitle.find("l_d 0 of 1 full-attention layers"), std::string::npos) << h.subtitle;
   EXPECT_EQ(h.frame, 0u);
-  // The capture's own run (layer 0 under l_d 1, no windows): exact without a config.
+  // The capture's own run (layer 0 under l_d 1, no windows).
   const Capture plain = hipstudio::testing::synthetic_capture();
   EXPECT_NE(html_report(plain).find("<td>dense (under l_d)</td>"), std::string::npos);
   EXPECT_NE(html_report(plain).find("l_d 1 of 2 full-attention layers"), std::string::npos);

@@ -286,10 +286,10 @@ void SelfTest::build_view_steps() {
                       std::printf("self-test:   hit-colour pixels: fresh mask %lld, stale mask %lld\n", static_cast<long long>(fresh_hits),
                                   static_cast<long long>(stale_hits));
                       if (fresh_hits < 1000 || stale_hits * 4 > fresh_hits) return "the stale mask is not greyed";
-                      // A dense layer fills its causal triangle with the window colour; a sparse one
-                      // shows a thin band.
-                      const int64_t dense_px = count_color(dense, p.dense), sparse_px = count_color(main, p.dense);
-                      std::printf("self-test:   window-colour pixels: dense layer %lld, sparse layer %lld\n", static_cast<long long>(dense_px),
+                      // A dense layer fills its causal triangle with the dense-layer colour; a sparse
+                      // one has none of it.
+                      const int64_t dense_px = count_color(dense, p.dense_layer), sparse_px = count_color(main, p.dense_layer);
+                      std::printf("self-test:   dense-layer-colour pixels: dense layer %lld, sparse layer %lld\n", static_cast<long long>(dense_px),
                                   static_cast<long long>(sparse_px));
                       if (dense_px < 4 * std::max<int64_t>(1, sparse_px)) return "the dense layer is not drawn dense";
                       // The token view's HiP column: tokens on the hit colour (the left pane shows plots).
