@@ -121,11 +121,12 @@ class Runner {
     if (breakdown) {
       if (breakdown->hip)
         breakdown->hip->set_observer([breakdown](const HipLayerEvent& e) { breakdown->mask_seconds = e.mask_seconds; });
-      transformer.set_layer_timer([breakdown](int64_t l, double attention_s, double other_s) {
+      const ModelConfig& config = model_->config;
+      transformer.set_layer_timer([breakdown, &config](int64_t l, double attention_s, double other_s) {
         ComponentMs& c = breakdown->decoding ? breakdown->decode : breakdown->prefill;
         c.other += other_s * 1e3;
         // HiP replaces only full-attention layers past the first l_d of them (windowed ones stay).
-        if (!breakdown->hip || !hip_replaces_layer(model_->config, breakdown->hip->params().dense_layers, l)) {
+        if (!breakdown->hip || !hip_replaces_layer(config, breakdown->hip->params().dense_layers, l)) {
           c.dense += attention_s * 1e3;
         } else {
           c.mask += breakdown->mask_seconds * 1e3;

@@ -82,7 +82,7 @@ struct RunMemoryShape {
   // cache holds sequence_prompt_tokens[i] + new_tokens positions, and `sequences` is its size;
   // prompt_tokens is then the longest (the RoPE tables and a prefill's activations). Empty: every
   // sequence has prompt_tokens.
-  std::vector<int64_t> sequence_prompt_tokens;
+  std::vector<int64_t> sequence_prompt_tokens{};
   // The weights are loaded already (the usual case: the plan runs after loading, against the free
   // memory left). false: a plan before loading, which counts them as still to allocate.
   bool weights_resident = true;
