@@ -44,9 +44,10 @@ inline void expect_timer_leaves_logits_unchanged(const std::shared_ptr<const Mod
         timed_layers.push_back(layer);
       };
     for (int64_t s = 0; s < steps; ++s) {
-      // Both runs are fed the untimed run's greedy tokens.
-      if (timed) {
-        const at::Tensor next = runs[0][static_cast<size_t>(s)].argmax(-1);
+      // Both runs are fed the untimed run's greedy tokens: at step 0 both have the prefills' (the
+      // same numbers), after it the untimed step's before.
+      if (timed && s > 0) {
+        const at::Tensor next = runs[0][static_cast<size_t>(s - 1)].argmax(-1);
         for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>(next[static_cast<int64_t>(i)].item<int64_t>());
       }
       const at::Tensor logits = decode_batch(transformer, tokens, batch, timer);
