@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -19,6 +20,7 @@
 #include "app/model_preflight.h"
 #include "engine/analysis/paired_result.h"
 #include "engine/analysis/context_plan.h"
+#include "engine/runtime/device.h"
 #include "engine/runtime/device_memory.h"
 #include "engine/backends/hip_attention.h"
 #include "engine/model/kv_cache.h"
@@ -119,10 +121,12 @@ class Runner {
     if (breakdown) {
       if (breakdown->hip)
         breakdown->hip->set_observer([breakdown](const HipLayerEvent& e) { breakdown->mask_seconds = e.mask_seconds; });
-      transformer.set_layer_timer([breakdown](int64_t l, double attention_s, double other_s) {
+      const ModelConfig& config = model_->config;
+      transformer.set_layer_timer([breakdown, &config](int64_t l, double attention_s, double other_s) {
         ComponentMs& c = breakdown->decoding ? breakdown->decode : breakdown->prefill;
         c.other += other_s * 1e3;
-        if (!breakdown->hip || l < breakdown->hip->params().dense_layers) {
+        // HiP replaces only full-attention layers past the first l_d of them (windowed ones stay).
+        if (!breakdown->hip || !hip_replaces_layer(config, breakdown->hip->params().dense_layers, l)) {
           c.dense += attention_s * 1e3;
         } else {
           c.mask += breakdown->mask_seconds * 1e3;
@@ -183,31 +187,13 @@ SideResult summarize(const SideSamples& samples) {
   return r;
 }
 
-// The device's copy bandwidth (bytes/s): a 1 GiB device-to-device copy (read + write), median of 5
-// after a warm-up. 0 on the CPU.
-double device_copy_bandwidth(const RunDevice& run) {
-  if (!run.device.is_cuda()) return 0.0;
-  const int64_t bytes = int64_t{1} << 30;
-  const auto options = at::TensorOptions().device(run.device).dtype(at::kByte);
-  at::Tensor a = at::zeros({bytes}, options), b = at::empty({bytes}, options);
-  std::vector<double> seconds;
-  for (int i = 0; i < 6; ++i) {
-    torch::cuda::synchronize();
-    const auto start = std::chrono::steady_clock::now();
-    b.copy_(a);
-    torch::cuda::synchronize();
-    if (i > 0) seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
-  return 2.0 * static_cast<double>(bytes) / median(seconds);
-}
-
 }  // namespace
 
 void register_bench_model(CLI::App& bench) {
   struct Args {
     ModelOptions model;
     HipOptions hip;
-    int64_t tokens = 4096;
+    std::string tokens;  // "T" or "T1,T2,..." (parse_bench_tokens); empty: the default length
     int64_t decode = 32;
     int warmup = 1;
     int repeats = 3;
@@ -218,10 +204,9 @@ void register_bench_model(CLI::App& bench) {
   CLI::App* cmd = bench.add_subcommand("model", "End-to-end prefill and decode latency of the model, HiP vs dense in the same run");
   add_model_options(*cmd, args->model);
   args->hip.add_model_options(*cmd);
-  CLI::Option* tokens_option = add_number(*cmd, "--tokens", args->tokens,
-                                          "prompt length T (random token ids; default 4096, or the context minus --decode "
-                                          "when that is smaller)",
-                                          int64_t{1}, int64_t{1} << 24);
+  cmd->add_option("--tokens", args->tokens,
+                  "prompt length T (random token ids; default 4096, or the context minus --decode when that is smaller); "
+                  "with --batch N also T1,T2,...,TN: each sequence's own length");
   add_number(*cmd, "--decode", args->decode, "decode steps timed after the prompt", int64_t{0}, int64_t{1} << 20);
   add_number(*cmd, "--warmup", args->warmup, "untimed runs first", 0, 1000);
   add_number(*cmd, "--repeats", args->repeats, "timed runs (median)", 1, 10000);
@@ -230,34 +215,51 @@ void register_bench_model(CLI::App& bench) {
              "sequences decoded together (N > 1: N different prompts prefilled one by one, then batched decode steps "
              "timed; tokens/s = N x 1000 / ms per step)",
              int64_t{1}, kMaxBatch);
-  cmd->callback([args, tokens_option] {
+  cmd->callback([args] {
     const HipModelParams hip_params = args->hip.model_params();
     const ModelPreflight preflight = preflight_model(args->model, /*require_tokenizer=*/false);
     args->hip.check_dense_layers(preflight.config.n_layers);
-    // The default prompt length must work on the default model (stories15M: a 256-token context), so
-    // the default, and only the default, shrinks to what the context holds, and says so.
-    if (tokens_option->count() == 0 && args->tokens + args->decode > preflight.context && preflight.context > args->decode) {
-      args->tokens = preflight.context - args->decode;
-      std::fprintf(stderr, "note: --tokens defaults to %lld here (the context, %lld tokens, minus --decode %lld); give "
-                           "--tokens to choose\n",
-                   static_cast<long long>(args->tokens), static_cast<long long>(preflight.context),
-                   static_cast<long long>(args->decode));
+    std::vector<int64_t> lengths;  // (sequences) each prompt's length
+    if (args->tokens.empty()) {
+      // The default prompt length must work on the default model (stories15M: a 256-token context),
+      // so the default, and only the default, shrinks to what the context holds, and says so.
+      int64_t tokens = 4096;
+      if (tokens + args->decode > preflight.context && preflight.context > args->decode) {
+        tokens = preflight.context - args->decode;
+        std::fprintf(stderr, "note: --tokens defaults to %lld here (the context, %lld tokens, minus --decode %lld); give "
+                             "--tokens to choose\n",
+                     static_cast<long long>(tokens), static_cast<long long>(preflight.context),
+                     static_cast<long long>(args->decode));
+      }
+      lengths.assign(static_cast<size_t>(args->batch), tokens);
+    } else {
+      lengths = parse_bench_tokens(args->tokens, args->batch, int64_t{1} << 24);
     }
-    check_fits_context(preflight, args->tokens, args->decode, "prompt", "--tokens", "--decode");
+    const int64_t longest = *std::max_element(lengths.begin(), lengths.end());
+    check_fits_context(preflight, longest, args->decode, "prompt", "--tokens", "--decode");
+    // The sides run one after the other: N caches live at a time, each of its own length.
+    RunMemoryShape shape;
+    shape.prompt_tokens = longest;
+    shape.new_tokens = args->decode;
+    shape.sequences = args->batch;
+    if (std::any_of(lengths.begin(), lengths.end(), [&](int64_t t) { return t != longest; })) shape.sequence_prompt_tokens = lengths;
+    if (args->batch > 1) {
+      // A batch that cannot fit is refused before the weights load (they are counted as still to
+      // allocate), naming the largest batch that fits.
+      RunMemoryShape before = shape;
+      before.weights_resident = false;
+      plan_run(preflight.config, parse_run_device(args->model.device, args->model.dtype), before, args->model.context);
+    }
     auto model = args->model.load(/*require_tokenizer=*/false);
     const ModelConfig& c = model->config;
-    RunMemoryShape shape;
-    shape.prompt_tokens = args->tokens;
-    shape.new_tokens = args->decode;
-    shape.sequences = args->batch;  // the sides run one after the other: N caches live at a time
-    plan_run(c, model->run, shape, args->model.context);  // refuses what cannot fit
+    plan_run(c, model->run, shape, args->model.context);  // refuses what cannot fit, against what is free now
     // Sequence i's prompt: random ids from seed + i (sequence 0's is the batch-1 prompt), so the
     // sequences' HiP masks differ.
     std::vector<std::vector<int32_t>> prompts;
     for (int64_t i = 0; i < args->batch; ++i) {
       std::mt19937_64 rng(args->seed + static_cast<uint64_t>(i));
       std::uniform_int_distribution<int32_t> token(3, static_cast<int32_t>(c.vocab_size - 1));
-      std::vector<int32_t> prompt(static_cast<size_t>(args->tokens));
+      std::vector<int32_t> prompt(static_cast<size_t>(lengths[static_cast<size_t>(i)]));
       for (int32_t& t : prompt) t = token(rng);
       prompts.push_back(std::move(prompt));
     }
@@ -304,7 +306,7 @@ void register_bench_model(CLI::App& bench) {
     std::printf("bench model: %s on %s; T = %lld prompt tokens + %lld decode steps; HiP k=%lld b_q=%lld b_k=%lld "
                 "b_sq=%lld b_sk=%lld sink=%lld window=%lld l_d=%lld r_m=%lld; median of %d after %d warm-up\n",
                 model->source.display_name.c_str(), device_description(model->run).c_str(),
-                static_cast<long long>(args->tokens), static_cast<long long>(args->decode), static_cast<long long>(p.k),
+                static_cast<long long>(lengths.front()), static_cast<long long>(args->decode), static_cast<long long>(p.k),
                 static_cast<long long>(p.b_q), static_cast<long long>(p.b_k), static_cast<long long>(p.b_sq),
                 static_cast<long long>(p.b_sk), static_cast<long long>(p.sink), static_cast<long long>(p.window),
                 static_cast<long long>(hip_params.dense_layers), static_cast<long long>(hip_params.refresh_every),

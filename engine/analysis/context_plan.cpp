@@ -7,6 +7,47 @@
 
 namespace hipstudio {
 
+namespace {
+
+FreeMemory ask_missing(const RunDevice& run, FreeMemory free) {
+  const FreeMemory system = (free.device == 0 || free.host == 0) ? free_memory(run) : FreeMemory{};
+  if (free.device == 0) free.device = system.device;
+  if (free.host == 0) free.host = system.host;
+  return free;
+}
+
+// The shape with only its first `m` sequences.
+RunMemoryShape first_sequences(RunMemoryShape shape, int64_t m) {
+  if (!shape.sequence_prompt_tokens.empty()) shape.sequence_prompt_tokens.resize(static_cast<size_t>(m));
+  shape.sequences = m;
+  return shape;
+}
+
+// Fitting is monotonic in the sequence count (each adds a cache, a row of activations and logits).
+int64_t largest_fitting(const ModelConfig& c, const RunDevice& run, const RunMemoryShape& shape, const FreeMemory& free,
+                        int64_t max_sequences) {
+  auto fits = [&](int64_t m) { return memory_fits(estimate_run_memory(c, run, first_sequences(shape, m)), run, free); };
+  if (max_sequences < 1 || !fits(1)) return 0;
+  int64_t lo = 1, hi = max_sequences;  // fits(lo) holds; the answer is in [lo, hi]
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    if (fits(mid)) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+}  // namespace
+
+int64_t largest_fitting_batch(const ModelConfig& c, const RunDevice& run, RunMemoryShape shape, FreeMemory free,
+                              int64_t max_sequences) {
+  if (!shape.sequence_prompt_tokens.empty())
+    max_sequences = std::min<int64_t>(max_sequences, static_cast<int64_t>(shape.sequence_prompt_tokens.size()));
+  if (shape.prefill_chunk <= 0)
+    shape.prefill_chunk = run.device.is_cuda() ? shape.prompt_tokens : std::min<int64_t>(kDefaultPrefillChunk, shape.prompt_tokens);
+  return largest_fitting(c, run, shape, ask_missing(run, free), max_sequences);
+}
+
 ContextPlan plan_run(const ModelConfig& c, const RunDevice& run, RunMemoryShape shape, int64_t context_limit,
                      FreeMemory free) {
   const int64_t prompt_tokens = shape.prompt_tokens, new_tokens = shape.new_tokens;
@@ -31,9 +72,22 @@ ContextPlan plan_run(const ModelConfig& c, const RunDevice& run, RunMemoryShape 
   plan.memory = estimate_run_memory(c, run, shape);
   plan.bytes_needed = plan.memory.needed(MemoryPlace::Device) + plan.memory.needed(MemoryPlace::Host);
 
-  const FreeMemory system = (free.device == 0 || free.host == 0) ? free_memory(run) : FreeMemory{};
-  if (free.device == 0) free.device = system.device;
-  if (free.host == 0) free.host = system.host;
+  free = ask_missing(run, free);
+  const int64_t sequences =
+      shape.sequence_prompt_tokens.empty() ? shape.sequences : static_cast<int64_t>(shape.sequence_prompt_tokens.size());
+  if (sequences > 1 && !memory_fits(plan.memory, run, free)) {
+    const int64_t largest = largest_fitting(c, run, shape, free, sequences - 1);
+    try {
+      check_memory_fits(plan.memory, run, free, shape);
+    } catch (const InputError& e) {
+      const std::string lengths = shape.sequence_prompt_tokens.empty()
+                                      ? std::to_string(prompt_tokens) + " prompt tokens"
+                                      : "the first of these prompt lengths";
+      throw InputError(std::string(e.what()) + "; at " + lengths + " + " + std::to_string(new_tokens) +
+                       " new tokens the largest --batch that fits is " + std::to_string(largest) +
+                       (largest == 0 ? " (not even one sequence)" : ""));
+    }
+  }
   check_memory_fits(plan.memory, run, free, shape);
   return plan;
 }

@@ -31,7 +31,15 @@ ContextPlan plan_context(const ModelConfig& config, const RunDevice& run, int64_
 
 // The same for any run shape (shape.prefill_chunk 0: the default for the device; all logits, a
 // paired analysis). `free` with zeros asks the system for the missing figures.
+// A batch (shape.sequences > 1, or shape.sequence_prompt_tokens) that does not fit is refused with
+// the largest that does (largest_fitting_batch) in the message.
 ContextPlan plan_run(const ModelConfig& config, const RunDevice& run, RunMemoryShape shape, int64_t context_limit,
                      FreeMemory free = {});
+
+// The most sequences of `shape` that fit together in `free` (zeros: ask the system): with
+// shape.sequence_prompt_tokens, the longest prefix of that list; otherwise that many sequences of
+// shape.prompt_tokens, up to max_sequences. 0: not even one. The context is not checked here.
+int64_t largest_fitting_batch(const ModelConfig& config, const RunDevice& run, RunMemoryShape shape, FreeMemory free,
+                              int64_t max_sequences);
 
 }  // namespace hipstudio

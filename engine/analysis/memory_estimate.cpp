@@ -9,6 +9,8 @@
 
 #include "engine/formats/errors.h"
 #include "engine/backends/attention_backend.h"
+#include "engine/backends/hip_attention.h"
+#include "engine/model/layer_math.h"
 #include "engine/analysis/context_plan.h"
 #include "engine/runtime/device_memory.h"
 #include "engine/analysis/layer_views_backend.h"
@@ -71,10 +73,17 @@ MemoryEstimate estimate_run_memory(const ModelConfig& c, const RunDevice& run, c
   auto add = [&](const char* name, uint64_t bytes, MemoryPlace place, bool resident = false) {
     m.lines.push_back({name, bytes, cuda ? place : MemoryPlace::Host, resident});
   };
-  add(memory_line::kWeights, weight_bytes(c, run.dtype), MemoryPlace::Device, /*resident=*/true);
-  // KVCache: per layer K and V, [n_kv_heads, capacity, head_dim] in the run dtype, one per sequence.
-  const uint64_t sequences = u(std::max<int64_t>(1, s.sequences));
-  add(memory_line::kKvCache, sequences * sides * 2 * L * KVH * total * d * e, MemoryPlace::Device);
+  add(memory_line::kWeights, weight_bytes(c, run.dtype), MemoryPlace::Device, s.weights_resident);
+  // KVCache: per layer K and V, [n_kv_heads, capacity, head_dim] in the run dtype, one per sequence,
+  // each with its own prompt's positions and the new tokens.
+  const uint64_t sequences =
+      s.sequence_prompt_tokens.empty() ? u(std::max<int64_t>(1, s.sequences)) : u(static_cast<int64_t>(s.sequence_prompt_tokens.size()));
+  uint64_t cached_positions = sequences * total;
+  if (!s.sequence_prompt_tokens.empty()) {
+    cached_positions = 0;
+    for (const int64_t prompt : s.sequence_prompt_tokens) cached_positions += u(prompt + s.new_tokens);
+  }
+  add(memory_line::kKvCache, cached_positions * sides * 2 * L * KVH * d * e, MemoryPlace::Device);
   // make_rope_tables: cos and sin [positions, head_dim] per Transformer, per RoPE the layers use
   // (a second one for windowed layers with their own base, as Gemma 3's).
   const bool local_table = c.full_attention_layers() < c.n_layers && !(c.rope_local == c.rope);
@@ -139,7 +148,10 @@ MemoryEstimate estimate_run_memory(const ModelConfig& c, const RunDevice& run, c
     }
 
     const hip::HipParams& p = a->hip.hip;
-    const int64_t hip_layers = std::max<int64_t>(0, c.n_layers - a->hip.dense_layers);
+    // The layers HiP replaces: full-attention ones past the first l_d of them (windowed layers keep
+    // their window attention and record no streams).
+    int64_t hip_layers = 0;
+    for (int64_t l = 0; l < c.n_layers; ++l) hip_layers += hip_replaces_layer(c, a->hip.dense_layers, l) ? 1 : 0;
     const int64_t kb = p.b_k > 0 ? p.k / p.b_k : 0;
     const int64_t key_blocks = ceil_div(static_cast<int64_t>(total), p.b_k);
     const int64_t iterations = search_iterations(key_blocks, kb);
@@ -174,6 +186,24 @@ MemoryEstimate estimate_run_memory(const ModelConfig& c, const RunDevice& run, c
   return m;
 }
 
+DecodeReadBytes decode_step_read_bytes(const ModelConfig& c, c10::ScalarType dtype, const std::vector<int64_t>& key_counts,
+                                       const HipModelParams* hip) {
+  DecodeReadBytes r;
+  r.weights = weight_bytes(c, dtype);
+  const uint64_t per_key = 2 * u(c.n_kv_heads) * u(c.head_dim) * c10::elementSize(dtype);  // its key and value, every KV head
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const AttentionMath math = layer_attention_math(c, l);
+    const bool sparse = hip && hip_replaces_layer(c, hip->dense_layers, l);
+    for (const int64_t keys : key_counts) {
+      int64_t read = keys;
+      if (math.window > 0) read = std::min(read, math.window);
+      if (sparse) read = std::min(read, hip->hip.k + hip->hip.sink + hip->hip.window);
+      r.kv += u(read) * per_key;
+    }
+  }
+  return r;
+}
+
 uint64_t host_available_bytes() {
   std::ifstream meminfo("/proc/meminfo");
   std::string key, unit;
@@ -188,6 +218,14 @@ FreeMemory free_memory(const RunDevice& run) {
   f.host = host_available_bytes();
   if (run.device.is_cuda()) f.device = device_free_bytes(run.device.has_index() ? run.device.index() : 0);
   return f;
+}
+
+bool memory_fits(const MemoryEstimate& m, const RunDevice& run, const FreeMemory& free) {
+  auto exceeds = [](uint64_t need, uint64_t available) {
+    return available > 0 && static_cast<double>(need) * kHeadroom > static_cast<double>(available);
+  };
+  const bool cuda = run.device.is_cuda();
+  return !(cuda && exceeds(m.needed(MemoryPlace::Device), free.device)) && !exceeds(m.needed(MemoryPlace::Host), free.host);
 }
 
 void check_memory_fits(const MemoryEstimate& m, const RunDevice& run, const FreeMemory& free, const RunMemoryShape& s) {

@@ -78,12 +78,36 @@ struct RunMemoryShape {
   bool all_logits = false;        // float32 logits of every prompt position are kept (ppl, analysis)
   const AnalysisMemoryShape* analysis = nullptr;  // a paired run: two models' caches and the extras
   int64_t sequences = 1;          // sequences decoded together (--batch): each its own KV cache
+  // Each sequence's prompt length when they differ (bench model --tokens T1,T2,...): sequence i's
+  // cache holds sequence_prompt_tokens[i] + new_tokens positions, and `sequences` is its size;
+  // prompt_tokens is then the longest (the RoPE tables and a prefill's activations). Empty: every
+  // sequence has prompt_tokens.
+  std::vector<int64_t> sequence_prompt_tokens{};
+  // The weights are loaded already (the usual case: the plan runs after loading, against the free
+  // memory left). false: a plan before loading, which counts them as still to allocate.
+  bool weights_resident = true;
 };
 
 // Bytes of the weights as load_model places them: matrices in the run dtype, norms in float32.
 uint64_t weight_bytes(const ModelConfig& config, c10::ScalarType dtype);
 
 MemoryEstimate estimate_run_memory(const ModelConfig& config, const RunDevice& run, const RunMemoryShape& shape);
+
+// The bytes one decode step must read from device memory at the least, the floor no kernel beats
+// (bench model prints each side's time against it at the device's copy bandwidth): every weight
+// once, plus each sequence's keys and values its attention reads. key_counts: each sequence's keys
+// at the step (its position + 1). hip null: the dense side, every layer reading all its keys (a
+// windowed layer its last W). With HiP, a layer HiP replaces (hip_replaces_layer) reads per KV head
+// at least one query head's selection on a cached step: min(keys, k + sink + window) keys (the
+// paper's section 3: k selected keys, with the sink and the window on top); the others as dense.
+// Mask refreshes and the union over a KV group's query heads only add to it.
+struct DecodeReadBytes {
+  uint64_t weights = 0;
+  uint64_t kv = 0;  // every sequence's keys and values, all layers
+  uint64_t total() const { return weights + kv; }
+};
+DecodeReadBytes decode_step_read_bytes(const ModelConfig& config, c10::ScalarType dtype,
+                                       const std::vector<int64_t>& key_counts, const HipModelParams* hip);
 
 // Free memory in bytes, 0 where unknown. CPU: host = MemAvailable. CUDA: device = free device memory
 // plus the blocks LibTorch's caching allocator holds but does not use (0 when this build cannot ask).
@@ -103,6 +127,8 @@ inline constexpr double kHeadroom = 1.10;
 // runs), --device cpu (CUDA runs).
 void check_memory_fits(const MemoryEstimate& estimate, const RunDevice& run, const FreeMemory& free,
                        const RunMemoryShape& shape);
+// The same test without the message: whether what the run still needs fits on both sides.
+bool memory_fits(const MemoryEstimate& estimate, const RunDevice& run, const FreeMemory& free);
 
 // "12.3 MiB"
 std::string mib_text(uint64_t bytes);

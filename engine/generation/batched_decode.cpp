@@ -9,6 +9,7 @@
 #include <c10/core/InferenceMode.h>
 
 #include "engine/model/layer_math.h"
+#include "engine/runtime/device_timer.h"
 
 namespace hipstudio {
 
@@ -35,7 +36,7 @@ void check_batch(const Transformer& transformer, const std::vector<int32_t>& tok
 }  // namespace
 
 at::Tensor decode_batch(const Transformer& transformer, const std::vector<int32_t>& tokens,
-                        const std::vector<BatchSequence>& sequences) {
+                        const std::vector<BatchSequence>& sequences, const Transformer::LayerTimer& timer) {
   c10::InferenceMode inference;
   check_batch(transformer, tokens, sequences);
   const Model& model = transformer.model();
@@ -57,12 +58,17 @@ at::Tensor decode_batch(const Transformer& transformer, const std::vector<int32_
     return rope_rows.back().second;
   };
 
+  const bool cuda = model.run.device.is_cuda();
+  DeviceTimer layer_time(cuda), attention_time(cuda);
   at::Tensor x = transformer.embed(tokens);  // [N, dim]
   for (int64_t l = 0; l < c.n_layers; ++l) {
+    if (timer) layer_time.start();
+    double attention_seconds = 0.0;
     const LayerWeights& layer = model.weights.layers[l];
     const RotatedQkv in = attention_inputs(c, layer, x, rows_of(l));  // q [n_heads, N, hd], k/v [kv_heads, N, hd]
     std::vector<at::Tensor> attended;
     attended.reserve(static_cast<size_t>(n));
+    if (timer) attention_time.start();
     for (int64_t i = 0; i < n; ++i) {
       KVCache& cache = *sequences[static_cast<size_t>(i)].cache;
       const int64_t start = cache.length();
@@ -77,8 +83,11 @@ at::Tensor decode_batch(const Transformer& transformer, const std::vector<int32_
       call.decoding = true;
       attended.push_back(sequences[static_cast<size_t>(i)].attention->attend(call));  // [n_heads, 1, hd]
     }
+    // The cache writes sit inside this interval too: one row each, a small part beside attention.
+    if (timer) attention_seconds = attention_time.stop_seconds();
     const at::Tensor by_row = at::cat(attended, 1).transpose(0, 1).reshape({n, c.q_dim()});  // [N, n_heads * hd]
     x = attention_output_and_mlp(c, layer, x, by_row);
+    if (timer) timer(l, attention_seconds, layer_time.stop_seconds() - attention_seconds);
   }
   for (const BatchSequence& s : sequences) s.cache->advance(1);
   return transformer.logits_of(x).to(at::kCPU);

@@ -26,8 +26,10 @@ struct BatchSequence {
 // cache and returns float32 CPU logits [N, vocab], row i for sequence i: the same numbers as N
 // batch-1 Transformer::forward(..., Phase::Decode) calls, up to the rounding of a matrix product
 // over N rows instead of one. Always eager: the CUDA graphs of decode_graph.h are captured for one
-// cache, and a batch is N of them.
+// cache, and a batch is N of them. `timer`, when set, gets each layer's time (Transformer::LayerTimer:
+// the N attention calls together, and the rest), waiting for the device after each part: breakdown
+// runs only.
 at::Tensor decode_batch(const Transformer& transformer, const std::vector<int32_t>& tokens,
-                        const std::vector<BatchSequence>& sequences);
+                        const std::vector<BatchSequence>& sequences, const Transformer::LayerTimer& timer = {});
 
 }  // namespace hipstudio

@@ -1,6 +1,7 @@
 // The batched decode step on CUDA (label: gpu) against each sequence's own batch-1 decode (CUDA
-// graphs, as generation runs it), dense and HiP, in float32 and bf16. Skips with a message where
-// no GPU exists.
+// graphs, as generation runs it), dense and HiP, in float32 and bf16; and its layer timer (the
+// breakdown run of bench model --batch) leaving the logits unchanged bit for bit. Skips with a
+// message where no GPU exists.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -11,6 +12,7 @@
 #include "engine/formats/model_source.h"
 #include "engine/backends/hip_attention.h"
 #include "tests/engine/batch_decode_check.h"
+#include "tests/engine/batch_timer_check.h"
 #include "tests/gpu/require_cuda_kernels.h"
 
 namespace hipstudio {
@@ -51,6 +53,17 @@ TEST(BatchedDecodeCuda, DenseMatchesEachSequenceAlone) {
 TEST(BatchedDecodeCuda, HipMatchesEachSequenceAlone) {
   REQUIRE_CUDA_KERNELS();
   for (const char* dtype : {"f32", "bf16"}) expect_batched_equals_alone(dtype, /*hip=*/true);
+}
+
+TEST(BatchedDecodeCuda, LayerTimerLeavesTheLogitsUnchanged) {
+  REQUIRE_CUDA_KERNELS();
+  auto model = load_model(resolve_model_source(""), parse_run_device("cuda", "bf16"));
+  const HipModelParams params = testing::small_hip_params();
+  testing::expect_timer_leaves_logits_unchanged(model, kSteps, [] { return std::make_unique<DenseAttention>(); });
+  testing::expect_timer_leaves_logits_unchanged(model, kSteps, [&]() -> std::unique_ptr<AttentionBackend> {
+    return std::make_unique<HipAttention>(params, model->config.n_layers);
+  });
+  std::printf("[gpu] stories15M bf16 batched decode with the layer timer: logits identical, dense and HiP\n");
 }
 
 }  // namespace
