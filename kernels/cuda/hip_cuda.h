@@ -40,6 +40,7 @@ const char* dtype_name(ElementType t);
 std::string device_status();
 bool device_available();
 int device_sm_count();
+int device_smem_optin();  // the most dynamic shared memory one block may opt in to, in bytes
 std::string device_name();  // e.g. "NVIDIA H100 80GB HBM3, 132 SMs, 50 MB L2"
 
 struct Strides {

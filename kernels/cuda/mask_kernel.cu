@@ -703,6 +703,13 @@ void launch_estimate_masks(const MaskLaunch& l) {
   const int64_t ctas_total = l.batch * l.hq * ((l.tq + p.b_q - 1) / p.b_q);
   a.chunk = ctas_total < 2 * device_sm_count() ? kChunkFastFew : kChunkFast;
   a.sm = layout(kb, exact, a.r_max, a.r16, a.d16, a.q_ld, a.k_ld, a.chunk);
+  // The few-CTA chunk holds 4x the keys in shared memory: with head_dim 256 (Gemma 2 / 3) at
+  // Kb 256 it passes an H200's 227 KB, where the regular chunk fits (the same kernel, fewer bytes
+  // in flight per CTA).
+  if (a.chunk != kChunkFast && a.sm.total > static_cast<size_t>(device_smem_optin())) {
+    a.chunk = kChunkFast;
+    a.sm = layout(kb, exact, a.r_max, a.r16, a.d16, a.q_ld, a.k_ld, a.chunk);
+  }
   const int64_t ctas = l.batch * l.hq * a.qbs;
   if (ctas >= (int64_t{1} << 31)) throw_arg("too many (batch, head, query block) items for one launch");
   if (l.traced()) {

@@ -70,6 +70,16 @@ int device_sm_count() {
   return count;
 }
 
+int device_smem_optin() {
+  static int bytes = [] {
+    int dev = 0, n = 0;
+    HIP_CUDA_CHECK(cudaGetDevice(&dev));
+    HIP_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    return n;
+  }();
+  return bytes;
+}
+
 bool device_supports_clusters() {
   static bool yes = [] {
     int dev = 0, v = 0;
@@ -113,13 +123,8 @@ void set_smem(const void* kernel, size_t bytes, const char* name, bool max_share
   // would otherwise sit in every decode step.
   static std::mutex mu;
   static std::map<const void*, size_t> raised;
-  static int optin = -1;
+  const int optin = device_smem_optin();
   std::lock_guard<std::mutex> lock(mu);
-  if (optin < 0) {
-    int dev = 0;
-    HIP_CUDA_CHECK(cudaGetDevice(&dev));
-    HIP_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  }
   if (bytes > static_cast<size_t>(optin)) {
     throw_arg(std::string(name) + " needs " + std::to_string(bytes) + " bytes of shared memory, the device allows " +
               std::to_string(optin) + ": reduce k / b_k or the query block");

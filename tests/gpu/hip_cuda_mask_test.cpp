@@ -196,6 +196,10 @@ TEST(HipCudaMask, Bf16TieHeavyIntegerInputsGiveIdenticalMasks) {
       // Kb 512: the warp search's 16 nodes a lane (prefill with 32 sampled rows, and decode).
       {"bf16_ties_kb512_bsq2", Kind::kTies, 4, 1, 4096, 4096, 128, params(1024, 64, 2, 2)},
       {"bf16_ties_kb512_decode", Kind::kTies, 8, 2, 1, 12000, 128, params(1024, 32, 2)},
+      // head_dim 256 (Gemma 2 / 3) at the paper's k 512, b_k 2 (Kb 256): a decode step and a short
+      // prefill, few CTAs, whose large-chunk layout would pass the device's shared memory.
+      {"bf16_ties_d256_decode", Kind::kTies, 16, 8, 1, 9000, 256, params(512, 64, 2, 2)},
+      {"bf16_ties_d256_prefill", Kind::kTies, 4, 2, 128, 5000, 256, params(512, 64, 2, 2)},
   };
   for (const MaskCase& c : cs) {
     const uint64_t seed = testing_gpu::fresh_seed();
