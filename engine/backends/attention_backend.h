@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/TensorOptions.h>
@@ -58,6 +59,27 @@ struct AttentionCall {
   at::Tensor key_count;
 };
 
+// One layer's decode attention for a batch of sequences whose caches are slots of one storage
+// (engine/generation/batch_kv_storage.h), handed to a backend in one call so that it can attend
+// every sequence in one launch (AttentionBackend::attend_batch). Sequence i's query sits at
+// positions[i]; its keys and values are rows [starts[i], starts[i] + positions[i]] of k and v, its
+// slot rows [starts[i], starts[i] + capacities[i]), and the slots ascend (starts[i] +
+// capacities[i] <= starts[i + 1]). The new keys and values are already written.
+struct BatchAttentionCall {
+  int64_t layer = 0;
+  AttentionMath math;  // the layer's window, scale and soft-cap
+  at::Tensor q;        // [B, n_heads, 1, head_dim], post-RoPE (last dimension contiguous)
+  at::Tensor k, v;     // [n_kv_heads, rows, head_dim]: the storage's whole layer tensors
+  std::vector<int64_t> positions, starts, capacities;  // (B) on the host
+  // The same on q's device, int32, made once per step for every layer: key_counts (B) positions +
+  // 1, key_starts (B) starts, query_offsets (B + 1) 0, 1, ..., B and key_offsets (B + 1) starts
+  // followed by the last slot's end (flash's variable-length form).
+  at::Tensor key_counts, key_starts, query_offsets, key_offsets;
+  // One sequence's call, as a batch-1 step would hand it: q [n_heads, 1, head_dim], its cache's keys
+  // and values up to its position.
+  AttentionCall alone(int64_t i) const;
+};
+
 // What a backend lets a decode step's CUDA graph (decode_graph.h) capture of its attention.
 struct GraphedAttention {
   int64_t from_layer = -1;  // layers [from_layer, n_layers) can attend inside the graph; -1: none
@@ -105,6 +127,17 @@ class AttentionBackend {
   // Prefill chunks are multiples of this many tokens (HiP: b_q, so a chunk boundary never splits a
   // query block and chunked prefill computes the same masks as one pass).
   virtual int64_t chunk_multiple() const { return 1; }
+
+  // A batched decode step's attention of one layer (BatchAttentionCall), asked of the first
+  // sequence's backend with every sequence's (sequences[i] attends sequence i; this is
+  // sequences[0]): [B, n_heads, head_dim] where it attends all of them in one call, undefined where
+  // it cannot (other backends in the batch, this device or dtype, the layer's maths), and the
+  // caller then calls each sequence's attend() with call.alone(i). Nothing is done for an undefined
+  // answer: the state of no sequence's backend moves. The default cannot.
+  virtual at::Tensor attend_batch(const BatchAttentionCall& call, const std::vector<AttentionBackend*>& sequences) {
+    (void)call, (void)sequences;
+    return {};
+  }
 
   // Decode steps replayed from CUDA graphs. A backend whose decode attention of the upper layers
   // runs on fixed device buffers can let the graph capture those calls, so that a step launches no
@@ -172,6 +205,10 @@ class DenseAttention final : public AttentionBackend {
   // decodes_in_graph: whether this build and q/k's form allow it (CUDA, bf16/f16, head_dim a
   // multiple of 8 up to 256, LibTorch with flash's seqused_k); float32 stays eager.
   static bool decodes_in_graph(const at::Tensor& q, const at::Tensor& k);
+  // A batch in one call of flash's variable-length form (key offsets at the slots' starts, the key
+  // counts read on the device), where decodes_in_graph holds for the batch's tensors and the layer's
+  // maths is full attention without a soft-cap; any backends (dense keeps no per-sequence state).
+  at::Tensor attend_batch(const BatchAttentionCall& call, const std::vector<AttentionBackend*>& sequences) override;
   GraphedAttention prepare_graphed_decode(const at::Tensor& q, const at::Tensor& k) override;
   GraphedStep begin_graphed_step(int64_t position, const GraphedAttention& plan, bool refresh_captured) override;
   at::Tensor attend_in_graph(const AttentionCall& call, const at::Tensor& position, void* stream) override;

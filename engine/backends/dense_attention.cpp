@@ -230,6 +230,32 @@ at::Tensor DenseAttention::attend_in_graph(const AttentionCall& call, const at::
 #endif
 }
 
+at::Tensor DenseAttention::attend_batch(const BatchAttentionCall& call, const std::vector<AttentionBackend*>&) {
+#ifdef HIPSTUDIO_FLASH_DECODE_IN_GRAPH
+  const int64_t batch = call.q.size(0), heads = call.q.size(1), d = call.q.size(3);
+  if (call.math.window != 0 || call.math.softcap != 0.0 || !call.key_offsets.defined()) return {};
+  const at::Tensor q = call.q.reshape({batch, heads, d});  // one query row a sequence
+  // decodes_in_graph asks the form (device, dtype, head_dim, grouping); the rows' bound is the key count's.
+  if (!decodes_in_graph(q.select(0, 0).unsqueeze(1), call.k)) return {};
+  int64_t longest = 0;
+  for (const int64_t capacity : call.capacities) longest = std::max(longest, capacity);
+  // Sequence i's keys are rows [key_offsets[i], key_offsets[i + 1]) of the storage, of which flash
+  // reads the first key_counts[i] (seqused_k); query heads of a KV group fold into rows and the
+  // keys split as in the batch-1 graphed call. The split count flash picks depends on the batch
+  // and the longest slot, so a sequence's output may round differently from its batch-1 step's
+  // (a different split of its keys' softmax sums), never more than that.
+  const auto result = at::_flash_attention_forward(
+      q.contiguous(), call.k.transpose(0, 1), call.v.transpose(0, 1), call.query_offsets, call.key_offsets,
+      /*max_q=*/1, /*max_k=*/longest, /*dropout_p=*/0.0, /*is_causal=*/false, /*return_debug_mask=*/false,
+      /*scale=*/call.math.plain(d) ? std::nullopt : std::optional<double>(call.math.scale_for(d)),
+      /*window_size_left=*/std::nullopt, /*window_size_right=*/std::nullopt, /*seqused_k=*/call.key_counts);
+  return std::get<0>(result);  // [B, n_heads, head_dim]
+#else
+  (void)call;
+  return {};
+#endif
+}
+
 at::Tensor DenseAttention::attend(const AttentionCall& call) {
 #if TORCH_VERSION_MAJOR >= 2
   // LibTorch's fused kernels take full causal attention at any scale; a window or a soft-cap takes

@@ -358,6 +358,109 @@ void HipAttention::record_access(const hip::AttentionInputs& view, const hip::Ma
   });
 }
 
+hip_torch::MaskTensors HipAttention::refresh_cuda(const AttentionCall& call, LayerState& state) {
+  const hip::HipParams& p = params_.hip;
+  const hip_torch::MaskTensors masks = hip_torch::estimate_masks(call.q, call.k, p);
+  // Row h: its selected blocks (ascending), then refresh_hi, refresh_hi + 1, ... from column
+  // count_h on; all tail blocks lie above the selection, so rows stay ascending. One launch,
+  // with every cached step's counts made in advance, into this layer's slice of the shared
+  // buffers (where a decode graph reads them).
+  ensure_decode_buffers(call.q.size(0), call.q.device());
+  hip_torch::DecodeRows rows{buffers_.layer_rows.at(static_cast<size_t>(call.layer)),
+                             buffers_.layer_counts_by_extra.at(static_cast<size_t>(call.layer))};
+  hip_torch::decode_rows_into(rows, masks, hip::search_hi(p, call.first_position), tail_room(), nullptr);
+  note_refresh(state, call.layer, call.first_position);  // once its rows are written
+  return masks;
+}
+
+namespace {
+
+bool same_params(const HipModelParams& a, const HipModelParams& b) {
+  const hip::HipParams &x = a.hip, &y = b.hip;
+  return x.k == y.k && x.b_q == y.b_q && x.b_k == y.b_k && x.b_sq == y.b_sq && x.b_sk == y.b_sk && x.sink == y.sink &&
+         x.window == y.window && x.rho == y.rho && x.causal == y.causal && a.dense_layers == b.dense_layers &&
+         a.refresh_every == b.refresh_every && a.selection == b.selection;
+}
+
+}  // namespace
+
+at::Tensor HipAttention::attend_batch(const BatchAttentionCall& call, const std::vector<AttentionBackend*>& sequences) {
+  // Every sequence's backend a HiP backend of these parameters whose sparse layers the CUDA kernels
+  // serve with no host copy of the mask (no access recording), one object per sequence.
+  std::vector<HipAttention*> hips;
+  for (AttentionBackend* backend : sequences) {
+    auto* hip = dynamic_cast<HipAttention*>(backend);
+    if (!hip || !same_params(hip->params_, params_) || !call.q.is_cuda() || hip->record_access_ ||
+        params_.selection != BlockSelection::Hip || !hip->cuda_ready())
+      return {};
+    for (const HipAttention* seen : hips)
+      if (seen == hip) return {};  // one backend twice would share its cached masks
+    hips.push_back(hip);
+  }
+  if (sequences.empty() || hips.front() != this || call.layer >= static_cast<int64_t>(layers_.size())) return {};
+  const int64_t batch = call.q.size(0);
+  // With per-call timing (bench model's breakdown run), each sequence's refresh search is timed
+  // on its own and the one launch as a whole; each observer hears of its sequence's part, the
+  // launch's time told to the first sequence's only (the events' attention seconds add up to it).
+  DeviceTimer attention_time(sync_timing_);
+  std::vector<HipLayerEvent> events(static_cast<size_t>(batch));
+  std::vector<AttentionCall> alone;  // each sequence's call, made only for a refresh or an observer
+  auto alone_call = [&](int64_t i) -> const AttentionCall& {
+    if (alone.empty())
+      for (int64_t j = 0; j < batch; ++j) alone.push_back(call.alone(j));
+    return alone[static_cast<size_t>(i)];
+  };
+  auto tell = [&](at::Tensor out) {
+    for (int64_t i = 0; i < batch; ++i) {
+      HipAttention& hip = *hips[static_cast<size_t>(i)];
+      if (!hip.observer_) continue;
+      HipLayerEvent& e = events[static_cast<size_t>(i)];
+      e.layer = call.layer;
+      e.first_position = call.positions.at(static_cast<size_t>(i));
+      e.queries = 1;
+      e.call = &alone_call(i);
+      hip.observer_(e);
+    }
+    return out;
+  };
+  if (!hip_replaces(call.math, call.layer, params_.dense_layers)) {  // the l_d dense layers: no mask
+    if (sync_timing_) attention_time.start();
+    const at::Tensor out = dense_.attend_batch(call, sequences);
+    if (!out.defined()) return out;  // each sequence attends alone, as no state moved
+    for (HipLayerEvent& e : events) e.dense = true;
+    if (sync_timing_) events.front().attention_seconds = attention_time.stop_seconds();
+    return tell(out);
+  }
+
+  // Each sequence's mask: refreshed where its r_m steps are up (its own search, into its own
+  // buffers, as its batch-1 step), then the rows and the counts its step attends.
+  std::vector<at::Tensor> rows, counts;
+  for (int64_t i = 0; i < batch; ++i) {
+    HipAttention& hip = *hips[static_cast<size_t>(i)];
+    LayerState& state = hip.layers_.at(static_cast<size_t>(call.layer));
+    if (hip.needs_refresh(state)) {
+      DeviceTimer mask_time(hip.sync_timing_);
+      if (hip.sync_timing_) mask_time.start();
+      hip.refresh_cuda(alone_call(i), state);
+      events[static_cast<size_t>(i)].refreshed = true;
+      if (hip.sync_timing_) events[static_cast<size_t>(i)].mask_seconds = mask_time.stop_seconds();
+    }
+    ++state.steps_since_refresh;
+    rows.push_back(state.gpu_rows);
+    counts.push_back(state.gpu_counts_by_extra.select(0, hip.cached_extra(state, call.positions.at(static_cast<size_t>(i)))));
+  }
+  // One launch over every sequence's rows (two small copies gather them) and its own keys: the
+  // kernel places each query at its key count, reading its keys from its slot's start.
+  if (sync_timing_) attention_time.start();
+  const at::Tensor out =
+      hip_torch::sparse_attention_batch(call.q, call.k, call.v, at::stack(rows), at::stack(counts), widened_params(),
+                                        call.key_counts, call.key_starts, /*num_splits=*/0, at::Tensor(),
+                                        {call.math.scale, call.math.softcap})
+          .reshape({batch, call.q.size(1), call.q.size(3)});
+  if (sync_timing_) events.front().attention_seconds = attention_time.stop_seconds();
+  return tell(out);
+}
+
 at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& state, HipLayerEvent& event) {
   const hip::HipParams& p = params_.hip;
   const bool need_host_mask = record_access_ && call.decoding;  // access streams cover decode steps
@@ -389,18 +492,8 @@ at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& stat
   } else {
     profile_.begin(call.q.is_cuda());
     const int64_t position = call.first_position;
-    const int64_t room = tail_room();
     if (needs_refresh(state)) {
-      const hip_torch::MaskTensors masks = hip_torch::estimate_masks(call.q, call.k, p);
-      // Row h: its selected blocks (ascending), then refresh_hi, refresh_hi + 1, ... from column
-      // count_h on; all tail blocks lie above the selection, so rows stay ascending. One launch,
-      // with every cached step's counts made in advance, into this layer's slice of the shared
-      // buffers (where a decode graph reads them).
-      ensure_decode_buffers(heads, call.q.device());
-      hip_torch::DecodeRows rows{buffers_.layer_rows.at(static_cast<size_t>(call.layer)),
-                                 buffers_.layer_counts_by_extra.at(static_cast<size_t>(call.layer))};
-      hip_torch::decode_rows_into(rows, masks, hip::search_hi(p, position), room, nullptr);
-      note_refresh(state, call.layer, position);  // once its rows are written
+      const hip_torch::MaskTensors masks = refresh_cuda(call, state);
       profile_.lap("refresh: mask");
       if (need_host_mask) {  // the access recorder reads the mask on the host (analysis runs only)
         const at::Tensor b = masks.blocks.to(at::kCPU).contiguous(), c = masks.counts.to(at::kCPU).contiguous();

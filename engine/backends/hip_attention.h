@@ -23,6 +23,10 @@
 #include "engine/analysis/hip_model_params.h"
 #include "kernels/mask_reference.h"
 
+namespace hipstudio::hip_torch {
+struct MaskTensors;  // kernels/torch/hip_torch.h
+}  // namespace hipstudio::hip_torch
+
 namespace hipstudio {
 
 // Whether HiP with l_d `dense_layers` replaces `layer`'s attention: a full-attention layer past the
@@ -83,6 +87,13 @@ class HipAttention final : public AttentionBackend {
   // reads them. Where the dense attention can run inside the graph too
   // (DenseAttention::decodes_in_graph), the l_d dense layers join the capture (from layer 0), as
   // the dense baseline's layers do.
+  // A batched decode step's layer in one launch where every sequence's backend is a HiP backend of
+  // these parameters on CUDA with the kernels and without access recording, one object per
+  // sequence: each refreshes its own mask when due (its own search), and one sparse attention
+  // launch covers every sequence's rows and keys; the l_d dense layers go to
+  // DenseAttention::attend_batch. Each sequence's observer hears of its part (its refresh, timed
+  // with sync timing; the launch's time in the first sequence's event only).
+  at::Tensor attend_batch(const BatchAttentionCall& call, const std::vector<AttentionBackend*>& sequences) override;
   GraphedAttention prepare_graphed_decode(const at::Tensor& q, const at::Tensor& k) override;
   GraphedStep begin_graphed_step(int64_t position, const GraphedAttention& plan, bool refresh_captured) override;
   bool next_step_refreshes_graphed_layers() const override;
@@ -160,6 +171,9 @@ class HipAttention final : public AttentionBackend {
   hip::HipParams widened_params() const;
   at::Tensor attend_reference(const AttentionCall& call, LayerState& state, HipLayerEvent& event);
   at::Tensor attend_cuda(const AttentionCall& call, LayerState& state, HipLayerEvent& event);
+  // A CUDA decode refresh of call's layer: the search, its rows laid out in the shared buffers and
+  // the bookkeeping (note_refresh); returns the search's mask.
+  hip_torch::MaskTensors refresh_cuda(const AttentionCall& call, LayerState& state);
   void record_access(const hip::AttentionInputs& view, const hip::MaskResult& mask,
                      const std::vector<hip::MaskTrace>& traces, HipLayerEvent& event);
   HipModelParams params_;

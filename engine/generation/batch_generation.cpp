@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 
+#include "engine/generation/batch_kv_storage.h"
 #include "engine/generation/batched_decode.h"
 #include "engine/analysis/context_plan.h"
 #include "engine/model/kv_cache.h"
@@ -38,10 +39,12 @@ BatchGenerationResult run_batch(std::shared_ptr<const Model> model, const std::s
 
   // One Transformer (its RoPE tables serve every position of every sequence), N caches.
   Transformer transformer(model, plan.capacity);
-  std::vector<std::unique_ptr<KVCache>> caches;
+  // The caches as slots of one storage, so that a decode step attends every sequence in one call.
+  BatchKVStorage storage(model->config, model->run, std::vector<int64_t>(n, plan.capacity));
+  std::vector<KVCache*> caches;
   std::vector<Sampler> samplers;
   for (size_t i = 0; i < n; ++i) {
-    caches.push_back(std::make_unique<KVCache>(model->config, model->run, plan.capacity));
+    caches.push_back(&storage.slot(static_cast<int64_t>(i)));
     SamplingOptions sampling = options.sampling;
     sampling.seed += i;  // distinct streams for sampled runs; greedy ignores the seed
     samplers.emplace_back(sampling);
@@ -70,11 +73,11 @@ BatchGenerationResult run_batch(std::shared_ptr<const Model> model, const std::s
       result.generated_ids[i].push_back(next);
       still.push_back(i);
       tokens.push_back(next);
-      batch.push_back({caches[i].get(), attention[i]});
+      batch.push_back({caches[i], attention[i]});
     }
     active = std::move(still);
     if (step + 1 == options.max_new_tokens || active.empty()) break;
-    const at::Tensor logits = decode_batch(transformer, tokens, batch);  // [active, vocab]
+    const at::Tensor logits = decode_batch(transformer, tokens, batch, {}, &storage);  // [active, vocab]
     rows.clear();
     for (int64_t r = 0; r < logits.size(0); ++r) rows.push_back(logits[r]);
   }

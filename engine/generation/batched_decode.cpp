@@ -33,10 +33,54 @@ void check_batch(const Transformer& transformer, const std::vector<int32_t>& tok
   }
 }
 
+// The batch's per-step attention arguments where every cache is a slot of `storage` in ascending
+// slot order (BatchAttentionCall's fields but the layer's), with the rows the new keys go to
+// (int64 on the device); nothing (empty positions) otherwise.
+struct OneCall {
+  BatchAttentionCall call;
+  at::Tensor write_rows;
+};
+OneCall one_call_of(const std::vector<BatchSequence>& sequences, const BatchKVStorage* storage, const c10::Device& device) {
+  OneCall one;
+  if (!storage || storage->rows() >= (int64_t{1} << 31)) return one;  // the kernels' int32 rows
+  int64_t previous = -1;
+  std::vector<int64_t> positions, starts, capacities;
+  for (const BatchSequence& s : sequences) {
+    const int64_t slot = storage->slot_of(*s.cache);
+    if (slot <= previous) return one;
+    previous = slot;
+    positions.push_back(s.cache->length());
+    starts.push_back(storage->start(slot));
+    capacities.push_back(s.cache->capacity());
+  }
+  const int64_t n = static_cast<int64_t>(sequences.size());
+  // One int32 tensor holds every field (one copy to the device): counts, starts, query and key offsets.
+  std::vector<int32_t> packed;
+  for (const int64_t p : positions) packed.push_back(static_cast<int32_t>(p + 1));
+  for (const int64_t s : starts) packed.push_back(static_cast<int32_t>(s));
+  for (int64_t i = 0; i <= n; ++i) packed.push_back(static_cast<int32_t>(i));
+  for (const int64_t s : starts) packed.push_back(static_cast<int32_t>(s));
+  packed.push_back(static_cast<int32_t>(starts.back() + capacities.back()));
+  const at::Tensor ints = at::tensor(at::ArrayRef<int32_t>(packed), at::kInt).to(device);
+  std::vector<int64_t> rows;
+  for (int64_t i = 0; i < n; ++i) rows.push_back(starts[static_cast<size_t>(i)] + positions[static_cast<size_t>(i)]);
+  one.write_rows = at::tensor(at::IntArrayRef(rows), at::kLong).to(device);
+  BatchAttentionCall& c = one.call;
+  c.key_counts = ints.narrow(0, 0, n);
+  c.key_starts = ints.narrow(0, n, n);
+  c.query_offsets = ints.narrow(0, 2 * n, n + 1);
+  c.key_offsets = ints.narrow(0, 3 * n + 1, n + 1);
+  c.positions = std::move(positions);
+  c.starts = std::move(starts);
+  c.capacities = std::move(capacities);
+  return one;
+}
+
 }  // namespace
 
 at::Tensor decode_batch(const Transformer& transformer, const std::vector<int32_t>& tokens,
-                        const std::vector<BatchSequence>& sequences, const Transformer::LayerTimer& timer) {
+                        const std::vector<BatchSequence>& sequences, const Transformer::LayerTimer& timer,
+                        BatchKVStorage* storage, int64_t* layers_in_one_call) {
   c10::InferenceMode inference;
   check_batch(transformer, tokens, sequences);
   const Model& model = transformer.model();
@@ -59,6 +103,11 @@ at::Tensor decode_batch(const Transformer& transformer, const std::vector<int32_
   };
 
   const bool cuda = model.run.device.is_cuda();
+  OneCall one = one_call_of(sequences, storage, model.run.device);
+  const bool slots = !one.call.positions.empty();
+  std::vector<AttentionBackend*> backends;
+  for (const BatchSequence& s : sequences) backends.push_back(s.attention);
+  if (layers_in_one_call) *layers_in_one_call = 0;
   DeviceTimer layer_time(cuda), attention_time(cuda);
   at::Tensor x = transformer.embed(tokens);  // [N, dim]
   for (int64_t l = 0; l < c.n_layers; ++l) {
@@ -69,10 +118,24 @@ at::Tensor decode_batch(const Transformer& transformer, const std::vector<int32_
     std::vector<at::Tensor> attended;
     attended.reserve(static_cast<size_t>(n));
     if (timer) attention_time.start();
-    for (int64_t i = 0; i < n; ++i) {
+    at::Tensor together;  // [N, n_heads, hd] where one call attended every sequence
+    if (slots) {
+      // Row i's key and value into its slot at its position, every row in one copy each.
+      storage->keys(l).index_copy_(1, one.write_rows, in.k);
+      storage->values(l).index_copy_(1, one.write_rows, in.v);
+      BatchAttentionCall& call = one.call;
+      call.layer = l;
+      call.math = layer_attention_math(c, l);
+      call.q = in.q.transpose(0, 1).contiguous().unsqueeze(2);  // [N, n_heads, 1, hd]
+      call.k = storage->keys(l);
+      call.v = storage->values(l);
+      together = backends.front()->attend_batch(call, backends);
+      if (together.defined() && layers_in_one_call) ++*layers_in_one_call;
+    }
+    for (int64_t i = 0; i < n && !together.defined(); ++i) {
       KVCache& cache = *sequences[static_cast<size_t>(i)].cache;
       const int64_t start = cache.length();
-      cache.append(l, in.k.narrow(1, i, 1), in.v.narrow(1, i, 1));
+      if (!slots) cache.append(l, in.k.narrow(1, i, 1), in.v.narrow(1, i, 1));
       AttentionCall call;
       call.layer = l;
       call.math = layer_attention_math(c, l);
@@ -85,7 +148,8 @@ at::Tensor decode_batch(const Transformer& transformer, const std::vector<int32_
     }
     // The cache writes sit inside this interval too: one row each, a small part beside attention.
     if (timer) attention_seconds = attention_time.stop_seconds();
-    const at::Tensor by_row = at::cat(attended, 1).transpose(0, 1).reshape({n, c.q_dim()});  // [N, n_heads * hd]
+    const at::Tensor by_row = together.defined() ? together.reshape({n, c.q_dim()})
+                                                 : at::cat(attended, 1).transpose(0, 1).reshape({n, c.q_dim()});  // [N, n_heads * hd]
     x = attention_output_and_mlp(c, layer, x, by_row);
     if (timer) timer(l, attention_seconds, layer_time.stop_seconds() - attention_seconds);
   }

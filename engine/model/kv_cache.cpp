@@ -1,6 +1,7 @@
 #include "engine/model/kv_cache.h"
 
 #include <stdexcept>
+#include <utility>
 
 #include <ATen/ATen.h>
 
@@ -12,6 +13,14 @@ KVCache::KVCache(const ModelConfig& c, const RunDevice& run, int64_t capacity) :
     k_.push_back(at::empty({c.n_kv_heads, capacity, c.head_dim}, options));
     v_.push_back(at::empty({c.n_kv_heads, capacity, c.head_dim}, options));
   }
+}
+
+KVCache::KVCache(std::vector<at::Tensor> keys, std::vector<at::Tensor> values) : k_(std::move(keys)), v_(std::move(values)) {
+  if (k_.empty() || k_.size() != v_.size()) throw std::logic_error("KV cache over views: one key and one value tensor a layer");
+  capacity_ = k_.front().size(1);
+  for (size_t l = 0; l < k_.size(); ++l)
+    if (k_[l].dim() != 3 || k_[l].size(1) != capacity_ || !k_[l].sizes().equals(v_[l].sizes()))
+      throw std::logic_error("KV cache over views: every layer's keys and values [n_kv_heads, capacity, head_dim]");
 }
 
 void KVCache::append(int64_t layer, const at::Tensor& k, const at::Tensor& v, int64_t offset) {

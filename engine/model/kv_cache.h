@@ -12,6 +12,9 @@ namespace hipstudio {
 class KVCache {
  public:
   KVCache(const ModelConfig& config, const RunDevice& run, int64_t capacity);
+  // A cache over given per-layer tensors ([n_kv_heads, capacity, head_dim] each, all one capacity):
+  // a slot of a batch's storage (engine/generation/batch_kv_storage.h), written where they are.
+  KVCache(std::vector<at::Tensor> keys, std::vector<at::Tensor> values);
 
   int64_t length() const { return length_; }      // tokens stored
   int64_t capacity() const { return capacity_; }

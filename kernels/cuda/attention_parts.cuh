@@ -19,6 +19,11 @@ struct AttnArgs {
   void* out;
   Strides qs, ks, vs, os;
   const int64_t* positions;
+  // AttentionLaunch::key_counts: batch entry b's keys are [0, key_counts[b]) (null: tk for every entry).
+  const int32_t* key_counts;
+  // AttentionLaunch::key_starts: batch entry b's keys and values start at row key_starts[b] of K
+  // and V, which the batch shares (null: at its batch stride).
+  const int32_t* key_starts;
   int hq, hkv, tq, tk, d, qbs, kb;
   hip::HipParams hip;
   const int32_t* blocks;
@@ -115,19 +120,27 @@ __device__ CtaCoords cta_coords(const AttnArgs& a) {
   return c;
 }
 
-__device__ __forceinline__ int visible_end(const AttnArgs& a, int row) {
-  return static_cast<int>(dev_visible_end(a.positions, a.tq, a.tk, a.hip.causal, row));
+// Batch entry b's key count: its query rows sit at the end of its keys unless positions are given.
+__device__ __forceinline__ int keys_of(const AttnArgs& a, int b) { return a.key_counts ? a.key_counts[b] : a.tk; }
+
+// Batch entry b's K (or V, with its strides s) offset from the tensor's start, in elements.
+__device__ __forceinline__ int64_t kv_offset(const AttnArgs& a, const Strides& s, int b) {
+  return a.key_starts ? static_cast<int64_t>(a.key_starts[b]) * s.t : static_cast<int64_t>(b) * s.b;
 }
 
-// The smallest and largest visible end over the rows [r0, r1): positions ascend unless given.
-__device__ void row_ends(const AttnArgs& a, int r0, int r1, int& e_lo, int& e_hi) {
+__device__ __forceinline__ int visible_end(const AttnArgs& a, int b, int row) {
+  return static_cast<int>(dev_visible_end(a.positions, a.tq, keys_of(a, b), a.hip.causal, row));
+}
+
+// The smallest and largest visible end over batch entry b's rows [r0, r1): positions ascend unless given.
+__device__ void row_ends(const AttnArgs& a, int b, int r0, int r1, int& e_lo, int& e_hi) {
   if (!a.positions || !a.hip.causal) {
-    e_lo = visible_end(a, r0), e_hi = visible_end(a, r1 - 1);
+    e_lo = visible_end(a, b, r0), e_hi = visible_end(a, b, r1 - 1);
     return;
   }
   e_lo = INT32_MAX, e_hi = -1;
   for (int r = r0; r < r1; ++r) {
-    const int e = visible_end(a, r);
+    const int e = visible_end(a, b, r);
     e_lo = min(e_lo, e), e_hi = max(e_hi, e);
   }
 }
@@ -136,7 +149,7 @@ __device__ void row_ends(const AttnArgs& a, int r0, int r1, int& e_lo, int& e_hi
 // item's count (decode: the count, the block ids and Q then load together, v15).
 template <class I>
 __device__ KeyList<I> key_list(const AttnArgs& a, const CtaCoords& c, I e_max, bool fixed_slots) {
-  const DevRange sr = dev_search_range(a.hip, a.positions, a.tq, a.tk, c.qb);
+  const DevRange sr = dev_search_range(a.hip, a.positions, a.tq, keys_of(a, c.b), c.qb);
   KeyList<I> kl;
   kl.sink_len = static_cast<I>(min(a.hip.sink, static_cast<int64_t>(e_max) + 1));
   const I cnt = static_cast<I>(min(a.counts[c.item], a.kb));

@@ -122,6 +122,17 @@ struct AttentionLaunch {
   ElementType dtype = ElementType::kBF16;       // kF32: SIMT float32; kBF16/kF16: tensor cores (d <= 128, d % 8 == 0)
   Strides q_stride, k_stride, v_stride, out_stride;
   const int64_t* positions = nullptr;
+  // Per-sequence key counts, int32 (batch) on the device, read when the kernel runs (a graph
+  // replays them): batch entry b attends over its keys [0, key_counts[b]) with its queries at their
+  // end (query i at key_counts[b] - tq + i), and tk is only their bound (the slots each entry's K/V
+  // hold). A decode batch of sequences of different lengths over caches of one capacity. The caller
+  // keeps each in [tq, tk]; positions must then be null. Null: every entry has tk keys.
+  const int32_t* key_counts = nullptr;
+  // With key_counts, optionally: batch entry b's keys and values are the rows [key_starts[b],
+  // key_starts[b] + key_counts[b]) of K and V (int32 (batch) on the device, read when the kernel
+  // runs), which the batch then shares (their batch strides are ignored; tk bounds every entry's
+  // last row): the sequences' caches as slots of different capacities in one tensor per layer.
+  const int32_t* key_starts = nullptr;
   int64_t batch = 1, hq = 0, hkv = 0, tq = 0, tk = 0, d = 0;
   hip::HipParams hip;
   // The logits' scale and soft-cap (kernels/score_transform.h); the defaults take today's code path
@@ -138,7 +149,7 @@ struct AttentionLaunch {
   // (a fresh DeviceBuffer is).
   void* counters = nullptr;
   void* stream = nullptr;
-  // The caller's promise that blocks, counts, positions and every key and value before the query
+  // The caller's promise that blocks, counts, positions, key_counts and every key and value before the query
   // rows' first position were complete before any kernel that may still run when this launch starts
   // (the kernels before it that let their dependents start at once, and the kernel each of those
   // followed), and that those kernels write nothing else the attention reads. A cached decode

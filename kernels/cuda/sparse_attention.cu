@@ -271,7 +271,7 @@ __global__ void __launch_bounds__(128, (kMinCtasPerSm<D, KG>)) sparse_attention_
   const int32_t* item_blocks = a.blocks + static_cast<int64_t>(c.item) * a.kb;
   if (tid * 32 < a.kb) prefetch_l1(item_blocks + tid * 32);
   int e_lo, e_hi;
-  row_ends(a, c.r0, c.r1, e_lo, e_hi);
+  row_ends(a, c.b, c.r0, c.r1, e_lo, e_hi);
   const KeyList<int> kl = key_list<int>(a, c, e_hi, a.splits > 1);
   const int tiles = (kl.total + kBK - 1) / kBK;
   const int t_begin = tiles * c.split / a.splits, t_end = tiles * (c.split + 1) / a.splits;
@@ -280,8 +280,8 @@ __global__ void __launch_bounds__(128, (kMinCtasPerSm<D, KG>)) sparse_attention_
   const int rg = warp % RG, kg = warp / RG;
   const int rows_base = c.r0 + rg * 16;
   const int row0 = rows_base + gq, row1 = row0 + 8;
-  const int e0 = row0 < c.r1 ? visible_end(a, row0) : -1;
-  const int e1 = row1 < c.r1 ? visible_end(a, row1) : -1;
+  const int e0 = row0 < c.r1 ? visible_end(a, c.b, row0) : -1;
+  const int e1 = row1 < c.r1 ? visible_end(a, c.b, row1) : -1;
   // Prefill warps past the CTA's rows only help with the copies.
   const bool computes = rg * 16 < c.r1 - c.r0;
   const int kw0 = kg * kWarpKeys;  // this warp's first key of a tile
@@ -291,8 +291,8 @@ __global__ void __launch_bounds__(128, (kMinCtasPerSm<D, KG>)) sparse_attention_
   for (int t = 0; t < NT; ++t) o[t][0] = o[t][1] = o[t][2] = o[t][3] = 0.f;
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
 
-  const T* kbase = static_cast<const T*>(a.k) + c.b * a.ks.b + g * a.ks.h;
-  const T* vbase = static_cast<const T*>(a.v) + c.b * a.vs.b + g * a.vs.h;
+  const T* kbase = static_cast<const T*>(a.k) + kv_offset(a, a.ks, c.b) + g * a.ks.h;
+  const T* vbase = static_cast<const T*>(a.v) + kv_offset(a, a.vs, c.b) + g * a.vs.h;
   // Each thread copies one 16-byte column piece of every kCopyStep-th row of a tile.
   constexpr int kCopyStep = kThreads / kVecs;
   const int copy_col = (tid % kVecs) * 8, copy_row0 = tid / kVecs;
@@ -555,10 +555,10 @@ __global__ void __launch_bounds__(128) sparse_attention_simt(const AttnArgs a) {
   const int64_t g = c.h / (a.hq / a.hkv);
   const int d = a.d;
   const float scale = a.scale_log2;
-  const T* kbase = static_cast<const T*>(a.k) + c.b * a.ks.b + g * a.ks.h;
-  const T* vbase = static_cast<const T*>(a.v) + c.b * a.vs.b + g * a.vs.h;
+  const T* kbase = static_cast<const T*>(a.k) + kv_offset(a, a.ks, c.b) + g * a.ks.h;
+  const T* vbase = static_cast<const T*>(a.v) + kv_offset(a, a.vs, c.b) + g * a.vs.h;
   for (int64_t row = c.r0 + warp; row < c.r1; row += nwarps) {
-    const int64_t e = dev_visible_end(a.positions, a.tq, a.tk, a.hip.causal, row);
+    const int64_t e = dev_visible_end(a.positions, a.tq, keys_of(a, c.b), a.hip.causal, row);
     const KeyList<int64_t> kl = key_list<int64_t>(a, c, e, false);
     const T* qrow = static_cast<const T*>(a.q) + c.b * a.qs.b + c.h * a.qs.h + row * a.qs.t;
     float qv[kMaxPerLane], acc[kMaxPerLane];
@@ -627,6 +627,8 @@ void check_launch(const AttentionLaunch& l) {
     throw_arg("sparse attention needs batch, heads, queries, keys and d >= 1");
   if (l.hq % l.hkv != 0) throw_arg("query heads must be a multiple of KV heads");
   if (!l.positions && l.tq > l.tk) throw_arg("tq > tk needs explicit positions");
+  if (l.key_counts && l.positions) throw_arg("per-sequence key counts place the queries themselves: pass no positions");
+  if (l.key_starts && !l.key_counts) throw_arg("per-sequence key starts need per-sequence key counts");
   if (l.d > 512) throw_arg("head dimension " + std::to_string(l.d) + " exceeds 512");
   if (l.tk >= (int64_t{1} << 31) || l.tq >= (int64_t{1} << 31)) throw_arg("tq and tk must be below 2^31");
   if (!(l.score.scale >= 0.0 && l.score.softcap >= 0.0 && std::isfinite(l.score.scale) && std::isfinite(l.score.softcap)))
@@ -724,6 +726,8 @@ void sparse_attention(const AttentionLaunch& l) {
   a.q = l.q, a.k = l.k, a.v = l.v, a.out = l.out;
   a.qs = l.q_stride, a.ks = l.k_stride, a.vs = l.v_stride, a.os = l.out_stride;
   a.positions = l.positions;
+  a.key_counts = l.key_counts;
+  a.key_starts = l.key_starts;
   a.hq = static_cast<int>(l.hq), a.hkv = static_cast<int>(l.hkv), a.tq = static_cast<int>(l.tq);
   a.tk = static_cast<int>(l.tk), a.d = static_cast<int>(l.d);
   a.qbs = static_cast<int>((l.tq + l.hip.b_q - 1) / l.hip.b_q), a.kb = static_cast<int>(hip::hip_kb(l.hip));

@@ -335,6 +335,39 @@ at::Tensor sparse_attention(const at::Tensor& q, const at::Tensor& k, const at::
   return out;
 }
 
+at::Tensor sparse_attention_batch(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& blocks,
+                                  const at::Tensor& counts, const hip::HipParams& p, const at::Tensor& key_counts,
+                                  const at::Tensor& key_starts, int num_splits, const at::Tensor& out_given,
+                                  const hip::ScoreTransform& score) {
+  require_ready();
+  if (q.dim() != 4) fail("sparse_attention_batch takes a batched (batch, hq, tq, d) Q, got " + shape_str(q));
+  auto check_per_sequence = [&](const at::Tensor& t, const char* name) {
+    if (!t.defined() || t.dim() != 1 || t.size(0) != q.size(0) || t.scalar_type() != at::kInt || !t.is_contiguous() ||
+        t.device() != q.device())
+      fail(std::string(name) + " must be contiguous int32 of shape (" + std::to_string(q.size(0)) + ") on Q's device, got " +
+           (t.defined() ? shape_str(t) : std::string("undefined")));
+  };
+  check_per_sequence(key_counts, "key_counts");
+  if (key_starts.defined()) {
+    check_per_sequence(key_starts, "key_starts");
+    if (k.dim() != 3 || v.dim() != 3)
+      fail("with key_starts, K and V are the batch's one (hkv, rows, d) tensor each, got " + shape_str(k));
+  }
+  c10::DeviceGuard guard(q.device());
+  // One K/V shared by the batch: a batch dimension of stride 0 (the kernel reads key_starts instead).
+  auto batched = [&](const at::Tensor& kv) {
+    return key_starts.defined() ? kv.unsqueeze(0).expand({q.size(0), kv.size(0), kv.size(1), kv.size(2)}) : kv;
+  };
+  const at::Tensor out = out_given.defined() ? out_given : at::empty(q.sizes(), q.options());
+  gpu::AttentionLaunch l = attention_launch(q, batched(k), batched(v), blocks, counts, p, at::Tensor(), out, num_splits);
+  l.key_counts = key_counts.data_ptr<int32_t>();
+  l.key_starts = key_starts.defined() ? key_starts.data_ptr<int32_t>() : nullptr;
+  l.score = score;
+  if (l.num_splits > 1) use_split_buffers(q, l, l.num_splits);
+  gpu::sparse_attention(l);
+  return out;
+}
+
 at::Tensor sparse_attention_workspace(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                       const at::Tensor& blocks, const at::Tensor& counts, const hip::HipParams& p,
                                       const at::Tensor& positions, const at::Tensor& out) {
@@ -467,6 +500,11 @@ std::pair<MaskTensors, std::vector<hip::MaskTrace>> estimate_masks_traced_every_
 at::Tensor sparse_attention(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
                             const at::Tensor&, const hip::HipParams&, const at::Tensor&, int, const at::Tensor&,
                             const hip::ScoreTransform&) {
+  throw std::runtime_error(cuda_kernels_status());
+}
+at::Tensor sparse_attention_batch(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                  const at::Tensor&, const hip::HipParams&, const at::Tensor&, const at::Tensor&, int,
+                                  const at::Tensor&, const hip::ScoreTransform&) {
   throw std::runtime_error(cuda_kernels_status());
 }
 #endif

@@ -60,6 +60,19 @@ at::Tensor sparse_attention(const at::Tensor& q, const at::Tensor& k, const at::
                             const at::Tensor& out = at::Tensor(),  // out: preallocated, Q's shape
                             const hip::ScoreTransform& score = {});
 
+// The same for a batch of sequences of different lengths in one launch (a batched decode step):
+// q (batch, hq, tq, d); key_counts int32 (batch) on Q's device, read when the kernel runs: entry b
+// attends over its first key_counts[b] keys with its queries at their end, as sparse_attention of
+// that entry alone over exactly those keys (the same bits at the same num_splits). Its keys: with
+// key_starts undefined, k[b] and v[b] of k, v (batch, hkv, capacity, d); with key_starts (int32
+// (batch) on Q's device), rows [key_starts[b], key_starts[b] + key_counts[b]) of k, v (hkv, rows,
+// d), one tensor the batch shares (caches of different capacities side by side). Each count must
+// lie in [tq, the entry's capacity] (not checked: reading them would wait for the device).
+at::Tensor sparse_attention_batch(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& blocks,
+                                  const at::Tensor& counts, const hip::HipParams& p, const at::Tensor& key_counts,
+                                  const at::Tensor& key_starts = at::Tensor(), int num_splits = 0,
+                                  const at::Tensor& out = at::Tensor(), const hip::ScoreTransform& score = {});
+
 // The same attention as a launch that a CUDA graph captures and replays at later positions
 // (engine/generation/decode_graph.cpp): on `stream` (a cudaStream_t; null: the legacy default stream),
 // with `positions` (tq int64 on Q's device) read when the kernel runs, so only their form is

@@ -9,6 +9,7 @@
 
 #include "engine/formats/errors.h"
 #include "engine/generation/batch_generation.h"
+#include "engine/generation/batch_kv_storage.h"
 #include "engine/generation/batched_decode.h"
 #include "engine/analysis/context_plan.h"
 #include "engine/generation/generation.h"
@@ -44,6 +45,48 @@ TEST(BatchedDecode, HipLogitsEqualEachSequencesOwnDecode) {
   const testing::BatchComparison dense = compare([] { return std::make_unique<DenseAttention>(); });
   EXPECT_GT((hip.alone[0][0] - dense.alone[0][0]).abs().max().item<double>(), 1e-3)
       << "HiP equals dense: the test would not see a mixed-up mask";
+}
+
+// Slots of one storage (each of its own capacity) hold the same numbers as caches of their own: on
+// the CPU no backend attends the batch in one call, each sequence attends its slot's views, and the
+// logits are those of own caches bit for bit (a slot read or written at another slot's rows would
+// change them), dense and HiP.
+TEST(BatchedDecode, SlotsOfOneStorageGiveTheOwnCachesLogits) {
+  const HipModelParams params = testing::small_hip_params();
+  const int64_t layers = default_model()->config.n_layers;
+  const std::vector<testing::MakeBackend> sides = {
+      [] { return std::make_unique<DenseAttention>(); },
+      [&] { return std::make_unique<HipAttention>(params, layers); }};
+  for (const testing::MakeBackend& make : sides) {
+    const auto prompts = testing::three_prompts(*default_model());
+    const testing::BatchComparison own = testing::compare_batched_with_alone(default_model(), prompts, kSteps, make);
+    const testing::BatchComparison slots = testing::compare_batched_with_alone(
+        default_model(), prompts, kSteps, make, testing::BatchLayout::kSlotsOneCall);
+    EXPECT_EQ(slots.fewest_one_call_layers, 0) << "a CPU backend claimed to attend the batch in one call";
+    for (size_t i = 0; i < prompts.size(); ++i)
+      for (int64_t s = 0; s < kSteps; ++s)
+        EXPECT_TRUE(slots.together[i][static_cast<size_t>(s)].equal(own.together[i][static_cast<size_t>(s)]))
+            << "sequence " << i << " step " << s;
+    EXPECT_LT(slots.max_abs_diff(), 1e-4);
+  }
+}
+
+TEST(BatchKVStorage, SlotsAreViewsOfTheirOwnRows) {
+  const ModelConfig& c = default_model()->config;
+  BatchKVStorage storage(c, default_model()->run, {5, 3, 7});
+  EXPECT_EQ(storage.rows(), 15);
+  EXPECT_EQ(storage.start(2), 8);
+  EXPECT_EQ(storage.slot(1).capacity(), 3);
+  storage.keys(0).zero_();
+  const at::Tensor k = at::ones({c.n_kv_heads, 2, c.head_dim});
+  storage.slot(1).append(0, k, k);
+  // Slot 1's rows [5, 8): its positions 0 and 1 are rows 5 and 6 of the layer's tensor, nothing else.
+  EXPECT_EQ(storage.keys(0).sum().item<double>(), static_cast<double>(k.numel()));
+  EXPECT_TRUE(storage.keys(0).narrow(1, 5, 2).equal(k));
+  EXPECT_EQ(storage.slot_of(storage.slot(2)), 2);
+  KVCache other(c, default_model()->run, 4);
+  EXPECT_EQ(storage.slot_of(other), -1);
+  EXPECT_THROW(BatchKVStorage(c, default_model()->run, {4, 0}), std::invalid_argument);
 }
 
 TEST(BatchedDecode, RefusesACacheTwiceAndMismatchedLists) {

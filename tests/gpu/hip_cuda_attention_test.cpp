@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "kernels/sparse_attention_reference.h"
 #include "tests/gpu/hip_cuda_test_util.h"
@@ -150,6 +151,59 @@ TEST(HipCudaAttention, BatchedInputsMatchPerSequence) {
   }
   std::printf("[gpu] batched vs per-sequence decode: max abs difference %.3g\n", worst);
   EXPECT_EQ(worst, 0.0);
+}
+
+// One launch over sequences of different lengths (sparse_attention_batch: each entry's key count
+// read on the device, its keys either at its batch index of a (batch, hkv, capacity, d) K/V or at
+// its start in one shared (hkv, rows, d) K/V) against each sequence's own launch over exactly its
+// keys, with its own mask, at the same split count: the same bits (a count ignored would place the
+// query at the capacity's end and attend other keys; a start ignored would read another
+// sequence's keys). f32 (SIMT), bf16 and f16 (tensor cores, unsplit and split in 3).
+TEST(HipCudaAttention, PerSequenceKeyCountsMatchEachSequenceAlone) {
+  HIP_CUDA_REQUIRE();
+  const auto dev = at::Device(at::kCUDA, 0);
+  hip::HipParams p;
+  p.k = 64, p.b_q = 32, p.b_k = 2, p.sink = 4;
+  const std::vector<int64_t> counts{3000, 1501, 700}, capacities{3000, 1600, 900};
+  const int64_t batch = 3, hkv = 2, hq = 8, d = 128, capacity = 3000;
+  for (const at::ScalarType st : {at::kFloat, at::kBFloat16, at::kHalf}) {
+    const at::Tensor q = at::randn({batch, hq, 1, d}, dev).to(st);
+    const at::Tensor k = at::randn({batch, hkv, capacity, d}, dev).to(st);
+    const at::Tensor v = at::randn({batch, hkv, capacity, d}, dev).to(st);
+    // The same keys as slots of one tensor: sequence b's rows start at the sum of the capacities before it.
+    std::vector<int32_t> starts;
+    std::vector<at::Tensor> k_rows, v_rows;
+    int32_t row = 0;
+    for (int64_t b = 0; b < batch; ++b) {
+      starts.push_back(row);
+      row += static_cast<int32_t>(capacities[b]);
+      k_rows.push_back(k[b].narrow(1, 0, capacities[b]));
+      v_rows.push_back(v[b].narrow(1, 0, capacities[b]));
+    }
+    const at::Tensor k_shared = at::cat(k_rows, 1), v_shared = at::cat(v_rows, 1);  // (hkv, rows, d)
+    std::vector<at::Tensor> blocks, block_counts;
+    for (int64_t b = 0; b < batch; ++b) {
+      const hip_torch::MaskTensors m = hip_torch::estimate_masks(q[b], k[b].narrow(1, 0, counts[b]), p);
+      blocks.push_back(m.blocks);
+      block_counts.push_back(m.counts);
+    }
+    const at::Tensor all_blocks = at::stack(blocks), all_counts = at::stack(block_counts);
+    const at::Tensor key_counts = at::tensor(std::vector<int32_t>(counts.begin(), counts.end()), at::kInt).to(dev);
+    const at::Tensor key_starts = at::tensor(starts, at::kInt).to(dev);
+    for (const int splits : {1, 3}) {
+      const at::Tensor strided = hip_torch::sparse_attention_batch(q, k, v, all_blocks, all_counts, p, key_counts,
+                                                                   at::Tensor(), splits);
+      const at::Tensor shared = hip_torch::sparse_attention_batch(q, k_shared, v_shared, all_blocks, all_counts, p,
+                                                                  key_counts, key_starts, splits);
+      for (int64_t b = 0; b < batch; ++b) {
+        const at::Tensor alone = hip_torch::sparse_attention(q[b], k[b].narrow(1, 0, counts[b]), v[b].narrow(1, 0, counts[b]),
+                                                             blocks[b], block_counts[b], p, at::Tensor(), splits);
+        EXPECT_TRUE(strided[b].equal(alone)) << c10::toString(st) << " splits " << splits << " sequence " << b;
+        EXPECT_TRUE(shared[b].equal(alone)) << c10::toString(st) << " splits " << splits << " sequence " << b;
+      }
+    }
+  }
+  std::printf("[gpu] per-sequence key counts and starts: one launch equals each sequence's own, f32 / bf16 / f16\n");
 }
 
 #ifdef HIPSTUDIO_HAVE_CUDA_KERNELS

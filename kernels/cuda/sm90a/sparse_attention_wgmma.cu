@@ -76,23 +76,23 @@ __global__ void __launch_bounds__(kThreads, HIPSTUDIO_WGMMA_MIN_CTAS) sparse_att
   const int32_t* item_blocks = a.blocks + static_cast<int64_t>(c.item) * a.kb;
   if (tid * 32 < a.kb) prefetch_l1(item_blocks + tid * 32);
   int e_lo, e_hi;
-  row_ends(a, c.r0, c.r1, e_lo, e_hi);
+  row_ends(a, c.b, c.r0, c.r1, e_lo, e_hi);
   const KeyList<int> kl = key_list<int>(a, c, e_hi, false);
   const int n_tiles = (kl.total + kBK - 1) / kBK;
 
   // Warp w owns rows [16w, 16w + 16) of the CTA's tile (wgmma's A and D layout); rows past the
   // CTA's end compute on zero Q and are not stored (every warp takes part in every wgmma).
   const int row0 = c.r0 + warp * 16 + gq, row1 = row0 + 8;
-  const int e0 = row0 < c.r1 ? visible_end(a, row0) : -1;
-  const int e1 = row1 < c.r1 ? visible_end(a, row1) : -1;
+  const int e0 = row0 < c.r1 ? visible_end(a, c.b, row0) : -1;
+  const int e1 = row1 < c.r1 ? visible_end(a, c.b, row1) : -1;
 
   float o[NT][4];
 #pragma unroll
   for (int t = 0; t < NT; ++t) o[t][0] = o[t][1] = o[t][2] = o[t][3] = 0.f;
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
 
-  const T* kbase = static_cast<const T*>(a.k) + c.b * a.ks.b + g * a.ks.h;
-  const T* vbase = static_cast<const T*>(a.v) + c.b * a.vs.b + g * a.vs.h;
+  const T* kbase = static_cast<const T*>(a.k) + kv_offset(a, a.ks, c.b) + g * a.ks.h;
+  const T* vbase = static_cast<const T*>(a.v) + kv_offset(a, a.vs, c.b) + g * a.vs.h;
   // Each thread copies one 16-byte chunk (column piece) of every kCopyStep-th row of a tile.
   constexpr int kCopyStep = kThreads / kVecs;
   const int copy_chunk = tid % kVecs, copy_row0 = tid / kVecs;
