@@ -305,6 +305,14 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
                           static_cast<long long>(snap.masks->layer), static_cast<long long>(snap.masks->hip.heads),
                           static_cast<long long>(snap.masks->hip.query_blocks), static_cast<long long>(snap.masks->hip.kb),
                           recall_text(*snap.masks).c_str(), snap.analysis ? latency_text(*snap.analysis).c_str() : "no latency"));
+         // The layer-streamed prefill: whether the mask came before the layers above the viewed one.
+         if (snap.analysis) {
+           const PairedAnalysis& pa = *snap.analysis->analysis;
+           run->line(pa.hip_partial() ? fmt("result: launch_to_first_mask shown with both prefills through layer %lld (of %lld); "
+                                            "the layers above follow in the background",
+                                            static_cast<long long>(pa.hip_through_layer), static_cast<long long>(m.n_layers))
+                                      : std::string("result: launch_to_first_mask shown after every layer of both prefills"));
+         }
          run->line(stage_times_text(snap));
               run->line(device_timing_text(snap));
          return "";
