@@ -39,7 +39,8 @@ PrefillJob prefill_job(const LoadedModel& model, const ModelInfo& info, const Re
 // prompt view it returns is the new prompt results'. On a throw the handle decodes no more: drop it.
 std::shared_ptr<const AnalysisView> rerun_hip_job(PrefillHandle& prefill, const ModelInfo& info, const Request& r,
                                                   const JobProgress& progress);
-// The HiP layers above the viewed one, which the prefill (or re-run) left: the whole prompt results,
+// The layers above the viewed one that the prefill left on both sides (the dense ones, then the HiP
+// ones; a HiP re-run leaves the HiP ones again): the whole prompt results, equal to an unsplit run's,
 // as a copy of `partial` (the prompt's view so far, with the views computed meanwhile). On a throw
 // the partial results stay and the job can run again.
 bool hip_pending_job(const PrefillHandle& prefill);

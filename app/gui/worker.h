@@ -85,7 +85,7 @@ class Worker {
   // Computes the views of a layer the last prefill deferred and puts them in the prompt's view and
   // the analysis on screen (new views of both, sharing the deferred set).
   void add_deferred_views(int64_t layer, const std::function<void()>& checkpoint = {});
-  // Runs the HiP layers the last prefill left (it stopped after the viewed layer) and puts the whole
+  // Runs the layers the last prefill left on both sides (it stopped after the viewed layer) and puts the whole
   // prompt results on screen, keeping the views computed meanwhile.
   void finish_hip_rest(const std::function<bool(double, const std::string&)>& progress);
   // The layer's views were deferred by the last prefill and are not computed yet.

@@ -24,8 +24,9 @@ bool synthetic_run(const Request& r) { return r.model.synthetic_tokens > 0; }
 
 // Run order: the viewed layer's views right after the prefill, before the decode steps (which none of
 // them reads), so a parameter change puts the mask on screen without waiting for the decode half;
-// the viewed layer's timing follows its views (the k, b_q, b_k change's "new latency"); then the HiP
-// layers above the viewed one, which the decode half and the other layers' views read; the other
+// the viewed layer's timing follows its views (the k, b_q, b_k change's "new latency"); then the
+// layers above the viewed one on both sides (the prefill stops both after the viewed layer), which
+// the decode half, the prompt's metrics and the other layers' views read; the other
 // layers' views (the per-head table) follow the decode half, in the background; generation last.
 const std::vector<Worker::StageDef>& Worker::stages() {
   const uint32_t model = bit(kStageModel), analysis = bit(kStageAnalysis), hip_rest = bit(kStageHipRest);

@@ -168,6 +168,23 @@ struct PairedPrefill::State {
         hip_prefill_time(hip_recorder()) {}  // model and options are set by now (declared first)
 
   void prefill();  // of prompt.prompt_ids: the dense side, then hip_prefill()
+  // Where a prefill of options stops: after the viewed layer with options.viewed_layer_first (when
+  // layers are left above it), else after the last layer.
+  int64_t streamed_stop() const {
+    const int64_t viewed = options.views_only_layer, layers = model->config.n_layers;
+    return options.viewed_layer_first && viewed >= 0 && viewed + 1 < layers ? viewed + 1 : layers;
+  }
+  // The dense side's layers [first, last) from `input` (the stream entering `first`) into dense_cache,
+  // timed into dense_prefill_time; returns the stream entering `last`.
+  at::Tensor run_dense_layers(int64_t first, int64_t last, const at::Tensor& input);
+  // The dense side's stream entering the first layer a viewed-layer-first prefill left
+  // (dense_mid_layer), until finish_dense runs the rest; undefined (-1) when the dense side is whole
+  // (dense_hidden holds its last layer's rows). The HiP side is partial while this one is.
+  at::Tensor dense_mid;
+  int64_t dense_mid_layer = -1;
+  // The dense layers the prefill left, into dense_hidden; a no-op when the dense side is whole.
+  // Restartable: a throw leaves dense_mid as it was (the retry writes the cache's upper layers again).
+  void finish_dense();
   // The HiP side, its views and the prompt's metrics, against dense_hidden: every layer, or from
   // hip_from on (rerun_hip), with `carried` the kept inputs of the layers below it.
   void hip_prefill(const std::vector<LayerInputs>& carried = {});
@@ -206,18 +223,24 @@ struct PairedPrefill::State {
       return 0;
     });
   }
-  // One layer's views from kept inputs and the HiP mask the kernels chose (undefined: the views layer
-  // estimates it): what the prefill computes for that layer.
-  LayerViewsResult views_of_kept(const LayerInputs& in, int64_t layer, const at::Tensor& hip_blocks, bool keep_masks,
-                                 const std::function<void()>& checkpoint = {}) const {
+  // What the views layer of `layer` computes with: this run's HiP settings, seed and the layer's maths;
+  // the prefill's views and the views of kept inputs (views_of_kept) alike.
+  LayerViewsSetup views_setup(int64_t layer, bool keep_masks) const {
     LayerViewsSetup setup;
-    setup.checkpoint = checkpoint;
     setup.layer = layer;
     setup.prompt_tokens = n;
     setup.params = options.hip.hip;
     setup.math = views_math(layer_attention_math(model->config, layer));
     setup.seed = options.random_seed;
     setup.keep_masks = keep_masks;
+    return setup;
+  }
+  // One layer's views from kept inputs and the HiP mask the kernels chose (undefined: the views layer
+  // estimates it): what the prefill computes for that layer.
+  LayerViewsResult views_of_kept(const LayerInputs& in, int64_t layer, const at::Tensor& hip_blocks, bool keep_masks,
+                                 const std::function<void()>& checkpoint = {}) const {
+    LayerViewsSetup setup = views_setup(layer, keep_masks);
+    setup.checkpoint = checkpoint;
     LayerViewsChunk chunk = kept_layer_chunk(in);  // the same inputs the prefill gave the views layer
     chunk.hip_blocks = hip_blocks;
     std::unique_ptr<LayerViewsBackend> views = make_layer_views(model->run.device, setup);
@@ -227,8 +250,8 @@ struct PairedPrefill::State {
     r.quality.dense = !hip_replaces_layer(model->config, options.hip.dense_layers, layer);
     return r;
   }
-  // The dense side's last-layer rows of the prompt: kept, so that new HiP settings re-run the HiP
-  // side alone (rerun_hip) and compare it with the same dense rows.
+  // The dense side's last-layer rows of the prompt (once it is whole): kept, so that new HiP settings
+  // re-run the HiP side alone (rerun_hip) and compare it with the same dense rows.
   at::Tensor dense_hidden;
   PairedAnalysis decode(int64_t decode_steps, int64_t refresh_every, bool consume);
   void install_callbacks();
@@ -294,28 +317,43 @@ void PairedPrefill::State::install_callbacks() {
 }
 
 void PairedPrefill::State::prefill() {
-  const ModelConfig& c = model->config;
-  PairedAnalysis& result = prompt;
-  result.options = options;
-  result.options.decode_steps = 0;
-  // One prefill call over the whole prompt (paired_analysis_shape).
-  const std::vector<std::pair<int64_t, int64_t>> chunks = {{0, n}};
-  auto chunk_ids = [&](const std::pair<int64_t, int64_t>& r) {
-    return std::vector<int32_t>(result.prompt_ids.begin() + r.first, result.prompt_ids.begin() + r.second);
-  };
-  passes = static_cast<double>(chunks.size()) * static_cast<double>(c.n_layers);
+  // ---- prefill, dense side: every layer, or (viewed_layer_first) those up to the viewed one ------
   install_callbacks();
-
-  // ---- prefill, dense side ----------------------------------------------------------------------
   report(progress, 0.0, "dense prefill");
-  dense_timer = &dense_prefill_time;
-  prefilling = true;
-  calls = 0;
-  std::vector<at::Tensor> dense_rows;
-  for (const auto& r : chunks) dense_rows.push_back(dense_model.forward_hidden(chunk_ids(r), dense_cache, dense_attention));
-  dense_hidden = at::cat(dense_rows);
-  dense_rows.clear();
+  const int64_t stop = streamed_stop();
+  const at::Tensor stream = run_dense_layers(0, stop, dense_model.embed(prompt.prompt_ids));
+  if (stop < model->config.n_layers) {
+    dense_mid = stream;
+    dense_mid_layer = stop;
+  } else {
+    dense_hidden = stream;
+  }
   hip_prefill();
+}
+
+at::Tensor PairedPrefill::State::run_dense_layers(int64_t first, int64_t last, const at::Tensor& input) {
+  // The layers [first, last) report their progress in [0, 0.25) of this call.
+  dense_timer = &dense_prefill_time;
+  passes = static_cast<double>(std::max<int64_t>(1, last - first));
+  calls = 0;
+  prefilling = true;
+  struct Done {
+    bool& flag;
+    ~Done() { flag = false; }
+  } done{prefilling};
+  return dense_model.forward_hidden_from(first, input, dense_cache, dense_attention, nullptr, last);
+}
+
+void PairedPrefill::State::finish_dense() {
+  if (dense_mid_layer < 0) return;
+  const int64_t layers = model->config.n_layers;
+  report(progress, 0.0, "dense prefill from layer " + std::to_string(dense_mid_layer));
+  // A retry after a throw times these layers again: their earlier (partial) figures go.
+  for (int64_t l = dense_mid_layer; l < layers; ++l) dense_prefill_time.layers[static_cast<size_t>(l)] = ComponentMs{};
+  dense_cache.truncate(0);  // the layers below dense_mid_layer hold the prompt's keys and values
+  dense_hidden = run_dense_layers(dense_mid_layer, layers, dense_mid);
+  dense_mid = at::Tensor();  // freed before the HiP layers run (the memory plan counts three streams)
+  dense_mid_layer = -1;
 }
 
 void PairedPrefill::State::hip_prefill(const std::vector<LayerInputs>& carried) {
@@ -323,12 +361,12 @@ void PairedPrefill::State::hip_prefill(const std::vector<LayerInputs>& carried) 
   PairedAnalysis& result = prompt;
   result.options = options;
   result.options.decode_steps = 0;
-  const std::vector<std::pair<int64_t, int64_t>> chunks = {{0, n}};
-  auto chunk_ids = [&](const std::pair<int64_t, int64_t>& r) {
-    return std::vector<int32_t>(result.prompt_ids.begin() + r.first, result.prompt_ids.begin() + r.second);
-  };
-  passes = static_cast<double>(chunks.size()) * static_cast<double>(c.n_layers);
   install_callbacks();
+  // With options.viewed_layer_first, the layers up to the viewed one run now and the rest in
+  // finish_hip(): the viewed layer's results come out after a fraction of the layers. A run of every
+  // layer needs the dense side whole (the per-token metrics compare both sides' last rows).
+  const int64_t stop = std::max(hip_from, streamed_stop());
+  if (stop == c.n_layers) finish_dense();
 
   // ---- prefill, HiP side; the views layer takes each layer's attention as it runs ---------------
   report(progress, 0.25, "HiP prefill");
@@ -346,14 +384,7 @@ void PairedPrefill::State::hip_prefill(const std::vector<LayerInputs>& carried) 
       views.push_back(nullptr);
       continue;
     }
-    LayerViewsSetup setup;
-    setup.layer = l;
-    setup.prompt_tokens = n;
-    setup.params = options.hip.hip;
-    setup.math = views_math(layer_attention_math(c, l));
-    setup.seed = options.random_seed;
-    setup.keep_masks = options.keeps(l);
-    views.push_back(make_layer_views(model->run.device, setup));
+    views.push_back(make_layer_views(model->run.device, views_setup(l, options.keeps(l))));
   }
   kept_q.assign(static_cast<size_t>(c.n_layers), {});
   kept_k.assign(static_cast<size_t>(c.n_layers), at::Tensor());
@@ -368,15 +399,8 @@ void PairedPrefill::State::hip_prefill(const std::vector<LayerInputs>& carried) 
   streams.layers = static_cast<int64_t>(streams.hip_layers.size());
   streams.heads = c.n_heads;
   streams.first_layer = first_hip_layer(c, options.hip.dense_layers);
-  // With options.viewed_layer_first, the layers up to the viewed one run now and the rest in
-  // finish_hip(): the viewed layer's results come out after a fraction of the layers.
-  const int64_t viewed = options.views_only_layer;
-  const int64_t stop = options.viewed_layer_first && viewed >= 0 && viewed + 1 < c.n_layers && chunks.size() == 1
-                           ? std::max(hip_from, viewed + 1)
-                           : c.n_layers;
   passes = static_cast<double>(std::max<int64_t>(1, stop - hip_from));  // the layers this call runs
-  const at::Tensor input = hip_from > 0 ? hip_entries.at(static_cast<size_t>(hip_from)) : hip_model.embed(chunk_ids(chunks.front()));
-  if (chunks.size() != 1 && hip_from > 0) throw std::logic_error("a resumed HiP prefill is one chunk");
+  const at::Tensor input = hip_from > 0 ? hip_entries.at(static_cast<size_t>(hip_from)) : hip_model.embed(result.prompt_ids);
   at::Tensor stream = run_hip_layers(hip_from, stop, input);
   prefilling = false;
 
@@ -477,12 +501,14 @@ void PairedPrefill::State::prompt_metrics(const at::Tensor& hip_hidden, PairedAn
   report(progress, 1.0, "prefill done");
 }
 
-// The layers a viewed-layer-first prefill left (hip_mid_layer on), their kept inputs and the prompt's
-// metrics, into a copy of the partial results. Restartable: a throw leaves the partial state as it was.
+// The layers a viewed-layer-first prefill left on both sides (the dense ones from dense_mid_layer, the
+// HiP ones from hip_mid_layer), their kept inputs and the prompt's metrics, into a copy of the partial
+// results. Restartable: a throw leaves the partial state as it was (or the dense side whole).
 void PairedPrefill::State::finish_hip() {
   const ModelConfig& c = model->config;
-  report(progress, 0.0, "HiP prefill from layer " + std::to_string(hip_mid_layer));
   install_callbacks();
+  finish_dense();
+  report(progress, 0.25, "HiP prefill from layer " + std::to_string(hip_mid_layer));
   pending = LayerViewsChunk{};
   pending_layer = -1;
   views.clear();  // the layers left are all deferred
@@ -744,7 +770,8 @@ PairedAnalysis PairedPrefill::finish(int64_t decode_steps, int64_t refresh_every
 PairedAnalysis PairedPrefill::decode_steps_run(int64_t decode_steps, int64_t refresh_every, const AnalysisProgress& progress,
                                                bool consume) {
   if (!state_->prompt_result) throw std::logic_error("PairedPrefill::decode after finish()");
-  if (state_->hip_mid_layer >= 0) throw std::logic_error("PairedPrefill::decode before finish_hip()");
+  if (state_->hip_mid_layer >= 0 || state_->dense_mid_layer >= 0)
+    throw std::logic_error("PairedPrefill::decode before finish_hip()");
   if (decode_steps < 0 || decode_steps > state_->decode_room)
     throw InputError("this prefill left room for " + std::to_string(state_->decode_room) + " decode steps, not " +
                      std::to_string(decode_steps) + ": run the prefill again with more room");

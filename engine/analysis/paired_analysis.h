@@ -62,10 +62,13 @@ class PairedPrefill {
   void rerun_hip(const AnalysisOptions& options, const AnalysisProgress& progress = {});
   // The first layer the last HiP prefill ran (0 for a whole one).
   int64_t hip_first_layer() const;
-  // With AnalysisOptions::viewed_layer_first, run() and rerun_hip() stop after the viewed layer
-  // (prompt_result()->hip_through_layer says where): the layers above and the prompt's metrics wait
-  // for finish_hip(), which replaces prompt_result() with the whole results. A throw (cancel, out of
-  // memory) leaves the partial results, and finish_hip can be called again. Decoding needs it done.
+  // With AnalysisOptions::viewed_layer_first, run() stops both sides after the viewed layer, and
+  // rerun_hip() the HiP side (prompt_result()->hip_through_layer says where): the viewed layer's
+  // views need its own prefill only. The layers above on both sides (the dense ones a rerun_hip left
+  // too) and the prompt's metrics wait for finish_hip(), which replaces prompt_result() with the
+  // whole results, equal to an unsplit run's. A throw (cancel, out of memory) leaves the partial
+  // results, and finish_hip can be called again. Decoding needs it done. A rerun_hip of every layer
+  // runs the dense layers left first.
   bool hip_pending() const;
   void finish_hip(const AnalysisProgress& progress = {});
   // The layers whose views the prefill deferred (AnalysisOptions::views_only_layer), ascending.

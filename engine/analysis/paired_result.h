@@ -33,7 +33,7 @@ struct AnalysisOptions {
   // With views_only_layer: where keeping every layer's inputs does not fit the device, keep that
   // layer's only (the GUI at 128k tokens); the other layers' views then need a prefill that keeps them.
   bool keep_viewed_if_short = false;
-  // With views_only_layer: the HiP prefill stops after that layer and the rest waits for
+  // With views_only_layer: both prefills stop after that layer and the rest waits for
   // PairedPrefill::finish_hip, so the viewed layer's results come first (the GUI's knob changes).
   bool viewed_layer_first = false;
   bool keeps(int64_t layer) const {

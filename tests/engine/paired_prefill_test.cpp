@@ -12,11 +12,13 @@
 #include "engine/runtime/run_cancelled.h"
 #include "tests/engine/engine_fixture.h"
 #include "tests/engine/hip_test_setup.h"
+#include "tests/engine/paired_results_check.h"
 
 namespace hipstudio {
 namespace {
 
 using testing::default_model;
+using testing::expect_same_results;
 using testing::kStory;
 
 AnalysisOptions options_with(int64_t refresh_every, int64_t decode_steps) {
@@ -25,43 +27,6 @@ AnalysisOptions options_with(int64_t refresh_every, int64_t decode_steps) {
   o.hip.refresh_every = refresh_every;
   o.decode_steps = decode_steps;
   return o;
-}
-
-// Everything but the timings, which differ from run to run.
-void expect_same_results(const PairedAnalysis& a, const PairedAnalysis& b, const std::string& what) {
-  SCOPED_TRACE(what);
-  EXPECT_EQ(a.prompt_ids, b.prompt_ids);
-  EXPECT_EQ(a.options.decode_steps, b.options.decode_steps);
-  EXPECT_EQ(a.options.hip.refresh_every, b.options.hip.refresh_every);
-  EXPECT_EQ(a.dense.nll, b.dense.nll);
-  EXPECT_EQ(a.hip.nll, b.hip.nll);
-  EXPECT_EQ(a.kl, b.kl);
-  EXPECT_EQ(a.top1_agreement, b.top1_agreement);
-  EXPECT_EQ(a.dense.generated, b.dense.generated);
-  EXPECT_EQ(a.hip.generated, b.hip.generated);
-  EXPECT_EQ(a.mask_refreshes, b.mask_refreshes);
-  ASSERT_EQ(a.decode.size(), b.decode.size());
-  for (size_t i = 0; i < a.decode.size(); ++i) {
-    EXPECT_EQ(a.decode[i].position, b.decode[i].position) << "step " << i;
-    EXPECT_EQ(a.decode[i].dense_token, b.decode[i].dense_token) << "step " << i;
-    EXPECT_EQ(a.decode[i].hip_token, b.decode[i].hip_token) << "step " << i;
-    EXPECT_EQ(a.decode[i].refreshed, b.decode[i].refreshed) << "step " << i;
-    EXPECT_EQ(a.decode[i].mask_tokens_accessed, b.decode[i].mask_tokens_accessed) << "step " << i;
-    EXPECT_EQ(a.decode[i].sparse_tokens_accessed, b.decode[i].sparse_tokens_accessed) << "step " << i;
-  }
-  EXPECT_EQ(a.access.steps, b.access.steps);
-  EXPECT_EQ(a.access.mask_keys, b.access.mask_keys);
-  EXPECT_EQ(a.access.sparse_keys, b.access.sparse_keys);
-  ASSERT_EQ(a.layers.size(), b.layers.size());
-  for (size_t l = 0; l < a.layers.size(); ++l)
-    for (size_t h = 0; h < a.layers[l].heads.size(); ++h) {
-      EXPECT_EQ(a.layers[l].heads[h].recall, b.layers[l].heads[h].recall) << l << "/" << h;
-      EXPECT_EQ(a.layers[l].heads[h].out_rel_err, b.layers[l].heads[h].out_rel_err) << l << "/" << h;
-    }
-  ASSERT_EQ(a.masks.size(), b.masks.size());
-  for (size_t i = 0; i < a.masks.size(); ++i) EXPECT_EQ(a.masks[i].hip.blocks, b.masks[i].hip.blocks);
-  ASSERT_EQ(a.inputs.size(), b.inputs.size());
-  for (size_t i = 0; i < a.inputs.size(); ++i) EXPECT_EQ(a.inputs[i].host().q, b.inputs[i].host().q);
 }
 
 TEST(PairedPrefill, DecodeRerunsEqualWholeRunsWithTheirSettings) {

@@ -19,14 +19,14 @@ for key in launch_to_first_mask k_change_to_viewed_layer k_change_to_mask b_q_ch
            zoom_frame_median zoom_frame_p99; do
   grep -Eq "^timing: $key [0-9]+\.[0-9]+ m?s \(target <= " "$log" || { echo "timing_smoke: no timing line for $key"; fail=1; }
 done
-for key in launch_to_first_latency l_d_change_to_mask layer_change_during_background background_settled; do  # timed, with no target
+for key in launch_to_first_latency launch_to_all_layers l_d_change_to_mask layer_change_during_background background_settled; do  # timed, with no target
   grep -Eq "^timing: $key [0-9]+\.[0-9]+ s$" "$log" || { echo "timing_smoke: no timing line for $key"; fail=1; }
 done
 for key in device dtype model prompt_tokens knobs; do
   grep -q "^$key: " "$log" || { echo "timing_smoke: no '$key:' line"; fail=1; }
 done
 if grep -q "changed NO" "$log"; then echo "timing_smoke: a step's result did not change"; fail=1; fi
-grep -q "^result: 17 of 17 measurements produced their result" "$log" || { echo "timing_smoke: not every measurement produced its result"; fail=1; }
+grep -q "^result: 18 of 18 measurements produced their result" "$log" || { echo "timing_smoke: not every measurement produced its result"; fail=1; }
 [ -s "$out/timing-mask.png" ] || { echo "timing_smoke: no screenshot of the mask panel"; fail=1; }
 [ "$fail" -eq 0 ] || { echo "--- $log"; cat "$log"; }
 exit "$fail"

@@ -4,6 +4,7 @@
 // are pure functions of the request, so a completed run can be compared with a reference.
 #include "tests/gui/worker/fake_engine_jobs.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <stdexcept>
@@ -25,34 +26,68 @@ std::shared_ptr<const LoadedModel> load_model_job(const ModelRequest&, ModelInfo
   return std::make_shared<LoadedModel>();
 }
 
-struct PrefillHandle {};
+// The fake prefill's state: the layered fake's request while the layers above its viewed one wait.
+struct PrefillHandle {
+  Request request;
+  bool pending = false;
+};
 
 namespace {
-std::atomic<int64_t> prefill_runs{0};
+std::atomic<int64_t> prefill_runs{0}, rest_runs{0}, rest_completed{0};
+
+bool layered(const Request& r) { return r.prompt.rfind(kFakeLayeredPrompt, 0) == 0; }
+
+void checks(int n, const char* what, const JobProgress& progress) {
+  for (int i = 0; i < n; ++i) {
+    if (!progress(static_cast<double>(i) / n, std::string(what) + " step " + std::to_string(i))) throw Cancelled();
+    std::this_thread::sleep_for(std::chrono::microseconds(kFakeCheckMicros));
+  }
+}
+
+// A prefill into `handle`: the prompt's results (the layered fake's through the viewed layer).
+std::shared_ptr<const AnalysisView> fake_prefill(PrefillHandle& handle, const Request& r, const JobProgress& progress) {
+  ++prefill_runs;
+  checks(kFakeAnalysisChecks, "fake prefill", progress);
+  Request prompt_only = r;
+  prompt_only.decode_steps = 0;
+  handle.request = prompt_only;
+  if (!layered(r)) {
+    handle.pending = false;
+    return fake_analysis(prompt_only);
+  }
+  const int64_t viewed = std::clamp<int64_t>(r.layer, 0, kFakeLayers - 1);
+  handle.pending = viewed + 1 < kFakeLayers;
+  return fake_layered_analysis(prompt_only, handle.pending ? viewed : -1);
+}
 }  // namespace
 
 int64_t fake_prefill_runs() { return prefill_runs.load(); }
+int64_t fake_rest_runs() { return rest_runs.load(); }
+int64_t fake_rest_completed() { return rest_completed.load(); }
 
 PrefillJob prefill_job(const LoadedModel&, const ModelInfo&, const Request& r, const JobProgress& progress) {
-  ++prefill_runs;
-  for (int i = 0; i < kFakeAnalysisChecks; ++i) {
-    if (!progress(static_cast<double>(i) / kFakeAnalysisChecks, "fake prefill step " + std::to_string(i))) throw Cancelled();
-    std::this_thread::sleep_for(std::chrono::microseconds(kFakeCheckMicros));
-  }
-  Request prompt_only = r;
-  prompt_only.decode_steps = 0;
-  return {std::make_shared<PrefillHandle>(), fake_analysis(prompt_only)};
+  auto handle = std::make_shared<PrefillHandle>();
+  auto view = fake_prefill(*handle, r, progress);
+  return {handle, view};
 }
 
-std::shared_ptr<const AnalysisView> rerun_hip_job(PrefillHandle&, const ModelInfo& info, const Request& r,
+std::shared_ptr<const AnalysisView> rerun_hip_job(PrefillHandle& prefill, const ModelInfo&, const Request& r,
                                                   const JobProgress& progress) {
-  return prefill_job(LoadedModel{}, info, r, progress).view;  // counts as a prefill run
+  return fake_prefill(prefill, r, progress);  // counts as a prefill run
 }
 
-bool hip_pending_job(const PrefillHandle&) { return false; }  // the fake's prefill is always whole
+bool hip_pending_job(const PrefillHandle& prefill) { return prefill.pending; }
 
-std::shared_ptr<const AnalysisView> finish_hip_job(PrefillHandle&, const AnalysisView&, const JobProgress&) {
-  throw std::logic_error("the fake prefill leaves no HiP layers");
+std::shared_ptr<const AnalysisView> finish_hip_job(PrefillHandle& prefill, const AnalysisView& partial, const JobProgress& progress) {
+  if (!prefill.pending) throw std::logic_error("the fake prefill is whole");
+  ++rest_runs;
+  checks(kFakeRestChecks, "fake upper layers", progress);  // a cancel leaves the prefill pending
+  auto view = std::make_shared<AnalysisView>(partial);  // as the engine's: the views computed meanwhile stay
+  const auto whole = fake_layered_analysis(prefill.request);
+  view->analysis = view->prompt_run = whole->analysis;
+  prefill.pending = false;
+  ++rest_completed;
+  return view;
 }
 
 std::shared_ptr<const AnalysisView> decode_job(PrefillHandle&, const AnalysisView& prompt_view, const Request& r,
@@ -114,6 +149,33 @@ std::shared_ptr<const AnalysisView> fake_analysis(const Request& r) {
   pa->options.random_seed = r.seed;
   view->analysis = pa;
   view->prompt = r.prompt;
+  return view;
+}
+
+std::shared_ptr<const AnalysisView> fake_layered_analysis(const Request& r, int64_t through_layer) {
+  auto view = std::const_pointer_cast<AnalysisView>(fake_analysis(r));
+  auto pa = std::make_shared<PairedAnalysis>(*view->analysis);
+  pa->inputs.clear();
+  pa->layers.assign(static_cast<size_t>(kFakeLayers), LayerQuality{});
+  for (int64_t l = 0; l < kFakeLayers; ++l) {
+    LayerQuality& q = pa->layers[static_cast<size_t>(l)];
+    q.layer = l;
+    if (through_layer >= 0 && l > through_layer) {
+      q.pending = true;  // not run yet: no inputs, no numbers
+      continue;
+    }
+    q.heads.resize(2);
+    Request own = r;
+    own.seed = r.seed * 131 + static_cast<uint64_t>(l);
+    LayerInputs in = synthetic_analysis(kFakeTokens, own)->analysis->inputs.front();
+    in.layer = l;
+    pa->inputs.push_back(std::move(in));
+  }
+  pa->hip_through_layer = through_layer;
+  view->analysis = view->prompt_run = pa;
+  view->prefill_run = std::make_shared<const int>(0);
+  view->model.synthetic = false;
+  view->model.n_layers = kFakeLayers;
   return view;
 }
 
