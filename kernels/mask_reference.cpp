@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 
+#include "kernels/attention_rule.h"
 #include "kernels/dot_f64.h"
 #include "kernels/parallel_for.h"
 #include "kernels/search_range.h"

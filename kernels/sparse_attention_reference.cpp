@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/attention_rule.h"
 #include "kernels/dot_f64.h"
 #include "kernels/key_set.h"
 #include "kernels/parallel_for.h"

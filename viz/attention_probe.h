@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "kernels/attention_inputs.h"
-#include "kernels/score_transform.h"
+#include "kernels/attention_rule.h"
 #include "viz/heat_image.h"
 
 namespace hipstudio::viz {

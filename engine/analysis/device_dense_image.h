@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "engine/analysis/paired_result.h"
-#include "kernels/score_transform.h"
+#include "kernels/attention_rule.h"
 
 namespace hipstudio {
 

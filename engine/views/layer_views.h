@@ -9,7 +9,7 @@
 
 #include "kernels/hip_params.h"
 #include "kernels/mask_reference.h"
-#include "kernels/score_transform.h"
+#include "kernels/attention_rule.h"
 
 namespace hipstudio {
 

@@ -287,7 +287,9 @@ TEST(VizViews, DenseRowFollowsTheLayersWindowAndSoftCap) {
     EXPECT_NEAR(row[j], want[j] / total, 1e-12) << "key " << j;
     const viz::ProbeValue pv = probe.at(in, rule, head, query, static_cast<int64_t>(j));
     EXPECT_EQ(pv.visible, want[j] > 0) << "key " << j;
-    if (pv.visible) EXPECT_NEAR(pv.probability, want[j] / total, 1e-12) << "key " << j;
+    if (pv.visible) {
+      EXPECT_NEAR(pv.probability, want[j] / total, 1e-12) << "key " << j;
+    }
   }
   // The plain rule differs on the same row: the test would catch a view that ignored the layer's rule.
   EXPECT_GT(std::abs(viz::dense_probability_row(in, {}, head, query)[static_cast<size_t>(pos)] - row.back()), 1e-6);
