@@ -42,7 +42,7 @@ void register_analyze_command(CLI::App& root) {
     AnalysisOptions options = args->run.analysis(args->model.context);
     options.keep_all_layers = false;  // the per-head numbers need no Q/K/V or masks on the host
     const ModelPreflight preflight = preflight_model(args->model);
-    args->run.hip.check_dense_layers(preflight.config.n_layers);
+    args->run.hip.check_dense_layers(preflight.config);
     check_fits_context(preflight, static_cast<int64_t>(preflight.encode(prompt).size()), args->run.decode, "prompt",
                        "--prompt", "--decode");
     ProgressLine progress("analyze", args->quiet);

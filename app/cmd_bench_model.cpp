@@ -218,7 +218,7 @@ void register_bench_model(CLI::App& bench) {
   cmd->callback([args] {
     const HipModelParams hip_params = args->hip.model_params();
     const ModelPreflight preflight = preflight_model(args->model, /*require_tokenizer=*/false);
-    args->hip.check_dense_layers(preflight.config.n_layers);
+    args->hip.check_dense_layers(preflight.config);
     std::vector<int64_t> lengths;  // (sequences) each prompt's length
     if (args->tokens.empty()) {
       // The default prompt length must work on the default model (stories15M: a 256-token context),

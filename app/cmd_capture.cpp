@@ -245,7 +245,7 @@ void register_capture_commands(CLI::App& root) {
     AnalysisOptions options = args->run.analysis(args->model.context);
     options.keep_all_layers = false;
     const ModelPreflight preflight = preflight_model(args->model);
-    args->run.hip.check_dense_layers(preflight.config.n_layers);
+    args->run.hip.check_dense_layers(preflight.config);
     const int64_t prompt_tokens = static_cast<int64_t>(preflight.encode(prompt).size());
     check_fits_context(preflight, prompt_tokens, args->run.decode, "prompt", "--prompt", "--decode");
     options.keep_layers = capture_layers(args->inputs_layers, preflight, options, request.traces, prompt_tokens);

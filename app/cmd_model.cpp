@@ -82,7 +82,7 @@ void register_generate(CLI::App& root) {
     const ModelPreflight preflight = preflight_model(args->model);
     check_fits_context(preflight, static_cast<int64_t>(preflight.encode(prompt).size()), args->max_tokens, "prompt",
                        "--prompt", "--max-tokens");
-    if (use_hip) args->hip.check_dense_layers(preflight.config.n_layers);
+    if (use_hip) args->hip.check_dense_layers(preflight.config);
     auto model = args->model.load();
     GenerationOptions options;
     options.max_new_tokens = args->max_tokens;

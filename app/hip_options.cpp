@@ -64,11 +64,15 @@ HipModelParams HipOptions::model_params() const {
   return m;
 }
 
-void HipOptions::check_dense_layers(int64_t n_layers) const {
-  if (dense_layers >= 0 && dense_layers < n_layers) return;
+void HipOptions::check_dense_layers(const ModelConfig& config) const {
+  // l_d counts the layers HiP can replace (the full-attention ones; windowed layers keep their
+  // window on both sides), so its bound is their number, not the model's layer count.
+  const int64_t full = config.full_attention_layers();
+  if (dense_layers >= 0 && dense_layers < full) return;
+  const std::string windowed = full < config.n_layers ? " of its " + std::to_string(config.n_layers) + " (the others are sliding-window layers, which HiP does not replace)" : "";
   throw InputError("--ld " + std::to_string(dense_layers) + " is out of range: give a value from 0 to " +
-                   std::to_string(n_layers - 1) + " (this model has " + std::to_string(n_layers) +
-                   " layers; the first l_d run dense, so l_d = " + std::to_string(n_layers) +
+                   std::to_string(full - 1) + " (this model has " + std::to_string(full) + " full-attention layers" + windowed +
+                   "; the first l_d of them run dense, so l_d = " + std::to_string(full) +
                    " or more would leave no layer to HiP)");
 }
 

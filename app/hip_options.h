@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "engine/analysis/hip_model_params.h"
+#include "engine/formats/model_config.h"
 #include "kernels/hip_param_fields.h"
 
 namespace hipstudio::app {
@@ -27,7 +28,7 @@ struct HipOptions {
   HipModelParams model_params() const;
   // Refuses --ld outside 0..n_layers-1 for a model of n_layers layers (InputError with that range): the
   // first l_d layers run dense, and with l_d >= n_layers HiP would never run at all.
-  void check_dense_layers(int64_t n_layers) const;
+  void check_dense_layers(const ModelConfig& config) const;
 };
 
 }  // namespace hipstudio::app

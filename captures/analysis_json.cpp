@@ -84,7 +84,10 @@ json analysis_to_json(const PairedAnalysis& a, const RunInfo& info, const offloa
                        {"out_rel_err", number(q.out_rel_err)},
                        {"random_out_rel_err", number(q.random_out_rel_err)}});
     }
-    layers.push_back({{"layer", layer.layer}, {"dense", layer.dense}, {"heads", heads}});
+    // The layer's attention as the forward pass ran it, so a reader can tell a windowed layer (whose
+    // numbers are null: HiP does not replace it) from one under l_d.
+    const json attention = {{"window", layer.math.window}, {"scale", layer.math.score.scale}, {"softcap", layer.math.score.softcap}};
+    layers.push_back({{"layer", layer.layer}, {"dense", layer.dense}, {"attention", attention}, {"heads", heads}});
   }
   j["layers"] = layers;
 

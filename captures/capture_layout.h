@@ -8,8 +8,10 @@
 //   analysis/{dense,hip}/latency_prefill_layers, latency_decode_layers f64 (L, 4): mask, sparse, dense, other ms
 //   analysis/{dense,hip}/latency_totals f64 (2, 4): prefill, mean decode step
 //   analysis/layers i64 (L, 2): layer, dense     analysis/quality f64 (L, H, 6): HeadQuality fields in order
+//   analysis/layer_math f64 (L, 3): window, scale, soft-cap of each layer (LayerQuality::math; 0 = none)
 //   analysis/decode i64 (S, 7): step, position, dense_token, hip_token, refreshed, mask/sparse tokens accessed
-//   access/{mask,sparse}_offsets i64 (Sa*Lh*H + 1), access/{mask,sparse}_keys i32 (n): ragged key lists
+//   access/{mask,sparse}_offsets i64 (Sa*Lh*H + 1), access/{mask,sparse}_keys i32 (n): ragged key lists,
+//     over the layers HiP replaces: the manifest's access.hip_layers (ascending), else first_layer on
 //   inputs/L<l>/q f32 (H, T, D), k, v f32 (G, T, D)
 //   masks/L<l>/{hip,oracle,random}_blocks i32 (H, QB, Kb), *_counts i32 (H, QB), dense_from i64 (QB),
 //     hip_iterations i32 (H, QB), hip_branches i64 (H, QB), recall, random_recall f64 (H, QB)

@@ -29,9 +29,10 @@ const std::array<HipParamField, kHipFieldCount> kFields = {{
    "window", "window: the most recent keys attended densely (sliding window).", 0, 128, 0, 4},
   {F::kRho, false, "--repr", "representative of a branch: center, first, last or a FRACTION in [0, 1]", 0, 1, "repr",
    "rho", "rho", "repr", "repr: representative key block of a branch: 0 first, 0.5 center, 1 last.", 0, 1, 0.5, 0.5},
-  // l_d's bound keeps the number sane; the model's layers bound it for real (HipOptions::check_dense_layers).
-  {F::kDenseLayers, true, "--ld", "dense layers l_d (the first l_d layers skip HiP)", 0, 4096, "l_d", "l_d", "l_d", "l_d",
-   "l_d: the first l_d layers stay dense.", 0, 6, 3, 1},
+  // l_d's bound keeps the number sane; the model's full-attention layers bound it for real
+  // (HipOptions::check_dense_layers, the GUI's knob_break).
+  {F::kDenseLayers, true, "--ld", "dense layers l_d (the first l_d full-attention layers skip HiP)", 0, 4096, "l_d", "l_d", "l_d", "l_d",
+   "l_d: the first l_d full-attention layers stay dense (sliding-window layers keep their window).", 0, 6, 3, 1},
   {F::kRefreshEvery, true, "--rm", "mask refresh interval r_m in decode steps", 1, kMaxTokens, "r_m", "r_m", "r_m", "r_m",
    "r_m: decode steps per mask re-estimation.", 1, 32, 8, 4},
   {F::kCacheFactor, false, "--cache-factor", "offloading: mask-estimation bank of c * (k / b_sk) * log2 T tokens", 1e-3,

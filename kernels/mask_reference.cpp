@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 
+#include "kernels/attention_rule.h"
 #include "kernels/dot_f64.h"
 #include "kernels/parallel_for.h"
 #include "kernels/search_range.h"
@@ -77,8 +78,7 @@ struct Searcher {
       for (int64_t u = 0; u < keys_per_repr; ++u) {
         double s = max_dot_rows_f64(rows.data(), r_count, k_row(in, g, repr * p.b_k + u * p.b_sk), d);
         if (score.scale > 0.0 || score.softcap > 0.0) {  // monotonic: the max of the transformed logits
-          s *= score.scale > 0.0 ? score.scale : 1.0 / std::sqrt(static_cast<double>(d));
-          if (score.softcap > 0.0) s = score.softcap * std::tanh(s / score.softcap);
+          s = capped_score(score, s * score_scale(score, d));
         }
         if (s > best) best = s;
       }

@@ -64,21 +64,23 @@ float* knob_real(HipKnobs& k, hip::HipField f) {
   return nullptr;
 }
 
-KnobBreak knob_break(const HipKnobs& k, int64_t n_layers) {
+KnobBreak knob_break(const HipKnobs& k, int64_t full_attention_layers) {
   using F = hip::HipField;
   const hip::HipParams p = to_hip_params(k);
   const hip::HipRuleBreak b = hip::first_broken_hip_rule(p);
   if (b.rule != hip::HipRule::kNone) return {hip::hip_params_problem(p), b.field, b.other_field};
   if (k.l_d < 0) return {"l_d (" + std::to_string(k.l_d) + ") must be >= 0", F::kDenseLayers};
-  if (n_layers > 0 && k.l_d > n_layers)
-    return {"l_d (" + std::to_string(k.l_d) + ") must be <= the model's layers (" + std::to_string(n_layers) + ")", F::kDenseLayers};
+  if (full_attention_layers > 0 && k.l_d > full_attention_layers)
+    return {"l_d (" + std::to_string(k.l_d) + ") must be <= the model's full-attention layers (" +
+                std::to_string(full_attention_layers) + "), the layers HiP can replace",
+            F::kDenseLayers};
   if (k.r_m < 1) return {"r_m (" + std::to_string(k.r_m) + ") must be >= 1", F::kRefreshEvery};
   if (k.decode_steps < 0) return {"decode steps must be >= 0", F::kDecodeSteps};
   if (!(k.cache_factor >= 0) || !std::isfinite(k.cache_factor)) return {"cache factor c must be >= 0", F::kCacheFactor};
   return {};
 }
 
-std::string validate_knobs(const HipKnobs& k, int64_t n_layers) { return knob_break(k, n_layers).message; }
+std::string validate_knobs(const HipKnobs& k, int64_t full_attention_layers) { return knob_break(k, full_attention_layers).message; }
 
 Request make_request(const AppState& s) {
   Request r;

@@ -165,9 +165,9 @@ struct KnobBreak {
   // Whether the broken rule names field `f` (its slider is framed red).
   bool names(hip::HipField f) const { return !message.empty() && (field == f || other == f); }
 };
-KnobBreak knob_break(const HipKnobs& k, int64_t n_layers);
+KnobBreak knob_break(const HipKnobs& k, int64_t full_attention_layers);
 // knob_break's message.
-std::string validate_knobs(const HipKnobs& k, int64_t n_layers);
+std::string validate_knobs(const HipKnobs& k, int64_t full_attention_layers);
 
 // The request the worker should serve for this state (uses `applied`, the last valid knobs).
 Request make_request(const AppState& s);

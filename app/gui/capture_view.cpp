@@ -38,6 +38,7 @@ std::shared_ptr<const OpenCapture> load_capture_view(const std::string& path) {
   m.device = c.info.run.device;
   const LayerInputs& in0 = pa.inputs[0];
   m.n_layers = static_cast<int64_t>(pa.layers.size());  // the views show the layers with stored inputs
+  for (const LayerQuality& q : pa.layers) m.full_attention_layers += q.math.windowed() ? 0 : 1;
   m.n_heads = in0.heads;
   m.n_kv_heads = in0.kv_heads;
   m.head_dim = in0.dim;

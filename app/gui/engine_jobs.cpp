@@ -43,6 +43,7 @@ std::shared_ptr<const LoadedModel> load_model_job(const ModelRequest& request, M
   info.on_cuda = m.run.device.is_cuda();
   info.cuda_available = cuda_available();
   info.n_layers = m.config.n_layers;
+  info.full_attention_layers = m.config.full_attention_layers();
   info.n_heads = m.config.n_heads;
   info.n_kv_heads = m.config.n_kv_heads;
   info.head_dim = m.config.head_dim;
@@ -166,8 +167,9 @@ std::optional<DeviceTrace> device_trace_job(const LayerInputs& inputs, const hip
   return trace_on_device(inputs, p, head, query_block);
 }
 
-std::optional<PooledProbabilities> device_dense_job(const LayerInputs& inputs, int64_t head, int max_side) {
-  return dense_image_on_device(inputs, head, max_side);
+std::optional<PooledProbabilities> device_dense_job(const LayerInputs& inputs, const ViewsMath& math, int64_t head,
+                                                    int max_side) {
+  return dense_image_on_device(inputs, math, head, max_side);
 }
 
 std::optional<AttentionTiming> latency_job(const LoadedModel& model, const LayerInputs* inputs, const hip::HipParams& p,

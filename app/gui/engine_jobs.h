@@ -63,7 +63,8 @@ std::optional<DeviceTrace> device_trace_job(const LayerInputs& inputs, const hip
 
 // The dense probability image pooled on the device (engine/analysis/device_dense_image.h), at any
 // length; empty where the layer's inputs are on the host (the worker uses the reference).
-std::optional<PooledProbabilities> device_dense_job(const LayerInputs& inputs, int64_t head, int max_side);
+std::optional<PooledProbabilities> device_dense_job(const LayerInputs& inputs, const ViewsMath& math, int64_t head,
+                                                    int max_side);
 
 // The Latency panel's timing (engine/backends/attention_timing.h): the layer's own inputs when
 // `tokens` is 0, else random inputs of the model's shapes at `tokens`; empty off CUDA.

@@ -120,7 +120,7 @@ class ComparePanel final : public Panel {
         const auto i = static_cast<int64_t>(v.y0 + (mp.y - p0.y) / px_per_cell);
         const auto j = static_cast<int64_t>(v.x0 + (mp.x - p0.x) / px_per_cell);
         hover_q = i, hover_k = j;
-        const viz::ProbeValue pv = probe ? probe_.at(in, d->head, i, j) : viz::ProbeValue{};
+        const viz::ProbeValue pv = probe ? probe_.at(in, a.layer_math(d->layer), d->head, i, j) : viz::ProbeValue{};
         ImGui::BeginTooltip();
         ImGui::Text("query %lld %s, key %lld %s", static_cast<long long>(i), token_label(a, i).c_str(), static_cast<long long>(j),
                     token_label(a, j).c_str());
@@ -246,6 +246,21 @@ class ComparePanel final : public Panel {
                               view.has_inputs(static_cast<int64_t>(l))
                                   ? "its views are still being computed"
                                   : "its inputs were not kept (not enough GPU memory for every layer's): click to run the HiP prefill keeping it");
+            if (ImGui::IsMouseClicked(0)) {
+              s.layer = static_cast<int>(l);
+              s.head = h;
+            }
+          }
+          continue;
+        }
+        if (lq->math.windowed()) {
+          // A sliding-window layer keeps its window on both sides: there is no HiP run to score.
+          dl->AddRectFilled(a, b, t.mask.future);
+          if (values_fit) dl->AddText(ImVec2(a.x + 3, a.y + 1), t.text_dim, "win");
+          if (static_cast<int>(l) == s.layer && h == s.head) dl->AddRect(a, b, t.accent, 0, 0, 2.0f);
+          if (ImGui::IsMouseHoveringRect(a, b) && ImGui::IsWindowHovered()) {
+            ImGui::SetTooltip("layer %zu (%s) head %d: HiP does not replace a sliding-window layer, so it has no recall, mass or error",
+                              l, kind_text.c_str(), h);
             if (ImGui::IsMouseClicked(0)) {
               s.layer = static_cast<int>(l);
               s.head = h;

@@ -81,7 +81,11 @@ class HeadsPanel final : public Panel {
         s.head = static_cast<int>(h);
         s.focus_panel = "mask";
       }
-      if (lq && h < static_cast<int64_t>(lq->heads.size()) && m->has_oracle) {
+      if (lq && lq->math.windowed()) {
+        ImGui::Text("head %lld", static_cast<long long>(h));
+        ImGui::SameLine();
+        ImGui::TextDisabled("(window %lld: no HiP run)", static_cast<long long>(lq->math.window));
+      } else if (lq && h < static_cast<int64_t>(lq->heads.size()) && m->has_oracle) {
         const HeadQuality& q = lq->heads[static_cast<size_t>(h)];
         ImGui::Text("head %lld: recall %.3f", static_cast<long long>(h), q.recall);
         ImGui::SameLine();

@@ -57,7 +57,7 @@ class ParamsPanel final : public Panel {
     HipKnobs& k = s.knobs;
     const ModelInfo* info = ctx.snap.model.get();
     const int tokens = ctx.snap.analysis ? static_cast<int>(ctx.snap.analysis->tokens()) : 256;
-    const int layers = info ? static_cast<int>(info->n_layers) : 6;
+    const int layers = info ? static_cast<int>(info->full_attention_layers) : 6;  // l_d's bound
 
     const KnobBreak& rule = verdict_;  // last frame's verdict, for the red frames
     const uint32_t bad = ctx.theme.bad;
@@ -95,7 +95,7 @@ class ParamsPanel final : public Panel {
     real_knob(HipField::kCacheFactor, &k.cache_factor);
     ImGui::PopItemWidth();
 
-    verdict_ = knob_break(k, info ? info->n_layers : 0);
+    verdict_ = knob_break(k, info ? info->full_attention_layers : 0);
     s.invalid = verdict_.message;
     if (!s.invalid.empty()) {
       ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(ctx.theme.bad));

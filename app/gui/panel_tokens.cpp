@@ -57,7 +57,7 @@ class TokenPanel final : public Panel {
     StaleScope grey(stale);
     // The row, cached per (inputs, head, query): O(T d) once per pick, not per frame.
     if (row_q_ != in.q || row_head_ != head || row_query_ != q) {
-      row_ = viz::dense_probability_row(in, head, q);
+      row_ = viz::dense_probability_row(in, m->math, head, q);
       row_q_ = in.q, row_head_ = head, row_query_ = q;
     }
     if (picture_src_ != m || picture_head_ != head) {

@@ -31,6 +31,8 @@ struct ModelInfo {
   bool cuda_available = false;
   bool synthetic = false;     // random Q/K (frame-stats mode): no model, no quality numbers
   int64_t n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, max_seq_len = 0, vocab = 0;
+  // The layers HiP can replace (no sliding window): what l_d counts and is bounded by.
+  int64_t full_attention_layers = 0;
   int64_t element_bytes = 4;  // of the run dtype (KV bytes per token per head = head_dim x this)
 };
 
@@ -84,6 +86,12 @@ struct AnalysisView {
   // it); null while its views are pending, or (masks) where the run kept none.
   const LayerQuality* layer_quality(int64_t layer) const;
   const LayerMaskViews* layer_masks(int64_t layer) const;
+  // The layer's attention rule (window, scale, soft-cap) as the forward pass ran it: what the dense
+  // probabilities of every view follow. Plain causal attention outside the analysis' layers.
+  ViewsMath layer_math(int64_t layer) const {
+    return layer >= 0 && layer < static_cast<int64_t>(analysis->layers.size()) ? analysis->layers[static_cast<size_t>(layer)].math
+                                                                              : ViewsMath{};
+  }
   // Layers whose views are still pending, ascending.
   std::vector<int64_t> views_pending() const;
   // The analysis with the deferred layers' views in place: what a capture of this run holds.
@@ -100,7 +108,7 @@ struct LayerMaskSnapshot {
   LayerMaskSnapshot(std::shared_ptr<const LayerMaskViews> shared, std::shared_ptr<const AnalysisView> from)
       : views(std::move(shared)), source(std::move(from)), layer(views->layer), params(views->params),
         hip(views->hip), oracle(views->oracle), random(views->random), has_oracle(views->has_oracle),
-        recall(views->recall), random_recall(views->random_recall) {}
+        recall(views->recall), random_recall(views->random_recall), math(views->math) {}
 
   std::shared_ptr<const LayerMaskViews> views;  // points into `source` where the views layer kept them
   std::shared_ptr<const AnalysisView> source;   // keeps the inputs alive
@@ -110,6 +118,7 @@ struct LayerMaskSnapshot {
   const hip::MaskResult &hip, &oracle, &random;
   const bool& has_oracle;
   const std::vector<double>&recall, &random_recall;
+  const ViewsMath& math;  // the layer's attention rule: what its dense probabilities follow
 };
 
 constexpr int64_t kOracleMaxTokens = 8192;  // also bounds the CPU's dense-probability image

@@ -222,7 +222,7 @@ void Worker::run_dense(const Request& r, StageRun&) {
   const Request rc = clamp_selection(*current_.analysis, r);
   const LayerInputs* in = current_.analysis->analysis->find_inputs(rc.layer);
   std::optional<PooledProbabilities> pooled;
-  if (in) pooled = device_dense_job(*in, rc.head, kDenseImageSide);
+  if (in) pooled = device_dense_job(*in, current_.analysis->layer_math(rc.layer), rc.head, kDenseImageSide);
   std::shared_ptr<const DenseView> d;
   if (pooled) {
     viz::HeatGrid grid;

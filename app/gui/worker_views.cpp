@@ -110,7 +110,7 @@ std::shared_ptr<const DenseView> compute_dense(const AnalysisView& a, const Requ
     d->head = r.head;
     return d;
   }
-  return compute_dense(r, viz::dense_probability_image(in, r.head, kDenseImageSide), "float64 CPU reference");
+  return compute_dense(r, viz::dense_probability_image(in, a.layer_math(r.layer), r.head, kDenseImageSide), "float64 CPU reference");
 }
 
 std::shared_ptr<const DenseView> compute_dense(const Request& r, viz::HeatGrid probs, const std::string& source) {
@@ -244,6 +244,7 @@ std::shared_ptr<const AnalysisView> synthetic_analysis(int64_t tokens, const Req
   v->model.architecture = "synthetic";
   v->model.synthetic = true;
   v->model.n_layers = 1;
+  v->model.full_attention_layers = 1;
   v->model.n_heads = 2;
   v->model.n_kv_heads = 1;
   v->model.head_dim = 64;

@@ -7,7 +7,9 @@
 
 namespace hipstudio {
 
-// q (tokens, d) of one head and k (tokens, d) of its KV head, positions 0..tokens-1 (causal).
-PooledProbabilities pool_dense_probabilities(const at::Tensor& q, const at::Tensor& k, int max_side);
+// q (tokens, d) of one head and k (tokens, d) of its KV head, positions 0..tokens-1 (causal), under
+// the layer's attention rule (window, scale, soft-cap).
+PooledProbabilities pool_dense_probabilities(const at::Tensor& q, const at::Tensor& k, const hip::AttentionRule& rule,
+                                             int max_side);
 
 }  // namespace hipstudio

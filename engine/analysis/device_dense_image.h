@@ -1,6 +1,6 @@
 #pragma once
 // The Side by side view's dense probabilities for a layer whose inputs stay on the device: the
-// causal softmax of one head, max-pooled on the device into at most max_side x max_side texels, at
+// softmax of one head under the layer's attention rule (window, scale, soft-cap), max-pooled on the device into at most max_side x max_side texels, at
 // any prompt length (the CPU path stops at a length where O(T^2 d) per head takes seconds). It
 // follows viz::dense_probability_image (viz/attention_probe.h) cell for cell; a gpu test compares.
 #include <cstdint>
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/analysis/paired_result.h"
+#include "kernels/attention_rule.h"
 
 namespace hipstudio {
 
@@ -18,6 +19,7 @@ struct PooledProbabilities {
 
 // Empty where the layer's inputs are host arrays (a CPU run, a capture). float64 for float32
 // inputs, float32 for bf16/f16 ones.
-std::optional<PooledProbabilities> dense_image_on_device(const LayerInputs& inputs, int64_t head, int max_side);
+std::optional<PooledProbabilities> dense_image_on_device(const LayerInputs& inputs, const hip::AttentionRule& rule,
+                                                         int64_t head, int max_side);
 
 }  // namespace hipstudio

@@ -9,7 +9,7 @@
 
 #include "kernels/hip_params.h"
 #include "kernels/mask_reference.h"
-#include "kernels/score_transform.h"
+#include "kernels/attention_rule.h"
 
 namespace hipstudio {
 
@@ -24,14 +24,7 @@ inline uint64_t layer_random_seed(uint64_t seed, int64_t layer) { return seed + 
 // leave every selection unchanged. A windowed layer (window > 0) attends its last `window` keys in
 // both runs and HiP does not replace it: its quality numbers are NaN (there is no HiP run to
 // measure), its masks say what HiP would select on full causal attention.
-struct ViewsMath {
-  int64_t window = 0;        // 0: full causal attention; W > 0: the row at p sees keys (p - W, p]
-  hip::ScoreTransform score;  // scale 0: 1 / sqrt(head_dim); softcap 0: none
-  bool windowed() const { return window > 0; }
-  bool operator==(const ViewsMath& o) const {
-    return window == o.window && score.scale == o.score.scale && score.softcap == o.score.softcap;
-  }
-};
+using ViewsMath = hip::AttentionRule;
 
 // HiP's selection on one layer over the prompt, with the oracle's and the random baseline's.
 struct LayerMaskViews {

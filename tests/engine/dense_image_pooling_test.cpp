@@ -1,6 +1,7 @@
 // The device dense-probability image's computation (engine/analysis/dense_image_pooling.h), run on the
 // CPU here, against the CPU image the GUI drew before (viz::dense_probability_image): cell for
-// cell, unpooled and pooled at sides that do and do not divide the length, NaN where nothing is visible.
+// cell, unpooled and pooled at sides that do and do not divide the length, NaN where nothing is visible,
+// for plain attention and for a windowed, soft-capped rule with its own scale.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -22,11 +23,16 @@ TEST(DenseImagePooling, EqualsTheCpuImageCellForCell) {
   in.k = k.data_ptr<float>();
   in.v = k.data_ptr<float>();
   in.hq = 2, in.hkv = 1, in.tq = tokens, in.tk = tokens, in.d = d;
+  hip::AttentionRule windowed;
+  windowed.window = 6;
+  windowed.score.scale = 0.9;
+  windowed.score.softcap = 1.5;
+  for (const hip::AttentionRule& rule : {hip::AttentionRule{}, windowed})
   for (int side : {64, 37, 10, 3})
     for (int64_t head : {0, 1}) {
-      SCOPED_TRACE("side " + std::to_string(side) + " head " + std::to_string(head));
-      const PooledProbabilities got = pool_dense_probabilities(q[head], k[0], side);
-      const viz::HeatGrid want = viz::dense_probability_image(in, head, side);
+      SCOPED_TRACE("side " + std::to_string(side) + " head " + std::to_string(head) + " window " + std::to_string(rule.window));
+      const PooledProbabilities got = pool_dense_probabilities(q[head], k[0], rule, side);
+      const viz::HeatGrid want = viz::dense_probability_image(in, rule, head, side);
       ASSERT_EQ(got.rows, want.rows);
       ASSERT_EQ(got.cols, want.cols);
       int nan = 0;

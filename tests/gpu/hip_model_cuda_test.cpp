@@ -170,12 +170,16 @@ TEST(HipModelCuda, DeviceDenseImageEqualsTheCpuImageInFp32) {
   ASSERT_NE(in, nullptr);
   const hip::AttentionInputs host = layer_view(*in);
   double worst = 0;
+  hip::AttentionRule windowed;  // a windowed, soft-capped layer's rule on the same inputs
+  windowed.window = 24;
+  windowed.score.softcap = 3.0;
+  for (const hip::AttentionRule& rule : {hip::AttentionRule{}, windowed})
   for (int side : {1024, 16})
     for (int64_t head : {int64_t{0}, in->heads - 1}) {
-      SCOPED_TRACE("side " + std::to_string(side) + " head " + std::to_string(head));
-      const std::optional<PooledProbabilities> dev = dense_image_on_device(*in, head, side);
+      SCOPED_TRACE("side " + std::to_string(side) + " head " + std::to_string(head) + " window " + std::to_string(rule.window));
+      const std::optional<PooledProbabilities> dev = dense_image_on_device(*in, rule, head, side);
       ASSERT_TRUE(dev.has_value());
-      const viz::HeatGrid cpu = viz::dense_probability_image(host, head, side);
+      const viz::HeatGrid cpu = viz::dense_probability_image(host, rule, head, side);
       ASSERT_EQ(dev->rows, cpu.rows);
       ASSERT_EQ(dev->cols, cpu.cols);
       for (size_t i = 0; i < cpu.values.size(); ++i) {

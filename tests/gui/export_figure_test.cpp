@@ -251,14 +251,48 @@ TEST(VizViews, DenseRowIsTheProbesSoftmax) {
   const PairedAnalysis a = hipstudio::testing::synthetic_analysis();
   const hip::AttentionInputs in = layer_view(a.inputs.at(0));
   viz::AttentionProbe probe;
-  const std::vector<double> row = viz::dense_probability_row(in, 1, 17);
+  const std::vector<double> row = viz::dense_probability_row(in, {}, 1, 17);
   ASSERT_EQ(row.size(), 18u);
   double sum = 0;
   for (size_t j = 0; j < row.size(); ++j) {
     sum += row[j];
-    EXPECT_DOUBLE_EQ(row[j], probe.at(in, 1, 17, static_cast<int64_t>(j)).probability);
+    EXPECT_DOUBLE_EQ(row[j], probe.at(in, {}, 1, 17, static_cast<int64_t>(j)).probability);
   }
   EXPECT_NEAR(sum, 1.0, 1e-12);
+}
+
+// A windowed, soft-capped layer's row against the rule written out here: logits
+// cap * tanh(scale * q.k / cap) over the last `window` keys, softmax, zero elsewhere.
+TEST(VizViews, DenseRowFollowsTheLayersWindowAndSoftCap) {
+  const PairedAnalysis a = hipstudio::testing::synthetic_analysis();
+  const hip::AttentionInputs in = layer_view(a.inputs.at(0));
+  hip::AttentionRule rule;
+  rule.window = 5;
+  rule.score.scale = 0.7;
+  rule.score.softcap = 2.0;
+  const int64_t head = 1, query = 17, pos = hip::query_position(in, query);
+  std::vector<double> want(static_cast<size_t>(pos + 1), 0.0);
+  double total = 0;
+  for (int64_t j = pos - rule.window + 1; j <= pos; ++j) {
+    double dot = 0;
+    for (int64_t c = 0; c < in.d; ++c)
+      dot += static_cast<double>(hip::q_row(in, head, query)[c]) * hip::k_row(in, hip::kv_head(in, head), j)[c];
+    want[static_cast<size_t>(j)] = std::exp(2.0 * std::tanh(0.7 * dot / 2.0));
+    total += want[static_cast<size_t>(j)];
+  }
+  viz::AttentionProbe probe;
+  const std::vector<double> row = viz::dense_probability_row(in, rule, head, query);
+  ASSERT_EQ(row.size(), want.size());
+  for (size_t j = 0; j < row.size(); ++j) {
+    EXPECT_NEAR(row[j], want[j] / total, 1e-12) << "key " << j;
+    const viz::ProbeValue pv = probe.at(in, rule, head, query, static_cast<int64_t>(j));
+    EXPECT_EQ(pv.visible, want[j] > 0) << "key " << j;
+    if (pv.visible) {
+      EXPECT_NEAR(pv.probability, want[j] / total, 1e-12) << "key " << j;
+    }
+  }
+  // The plain rule differs on the same row: the test would catch a view that ignored the layer's rule.
+  EXPECT_GT(std::abs(viz::dense_probability_row(in, {}, head, query)[static_cast<size_t>(pos)] - row.back()), 1e-6);
 }
 
 }  // namespace

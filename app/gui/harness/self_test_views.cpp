@@ -14,6 +14,7 @@
 #include "app/gui/export_preview.h"
 #include "app/gui/harness/self_test.h"
 #include "app/gui/shortcuts.h"
+#include "captures/layer_kinds.h"
 #include "viz/attention_probe.h"
 #include "viz/colormap.h"
 
@@ -113,7 +114,7 @@ void SelfTest::build_view_steps() {
                     [shot](AppState& s, const Snapshot& snap) -> std::string {
                       if (!s.invalid.empty()) return "the knobs are still refused: " + s.invalid;
                       if (view_stale(s, snap, kStageMasks)) return "the dense layer's masks are stale";
-                      if (!(snap.masks->layer < snap.analysis->analysis->options.hip.dense_layers)) return "layer 0 is not a dense layer";
+                      if (captures::layer_kinds(*snap.analysis->analysis).hip(snap.masks->layer)) return "layer 0 is not a dense layer";
                       if (s.mask_view.show_hip_on_dense) return "the dense layer shows HiP's picks by default";
                       shot("dense-layer");
                       return "";
@@ -136,7 +137,7 @@ void SelfTest::build_view_steps() {
                       }
                       if (!s.focus_panel.empty() || *n < 4) return kMore;
                       const hip::AttentionInputs in = snap.analysis->inputs(1);
-                      const std::vector<double> row = viz::dense_probability_row(in, s.head, s.query_token);
+                      const std::vector<double> row = viz::dense_probability_row(in, snap.analysis->layer_math(1), s.head, s.query_token);
                       double sum = 0;
                       for (double p : row) sum += p;
                       if (static_cast<int>(row.size()) != s.query_token + 1 || std::abs(sum - 1) > 1e-9)

@@ -274,7 +274,7 @@ std::vector<SelfTestStep> Soak::setup_steps() {
                    [st](AppState&, const Snapshot&) -> std::string {
                      auto s = st->settled();
                      for (const HipKnobs& set : st->sets)
-                       if (std::string rule = validate_knobs(set, s->model ? s->model->n_layers : 0); !rule.empty())
+                       if (std::string rule = validate_knobs(set, s->model ? s->model->full_attention_layers : 0); !rule.empty())
                          return "a soak parameter set is invalid: " + rule;
                      if (!s->error[kStageModel].empty()) return "the model did not load: " + s->error[kStageModel];
                      if (!s->error[kStageAnalysis].empty()) return "the analysis failed: " + s->error[kStageAnalysis];

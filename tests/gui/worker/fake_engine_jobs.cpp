@@ -113,7 +113,7 @@ std::optional<DeviceTrace> device_trace_job(const LayerInputs&, const hip::HipPa
   return std::nullopt;  // the fake's inputs are host arrays: the reference traces them
 }
 
-std::optional<PooledProbabilities> device_dense_job(const LayerInputs&, int64_t, int) { return std::nullopt; }
+std::optional<PooledProbabilities> device_dense_job(const LayerInputs&, const ViewsMath&, int64_t, int) { return std::nullopt; }
 
 std::optional<AttentionTiming> latency_job(const LoadedModel&, const LayerInputs*, const hip::HipParams&, int64_t,
                                            const std::function<bool()>&) {
