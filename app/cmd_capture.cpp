@@ -176,7 +176,7 @@ void print_summary(const nlohmann::json& m) {
               m["model"]["sha256"].get<std::string>().empty() ? "not recorded" : m["model"]["sha256"].get<std::string>().c_str());
   std::printf("device: %s\n", device_text(m["device"].get<std::string>(), m["dtype"].get<std::string>()).c_str());
   const auto& p = m["params"];
-  std::printf("HiP: k %lld, b_q %lld, b_k %lld, b_sq %lld, b_sk %lld, sink %lld, window %lld, rho %g, l_d %lld, r_m %lld, decode %lld\n",
+  std::printf("HiP: k %lld, b_q %lld, b_k %lld, b_sq %lld, b_sk %lld, sink %lld, window %lld, repr %g, l_d %lld, r_m %lld, decode %lld\n",
               p["k"].get<long long>(), p["b_q"].get<long long>(), p["b_k"].get<long long>(), p["b_sq"].get<long long>(),
               p["b_sk"].get<long long>(), p["sink"].get<long long>(), p["window"].get<long long>(), p["rho"].get<double>(),
               p["l_d"].get<long long>(), p["r_m"].get<long long>(), p["decode_steps"].get<long long>());

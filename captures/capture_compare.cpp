@@ -22,12 +22,6 @@ double head_mean(const LayerQuality& q, double HeadQuality::*field) {
   return n ? sum / static_cast<double>(n) : kNaN;
 }
 
-const LayerQuality* find_layer(const PairedAnalysis& p, int64_t layer) {
-  for (const LayerQuality& q : p.layers)
-    if (q.layer == layer) return &q;
-  return nullptr;
-}
-
 double prefill_ms(const PairedAnalysis& p, size_t index) {
   const auto& rows = p.hip.latency.prefill_layers;
   return index < rows.size() ? rows[index].total() : kNaN;
@@ -99,7 +93,7 @@ std::string comparison_text(const CaptureComparison& c, const std::string& name_
     std::snprintf(b, sizeof b, "%-20s", name.c_str());
     s << b << cells(v, "%.6g", "%+.4g") << "\n";
   }
-  std::snprintf(head, sizeof head, "\n%-6s %38s %38s %38s %38s\n", "layer", "recall: A B B-A", "mass: A B B-A", "output error: A B B-A",
+  std::snprintf(head, sizeof head, "\n%-6s%39s%39s%39s%39s\n", "layer", "recall: A B B-A", "mass: A B B-A", "output error: A B B-A",
                 "HiP prefill ms: A B B-A");
   s << head;
   for (const ComparedLayer& l : c.layers) {

@@ -5,6 +5,10 @@
 #include <fstream>
 #include <iterator>
 
+// libstb-dev's header (docs/GPU.md: a machine without it puts stb_truetype.h in include/stb/); a
+// build without it has no figure text, as a machine without the font file.
+#if __has_include(<stb/stb_truetype.h>)
+#define HIPSTUDIO_HAVE_TRUETYPE 1
 #if defined(__GNUC__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wconversion"
@@ -28,32 +32,18 @@
 #if defined(__GNUC__)
 #pragma GCC diagnostic pop
 #endif
+#else
+#define HIPSTUDIO_HAVE_TRUETYPE 0
+#endif
 
 namespace hipstudio::viz {
 
+#if HIPSTUDIO_HAVE_TRUETYPE
 struct VectorFont::Impl {
   std::string data;
   stbtt_fontinfo info{};
   int ascent = 0, descent = 0;  // font units
 };
-
-std::vector<uint32_t> utf8_code_points(const std::string& s) {
-  std::vector<uint32_t> out;
-  for (size_t i = 0; i < s.size();) {
-    const auto b = static_cast<unsigned char>(s[i]);
-    const int n = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
-    uint32_t cp = n == 1 ? b : n == 2 ? (b & 0x1fu) : n == 3 ? (b & 0x0fu) : (b & 0x07u);
-    bool ok = n > 0 && i + static_cast<size_t>(n) <= s.size();
-    for (int k = 1; ok && k < n; ++k) {
-      const auto c = static_cast<unsigned char>(s[i + static_cast<size_t>(k)]);
-      ok = (c >> 6) == 2;
-      cp = (cp << 6) | (c & 0x3fu);
-    }
-    out.push_back(ok ? cp : 0xfffdu);
-    i += ok ? static_cast<size_t>(n) : 1;
-  }
-  return out;
-}
 
 const VectorFont* VectorFont::load(const char* path) {
   std::ifstream in(path, std::ios::binary);
@@ -146,6 +136,35 @@ TextCoverage VectorFont::rasterize(const std::string& s, double px) const {
         uint8_t& a = out.alpha[static_cast<size_t>(gl.y0 - by0 + y) * static_cast<size_t>(out.width) + static_cast<size_t>(gl.x0 - bx0 + x)];
         a = static_cast<uint8_t>(std::min(255, a + g[static_cast<size_t>(y) * static_cast<size_t>(w) + static_cast<size_t>(x)]));
       }
+  }
+  return out;
+}
+
+#else
+struct VectorFont::Impl {};
+const VectorFont* VectorFont::sans(bool) { return nullptr; }
+const VectorFont* VectorFont::load(const char*) { return nullptr; }
+VectorFont::~VectorFont() { delete impl_; }
+double VectorFont::width(const std::string&, double) const { return 0; }
+double VectorFont::ascent(double) const { return 0; }
+double VectorFont::descent(double) const { return 0; }
+TextCoverage VectorFont::rasterize(const std::string&, double) const { return {}; }
+#endif
+
+std::vector<uint32_t> utf8_code_points(const std::string& s) {
+  std::vector<uint32_t> out;
+  for (size_t i = 0; i < s.size();) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    const int n = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
+    uint32_t cp = n == 1 ? b : n == 2 ? (b & 0x1fu) : n == 3 ? (b & 0x0fu) : (b & 0x07u);
+    bool ok = n > 0 && i + static_cast<size_t>(n) <= s.size();
+    for (int k = 1; ok && k < n; ++k) {
+      const auto c = static_cast<unsigned char>(s[i + static_cast<size_t>(k)]);
+      ok = (c >> 6) == 2;
+      cp = (cp << 6) | (c & 0x3fu);
+    }
+    out.push_back(ok ? cp : 0xfffdu);
+    i += ok ? static_cast<size_t>(n) : 1;
   }
   return out;
 }

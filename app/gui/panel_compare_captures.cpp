@@ -123,8 +123,13 @@ class CompareCapturesPanel final : public Panel {
       ImGui::Text("B: layer %lld, head %lld", static_cast<long long>(layer), static_cast<long long>(head_b));
       set_dense(canvas_b_, *masks_b_, s);
       canvas_b_.set_cursor(ea.hovered_query, ea.hovered_key);
-      // B's own T: a capture of another prompt has other axes (the shared zoom is clamped to each).
-      eb = canvas_b_.draw("##compare_b", masks_b_, b, head_b, s.mask_view, size, true, s.query_block, ctx.theme);
+      // B's own T: a capture of another prompt has other axes. B draws a copy of the shared view
+      // laid out for its T (so the two never refit each other), and a zoom or pan made on B moves A.
+      MaskViewState vb = s.mask_view;
+      vb.tokens = b.tokens();
+      eb = canvas_b_.draw("##compare_b", masks_b_, b, head_b, vb, size, true, s.query_block, ctx.theme);
+      if (eb.hovered_query >= 0 && (vb.x0 != s.mask_view.x0 || vb.y0 != s.mask_view.y0 || vb.span != s.mask_view.span))
+        s.mask_view.x0 = vb.x0, s.mask_view.y0 = vb.y0, s.mask_view.span = vb.span, s.mask_view.zoomed = vb.zoomed;
     } else {
       ImGui::TextWrapped("B holds no masks of layer %lld (it kept layers %s).", static_cast<long long>(layer), kept_layers(b).c_str());
     }
