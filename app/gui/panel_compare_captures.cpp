@@ -150,29 +150,34 @@ class CompareCapturesPanel final : public Panel {
     return t;
   }
 
+  // Two tables: the model's numbers (KL is the model output's: the captures hold no per-layer KL),
+  // then per layer. Columns fit their headers and scroll sideways, so no header is clipped.
   void draw_table() {
-    const ImGuiTableFlags flags = ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY | ImGuiTableFlags_SizingStretchProp;
+    const ImGuiTableFlags flags = ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_ScrollX;
+    const float row = ImGui::GetTextLineHeightWithSpacing() + 2;
+    if (ImGui::BeginTable("##compare_model", 4, flags, ImVec2(0, row * static_cast<float>(comparison_.model.size() + 1) + 8))) {
+      for (const char* name : {"model", "A", "B", "B - A"}) ImGui::TableSetupColumn(name);
+      ImGui::TableHeadersRow();
+      for (const auto& [name, v] : comparison_.model) {
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(name.c_str());
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(cell(v.a, Cell::kGeneral, 5).c_str());
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(cell(v.b, Cell::kGeneral, 5).c_str());
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(cell(v.diff(), Cell::kSignedGeneral, 4).c_str());
+      }
+      ImGui::EndTable();
+    }
     const float h = std::max(ImGui::GetFontSize() * 8, ImGui::GetContentRegionAvail().y);
-    if (!ImGui::BeginTable("##compare_table", 13, flags, ImVec2(0, h))) return;
+    if (!ImGui::BeginTable("##compare_layers", 13, flags | ImGuiTableFlags_ScrollY, ImVec2(0, h))) return;
     ImGui::TableSetupScrollFreeze(1, 1);
     ImGui::TableSetupColumn("layer");
-    for (const char* group : {"recall", "output err", "HiP ms"})
-      for (const char* side : {" A", " B", " B-A"}) ImGui::TableSetupColumn((std::string(group) + side).c_str());
-    for (const char* side : {"mass A", "mass B", "mass B-A"}) ImGui::TableSetupColumn(side);
+    for (const char* group : {"recall", "output error", "HiP prefill ms", "mass"})
+      for (const char* side : {" A", " B", " B - A"}) ImGui::TableSetupColumn((std::string(group) + side).c_str());
     ImGui::TableHeadersRow();
-    // The model's numbers first (KL is the model output's: the captures hold no per-layer KL).
-    for (const auto& [name, v] : comparison_.model) {
-      ImGui::TableNextRow();
-      ImGui::TableNextColumn();
-      ImGui::TextUnformatted(name.c_str());
-      ImGui::TableNextColumn();
-      ImGui::Text("%s", cell(v.a, Cell::kGeneral, 5).c_str());
-      ImGui::TableNextColumn();
-      ImGui::Text("%s", cell(v.b, Cell::kGeneral, 5).c_str());
-      ImGui::TableNextColumn();
-      ImGui::Text("%s", cell(v.diff(), Cell::kSignedGeneral, 4).c_str());
-      for (int i = 4; i < 13; ++i) ImGui::TableNextColumn();
-    }
     ImGuiListClipper clip;
     clip.Begin(static_cast<int>(comparison_.layers.size()));
     while (clip.Step())
@@ -184,11 +189,11 @@ class CompareCapturesPanel final : public Panel {
         for (const auto& [v, general, digits] : {std::tuple{&l.recall, false, 4}, {&l.out_rel_err, true, 4},
                                                  {&l.hip_prefill_ms, false, 3}, {&l.mass, false, 4}}) {
           ImGui::TableNextColumn();
-          ImGui::Text("%s", cell(v->a, general ? Cell::kGeneral : Cell::kFixed, digits).c_str());
+          ImGui::TextUnformatted(cell(v->a, general ? Cell::kGeneral : Cell::kFixed, digits).c_str());
           ImGui::TableNextColumn();
-          ImGui::Text("%s", cell(v->b, general ? Cell::kGeneral : Cell::kFixed, digits).c_str());
+          ImGui::TextUnformatted(cell(v->b, general ? Cell::kGeneral : Cell::kFixed, digits).c_str());
           ImGui::TableNextColumn();
-          ImGui::Text("%s", cell(v->diff(), general ? Cell::kSignedGeneral : Cell::kSignedFixed, digits).c_str());
+          ImGui::TextUnformatted(cell(v->diff(), general ? Cell::kSignedGeneral : Cell::kSignedFixed, digits).c_str());
         }
       }
     ImGui::EndTable();

@@ -38,26 +38,15 @@ ImRect child_rect(const std::string& id) {
   return ImRect();
 }
 
-// Columns of `color` inside `r`, grouped into runs separated by at least `gap` empty columns: the
-// pixel count of each run, left to right.
-std::vector<int64_t> color_columns(const DecodedPng& png, uint32_t color, const ImRect& r, int gap) {
-  std::vector<int64_t> runs;
-  int empty = gap;
+// Pixels of `color` inside `r`.
+int64_t color_pixels(const DecodedPng& png, uint32_t color, const ImRect& r) {
+  int64_t n = 0;
   const int x0 = std::max(0, static_cast<int>(r.Min.x)), x1 = std::min(png.width, static_cast<int>(r.Max.x));
   const int y0 = std::max(0, static_cast<int>(r.Min.y)), y1 = std::min(png.height, static_cast<int>(r.Max.y));
-  for (int x = x0; x < x1; ++x) {
-    int64_t n = 0;
-    for (int y = y0; y < y1; ++y) n += (png.rgba[static_cast<size_t>(y) * static_cast<size_t>(png.width) + static_cast<size_t>(x)] | 0xff000000u) ==
-                                       (color | 0xff000000u);
-    if (n == 0) {
-      ++empty;
-      continue;
-    }
-    if (empty >= gap || runs.empty()) runs.push_back(0);
-    runs.back() += n;
-    empty = 0;
-  }
-  return runs;
+  for (int y = y0; y < y1; ++y)
+    for (int x = x0; x < x1; ++x)
+      n += (png.rgba[static_cast<size_t>(y) * static_cast<size_t>(png.width) + static_cast<size_t>(x)] | 0xff000000u) == (color | 0xff000000u);
+  return n;
 }
 
 double head_mean_recall(const LayerQuality& q) {
@@ -73,7 +62,7 @@ double head_mean_recall(const LayerQuality& q) {
 void SelfTest::build_compare_steps() {
   struct Runs {
     std::string a, b;
-    std::shared_ptr<const AnalysisView> live_a, live_b;
+    std::shared_ptr<const PairedAnalysis> live_a, live_b;  // with their deferred layers' views
     ImRect pane;
   };
   auto runs = std::make_shared<Runs>();
@@ -110,7 +99,7 @@ void SelfTest::build_compare_steps() {
                     },
                     run_done(16),
                     [runs, write](AppState& s, const Snapshot& snap) -> std::string {
-                      runs->live_a = snap.analysis;
+                      runs->live_a = snap.analysis->with_deferred_views();
                       return write(s, snap, runs->a);
                     },
                     120, 2});
@@ -118,15 +107,15 @@ void SelfTest::build_compare_steps() {
                     [](AppState& s) { s.knobs.k = 32; },
                     run_done(32),
                     [this, runs, write](AppState& s, const Snapshot& snap) -> std::string {
-                      runs->live_b = snap.analysis;
+                      runs->live_b = snap.analysis->with_deferred_views();
                       if (std::string e = write(s, snap, runs->b); !e.empty()) return e;
                       if (!open_capture_file(s, runs->a)) return "A does not open: " + s.status_message;
                       if (!open_compare_file(s, runs->b)) return "B does not open beside it: " + s.status_message;
                       // The table's numbers are each run's: per-layer head means of the live results.
                       const captures::CaptureComparison c =
                           captures::compare_captures(*s.capture->analysis->analysis, *s.compare->view->analysis->analysis);
-                      const PairedAnalysis& la = *runs->live_a->analysis;
-                      const PairedAnalysis& lb = *runs->live_b->analysis;
+                      const PairedAnalysis& la = *runs->live_a;
+                      const PairedAnalysis& lb = *runs->live_b;
                       if (c.layers.size() != la.layers.size()) return "the comparison's layers are not the run's";
                       for (size_t l = 0; l < c.layers.size(); ++l) {
                         const double ra = head_mean_recall(la.layers[l]), rb = head_mean_recall(lb.layers[l]);
@@ -182,12 +171,14 @@ void SelfTest::build_compare_steps() {
                         for (const char* suffix : {"compare-captures", "compare-zoomed"}) {
                           const DecodedPng png = decode_png_file(with_suffix(screenshot_, suffix));
                           if (!png.error.empty()) return png.error;
-                          const std::vector<int64_t> cols = color_columns(png, hit, runs->pane, 8);
-                          std::printf("self-test:   %s: %zu columns of hit-coloured pixels:", suffix, cols.size());
-                          for (int64_t n : cols) std::printf(" %lld", static_cast<long long>(n));
-                          std::printf("\n");
-                          const int64_t big = std::count_if(cols.begin(), cols.end(), [](int64_t n) { return n >= 200; });
-                          if (big < 2 && result.empty()) result = std::string(suffix) + ": A and B are not both drawn";
+                          // A's canvas fills the pane's left half, B's the right half.
+                          const ImRect& p = runs->pane;
+                          const float mid = (p.Min.x + p.Max.x) / 2;
+                          const int64_t left = color_pixels(png, hit, ImRect(p.Min, ImVec2(mid, p.Max.y)));
+                          const int64_t right = color_pixels(png, hit, ImRect(ImVec2(mid, p.Min.y), p.Max));
+                          std::printf("self-test:   %s: hit-coloured pixels, A's half %lld, B's half %lld\n", suffix, static_cast<long long>(left),
+                                      static_cast<long long>(right));
+                          if ((left < 500 || right < 500) && result.empty()) result = std::string(suffix) + ": A and B are not both drawn";
                         }
                       }
                       s.compare.reset();
