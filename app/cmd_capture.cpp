@@ -16,6 +16,7 @@
 #include "app/model_preflight.h"
 #include "captures/atomic_file.h"
 #include "captures/capture.h"
+#include "captures/capture_compare.h"
 #include "captures/export_view.h"
 #include "captures/exports.h"
 #include "captures/sha256.h"
@@ -175,7 +176,7 @@ void print_summary(const nlohmann::json& m) {
               m["model"]["sha256"].get<std::string>().empty() ? "not recorded" : m["model"]["sha256"].get<std::string>().c_str());
   std::printf("device: %s\n", device_text(m["device"].get<std::string>(), m["dtype"].get<std::string>()).c_str());
   const auto& p = m["params"];
-  std::printf("HiP: k %lld, b_q %lld, b_k %lld, b_sq %lld, b_sk %lld, sink %lld, window %lld, rho %g, l_d %lld, r_m %lld, decode %lld\n",
+  std::printf("HiP: k %lld, b_q %lld, b_k %lld, b_sq %lld, b_sk %lld, sink %lld, window %lld, repr %g, l_d %lld, r_m %lld, decode %lld\n",
               p["k"].get<long long>(), p["b_q"].get<long long>(), p["b_k"].get<long long>(), p["b_sq"].get<long long>(),
               p["b_sk"].get<long long>(), p["sink"].get<long long>(), p["window"].get<long long>(), p["rho"].get<double>(),
               p["l_d"].get<long long>(), p["r_m"].get<long long>(), p["decode_steps"].get<long long>());
@@ -258,6 +259,8 @@ void register_capture_commands(CLI::App& root) {
     info.model_sha256 = args->model_hash == "none" ? "" : !args->model_hash.empty() ? args->model_hash : model_weights_sha256(model->source);
     check_capture_fits(*model, prompt, options, request);
     PairedAnalysis analysis = run_paired_analysis(model, prompt, options, std::ref(progress));
+    if (model->tokenizer)
+      captures::set_token_pieces(info, analysis, [&tok = *model->tokenizer](int32_t id) { return tok.token_text(id); });
     progress(1.0, "building the capture's views");
     const offload::OffloadConfig oc = args->run.offload(analysis, *model);
     const captures::Capture capture = captures::build_capture(std::move(analysis), info, request, &oc);
@@ -390,7 +393,10 @@ void register_capture_commands(CLI::App& root) {
 #endif
   open->add_option("capture", *open_path, "capture file")->required();
   open->add_flag("--print", "print the parameters and metrics and exit, without opening the GUI");
-  open->callback([open, open_path] {
+  auto compare_path = std::make_shared<std::string>();
+  open->add_option("--compare", *compare_path,
+                   "a second capture B: the GUI shows both side by side; --print prints A's and B's numbers per layer and B - A");
+  open->callback([open, open_path, compare_path] {
 #ifdef HIPSTUDIO_HAVE_GUI
     if (gui::open_shows_gui(*open)) return;  // main() opens the GUI on it
 #else
@@ -398,9 +404,15 @@ void register_capture_commands(CLI::App& root) {
 #endif
     CommandPaths paths;
     paths.input_files.push_back({"the capture", *open_path});
+    if (!compare_path->empty()) paths.input_files.push_back({"--compare", *compare_path});
     check_command_paths(paths);
     // Validate the whole file (arrays included) before describing it.
-    captures::read_capture(*open_path);
+    const captures::Capture a = captures::read_capture(*open_path);
+    if (!compare_path->empty()) {
+      const captures::Capture b = captures::read_capture(*compare_path);
+      std::fputs(captures::comparison_text(captures::compare_captures(a.analysis, b.analysis), *open_path, *compare_path).c_str(), stdout);
+      return;
+    }
     print_summary(captures::read_capture_manifest(*open_path));
     std::fprintf(stderr, "(`hipstudio report` makes an HTML report of it)\n");
   });

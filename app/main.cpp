@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
     // `hipstudio open FILE` shows the capture in the GUI (its callback printed nothing then).
     if (const CLI::App* open = root.get_subcommand("open"); open->parsed() && hipstudio::gui::open_shows_gui(*open)) {
       gui_options.capture = open->get_option("capture")->as<std::string>();
+      if (open->count("--compare") > 0) gui_options.compare = open->get_option("--compare")->as<std::string>();
       return hipstudio::gui::run_gui(gui_options);
     }
 #endif

@@ -6,13 +6,15 @@
 //
 // File format (version 1; README "Captures and reports"): an uncompressed ZIP archive (zip_store.h),
 // so `unzip -l`, Python's zipfile and numpy.load (as an NpzFile) open it, holding
-//   manifest.json            format/version, tool, model identity and hash, prompt text and tokens,
+//   manifest.json            format/version, tool, model identity and hash, prompt text, tokens and
+//                            their text pieces,
 //                            every HiP and run parameter, device, dtype, date, the list of arrays with
 //                            dtype and shape, the content hash, and "analysis": the `analyze` JSON
 //   <group>/<name>.npy       the named arrays (analysis/, inputs/, masks/, traces/, locality/, offload/)
 //   images/<view>.png|.svg   rendered views (optional)
 // written atomically (temporary file, fsync, rename).
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -43,8 +45,18 @@ struct CaptureInfo {
   std::string dtype;               // "f32", "bf16", "f16"
   std::string created;             // ISO 8601 UTC ("2026-11-23T01:30:00Z"); build_capture fills it when empty
   std::vector<std::string> views;  // views captured, a subset of capture_view_names()
+  // Each token's text, the tokenizer's token_text of its id (what the live views show), so a capture
+  // reopened without the model shows text: (prompt ids), and the decode records' dense and HiP
+  // greedy tokens, (decode records) each. Optional: empty where the writer had no tokenizer (and in
+  // captures written before the manifest held them); readers show "#id" then.
+  std::vector<std::string> prompt_pieces;
+  std::vector<std::string> decode_dense_pieces, decode_hip_pieces;
 };
 
+
+// Fills info's pieces with `text(id)` (the tokenizer's token_text) of every prompt token and every
+// decode record's two tokens.
+void set_token_pieces(CaptureInfo& info, const PairedAnalysis& analysis, const std::function<std::string(int32_t)>& text);
 
 struct CapturedTrace {
   int64_t layer = 0;

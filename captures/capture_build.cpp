@@ -29,6 +29,17 @@ std::string utc_now_iso8601() {
   return text;
 }
 
+void set_token_pieces(CaptureInfo& info, const PairedAnalysis& a, const std::function<std::string(int32_t)>& text) {
+  info.prompt_pieces.clear();
+  info.decode_dense_pieces.clear();
+  info.decode_hip_pieces.clear();
+  for (int32_t id : a.prompt_ids) info.prompt_pieces.push_back(text(id));
+  for (const DecodeStepRecord& d : a.decode) {
+    info.decode_dense_pieces.push_back(text(d.dense_token));
+    info.decode_hip_pieces.push_back(text(d.hip_token));
+  }
+}
+
 Capture build_capture(PairedAnalysis analysis, CaptureInfo info, const CaptureRequest& request,
                       const offload::OffloadConfig* offload_config) {
   for (const std::string& v : request.views) {

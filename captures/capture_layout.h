@@ -26,7 +26,13 @@
 
 #include "engine/analysis/hip_model_params.h"
 
+// Token text in the manifest (optional; CaptureInfo's pieces): "prompt": {"pieces": [one string per
+// prompt id]} and "decode_pieces": {"dense": [...], "hip": [...]} (one string per decode record).
+
 namespace hipstudio::captures::layout {
+
+inline constexpr const char* kPromptPieces = "pieces";          // under "prompt"
+inline constexpr const char* kDecodePieces = "decode_pieces";   // {"dense", "hip"}
 
 inline std::string layer_array(const char* group, int64_t layer, const char* name) {
   return std::string(group) + "/L" + std::to_string(layer) + "/" + name;

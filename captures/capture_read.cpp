@@ -409,6 +409,23 @@ Capture decode_capture(const std::string& bytes, const std::string& what) {
     const int64_t* v = decode.data() + s * 7;
     a.decode.push_back({v[0], v[1], static_cast<int32_t>(v[2]), static_cast<int32_t>(v[3]), v[4] != 0, v[5], v[6]});
   }
+  // Token text (optional): where present, one string per id.
+  auto pieces = [&f](const json& list, size_t n, const std::string& field) {
+    if (!list.is_array() || list.size() != n) f.fail(field + " is not a list of " + std::to_string(n) + " strings, one per token");
+    std::vector<std::string> out;
+    for (const json& p : list) {
+      if (!p.is_string()) f.fail(field + " holds " + p.dump() + ", not a string");
+      out.push_back(p.get<std::string>());
+    }
+    return out;
+  };
+  if (m.at("prompt").contains(layout::kPromptPieces))
+    c.info.prompt_pieces = pieces(m.at("prompt").at(layout::kPromptPieces), a.prompt_ids.size(), "prompt.pieces");
+  if (m.contains(layout::kDecodePieces)) {
+    const json& d = f.at(m, layout::kDecodePieces);
+    c.info.decode_dense_pieces = pieces(f.at(d, "dense"), a.decode.size(), "decode_pieces.dense");
+    c.info.decode_hip_pieces = pieces(f.at(d, "hip"), a.decode.size(), "decode_pieces.hip");
+  }
   a.mask_refreshes = f.count(m, "mask_refreshes");
   if (a.mask_refreshes > S) f.fail("mask_refreshes exceeds the decode records");
   const json& access = f.at(m, "access");

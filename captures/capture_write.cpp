@@ -268,6 +268,15 @@ void emit_capture(const Capture& c, ZipWriter& zip) {
   m["device"] = c.info.run.device;
   m["dtype"] = c.info.dtype;
   m["prompt"] = {{"text", c.info.run.prompt}, {"tokens", a.prompt_ids}};
+  if (!c.info.prompt_pieces.empty()) {
+    if (c.info.prompt_pieces.size() != a.prompt_ids.size()) throw std::logic_error("capture: a text piece per prompt token");
+    m["prompt"][layout::kPromptPieces] = c.info.prompt_pieces;
+  }
+  if (!c.info.decode_dense_pieces.empty() || !c.info.decode_hip_pieces.empty()) {
+    if (c.info.decode_dense_pieces.size() != a.decode.size() || c.info.decode_hip_pieces.size() != a.decode.size())
+      throw std::logic_error("capture: a text piece per decode record and side");
+    m[layout::kDecodePieces] = {{"dense", c.info.decode_dense_pieces}, {"hip", c.info.decode_hip_pieces}};
+  }
   m["params"] = params_json(a.options);
   m["views"] = c.info.views;
   const LayerInputs* in0 = a.inputs.empty() ? nullptr : &a.inputs[0];

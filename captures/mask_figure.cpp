@@ -74,11 +74,11 @@ viz::MaskFigureText mask_figure_text(const MaskExport& mask, const PairedAnalysi
 RgbImage render_mask_figure(const MaskExport& mask, const viz::MaskFigureText& text, int64_t side, const viz::FigureStyle& style) {
   if (side < static_cast<int64_t>(viz::kMaskFigureMinSide) || !viz::Raster::has_text()) return render_mask(mask, side);
   if (side > (1 << 16)) return render_mask(mask, side);  // throws with the limit
-  // The bitmap font scales by whole pixels: ~7 px capitals per 512 px of figure.
-  const int scale = std::max(1, static_cast<int>(std::lround(static_cast<double>(side) / 512.0)));
-  const auto tw = [scale](const std::string& s) { return static_cast<double>(viz::Raster::text_width(s, scale)); };
+  // The SVG's type and layout (the same text widths: the font the pixels are set in).
+  const viz::FigureType type = viz::mask_figure_type(static_cast<double>(side));
+  const auto tw = [&type](const std::string& s) { return viz::figure_text_width(s, type.font); };
   const viz::MaskFigureLayout f =
-      viz::layout_mask_figure(text, mask.picture.tq, mask.picture.tk, static_cast<double>(side), viz::Raster::line_height(scale), tw);
+      viz::layout_mask_figure(text, mask.picture.tq, mask.picture.tk, static_cast<double>(side), type.line_height, tw);
   viz::Raster r(static_cast<int>(f.width), static_cast<int>(f.height), style.background);
   const int iw = static_cast<int>(f.img_w), ih = static_cast<int>(f.img_h);
   const int pw = static_cast<int>(std::min<int64_t>(iw, mask.picture.tk)), ph = static_cast<int>(std::min<int64_t>(ih, mask.picture.tq));
@@ -86,18 +86,24 @@ RgbImage render_mask_figure(const MaskExport& mask, const viz::MaskFigureText& t
   const int fw = text.frame ? 3 : 1;
   r.frame(static_cast<int>(f.img_x) - fw, static_cast<int>(f.img_y) - fw, static_cast<int>(f.img_x) + iw + fw,
           static_cast<int>(f.img_y) + ih + fw, text.frame ? text.frame : style.axis, fw);
+  // Ticks one SVG unit wide (1 px in the SVG's nominal 720 px).
+  const int stroke = std::max(1, static_cast<int>(std::lround(static_cast<double>(side) / 720)));
   for (const viz::FigureLine& l : f.ticks)
     r.fill(static_cast<int>(std::min(l.x0, l.x1)), static_cast<int>(std::min(l.y0, l.y1)),
-           static_cast<int>(std::max(l.x0, l.x1)) + scale, static_cast<int>(std::max(l.y0, l.y1)) + scale, style.axis);
+           static_cast<int>(std::max(l.x0, l.x1)) + stroke, static_cast<int>(std::max(l.y0, l.y1)) + stroke, style.axis);
   for (const viz::FigureSwatch& s : f.swatches) {
     r.fill(static_cast<int>(s.x), static_cast<int>(s.y), static_cast<int>(s.x + s.size), static_cast<int>(s.y + s.size), s.color);
     r.frame(static_cast<int>(s.x), static_cast<int>(s.y), static_cast<int>(s.x + s.size), static_cast<int>(s.y + s.size), style.grid);
   }
   for (const viz::FigureLabel& l : f.labels) {
-    const int w = viz::Raster::text_width(l.text, scale);
-    const int x = static_cast<int>(l.align < 0 ? l.x : l.align == 0 ? l.x - w / 2.0 : l.x - w);
-    r.text(x, static_cast<int>(l.y), l.text, l.dim ? style.text_dim : style.text, scale);
-    if (l.title) r.text(x + 1, static_cast<int>(l.y), l.text, style.text, scale);  // bold: drawn twice, a pixel apart
+    const uint32_t color = l.dim ? style.text_dim : style.text;
+    const double px = l.title ? type.font * 1.15 : type.font;
+    const double w = viz::Raster::text_width(l.text, px, l.title);
+    if (l.up) {
+      r.text_up(l.x + type.font, l.y + w / 2, l.text, color, px, l.title);
+    } else {
+      r.text(l.align < 0 ? l.x : l.align == 0 ? l.x - w / 2 : l.x - w, l.y + type.font, l.text, color, px, l.title);
+    }
   }
   RgbImage im;
   im.width = r.width(), im.height = r.height();
@@ -111,9 +117,11 @@ RgbImage render_mask_figure(const MaskExport& mask, const viz::MaskFigureText& t
 
 std::string svg_mask_figure(const MaskExport& mask, const viz::MaskFigureText& text, const viz::FigureStyle& style, double side,
                             int64_t max_cells) {
-  const double lh = std::max(14.0, side / 40), font = lh * 0.72;
-  const auto tw = [font](const std::string& s) { return 0.56 * font * static_cast<double>(s.size()); };
-  const viz::MaskFigureLayout f = viz::layout_mask_figure(text, mask.picture.tq, mask.picture.tk, std::max(side, viz::kMaskFigureMinSide), lh, tw);
+  const viz::FigureType type = viz::mask_figure_type(side);
+  const double font = type.font;
+  const auto tw = [font](const std::string& s) { return viz::figure_text_width(s, font); };
+  const viz::MaskFigureLayout f =
+      viz::layout_mask_figure(text, mask.picture.tq, mask.picture.tk, std::max(side, viz::kMaskFigureMinSide), type.line_height, tw);
   std::ostringstream s;
   s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << f.width << "\" height=\"" << f.height << "\" viewBox=\"0 0 " << f.width << " "
     << f.height << "\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"" << num(font, "%.1f") << "\">\n<title>"
@@ -148,8 +156,9 @@ std::string svg_mask_figure(const MaskExport& mask, const viz::MaskFigureText& t
       << num(w.size, "%.2f") << "\" fill=\"" << viz::css_color(w.color) << "\" stroke=\"" << viz::css_color(style.grid) << "\"/>\n";
   s << "</g>\n";
   for (const viz::FigureLabel& l : f.labels)
-    s << "<text x=\"" << num(l.x, "%.2f") << "\" y=\"" << num(l.y + font, "%.2f") << "\" text-anchor=\""
-      << (l.align < 0 ? "start" : l.align == 0 ? "middle" : "end") << "\" fill=\"" << viz::css_color(l.dim ? style.text_dim : style.text)
+    s << "<text x=\"" << num(l.up ? l.x + font : l.x, "%.2f") << "\" y=\"" << num(l.up ? l.y : l.y + font, "%.2f") << "\" text-anchor=\""
+      << (l.up || l.align == 0 ? "middle" : l.align < 0 ? "start" : "end") << "\""
+      << (l.up ? " transform=\"rotate(-90 " + num(l.x + font, "%.2f") + " " + num(l.y, "%.2f") + ")\"" : "") << " fill=\"" << viz::css_color(l.dim ? style.text_dim : style.text)
       << "\"" << (l.title ? " font-weight=\"bold\" font-size=\"" + num(font * 1.15, "%.1f") + "\"" : "") << ">" << xml_escape(l.text)
       << "</text>\n";
   s << "</svg>\n";

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "viz/plot_data.h"
+#include "viz/vector_font.h"
 
 namespace hipstudio::viz {
 
@@ -68,6 +69,18 @@ std::vector<std::string> wrap(const std::string& text, double width, const std::
 
 }  // namespace
 
+FigureType mask_figure_type(double side) {
+  FigureType t;
+  t.line_height = std::max(14.0, std::max(side, kMaskFigureMinSide) / 40);
+  t.font = t.line_height * 0.72;
+  return t;
+}
+
+double figure_text_width(const std::string& text, double font) {
+  if (const VectorFont* f = VectorFont::sans()) return f->width(text, font);
+  return 0.56 * font * static_cast<double>(text.size());
+}
+
 MaskFigureLayout layout_mask_figure(const MaskFigureText& text, int64_t tq, int64_t tk, double side, double lh,
                                     const std::function<double(const std::string&)>& tw) {
   MaskFigureLayout f;
@@ -98,7 +111,8 @@ MaskFigureLayout layout_mask_figure(const MaskFigureText& text, int64_t tq, int6
   for (double t : y_ticks) label_w = std::max(label_w, tw(tick_label(t)));
   double legend_w = 0;
   for (const auto& [name, color] : text.legend) legend_w = std::max(legend_w, tw(name));
-  const double left = pad + label_w + tick + lh * 0.3;
+  // The query axis' name, turned, then the tick labels.
+  const double left = pad + lh + label_w + tick + lh * 0.3;
   const double right = legend_w > 0 ? lh * 0.8 + lh + lh * 0.4 + legend_w + pad : pad;
   const double avail_w = side - left - right, avail_h = side - y - pad;
   const double scale = std::min(avail_w / static_cast<double>(tk), avail_h / static_cast<double>(tq));
@@ -107,7 +121,7 @@ MaskFigureLayout layout_mask_figure(const MaskFigureText& text, int64_t tq, int6
   f.img_x = std::floor(left + (avail_w - f.img_w) / 2);
   f.img_y = std::floor(y);
   f.labels.push_back({"key token", f.img_x + f.img_w / 2, axis_name_y, 0, false, true});
-  f.labels.push_back({"query", pad, axis_name_y, -1, false, true});
+  f.labels.push_back({"query token", pad, f.img_y + f.img_h / 2, 0, false, true, true});
   // Ticks at cell centres (as the mask view draws them), about one per five line heights.
   const int tx = std::max(2, static_cast<int>(f.img_w / (lh * 5))), ty = std::max(2, static_cast<int>(f.img_h / (lh * 3)));
   for (double t : cell_ticks(0, static_cast<double>(tk - 1), tx)) {

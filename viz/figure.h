@@ -32,6 +32,8 @@ struct FigureLabel {
   int align = -1;        // -1 left, 0 centre, 1 right of x
   bool title = false;    // the figure's title (bold in SVG)
   bool dim = false;      // secondary text (axis names, parameters)
+  bool up = false;       // turned a quarter turn anticlockwise (a y-axis name): x is the left edge
+                         // of the turned line, y its centre, align ignored
 };
 struct FigureSwatch {
   double x = 0, y = 0, size = 0;  // a size x size square at (x, y)
@@ -60,6 +62,17 @@ struct MaskFigureLayout {
   std::vector<FigureSwatch> swatches;
 };
 inline constexpr double kMaskFigureMinSide = 240;
+// The type of a side-px mask figure, one for the PNG and the SVG exporters: the layout's line
+// height and the text's em size (a title is bold at 1.15 x font); a label's baseline sits at its
+// y + font.
+struct FigureType {
+  double line_height = 0, font = 0;
+};
+FigureType mask_figure_type(double side);
+// The width the layouts give `text` at em size `font`: the screen font's advance (the PNG's pixels;
+// viz/vector_font.h), so the PNG and the SVG place everything at the same coordinates; 0.56 em a
+// character where the font file is missing.
+double figure_text_width(const std::string& text, double font);
 // `text_width(s)`: the renderer's width of s in px at `line_height`.
 MaskFigureLayout layout_mask_figure(const MaskFigureText& text, int64_t tq, int64_t tk, double side, double line_height,
                                     const std::function<double(const std::string&)>& text_width);

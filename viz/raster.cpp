@@ -3,27 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#if __has_include(<stb/stb_easy_font.h>)
-#define HIPSTUDIO_HAVE_EASY_FONT 1
-#if defined(__GNUC__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wconversion"
-#pragma GCC diagnostic ignored "-Wsign-conversion"
-#pragma GCC diagnostic ignored "-Wold-style-cast"
-#pragma GCC diagnostic ignored "-Wcast-qual"
-#pragma GCC diagnostic ignored "-Wunused-function"
-#pragma GCC diagnostic ignored "-Wdouble-promotion"
-#pragma GCC diagnostic ignored "-Wuseless-cast"
-#pragma GCC diagnostic ignored "-Wfloat-conversion"
-#endif
-#include <stb/stb_easy_font.h>
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
-#else
-#define HIPSTUDIO_HAVE_EASY_FONT 0
-#endif
-
 namespace hipstudio::viz {
 
 Raster::Raster(int width, int height, uint32_t background)
@@ -52,47 +31,43 @@ void Raster::blit(const std::vector<uint32_t>& src, int sw, int sh, int x, int y
   }
 }
 
-bool Raster::has_text() { return HIPSTUDIO_HAVE_EASY_FONT != 0; }
+bool Raster::has_text() { return VectorFont::sans() != nullptr; }
 
-#if HIPSTUDIO_HAVE_EASY_FONT
-namespace {
-// stb_easy_font wants a mutable string.
-std::vector<char> c_text(const std::string& s) {
-  std::vector<char> t(s.begin(), s.end());
-  t.push_back('\0');
-  return t;
-}
-}  // namespace
-
-int Raster::text_width(const std::string& s, int scale) {
-  std::vector<char> t = c_text(s);
-  return stb_easy_font_width(t.data()) * std::max(1, scale);
+double Raster::text_width(const std::string& s, double px, bool bold) {
+  const VectorFont* f = VectorFont::sans(bold);
+  return f ? f->width(s, px) : 0.0;
 }
 
-int Raster::line_height(int scale) { return 12 * std::max(1, scale); }
-
-void Raster::text(int x, int y, const std::string& s, uint32_t color, int scale) {
-  scale = std::max(1, scale);
-  std::vector<char> t = c_text(s);
-  // 4 vertices of 16 bytes (x, y, z, rgba) per quad. stb_easy_font says ~270 bytes per character
-  // on average, but "8" or "0" take more and a short buffer silently drops the last quads (an "80"
-  // lost half its zero): room for 16 quads a character.
-  std::vector<char> quads(s.size() * 16 * 64 + 256);
-  const int n = stb_easy_font_print(0, 0, t.data(), nullptr, quads.data(), static_cast<int>(quads.size()));
-  for (int q = 0; q < n; ++q) {
-    float x0 = 1e9f, y0 = 1e9f, x1 = -1e9f, y1 = -1e9f;
-    for (int v = 0; v < 4; ++v) {
-      const float* p = reinterpret_cast<const float*>(quads.data() + (q * 4 + v) * 16);
-      x0 = std::min(x0, p[0]), x1 = std::max(x1, p[0]), y0 = std::min(y0, p[1]), y1 = std::max(y1, p[1]);
-    }
-    fill(x + static_cast<int>(std::lround(x0 * static_cast<float>(scale))), y + static_cast<int>(std::lround(y0 * static_cast<float>(scale))),
-         x + static_cast<int>(std::lround(x1 * static_cast<float>(scale))), y + static_cast<int>(std::lround(y1 * static_cast<float>(scale))), color);
+void Raster::blend(int x, int y, uint32_t color, uint8_t alpha) {
+  if (x < 0 || y < 0 || x >= width_ || y >= height_ || alpha == 0) return;
+  uint32_t& d = rgba_[static_cast<size_t>(y) * static_cast<size_t>(width_) + static_cast<size_t>(x)];
+  uint32_t out = 0xff000000u;
+  for (int shift = 0; shift < 24; shift += 8) {
+    const uint32_t a = (d >> shift) & 0xffu, b = (color >> shift) & 0xffu;
+    out |= ((a * (255u - alpha) + b * alpha + 127u) / 255u) << shift;
   }
+  d = out;
 }
-#else
-int Raster::text_width(const std::string& s, int scale) { return static_cast<int>(s.size()) * 6 * std::max(1, scale); }
-int Raster::line_height(int scale) { return 12 * std::max(1, scale); }
-void Raster::text(int, int, const std::string&, uint32_t, int) {}
-#endif
+
+void Raster::draw(double x, double baseline, const TextCoverage& c, uint32_t color, bool up) {
+  // Whole-pixel origin: the glyphs' subpixel positions along the line are in the coverage already.
+  const int ox = static_cast<int>(std::lround(x)), oy = static_cast<int>(std::lround(baseline));
+  for (int v = 0; v < c.height; ++v)
+    for (int u = 0; u < c.width; ++u) {
+      const uint8_t a = c.alpha[static_cast<size_t>(v) * static_cast<size_t>(c.width) + static_cast<size_t>(u)];
+      // Upright: (pen + u, baseline + v). Turned: the line's "right" is the canvas' up and its
+      // "down" is the canvas' right.
+      if (up) blend(ox + c.top + v, oy - (c.left + u) - 1, color, a);
+      else blend(ox + c.left + u, oy + c.top + v, color, a);
+    }
+}
+
+void Raster::text(double x, double baseline, const std::string& s, uint32_t color, double px, bool bold) {
+  if (const VectorFont* f = VectorFont::sans(bold)) draw(x, baseline, f->rasterize(s, px), color, false);
+}
+
+void Raster::text_up(double x, double baseline, const std::string& s, uint32_t color, double px, bool bold) {
+  if (const VectorFont* f = VectorFont::sans(bold)) draw(x, baseline, f->rasterize(s, px), color, true);
+}
 
 }  // namespace hipstudio::viz

@@ -13,6 +13,7 @@
 namespace hipstudio::gui {
 
 struct OpenCapture;  // capture_view.h
+struct CompareCapture;  // capture_view.h
 struct FileTask;     // save_export.cpp: a save or export running in the background
 
 // A query block the user stepped through in the Iterations panel; File > Save capture stores its trace.
@@ -130,6 +131,8 @@ struct TransientUi {
   // A capture shown instead of a live run (File > Open capture, a dropped .hipcap, `hipstudio open`):
   // read-only, its parameters replace the knobs in the request until File > Close capture.
   std::shared_ptr<const OpenCapture> capture;
+  // Capture B beside what is on screen (the Compare captures panel; `hipstudio open A --compare B`).
+  std::shared_ptr<const CompareCapture> compare;
   bool show_open_capture = false;  // File > Open capture... opens the path modal on the next frame
   bool show_save_capture = false;  // File > Save capture... (path modal)
   bool show_export_view = false;   // File > Export view... (folder and resolution modal)

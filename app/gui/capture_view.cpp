@@ -5,7 +5,6 @@
 
 #include "captures/capture.h"
 
-#include <nlohmann/json.hpp>
 #include "engine/formats/errors.h"
 
 namespace hipstudio::gui {
@@ -20,10 +19,18 @@ std::string fmt_params(const char* format, long long a, long long b, long long c
 
 }  // namespace
 
-std::shared_ptr<const OpenCapture> load_capture_view(const std::string& path) {
+namespace {
+
+// The capture as the GUI shows it; `keep_masks`: its stored masks move into the analysis (B of a
+// comparison draws them; A's views are recomputed from the inputs by the worker, as a live run's).
+std::shared_ptr<const OpenCapture> capture_view(const std::string& path, bool keep_masks) {
   static std::atomic<uint64_t> next_id{1};
   captures::Capture c = captures::read_capture(path);
   PairedAnalysis& pa = c.analysis;
+  if (keep_masks) {
+    if (c.masks.empty()) throw InputError(path + ": the capture holds no masks (captured without the mask view), so it has nothing to compare");
+    pa.masks = std::move(c.masks);
+  }
   if (pa.inputs.empty())
     throw InputError(path + ": the capture holds no Q/K/V (written with --no-inputs), so the GUI cannot recompute its views; "
                      "use `hipstudio report` on it");
@@ -45,37 +52,19 @@ std::shared_ptr<const OpenCapture> load_capture_view(const std::string& path) {
   m.max_seq_len = static_cast<int64_t>(pa.prompt_ids.size() + pa.decode.size());
   m.element_bytes = c.info.dtype == "f32" || c.info.dtype.empty() ? 4 : 2;
   view->prompt = c.info.run.prompt;
-  // The capture has token ids, not the tokenizer. Where the manifest lists the tokens' text
-  // ("prompt": {"pieces"}, "decode_pieces": {"dense", "hip"}; optional, one string per id) the views
-  // show it; otherwise a piece shows as "#id".
-  auto pieces = [&](const nlohmann::json* list, size_t n) {
-    std::vector<std::string> out;
-    if (!list || !list->is_array() || list->size() != n) return out;
-    for (const auto& p : *list) {
-      if (!p.is_string()) return std::vector<std::string>{};
-      out.push_back(p.get<std::string>());
-    }
-    return out;
-  };
-  auto find = [&](const char* a, const char* b) -> const nlohmann::json* {
-    const nlohmann::json& m = c.manifest;
-    if (!m.is_object() || !m.contains(a) || !m[a].is_object() || !m[a].contains(b)) return nullptr;
-    return &m[a][b];
-  };
-  view->prompt_tokens = pieces(find("prompt", "pieces"), pa.prompt_ids.size());
-  out->has_pieces = !view->prompt_tokens.empty() || pa.prompt_ids.empty();
+  // The capture has token ids, not the tokenizer: the views show the pieces the writer stored
+  // (captures::CaptureInfo), or "#id" for a capture without them.
+  out->has_pieces = !c.info.prompt_pieces.empty() || pa.prompt_ids.empty();
+  view->prompt_tokens = c.info.prompt_pieces;
   if (!out->has_pieces)
     for (int32_t id : pa.prompt_ids) view->prompt_tokens.push_back("#" + std::to_string(id));
-  view->decode_dense_text = pieces(find("decode_pieces", "dense"), pa.decode.size());
-  view->decode_hip_text = pieces(find("decode_pieces", "hip"), pa.decode.size());
-  if (view->decode_dense_text.empty() || view->decode_hip_text.empty()) {
-    view->decode_dense_text.clear();
-    view->decode_hip_text.clear();
+  view->decode_dense_text = c.info.decode_dense_pieces;
+  view->decode_hip_text = c.info.decode_hip_pieces;
+  if (view->decode_dense_text.empty() && !pa.decode.empty())
     for (const auto& d : pa.decode) {
       view->decode_dense_text.push_back("#" + std::to_string(d.dense_token));
       view->decode_hip_text.push_back("#" + std::to_string(d.hip_token));
     }
-  }
 
   const AnalysisOptions& o = pa.options;
   HipKnobs& k = out->knobs;
@@ -107,6 +96,24 @@ std::shared_ptr<const OpenCapture> load_capture_view(const std::string& path) {
   view->analysis = std::make_shared<const PairedAnalysis>(std::move(pa));
   out->analysis = view;
   return out;
+}
+
+}  // namespace
+
+std::shared_ptr<const OpenCapture> load_capture_view(const std::string& path) { return capture_view(path, false); }
+
+std::shared_ptr<const CompareCapture> load_compare_capture(const std::string& path) {
+  auto c = std::make_shared<CompareCapture>();
+  c->view = capture_view(path, true);
+  return c;
+}
+
+std::shared_ptr<const LayerMaskSnapshot> CompareCapture::masks(int64_t layer) const {
+  const std::shared_ptr<const AnalysisView>& a = view->analysis;
+  const LayerMaskViews* m = a->analysis->find_masks(layer);
+  if (!m || !a->has_inputs(layer)) return nullptr;
+  // Aliasing pointer: the views live as long as B's analysis.
+  return std::make_shared<const LayerMaskSnapshot>(std::shared_ptr<const LayerMaskViews>(a->analysis, m), a);
 }
 
 }  // namespace hipstudio::gui

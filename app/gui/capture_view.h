@@ -21,7 +21,7 @@ struct OpenCapture {
   HipKnobs knobs;                                 // the capture's parameters, as the (disabled) sliders show them
   std::string banner;                             // "Capture FILE (read-only): model, date, device"
   std::vector<std::string> params;                // parameter lines for the sidebar
-  // The manifest held each token's text (optional "prompt": {"pieces": [...]}): the token views
+  // The capture held each token's text (captures::CaptureInfo::prompt_pieces): the token views
   // show it. Without it they show "#id" and the sidebar shows the manifest's prompt text.
   bool has_pieces = false;
 };
@@ -29,5 +29,17 @@ struct OpenCapture {
 // Reads and validates the whole file (captures::read_capture). Throws InputError with the
 // reader's message (damage, version, missing Q/K/V) for the status line.
 std::shared_ptr<const OpenCapture> load_capture_view(const std::string& path);
+
+// Capture B of an A/B comparison (panel_compare_captures.cpp), beside what is on screen (A): its
+// views as stored (the masks it holds are drawn, nothing is recomputed), with the same cursors.
+struct CompareCapture {
+  std::shared_ptr<const OpenCapture> view;  // B as load_capture_view reads it, its stored masks in
+                                            // view->analysis->analysis->masks (its view layers)
+  // The mask snapshot of `layer` for the mask canvas, or null where B holds no masks of it.
+  std::shared_ptr<const LayerMaskSnapshot> masks(int64_t layer) const;
+};
+// Throws InputError as load_capture_view does, and when B holds no masks (captured without the
+// "mask" view).
+std::shared_ptr<const CompareCapture> load_compare_capture(const std::string& path);
 
 }  // namespace hipstudio::gui

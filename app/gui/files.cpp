@@ -47,6 +47,18 @@ bool open_capture_file(AppState& s, const std::string& path) {
   return true;
 }
 
+bool open_compare_file(AppState& s, const std::string& path) {
+  try {
+    s.compare = load_compare_capture(path);
+  } catch (const std::exception& e) {
+    s.status_message = std::string("cannot open capture B: ") + e.what();
+    return false;
+  }
+  s.status_message = "comparing with capture " + path + " (the Compare captures panel)";
+  s.focus_panel = "compare_captures";
+  return true;
+}
+
 void close_capture(AppState& s) {
   if (!s.capture) return;
   s.status_message = "closed capture " + s.capture->path;

@@ -158,6 +158,7 @@ int run_gui(const GuiOptions& opt) {
   if (!opt.prompt.empty()) state.prompt = read_prompt_option(opt.prompt);
   state.applied = state.knobs;
   if (!opt.capture.empty()) open_capture_file(state, opt.capture);  // a damaged file: the error in the status line
+  if (!opt.compare.empty()) open_compare_file(state, opt.compare);
   if (opt.self_test) geom = WindowGeometry{};
 
   glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);

@@ -15,6 +15,7 @@ struct GuiOptions {
   std::string model;        // initial model path (default model when empty)
   std::string prompt;       // initial prompt text, or @FILE
   std::string capture;      // a capture to show read-only (`hipstudio open FILE`); errors go to the status line
+  std::string compare;      // capture B beside it (`hipstudio open FILE --compare B`)
   std::string device;       // --gui-device cpu|cuda ("" : the saved or default device)
   std::string dtype;        // --gui-dtype f32|bf16|f16 ("" : the saved or default dtype)
   std::string timing_log;   // with --self-test: the scale script's timings go to this file

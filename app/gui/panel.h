@@ -54,6 +54,7 @@ std::unique_ptr<Panel> make_params_panel();
 std::unique_ptr<Panel> make_mask_panel();
 std::unique_ptr<Panel> make_stepper_panel();
 std::unique_ptr<Panel> make_compare_panel();
+std::unique_ptr<Panel> make_compare_captures_panel();
 std::unique_ptr<Panel> make_locality_panel();
 std::unique_ptr<Panel> make_kvcache_panel();
 std::unique_ptr<Panel> make_latency_panel();

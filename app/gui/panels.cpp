@@ -13,6 +13,7 @@ std::vector<std::unique_ptr<Panel>> make_panels() {
   p.push_back(make_params_panel());
   p.push_back(make_mask_panel());
   p.push_back(make_compare_panel());
+  p.push_back(make_compare_captures_panel());
   p.push_back(make_heads_panel());
   p.push_back(make_token_panel());
   p.push_back(make_locality_panel());

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "app/gui/capture_view.h"
 #include "app/gui/worker.h"
 #include "captures/atomic_file.h"
 #include "captures/capture.h"
@@ -90,6 +91,16 @@ captures::CaptureInfo capture_info(const AppState& s, const AnalysisView& a, con
   info.run = {HIPSTUDIO_VERSION, m.display_name, m.architecture, m.device, a.prompt};
   info.dtype = s.dtype;  // the model's weights are not hashed here (`hipstudio capture` does)
   info.views = views;
+  // The tokens' text: a live run's from the tokenizer, a reopened capture's where it held them (its
+  // "#id" stand-ins are not text). Only complete lists: the writer takes one piece per token.
+  if (!s.capture || s.capture->has_pieces) {
+    const PairedAnalysis& pa = *a.analysis;
+    if (a.prompt_tokens.size() == pa.prompt_ids.size()) info.prompt_pieces = a.prompt_tokens;
+    if (a.decode_dense_text.size() == pa.decode.size() && a.decode_hip_text.size() == pa.decode.size() && !pa.decode.empty()) {
+      info.decode_dense_pieces = a.decode_dense_text;
+      info.decode_hip_pieces = a.decode_hip_text;
+    }
+  }
   return info;
 }
 

@@ -2,6 +2,7 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -145,6 +146,45 @@ TEST_F(CaptureCli, OpenPrintsTheParameters) {
   EXPECT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("HiP: k 16, b_q 8, b_k 2"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("stories15M"), std::string::npos) << r.out;
+}
+
+// The capture holds each token's text from the tokenizer: the pieces spell the prompt.
+TEST_F(CaptureCli, CaptureStoresEachTokensText) {
+  ASSERT_EQ(setup_.status, 0) << setup_.out;
+  const hipstudio::captures::Capture c = hipstudio::captures::read_capture(capture_);
+  ASSERT_EQ(c.info.prompt_pieces.size(), c.analysis.prompt_ids.size());
+  std::string joined;
+  for (const std::string& p : c.info.prompt_pieces) joined += p;
+  for (const char* word : {"Once", "upon", "Lily", "sunshine"}) EXPECT_NE(joined.find(word), std::string::npos) << joined;
+  EXPECT_EQ(c.info.decode_dense_pieces.size(), c.analysis.decode.size());
+  EXPECT_EQ(c.info.decode_hip_pieces.size(), c.analysis.decode.size());
+}
+
+// `open A --compare B --print`: A's and B's numbers per layer and B - A, and what differs.
+TEST_F(CaptureCli, OpenComparePrintsTheDifferenceTable) {
+  ASSERT_EQ(setup_.status, 0) << setup_.out;
+  const std::string b = dir_->file("b.hipcap");
+  const std::string small_k = std::string(kSmall).replace(std::string(kSmall).find("--topk 16"), 9, "--topk 8");
+  ASSERT_EQ(run("capture " + small_k + " --views mask,latency --model-hash none --out " + b).status, 0);
+  const CommandResult r = run("open " + capture_ + " --compare " + b + " --print");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("differs: k 16 vs 8"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("KL(dense || HiP)"), std::string::npos) << r.out;
+  // Layer 3's recall columns: each capture's mean over heads, and their difference.
+  const hipstudio::captures::Capture ca = hipstudio::captures::read_capture(capture_), cb = hipstudio::captures::read_capture(b);
+  auto mean = [](const hipstudio::captures::Capture& c) {
+    double sum = 0;
+    for (const auto& h : c.analysis.layers[3].heads) sum += h.recall;
+    return sum / static_cast<double>(c.analysis.layers[3].heads.size());
+  };
+  char row[160];
+  std::snprintf(row, sizeof row, "\n3      %12.4f %12.4f %12s", mean(ca), mean(cb), "");
+  const std::string prefix(row, std::strlen(row) - 13);
+  EXPECT_NE(r.out.find(prefix), std::string::npos) << prefix << "\n" << r.out;
+  // A missing B is named as the --compare file.
+  const CommandResult missing = run("open " + capture_ + " --compare " + dir_->file("none.hipcap") + " --print");
+  EXPECT_EQ(missing.status, 2) << missing.out;
+  EXPECT_NE(missing.out.find("--compare"), std::string::npos) << missing.out;
 }
 
 TEST_F(CaptureCli, DamagedCapturesAreRejectedAndNothingIsOverwritten) {

@@ -107,6 +107,8 @@ inline captures::Capture capture_of(PairedAnalysis a, int64_t tokens) {
   info.model_sha256 = std::string(64, 'a');
   info.dtype = "f32";
   info.created = "2026-11-23T01:00:00Z";
+  // Pieces with a quote, markup and a non-ASCII letter, as a tokenizer's text can hold.
+  captures::set_token_pieces(info, a, [](int32_t id) { return "\u2581t" + std::to_string(id) + (id % 2 ? "\"<ü>" : ""); });
   captures::CaptureRequest request;
   const int64_t bq = a.options.hip.hip.b_q;
   request.traces = {{1, 0, (tokens + bq - 1) / bq - 1}, {0, 1, 3}};  // the last query block, and one early

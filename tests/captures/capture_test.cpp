@@ -74,6 +74,48 @@ TEST(CaptureFile, RoundTripKeepsEveryArrayAndParameter) {
   EXPECT_FALSE(back.images.empty());
 }
 
+// Each token's text survives the trip; a capture without it (written before the manifest held
+// pieces, or by a writer without a tokenizer) still reads, with no pieces; a list that does not
+// hold one string per token is damage.
+TEST(CaptureFile, TokenPiecesRoundTripAndAreOptional) {
+  const Capture& c = fixture();
+  ASSERT_EQ(c.info.prompt_pieces.size(), c.analysis.prompt_ids.size());
+  ASSERT_FALSE(c.analysis.decode.empty());
+  const std::string bytes = encode_capture(c);
+  const Capture back = decode_capture(bytes, "mem");
+  EXPECT_EQ(back.info.prompt_pieces, c.info.prompt_pieces);
+  EXPECT_EQ(back.info.prompt_pieces[1], "\u2581t" + std::to_string(c.analysis.prompt_ids[1]) + (c.analysis.prompt_ids[1] % 2 ? "\"<ü>" : ""));
+  EXPECT_EQ(back.info.decode_dense_pieces.size(), c.analysis.decode.size());
+  EXPECT_EQ(back.info.decode_hip_pieces, c.info.decode_hip_pieces);
+  EXPECT_EQ(back.info.decode_dense_pieces.back(), "\u2581t" + std::to_string(c.analysis.decode.back().dense_token) +
+                                                       (c.analysis.decode.back().dense_token % 2 ? "\"<ü>" : ""));
+  // The manifest lists them as JSON strings under prompt.pieces and decode_pieces.
+  const json m = json::parse(zip_decode(bytes, "x")[0].data);
+  EXPECT_EQ(m["prompt"]["pieces"].size(), c.analysis.prompt_ids.size());
+  EXPECT_EQ(m["decode_pieces"]["hip"].size(), c.analysis.decode.size());
+
+  const Capture old = decode_capture(with_manifest(bytes, [](json& j) {
+    j["prompt"].erase("pieces");
+    j.erase("decode_pieces");
+  }), "old");
+  EXPECT_TRUE(old.info.prompt_pieces.empty());
+  EXPECT_TRUE(old.info.decode_dense_pieces.empty());
+  EXPECT_EQ(old.analysis.prompt_ids, c.analysis.prompt_ids);
+  // Written without pieces: the manifest has none.
+  Capture plain = c;
+  plain.info.prompt_pieces.clear();
+  plain.info.decode_dense_pieces.clear();
+  plain.info.decode_hip_pieces.clear();
+  EXPECT_FALSE(json::parse(zip_decode(encode_capture(plain), "x")[0].data)["prompt"].contains("pieces"));
+
+  for (const auto& edit : std::vector<std::function<void(json&)>>{
+           [](json& j) { j["prompt"]["pieces"].erase(0); },
+           [](json& j) { j["prompt"]["pieces"] = "text"; },
+           [](json& j) { j["decode_pieces"]["dense"].push_back("x"); },
+           [](json& j) { j["decode_pieces"].erase("hip"); }})
+    EXPECT_THROW(decode_capture(with_manifest(bytes, edit), "m"), InputError);
+}
+
 TEST(CaptureFile, IsAZipOfNpyArraysWithAManifest) {
   const auto entries = zip_decode(encode_capture(fixture()), "mem");
   ASSERT_FALSE(entries.empty());

@@ -4,6 +4,38 @@
 // XML with what the screen shows. HIPSTUDIO_FIGURE_DIR=DIR also writes them there, to look at.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <iterator>
+
+#if __has_include(<stb/stb_truetype.h>)
+#define HIPSTUDIO_TEST_TRUETYPE 1
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wconversion"
+#pragma GCC diagnostic ignored "-Wsign-conversion"
+#pragma GCC diagnostic ignored "-Wold-style-cast"
+#pragma GCC diagnostic ignored "-Wcast-qual"
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wdouble-promotion"
+#pragma GCC diagnostic ignored "-Wuseless-cast"
+#pragma GCC diagnostic ignored "-Wfloat-conversion"
+#pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
+#pragma GCC diagnostic ignored "-Wshadow"
+#pragma GCC diagnostic ignored "-Wsign-compare"
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#endif
+#define STBTT_STATIC
+#define STB_TRUETYPE_IMPLEMENTATION
+#include <stb/stb_truetype.h>  // the test's own copy: the reference metrics
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+#else
+#define HIPSTUDIO_TEST_TRUETYPE 0
+#endif
+
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -22,6 +54,7 @@
 #include "viz/heat_image.h"
 #include "viz/plot_data.h"
 #include "viz/raster.h"
+#include "viz/vector_font.h"
 
 namespace {
 
@@ -37,29 +70,124 @@ uint32_t pixel(const RgbImage& im, int64_t x, int64_t y) {
   return viz::pack_rgba8(p[0], p[1], p[2]);
 }
 
-TEST(Raster, TextDrawsInkAndWidthGrowsWithLength) {
-  ASSERT_TRUE(viz::Raster::has_text()) << "libstb-dev's stb_easy_font.h is missing";
-  viz::Raster r(200, 40, 0);
-  r.text(4, 4, "layer 4", viz::pack_rgba8(255, 255, 255), 2);
-  int ink = 0, max_x = 0;
+// stb_truetype's own box of a line at em size px, pen starting at x = 0 on the baseline (glyph
+// by glyph with kerning and subpixel pen positions, as its documentation's sample lays a line out):
+// the reference the rasterised line's ink must fill.
+struct InkBox {
+  int x0 = 1 << 30, y0 = 1 << 30, x1 = -(1 << 30), y1 = -(1 << 30);
+};
+#if HIPSTUDIO_TEST_TRUETYPE
+InkBox stb_line_box(const std::string& text, double px, double* advance) {
+  static const std::string font = [] {
+    std::ifstream in(viz::kSansFontPath, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }();
+  stbtt_fontinfo f{};
+  const auto* data = reinterpret_cast<const unsigned char*>(font.data());
+  EXPECT_TRUE(stbtt_InitFont(&f, data, stbtt_GetFontOffsetForIndex(data, 0)));
+  const float scale = stbtt_ScaleForMappingEmToPixels(&f, static_cast<float>(px));
+  InkBox box;
+  double pen = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const int c = static_cast<unsigned char>(text[i]);
+    int x0, y0, x1, y1, adv, lsb;
+    const double whole = std::floor(pen);
+    stbtt_GetCodepointBitmapBoxSubpixel(&f, c, scale, scale, static_cast<float>(pen - whole), 0, &x0, &y0, &x1, &y1);
+    if (x1 > x0) {
+      box.x0 = std::min(box.x0, x0 + static_cast<int>(whole)), box.x1 = std::max(box.x1, x1 + static_cast<int>(whole));
+      box.y0 = std::min(box.y0, y0), box.y1 = std::max(box.y1, y1);
+    }
+    stbtt_GetCodepointHMetrics(&f, c, &adv, &lsb);
+    pen += adv * static_cast<double>(scale);
+    if (i + 1 < text.size()) pen += stbtt_GetCodepointKernAdvance(&f, c, static_cast<unsigned char>(text[i + 1])) * static_cast<double>(scale);
+  }
+  *advance = pen;
+  return box;
+}
+#else
+InkBox stb_line_box(const std::string&, double, double* advance) {
+  *advance = 0;
+  return {};
+}
+#endif
+
+// The ink of a raster: its bounding box and how many pixels are partly covered (antialiasing).
+struct Ink {
+  InkBox box;
+  int pixels = 0, partial = 0;
+};
+Ink ink_of(const viz::Raster& r, uint32_t background) {
+  Ink k;
   for (int y = 0; y < r.height(); ++y)
-    for (int x = 0; x < r.width(); ++x)
-      if (r.at(x, y) != 0) ++ink, max_x = std::max(max_x, x);
-  EXPECT_GT(ink, 40);
-  EXPECT_LE(max_x, 4 + viz::Raster::text_width("layer 4", 2));
-  EXPECT_GT(viz::Raster::text_width("layer 44", 1), viz::Raster::text_width("layer 4", 1));
-  EXPECT_EQ(viz::Raster::text_width("ab", 2), 2 * viz::Raster::text_width("ab", 1));
-  // Each glyph draws in full whatever precedes it: "80"'s zero has the ink of a lone "0".
-  auto ink_of = [](const std::string& s, int x0, int x1) {
-    viz::Raster r(100, 20, 0);
-    r.text(0, 0, s, 1u, 1);
-    int n = 0;
-    for (int y = 0; y < r.height(); ++y)
-      for (int x = x0; x < x1; ++x) n += r.at(x, y) != 0;
-    return n;
-  };
-  const int w8 = viz::Raster::text_width("8", 1), w88 = viz::Raster::text_width("888", 1);
-  EXPECT_EQ(ink_of("880", w88 - w8, 100), ink_of("0", 0, 100));
+    for (int x = 0; x < r.width(); ++x) {
+      const uint32_t c = r.at(x, y);
+      if (c == background) continue;
+      ++k.pixels;
+      const uint32_t g = c & 0xff;  // white on black: the grey level is the coverage
+      k.partial += g > 0 && g < 255;
+      k.box.x0 = std::min(k.box.x0, x), k.box.x1 = std::max(k.box.x1, x + 1);
+      k.box.y0 = std::min(k.box.y0, y), k.box.y1 = std::max(k.box.y1, y + 1);
+    }
+  return k;
+}
+
+TEST(Raster, TextIsTheScreensVectorFontAtStbTruetypesMetrics) {
+  if (!HIPSTUDIO_TEST_TRUETYPE || !viz::Raster::has_text())
+    GTEST_SKIP() << "no figure text here: " << viz::kSansFontPath << " (fonts-dejavu-core) or stb/stb_truetype.h (libstb-dev) is missing";
+  const uint32_t black = viz::pack_rgba8(0, 0, 0), white = viz::pack_rgba8(255, 255, 255);
+  for (const double px : {11.0, 18.4, 30.0}) {
+    for (const std::string text : {"query token", "key token", "HiP mask, layer 4, head 3", "80"}) {
+      double advance = 0;
+      const InkBox ref = stb_line_box(text, px, &advance);
+      EXPECT_NEAR(viz::Raster::text_width(text, px), advance, 1e-6) << text;
+      EXPECT_NEAR(viz::figure_text_width(text, px), advance, 1e-6) << text;
+      viz::Raster r(static_cast<int>(advance) + 40, static_cast<int>(px * 3), black);
+      const int ox = 20, base = static_cast<int>(px * 2);
+      r.text(ox, base, text, white, px);
+      const Ink k = ink_of(r, black);
+      // The ink fills stb_truetype's box of the line (its edge rows may hold no coverage: <= 1 px in).
+      EXPECT_GE(k.box.x0, ox + ref.x0) << text << " at " << px;
+      EXPECT_LE(k.box.x0, ox + ref.x0 + 1) << text << " at " << px;
+      EXPECT_LE(k.box.x1, ox + ref.x1) << text;
+      EXPECT_GE(k.box.x1, ox + ref.x1 - 1) << text;
+      EXPECT_GE(k.box.y0, base + ref.y0) << text;
+      EXPECT_LE(k.box.y0, base + ref.y0 + 1) << text;
+      EXPECT_LE(k.box.y1, base + ref.y1) << text;
+      EXPECT_GE(k.box.y1, base + ref.y1 - 1) << text;
+      // Antialiased outlines, not a bitmap font's two levels: a share of the ink is partial coverage.
+      EXPECT_GT(k.partial * 5, k.pixels) << text << " at " << px << ": " << k.partial << " of " << k.pixels;
+      // Turned a quarter turn anticlockwise: the same ink, its box transposed (the line runs up from the baseline point).
+      viz::Raster up(static_cast<int>(px * 3), static_cast<int>(advance) + 40, black);
+      up.text_up(base, up.height() - ox, text, white, px);
+      const Ink u = ink_of(up, black);
+      EXPECT_EQ(u.pixels, k.pixels) << text;
+      EXPECT_EQ(u.box.x1 - u.box.x0, k.box.y1 - k.box.y0) << text;
+      EXPECT_EQ(u.box.y1 - u.box.y0, k.box.x1 - k.box.x0) << text;
+      EXPECT_EQ(u.box.x0, base + (k.box.y0 - base)) << text;           // glyph tops point left
+      EXPECT_EQ(u.box.y1, up.height() - ox - (k.box.x0 - ox)) << text;  // the line starts at the bottom
+    }
+  }
+  // Blending keeps what lies under partial coverage: red under white text turns pink, not white.
+  viz::Raster r(60, 30, viz::pack_rgba8(255, 0, 0));
+  r.text(5, 20, "o", viz::pack_rgba8(255, 255, 255), 20);
+  bool pink = false;
+  for (int y = 0; y < 30; ++y)
+    for (int x = 0; x < 60; ++x) {
+      const uint32_t c = r.at(x, y);
+      pink = pink || ((c & 0xff) == 255 && ((c >> 8) & 0xff) > 0 && ((c >> 8) & 0xff) < 255);
+    }
+  EXPECT_TRUE(pink);
+}
+
+// The exported figures' only text path is the vector font: no bitmap font is left in the sources.
+TEST(Raster, NoBitmapFontRemains) {
+  for (const char* dir : {"viz", "captures", "app"})
+    for (const auto& e : std::filesystem::recursive_directory_iterator(std::string(HIPSTUDIO_SOURCE_DIR) + "/" + dir)) {
+      if (!e.is_regular_file()) continue;
+      std::ifstream in(e.path());
+      const std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      EXPECT_EQ(body.find(std::string("stb_easy") + "_font"), std::string::npos) << e.path();
+    }
 }
 
 TEST(ExportFigure, MaskPngIsThePanelsPictureWithLegendAndTitle) {
@@ -74,9 +202,9 @@ TEST(ExportFigure, MaskPngIsThePanelsPictureWithLegendAndTitle) {
     const RgbImage im = render_mask_figure(mask, text, side, style);
     ASSERT_EQ(im.width, side);
     ASSERT_EQ(im.height, side);
-    const int scale = std::max(1, static_cast<int>(std::lround(side / 512.0)));
-    const auto tw = [scale](const std::string& s) { return static_cast<double>(viz::Raster::text_width(s, scale)); };
-    const viz::MaskFigureLayout f = viz::layout_mask_figure(text, 40, 40, static_cast<double>(side), viz::Raster::line_height(scale), tw);
+    const viz::FigureType type = viz::mask_figure_type(static_cast<double>(side));
+    const auto tw = [&type](const std::string& s) { return viz::Raster::text_width(s, type.font); };
+    const viz::MaskFigureLayout f = viz::layout_mask_figure(text, 40, 40, static_cast<double>(side), type.line_height, tw);
     ASSERT_GT(f.img_w, 40);
     // Every token cell's centre has the colour the mask panel gives that cell.
     for (int64_t i = 0; i < 40; ++i)
@@ -97,6 +225,30 @@ TEST(ExportFigure, MaskPngIsThePanelsPictureWithLegendAndTitle) {
     for (int64_t y = static_cast<int64_t>(f.labels[0].y); y < static_cast<int64_t>(f.labels[0].y + f.line_height); ++y)
       for (int64_t x = 0; x < im.width; ++x) ink += pixel(im, x, y) != style.background;
     EXPECT_GT(ink, 50) << "side " << side;
+    // The query axis' name is turned and centred on the picture's height, left of its tick labels
+    // (where the SVG puts it): ink in that column around the middle, page above and below.
+    const viz::FigureLabel* query = nullptr;
+    for (const auto& l : f.labels)
+      if (l.up) query = &l;
+    ASSERT_NE(query, nullptr);
+    EXPECT_EQ(query->text, "query token");
+    EXPECT_NEAR(query->y, f.img_y + f.img_h / 2, 1);
+    const double qw = viz::Raster::text_width(query->text, type.font);
+    auto column_ink = [&](double y0, double y1) {
+      int n = 0;
+      for (auto y = static_cast<int64_t>(y0); y < static_cast<int64_t>(y1); ++y)
+        for (auto x = static_cast<int64_t>(query->x); x < static_cast<int64_t>(query->x + type.line_height); ++x) n += pixel(im, x, y) != style.background;
+      return n;
+    };
+    EXPECT_GT(column_ink(query->y - qw / 2, query->y + qw / 2), 40) << "side " << side;
+    EXPECT_EQ(column_ink(f.img_y, query->y - qw / 2 - 2), 0) << "side " << side;
+    EXPECT_EQ(column_ink(query->y + qw / 2 + 2, f.img_y + f.img_h), 0) << "side " << side;
+    // Margins as in the SVG: the same layout puts the SVG's picture at the PNG's rectangle.
+    const std::string svg = svg_mask_figure(mask, text, style, static_cast<double>(side));
+    char at[96];
+    std::snprintf(at, sizeof at, "translate(%.2f %.2f)", f.img_x, f.img_y);
+    EXPECT_NE(svg.find(at), std::string::npos) << at;
+    EXPECT_NE(svg.find("rotate(-90 "), std::string::npos);
     if (side == 1024) keep("mask_figure_1024.png", encode_png(im));
   }
   // Key ticks are viz's nice ticks over the token range, labelled by tick_label.

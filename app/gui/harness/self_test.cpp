@@ -136,6 +136,7 @@ SelfTest::SelfTest(std::vector<std::unique_ptr<Panel>>& panels, const std::strin
     build_view_steps();
     build_capture_steps();
     build_input_steps();
+    build_compare_steps();
   }
   if (frames_ > 0) build_frame_steps();
 }

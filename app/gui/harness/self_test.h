@@ -7,7 +7,8 @@
 // view through the File menu's code and reads them back, and fails cleanly to save into /proc.
 // Then the inputs it must refuse in its own words without a crash (the fuzzer's longest prompt, a
 // 100 KB one, an empty one, a missing model), a refit after a longer prompt, the 1024 px export
-// preview inside the viewport and a reopened capture's prompt text (self_test_inputs.cpp).
+// preview inside the viewport and a reopened capture's prompt text (self_test_inputs.cpp). Then two
+// captures of two runs compared side by side (self_test_compare.cpp).
 // With --frames N it then puts a 4096-token mask on screen and measures N frames. With --soak it
 // runs the soak script (soak.h) instead of the functional one.
 #include <cstdint>
@@ -114,6 +115,7 @@ class SelfTest {
   void build_export_shot_steps();
   void build_capture_steps();
   void build_input_steps();   // self_test_inputs.cpp: long, empty and refused inputs, refit, preview, capture text
+  void build_compare_steps(); // self_test_compare.cpp: two captures side by side, linked, their difference table
   void build_save_export_steps();
   void build_frame_steps();
   void build_scale_steps(const ScaleOptions& options);  // self_test_scale.cpp

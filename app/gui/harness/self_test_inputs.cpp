@@ -5,6 +5,7 @@
 // context refused in its panel, the 1024 px
 // export preview inside a 1000 px-high window, and a reopened capture's prompt text.
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -219,13 +220,16 @@ void SelfTest::build_input_steps() {
                     },
                     120, 2});
   // A capture of the live run, reopened: its prompt is the live one's text (the sidebar shows it,
-  // as the manifest holds it), and where the manifest lists the tokens' text the views use it.
-  steps_.push_back({"a reopened capture holds the prompt's text",
+  // as the manifest holds it), and its tokens show the live run's text pieces, not "#id".
+  steps_.push_back({"a reopened capture shows the tokens' text",
                     [](AppState& s) { s.preview_path.clear(); },
                     [](const AppState& s, const Snapshot& snap) { return !s.file_task && !snap.busy; },
-                    [this, dir, n = std::make_shared<int>(0)](AppState& s, const Snapshot& snap) -> std::string {
+                    [this, dir, n = std::make_shared<int>(0), live = std::make_shared<std::vector<std::string>>()](
+                        AppState& s, const Snapshot& snap) -> std::string {
                       const std::string path = *dir + "/text.hipcap";
                       if (*n == 0) {
+                        if (!snap.analysis) return "no live run to capture";
+                        *live = snap.analysis->prompt_tokens;
                         if (!start_save_capture(s, snap, {"mask"}, path)) return "save refused: " + s.status_message;
                         ++*n;
                         return kMore;
@@ -241,10 +245,13 @@ void SelfTest::build_input_steps() {
                       if ((*n)++ < 5) return kMore;
                       const AnalysisView& a = *s.capture->analysis;
                       if (a.prompt != s.prompt) return "the capture's prompt text is not the live prompt";
-                      if (s.capture->has_pieces && !a.prompt_tokens.empty() && a.prompt_tokens.back().rfind('#', 0) == 0)
-                        return "the capture's pieces are token ids";
-                      std::printf("self-test:   reopened capture: prompt text %zu bytes, token text %s\n", a.prompt.size(),
-                                  s.capture->has_pieces ? "stored" : "not stored (ids; the sidebar shows the text)");
+                      if (!s.capture->has_pieces) return "the capture holds no token text";
+                      if (a.prompt_tokens != *live) return "the capture's token text differs from the live run's";
+                      for (const std::string& t : a.prompt_tokens)
+                        if (t.rfind('#', 0) == 0 && t.size() > 1 && std::isdigit(static_cast<unsigned char>(t[1])))
+                          return "the capture shows token ids (" + t + ")";
+                      std::printf("self-test:   reopened capture: prompt text %zu bytes, %zu token pieces, last '%s'\n", a.prompt.size(),
+                                  a.prompt_tokens.size(), a.prompt_tokens.empty() ? "" : a.prompt_tokens.back().c_str());
                       if (!screenshot_.empty()) pending_screenshot_ = with_suffix(screenshot_, "capture-text");
                       return "";
                     },
