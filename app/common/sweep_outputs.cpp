@@ -13,7 +13,7 @@ namespace {
 using hip::HipField;
 
 // Okabe and Ito's colour-blind-safe set, one colour per method in the order the rows name them.
-constexpr std::array<const char*, 6> kMethodColors = {"#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9"};
+constexpr std::array<uint32_t, 6> kMethodColors = {0x0072b2, 0xd55e00, 0x009e73, 0xcc79a7, 0xe69f00, 0x56b4e9};
 
 std::string number(double v, const char* format) {
   if (!std::isfinite(v)) return "";
@@ -22,7 +22,11 @@ std::string number(double v, const char* format) {
   return b;
 }
 
-std::vector<std::string> method_order(const SweepResult& r) {
+}  // namespace
+
+uint32_t sweep_method_color(size_t i) { return kMethodColors[i % kMethodColors.size()]; }
+
+std::vector<std::string> sweep_methods(const SweepResult& r) {
   std::vector<std::string> names;
   for (const SweepRow& row : r.rows) {
     bool seen = false;
@@ -31,7 +35,6 @@ std::vector<std::string> method_order(const SweepResult& r) {
   }
   return names;
 }
-}  // namespace
 
 const std::array<SweepMetricInfo, 5>& sweep_metrics() {
   static const std::array<SweepMetricInfo, 5> metrics = {{
@@ -113,11 +116,13 @@ std::string sweep_svg(const SweepResult& r, SweepMetric metric, const std::strin
     if (m.metric == metric) info = &m;
   const std::string field = hip::hip_field_name(r.field);
   std::vector<captures::PlotSeries> series;
-  const std::vector<std::string> methods = method_order(r);
+  const std::vector<std::string> methods = sweep_methods(r);
   for (size_t i = 0; i < methods.size(); ++i) {
     captures::PlotSeries s;
     s.name = methods[i];
-    s.color = kMethodColors[i % kMethodColors.size()];
+    char css[8];
+    std::snprintf(css, sizeof css, "#%06x", static_cast<unsigned>(sweep_method_color(i)));
+    s.color = css;
     for (const SweepRow& row : r.rows)
       if (row.method == methods[i]) {
         s.x.push_back(static_cast<double>(row.value));

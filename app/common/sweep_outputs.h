@@ -3,6 +3,7 @@
 // GUI (no LibTorch here: the GUI's panels include it): the stdout table, the CSV, one SVG figure per
 // metric (metric against the swept value, a line per selection method) and the JSON. `analyze --sweep` and the GUI's sweep panel both write these files.
 #include <array>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +24,12 @@ struct SweepMetricInfo {
 // Every metric, in column order.
 const std::array<SweepMetricInfo, 5>& sweep_metrics();
 double sweep_metric_value(const SweepRow& row, SweepMetric metric);
+
+// The colour of the i-th method's line (Okabe and Ito's colour-blind-safe set) as 0xRRGGBB: the
+// SVG's and the GUI panel's.
+uint32_t sweep_method_color(size_t i);
+// The methods of `result`'s rows in the order they first appear (each figure's lines, in order).
+std::vector<std::string> sweep_methods(const SweepResult& result);
 
 // Who/what/where the figures name under their titles: model, device, T, the parameters not swept.
 std::string sweep_context(const std::string& model, const std::string& device, const AnalysisOptions& base,

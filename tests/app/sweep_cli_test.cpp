@@ -16,7 +16,15 @@
 namespace hipstudio::testing {
 namespace {
 
-const std::string kHip = " --topk 16 --bq 8 --bk 2 --sink 2 --window 4 --ld 1 --rm 4 --decode 4 -q";
+// The HiP options every run here takes; `flag` (when given) with `value` instead of its default here.
+std::string hip_options(const std::string& flag = "", int value = 0) {
+  const std::vector<std::pair<std::string, int>> base = {{"--topk", 16}, {"--bq", 8}, {"--bk", 2}, {"--sink", 2},
+                                                         {"--window", 4}, {"--ld", 1},  {"--rm", 4}};
+  std::string out;
+  for (const auto& [f, v] : base) out += " " + f + " " + std::to_string(f == flag ? value : v);
+  return out + " --decode 4 -q";
+}
+const std::string kHip = hip_options();
 
 std::string read(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -75,8 +83,7 @@ void expect_rows_equal_separate_runs(const std::string& flag, const std::string&
   for (size_t i = 0; i < values.size(); ++i) {
     SCOPED_TRACE(name + " = " + std::to_string(values[i]));
     const std::string one = tmp.file("one" + std::to_string(i) + ".json");
-    const CommandResult run = run_hipstudio("analyze" + prompt + kHip + " " + flag + " " + std::to_string(values[i]) +
-                                            " --json " + one);
+    const CommandResult run = run_hipstudio("analyze" + prompt + hip_options(flag, values[i]) + " --json " + one);
     ASSERT_EQ(run.status, 0) << run.out;
     const nlohmann::json j = nlohmann::json::parse(read(one));
     const std::vector<std::string>& row = rows[i + 1];

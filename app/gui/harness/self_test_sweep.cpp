@@ -1,0 +1,121 @@
+// The self-test's steps for the Sweep panel: a k sweep of two values runs on the worker (the sweep
+// stage) and the row of the sliders' own k equals the live run's numbers, recomputed here from its
+// per-head results (the mean over the HiP layers' heads, its KL); the plot draws the method's colour
+// (counted in the screenshot's pixels); a Cancel mid-sweep leaves the last whole sweep on screen.
+#include <cmath>
+#include <cstdio>
+
+#include "app/common/sweep_outputs.h"
+#include "app/gui/export_preview.h"
+#include "app/gui/harness/self_test.h"
+
+namespace hipstudio::gui {
+
+namespace {
+
+const char* const kMore = kSelfTestMore;
+
+// Mean of a head field over the layers at or above l_d, every layer's views in place.
+double mean_over_hip_layers(const PairedAnalysis& a, double HeadQuality::*field) {
+  double sum = 0;
+  int64_t n = 0;
+  for (const LayerQuality& l : a.layers)
+    if (!l.dense)
+      for (const HeadQuality& h : l.heads) sum += h.*field, ++n;
+  return n ? sum / static_cast<double>(n) : NAN;
+}
+
+std::string mismatch(const char* what, double sweep, double live) {
+  char b[160];
+  std::snprintf(b, sizeof b, "the sweep's %s %.12g differs from the live run's %.12g", what, sweep, live);
+  return b;
+}
+
+}  // namespace
+
+void SelfTest::build_sweep_steps() {
+  auto shot = [this](const std::string& suffix) {
+    if (!screenshot_.empty()) pending_screenshot_ = with_suffix(screenshot_, suffix);
+  };
+  auto swept = std::make_shared<uint64_t>(0);  // the sweep id the first step finished
+  steps_.push_back({"sweep: k on the worker, the live run's numbers at the sliders' k",
+                    [swept](AppState& s) {
+                      s.focus_panel = "sweep";
+                      const int k = s.applied.k, b_k = s.applied.b_k;
+                      const int half = std::max(b_k, k / 2 / b_k * b_k);
+                      s.sweep_field = hip::HipField::kK;
+                      s.sweep_values = half == k ? std::vector<int64_t>{k, 2 * k} : std::vector<int64_t>{half, k};
+                      *swept = ++s.sweep_id;
+                    },
+                    [swept](const AppState&, const Snapshot& snap) {
+                      return snap.sweep && snap.sweep->id == *swept && snap.fresh(kStageSweep) && snap.fresh(kStageViews) &&
+                             snap.fresh(kStageDecode) && !snap.busy;
+                    },
+                    [shot](AppState& s, const Snapshot& snap) -> std::string {
+                      const SweepResult& r = snap.sweep->result;
+                      if (r.rows.size() != s.sweep_values.size()) return "the sweep has not one row per value";
+                      const SweepRow* own = nullptr;
+                      for (size_t i = 0; i < r.rows.size(); ++i) {
+                        if (r.rows[i].value != s.sweep_values[i] || r.rows[i].method != "hip") return "a row of another value or method";
+                        if (r.rows[i].value == s.applied.k) own = &r.rows[i];
+                      }
+                      if (!own) return "no row at the sliders' k";
+                      const auto live = snap.analysis->with_deferred_views();
+                      const double recall = mean_over_hip_layers(*live, &HeadQuality::recall);
+                      const double mass = mean_over_hip_layers(*live, &HeadQuality::mass);
+                      const double err = mean_over_hip_layers(*live, &HeadQuality::out_rel_err);
+                      if (!(std::abs(own->recall - recall) < 1e-9)) return mismatch("recall", own->recall, recall);
+                      if (!(std::abs(own->mass - mass) < 1e-9)) return mismatch("mass", own->mass, mass);
+                      if (!(std::abs(own->out_rel_err - err) < 1e-6)) return mismatch("output error", own->out_rel_err, err);
+                      if (!(std::abs(own->kl - live->kl) < 1e-9)) return mismatch("KL", own->kl, live->kl);
+                      if (own->mask_refreshes != live->mask_refreshes) return "the sweep's mask refreshes differ from the live run's";
+                      if (r.timed != snap.model->on_cuda) return "latency is reported off CUDA, or missing on it";
+                      std::printf("self-test:   sweep k:");
+                      for (const SweepRow& row : r.rows) std::printf(" %lld -> recall %.4f KL %.5f", static_cast<long long>(row.value), row.recall, row.kl);
+                      std::printf(" (live recall %.4f at k %d)\n", recall, s.applied.k);
+                      shot("sweep");
+                      return "";
+                    },
+                    240, 3});
+  // The screenshot of the panel holds the method's line colour (its markers are solid discs).
+  steps_.push_back({"sweep: the plot draws the line",
+                    [](AppState&) {},
+                    [](const AppState&, const Snapshot&) { return true; },
+                    [this, n = std::make_shared<int>(0)](AppState&, const Snapshot&) -> std::string {
+                      if (screenshot_.empty()) return "";
+                      if (++*n < 3) return kMore;  // the screenshot is written after its frame
+                      const DecodedPng png = decode_png_file(with_suffix(screenshot_, "sweep"));
+                      if (!png.error.empty()) return png.error;
+                      const uint32_t rgb = app::sweep_method_color(0);
+                      const uint32_t c = 0xff000000u | (rgb & 0xff) << 16 | (rgb & 0xff00) | (rgb >> 16 & 0xff);
+                      int64_t px = 0;
+                      for (uint32_t p : png.rgba) px += (p | 0xff000000u) == c;
+                      std::printf("self-test:   sweep plot: %lld pixels of the hip line's colour\n", static_cast<long long>(px));
+                      if (px < 60) return "the sweep plot does not show the hip line";
+                      return "";
+                    },
+                    30, 2});
+  // Cancel mid-sweep: the sweep stage says so and the last whole sweep stays.
+  steps_.push_back({"sweep: Cancel stops it and keeps the last whole sweep",
+                    [](AppState& s) {
+                      s.sweep_values = {s.applied.b_k, 2 * static_cast<int64_t>(s.applied.b_k), 4 * static_cast<int64_t>(s.applied.b_k),
+                                        8 * static_cast<int64_t>(s.applied.b_k)};
+                      ++s.sweep_id;
+                    },
+                    [](const AppState&, const Snapshot& snap) { return snap.busy && snap.running_stage == kStageSweep; },
+                    [swept, n = std::make_shared<int>(0)](AppState& s, const Snapshot& snap) -> std::string {
+                      if ((*n)++ == 0) {
+                        s.cancel_requested = true;  // what the Cancel button and Esc do
+                        return kMore;
+                      }
+                      if (snap.busy) return kMore;
+                      if (snap.error[kStageSweep] != "cancelled") return "the sweep stage does not say cancelled: " + snap.error[kStageSweep];
+                      if (!snap.sweep || snap.sweep->id != *swept) return "the cancelled sweep replaced the last whole one";
+                      s.sweep_id = 0;  // nothing asked for the next steps
+                      s.focus_panel = "mask";
+                      return "";
+                    },
+                    60, 1});
+}
+
+}  // namespace hipstudio::gui
