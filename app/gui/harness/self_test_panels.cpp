@@ -1,13 +1,20 @@
-// The self-test's steps for the Sweep panel: a k sweep of two values runs on the worker (the sweep
-// stage) and the row of the sliders' own k equals the live run's numbers, recomputed here from its
-// per-head results (the mean over the HiP layers' heads, its KL); the plot draws the method's colour
-// (counted in the screenshot's pixels); a Cancel mid-sweep leaves the last whole sweep on screen.
+// The self-test's steps for the Sweep and the Layers x heads panels. Sweep: a k sweep of two values
+// runs on the worker (the sweep stage) and the row of the sliders' own k equals the live run's
+// numbers, recomputed here from its per-head results (the mean over the HiP layers' heads, its KL);
+// the plot draws the method's colour (counted in the screenshot's pixels); a Cancel mid-sweep leaves
+// the last whole sweep on screen. Grid: a click on a cell (found with the grid's own layout inside
+// its child window) makes that layer and head the viewed ones, and the mask view shows them.
 #include <cmath>
 #include <cstdio>
+#include <string>
+
+#include <imgui.h>
+#include <imgui_internal.h>  // the grid's child window (the harness reads ImGui's window list)
 
 #include "app/common/sweep_outputs.h"
 #include "app/gui/export_preview.h"
 #include "app/gui/harness/self_test.h"
+#include "app/gui/quality_grid.h"
 
 namespace hipstudio::gui {
 
@@ -25,6 +32,23 @@ double mean_over_hip_layers(const PairedAnalysis& a, double HeadQuality::*field)
   return n ? sum / static_cast<double>(n) : NAN;
 }
 
+// The grid's child window as last drawn, or null.
+ImGuiWindow* grid_child() {
+  const std::string id = kGridChild;
+  for (ImGuiWindow* w : GImGui->Windows) {
+    const std::string name = w->Name;
+    const size_t slash = name.rfind('/');
+    if (w->Active && slash != std::string::npos && name.compare(slash + 1, id.size(), id) == 0) return w;
+  }
+  return nullptr;
+}
+
+std::string fmt_fail(const char* f, long long a, long long b) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, f, a, b);
+  return buf;
+}
+
 std::string mismatch(const char* what, double sweep, double live) {
   char b[160];
   std::snprintf(b, sizeof b, "the sweep's %s %.12g differs from the live run's %.12g", what, sweep, live);
@@ -33,7 +57,7 @@ std::string mismatch(const char* what, double sweep, double live) {
 
 }  // namespace
 
-void SelfTest::build_sweep_steps() {
+void SelfTest::build_panel_steps() {
   auto shot = [this](const std::string& suffix) {
     if (!screenshot_.empty()) pending_screenshot_ = with_suffix(screenshot_, suffix);
   };
@@ -116,6 +140,63 @@ void SelfTest::build_sweep_steps() {
                       return "";
                     },
                     60, 1});
+
+  // The grid: every layer's and head's cell, the viewed one framed; a click opens another.
+  auto target = std::make_shared<std::pair<int, int>>(-1, -1);
+  steps_.push_back({"layers x heads: a cell per layer and head, a click opens it",
+                    [](AppState& s) {
+                      s.focus_panel = "grid";
+                      s.layer = 1, s.head = 0;
+                    },
+                    [](const AppState&, const Snapshot& snap) {
+                      return snap.analysis && snap.fresh(kStageViews) && snap.fresh(kStageMasks) && !snap.busy;
+                    },
+                    [this, shot, target, n = std::make_shared<int>(0)](AppState& s, const Snapshot& snap) -> std::string {
+                      const AnalysisView& a = *snap.analysis;
+                      const int layers = static_cast<int>(a.analysis->layers.size());
+                      const int heads = quality_grid_heads(a);
+                      switch ((*n)++) {
+                        case 0: {
+                          if (!s.focus_panel.empty()) return --*n, kMore;  // the tab comes to the front first
+                          if (heads != snap.model->n_heads) return "the grid does not hold every head";
+                          for (int l = 0; l < layers; ++l)
+                            if (!a.layer_quality(l)) return "a layer's cells are missing after every view was computed";
+                          ImGuiWindow* w = grid_child();
+                          if (!w) return "the grid's child window was not drawn";
+                          const QualityGridLayout g =
+                              quality_grid_layout(w->DC.CursorStartPos, w->WorkRect.Max.x - w->DC.CursorStartPos.x, layers, heads);
+                          *target = {layers - 1, heads - 1};
+                          const ImVec2 c = g.cell_center(target->first, target->second);
+                          if (c.x > w->InnerClipRect.Max.x || c.y > w->InnerClipRect.Max.y) return "the last cell is outside the grid's window";
+                          const ImVec2 d = ImGui::GetIO().DisplaySize;
+                          mouse_x = c.x / d.x, mouse_y = c.y / d.y;
+                          shot("grid");
+                          return kMore;
+                        }
+                        case 1: return kMore;  // the mouse arrives (hover)
+                        case 2: mouse_down = true; return kMore;
+                        case 3: mouse_down = false; return kMore;
+                        case 4: return kMore;
+                        default:
+                          mouse_x = 0.01f, mouse_y = 0.99f;
+                          if (s.layer != target->first || s.head != target->second)
+                            return fmt_fail("a click on the last cell viewed layer %lld head %lld", s.layer, s.head);
+                          return "";
+                      }
+                    },
+                    120, 2});
+  steps_.push_back({"layers x heads: the clicked head is the one the mask view shows",
+                    [](AppState&) {},
+                    [target](const AppState&, const Snapshot& snap) {
+                      return snap.masks && snap.masks->layer == target->first && snap.fresh(kStageMasks) && snap.trace &&
+                             snap.trace->head == target->second && snap.fresh(kStageTrace) && !snap.busy;
+                    },
+                    [](AppState& s, const Snapshot&) -> std::string {
+                      if (s.focus_panel != "" && s.focus_panel != "mask") return "the click did not open the mask view";
+                      s.layer = 1, s.head = 0;  // back for the next steps
+                      return "";
+                    },
+                    120, 2});
 }
 
 }  // namespace hipstudio::gui
