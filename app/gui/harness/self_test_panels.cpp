@@ -3,11 +3,16 @@
 // numbers, recomputed here from its per-head results (the mean over the HiP layers' heads, its KL);
 // the plot draws the method's colour (counted in the screenshot's pixels); a Cancel mid-sweep leaves
 // the last whole sweep on screen. Grid: a click on a cell (found with the grid's own layout inside
-// its child window) makes that layer and head the viewed ones, and the mask view shows them.
+// its child window) makes that layer and head the viewed ones, and the mask view shows them. Save:
+// a typed path in a folder tree that does not exist asks first; nothing is created or written.
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
+#include <GLFW/glfw3.h>
 #include <imgui.h>
 #include <imgui_internal.h>  // the grid's child window (the harness reads ImGui's window list)
 
@@ -42,6 +47,8 @@ ImGuiWindow* grid_child() {
   }
   return nullptr;
 }
+
+bool popup_open() { return ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId | ImGuiPopupFlags_AnyPopupLevel); }
 
 std::string fmt_fail(const char* f, long long a, long long b) {
   char buf[256];
@@ -197,6 +204,46 @@ void SelfTest::build_panel_steps() {
                       return "";
                     },
                     120, 2});
+
+  // Save never creates a folder tree silently: Enter on a path under missing folders asks (the
+  // modal stays, with the question), and until the user agrees nothing exists and no save runs.
+  const std::string missing =
+      (std::filesystem::temp_directory_path() / ("hipstudio-self-test-ask-" + std::to_string(getpid()))).string();
+  steps_.push_back({"File > Save capture: a path under missing folders asks before creating them",
+                    [](AppState& s) { s.show_save_capture = true; },
+                    [](const AppState& s, const Snapshot& snap) { return !s.file_task && !s.capture && snap.analysis && !snap.busy; },
+                    [this, shot, missing, n = std::make_shared<int>(0)](AppState& s, const Snapshot&) -> std::string {
+                      const std::string typed = missing + "/deep/run.hipcap";
+                      switch ((*n)++) {
+                        case 0: return kMore;  // the modal appears, its field focused with the text selected
+                        case 1: type_text = typed; return kMore;
+                        case 2: return kMore;
+                        case 3:
+                          if (s.dialogs.save_path != typed) return "typing did not set the path: '" + s.dialogs.save_path + "'";
+                          key_down = GLFW_KEY_ENTER;
+                          return kMore;
+                        case 4: key_down = -1; return kMore;
+                        case 5: return kMore;  // the question draws
+                        case 6: {
+                          std::error_code ec;
+                          if (std::filesystem::exists(missing, ec)) return "the save created the missing folders without asking";
+                          if (s.file_task) return "a save started before the question was answered";
+                          if (!popup_open()) return "the save modal closed instead of asking";
+                          shot("save-ask");
+                          return kMore;
+                        }
+                        case 7: return kMore;
+                        case 8: key_down = GLFW_KEY_ESCAPE; return kMore;
+                        case 9: key_down = -1; return kMore;
+                        default: {
+                          std::error_code ec;
+                          if (popup_open()) return "Escape did not close the save modal";
+                          if (std::filesystem::exists(missing, ec) || s.file_task) return "cancelling the question wrote something";
+                          return "";
+                        }
+                      }
+                    },
+                    60, 3});
 }
 
 }  // namespace hipstudio::gui
