@@ -10,6 +10,7 @@
 #include <imgui.h>
 
 #include "app/common/sweep_outputs.h"
+#include "app/gui/file_browser.h"
 #include "app/gui/panel.h"
 #include "app/gui/widgets.h"
 #include "app/gui/worker.h"
@@ -218,15 +219,19 @@ class SweepPanel final : public Panel {
     ImGui::EndTable();
   }
 
-  // The command line's files of this sweep into a folder that exists (nothing creates a folder
-  // here); a file already there is replaced as every output is (captures/atomic_file.h).
+  // The command line's files of this sweep into a folder that exists, typed or picked in the file
+  // browser (which asks before it creates one); a file already there is replaced as every output is
+  // (captures/atomic_file.h).
   void exports(PanelContext& ctx, const SweepView& sv) {
     AppState& s = ctx.state;
     if (folder_.empty()) folder_ = s.dialogs.export_options.dir.empty() ? "." : s.dialogs.export_options.dir;
     char buf[1024];
     std::snprintf(buf, sizeof buf, "%s", folder_.c_str());
-    ImGui::SetNextItemWidth(std::max(ImGui::GetFontSize() * 10, ImGui::GetContentRegionAvail().x - ImGui::GetFontSize() * 12));
+    ImGui::SetNextItemWidth(std::max(ImGui::GetFontSize() * 10, ImGui::GetContentRegionAvail().x - ImGui::GetFontSize() * 17));
     if (ImGui::InputText("folder##sweep", buf, sizeof buf)) folder_ = buf;
+    ImGui::SameLine();
+    if (ImGui::Button("Browse...##sweep")) browser_.open(BrowseFor::kSaveFolder, "Export the sweep into", folder_, {});
+    if (browser_.draw(s.recent_folders, ctx.theme)) folder_ = browser_.chosen();
     ImGui::SameLine();
     if (ImGui::Button("Export CSV + SVG##sweep")) export_error_ = export_sweep(s, sv, folder_, ctx.now);
     if (!export_error_.empty()) warn_text(export_error_, ctx.theme);
@@ -259,6 +264,7 @@ class SweepPanel final : public Panel {
   std::string values_;
   std::string folder_;
   std::string export_error_;
+  FileBrowser browser_;
 };
 
 }  // namespace
