@@ -88,6 +88,9 @@ void write_sweep_outputs(const SweepResult& result, const Model& model, const An
                          const std::string& folder, const std::string& json_out) {
   const std::string context = sweep_context(model.source.display_name, device_description(model.run), base, result);
   std::fputs(sweep_table(result).c_str(), stdout);
+  // --sweep-out may name a folder to create (check_command_paths made sure its parent takes it).
+  std::error_code ec;
+  fs::create_directories(folder, ec);
   for (const auto& [name, contents] : sweep_files(result, context)) {
     const std::string path = (fs::path(folder) / name).string();
     captures::write_file_atomic(path, contents);

@@ -23,8 +23,8 @@ std::string sweep_folder(const std::string& sweep_out, const std::string& json_o
 void add_sweep_paths(CommandPaths& paths, const std::string& sweep_out, const std::string& json_out, hip::HipField field,
                      const std::string& device);
 
-// Writes a finished sweep of `model` under `base`: the table to stdout, the files into `folder`, the
-// JSON to `json_out` (each path named on stderr).
+// Writes a finished sweep of `model` under `base`: the table to stdout, the files into `folder`
+// (created when missing), the JSON to `json_out` (each path named on stderr).
 void write_sweep_outputs(const SweepResult& result, const Model& model, const AnalysisOptions& base,
                          const std::string& folder, const std::string& json_out);
 

@@ -15,7 +15,7 @@ class GridPanel final : public Panel {
  public:
   const char* id() const override { return "grid"; }
   const char* title() const override { return "Layers x heads"; }
-  PaneSlot default_slot() const override { return PaneSlot::Right; }
+  PaneSlot default_slot() const override { return PaneSlot::Left; }
 
   void draw(PanelContext& ctx) override {
     const auto& a = ctx.snap.analysis;
@@ -26,8 +26,10 @@ class GridPanel final : public Panel {
     StaleScope grey(view_stale(ctx, kStageViews));
     quality_metric_picker(metric_);
     quality_grid_notes(*a, ctx.theme);
-    ImGui::TextDisabled("Viewed: layer %d, head %d (framed). KL(dense || HiP) is the model output's, not a head's: %.5f", ctx.state.layer,
+    ImGui::PushTextWrapPos(0);
+    ImGui::TextDisabled("Viewed: layer %d, head %d (framed). KL(dense || HiP) is the model output's, one number: %.5f", ctx.state.layer,
                         ctx.state.head, a->analysis->kl);
+    ImGui::PopTextWrapPos();
     ImGui::BeginChild(kGridChild, ImVec2(0, 0), false, ImGuiWindowFlags_HorizontalScrollbar);
     const QualityGridClick c = draw_quality_grid(*a, metric_, ctx.state.layer, ctx.state.head, ctx.theme);
     ImGui::EndChild();

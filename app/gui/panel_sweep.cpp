@@ -99,7 +99,8 @@ class SweepPanel final : public Panel {
       if (ImGui::Button("Cancel##sweep")) ctx.worker.cancel();
     }
     const std::string& err = ctx.snap.error[kStageSweep];
-    if (!err.empty() && s.sweep_id != 0) warn_text("The sweep " + err + (err == "cancelled" ? ": press Run to run it again." : ""), t);
+    if (!err.empty() && s.sweep_id != 0)
+      warn_text(err == "cancelled" ? "The sweep was cancelled: press Run to run it again." : "The sweep failed: " + err, t);
     if (!sv) {
       if (!running) empty_state("Pick a parameter and its values, then press Run.", t);
       return;
@@ -175,7 +176,14 @@ class SweepPanel final : public Panel {
     if (unit) y0 = 0, y1 = 1;
     if (!(y1 > y0)) y0 = std::isfinite(y0) ? y0 - 0.5 : 0, y1 = std::isfinite(y1) ? y1 + 0.5 : 1;
     const bool log_x = r.field == HipField::kK && x0 > 0;
-    if (x1 == x0) x0 = log_x ? x0 / 2 : x0 - 1, x1 = log_x ? x1 * 2 : x1 + 1;
+    // A margin around the values, so the first and the last point are drawn whole.
+    if (log_x) {
+      const double f = x1 == x0 ? 2.0 : 1.15;
+      x0 /= f, x1 *= f;
+    } else {
+      const double m = x1 == x0 ? 1.0 : 0.05 * (x1 - x0);
+      x0 -= m, x1 += m;
+    }
     const float w = ImGui::GetContentRegionAvail().x;
     const float h = std::max(ImGui::GetFontSize() * 12, std::min(w * 0.5f, ImGui::GetContentRegionAvail().y * 0.5f));
     const PlotArea p = begin_plot("##sweep_plot", ImVec2(w, h), x0, x1, y0, y1, hip::hip_field_name(r.field),
@@ -197,7 +205,7 @@ class SweepPanel final : public Panel {
   static void table(const SweepView& sv) {
     const auto& metrics = app::sweep_metrics();
     const int cols = 2 + static_cast<int>(metrics.size());
-    if (!ImGui::BeginTable("##sweep_rows", cols, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingStretchProp))
+    if (!ImGui::BeginTable("##sweep_rows", cols, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit))
       return;
     ImGui::TableSetupColumn("method");
     ImGui::TableSetupColumn(hip::hip_field_name(sv.result.field));

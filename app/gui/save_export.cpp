@@ -114,7 +114,11 @@ std::string expand_home(const std::string& path) {
 
 bool save_button(const char* label, const std::string& path, bool folder, bool enter, SaveQuestion& question,
                  std::string& error) {
-  if (question.asking()) return question.draw(error);
+  if (question.asking()) {
+    // The question adds lines to the modal: its height fits them (0 asks ImGui to fit that axis).
+    ImGui::SetWindowSize(ImVec2(ImGui::GetWindowWidth(), 0.0f));
+    return question.draw(error);
+  }
   return (ImGui::Button(label) || enter) && question.check(expand_home(path), folder, error);
 }
 

@@ -126,16 +126,19 @@ void SelfTest::build_panel_steps() {
                       return "";
                     },
                     30, 2});
-  // Cancel mid-sweep: the sweep stage says so and the last whole sweep stays.
+  // Cancel mid-sweep: the sweep stage says so and the last whole sweep stays. (The step's own
+  // phases wait: `ready` is asked again while a check asks for more frames.)
   steps_.push_back({"sweep: Cancel stops it and keeps the last whole sweep",
                     [](AppState& s) {
-                      s.sweep_values = {s.applied.b_k, 2 * static_cast<int64_t>(s.applied.b_k), 4 * static_cast<int64_t>(s.applied.b_k),
-                                        8 * static_cast<int64_t>(s.applied.b_k)};
+                      const int64_t k = s.applied.k;
+                      s.sweep_values = {k, 2 * k, 3 * k, 4 * k};
                       ++s.sweep_id;
                     },
-                    [](const AppState&, const Snapshot& snap) { return snap.busy && snap.running_stage == kStageSweep; },
+                    [](const AppState&, const Snapshot&) { return true; },
                     [swept, n = std::make_shared<int>(0)](AppState& s, const Snapshot& snap) -> std::string {
-                      if ((*n)++ == 0) {
+                      if (*n == 0) {
+                        if (!(snap.busy && snap.running_stage == kStageSweep)) return kMore;  // until the sweep runs
+                        ++*n;
                         s.cancel_requested = true;  // what the Cancel button and Esc do
                         return kMore;
                       }
@@ -150,15 +153,18 @@ void SelfTest::build_panel_steps() {
 
   // The grid: every layer's and head's cell, the viewed one framed; a click opens another.
   auto target = std::make_shared<std::pair<int, int>>(-1, -1);
+  auto phase = std::make_shared<int>(0);
   steps_.push_back({"layers x heads: a cell per layer and head, a click opens it",
                     [](AppState& s) {
                       s.focus_panel = "grid";
                       s.layer = 1, s.head = 0;
                     },
-                    [](const AppState&, const Snapshot& snap) {
-                      return snap.analysis && snap.fresh(kStageViews) && snap.fresh(kStageMasks) && !snap.busy;
+                    [phase](const AppState&, const Snapshot& snap) {
+                      return *phase > 0 || (snap.analysis && snap.fresh(kStageViews) && snap.fresh(kStageMasks) && !snap.busy);
                     },
-                    [this, shot, target, n = std::make_shared<int>(0)](AppState& s, const Snapshot& snap) -> std::string {
+                    [this, shot, target, n = phase](AppState& s, const Snapshot& snap) -> std::string {
+                      // `ready` is asked every frame: it waits for the views before the first phase
+                      // only (the click changes the layer, and the views run again).
                       const AnalysisView& a = *snap.analysis;
                       const int layers = static_cast<int>(a.analysis->layers.size());
                       const int heads = quality_grid_heads(a);
