@@ -207,9 +207,11 @@ class SweepPanel final : public Panel {
     const int cols = 2 + static_cast<int>(metrics.size());
     if (!ImGui::BeginTable("##sweep_rows", cols, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit))
       return;
-    ImGui::TableSetupColumn("method");
-    ImGui::TableSetupColumn(hip::hip_field_name(sv.result.field));
-    for (const auto& m : metrics) ImGui::TableSetupColumn(m.key);
+    // Widths from the start: a fitted table measures its cells a frame late.
+    const float w = ImGui::GetFontSize() * 5.5f;
+    ImGui::TableSetupColumn("method", ImGuiTableColumnFlags_WidthFixed, w);
+    ImGui::TableSetupColumn(hip::hip_field_name(sv.result.field), ImGuiTableColumnFlags_WidthFixed, w);
+    for (const auto& m : metrics) ImGui::TableSetupColumn(m.key, ImGuiTableColumnFlags_WidthFixed, w);
     ImGui::TableHeadersRow();
     for (const SweepRow& row : sv.result.rows) {
       ImGui::TableNextRow();
