@@ -130,11 +130,10 @@ std::string sweep_svg(const SweepResult& r, SweepMetric metric, const std::strin
       }
     series.push_back(std::move(s));
   }
-  // k spans powers of two in a typical sweep (128 .. 1024): a log2 axis spaces them evenly. Values
-  // must be positive there, which every k is.
-  const bool log2_x = r.field == HipField::kK;
+  // A linear value axis: its ticks fall on round values (a log axis ticks only at powers of ten,
+  // which a sweep of 128 .. 1024 never crosses).
   const bool unit = metric == SweepMetric::kRecall || metric == SweepMetric::kMass;
-  return captures::svg_line_chart(std::string(info->label) + " against " + field, field, info->label, series, log2_x,
+  return captures::svg_line_chart(std::string(info->label) + " against " + field, field, info->label, series, false,
                                   unit ? 0.0 : NAN, unit ? 1.0 : NAN, style, context);
 }
 

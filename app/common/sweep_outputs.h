@@ -40,7 +40,7 @@ std::string sweep_table(const SweepResult& result);
 // Header `method,<field>,recall,mass,out_rel_err,kl,latency_ms,mask_refreshes`; an untimed latency
 // is an empty cell.
 std::string sweep_csv(const SweepResult& result);
-// The figure of one metric: x the swept value (log2 axis for k), a line per method.
+// The figure of one metric: x the swept value (linear), a line per method.
 std::string sweep_svg(const SweepResult& result, SweepMetric metric, const std::string& context,
                       const viz::FigureStyle& style = viz::paper_style());
 // schema hipstudio.sweep/1: field, timed, prompt_tokens, context, rows.

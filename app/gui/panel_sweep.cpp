@@ -175,19 +175,14 @@ class SweepPanel final : public Panel {
     const bool unit = metric == app::SweepMetric::kRecall || metric == app::SweepMetric::kMass;
     if (unit) y0 = 0, y1 = 1;
     if (!(y1 > y0)) y0 = std::isfinite(y0) ? y0 - 0.5 : 0, y1 = std::isfinite(y1) ? y1 + 0.5 : 1;
-    const bool log_x = r.field == HipField::kK && x0 > 0;
-    // A margin around the values, so the first and the last point are drawn whole.
-    if (log_x) {
-      const double f = x1 == x0 ? 2.0 : 1.15;
-      x0 /= f, x1 *= f;
-    } else {
-      const double m = x1 == x0 ? 1.0 : 0.05 * (x1 - x0);
-      x0 -= m, x1 += m;
-    }
+    // A linear axis as the SVG's (ticks on round values), with a margin around the values so the
+    // first and the last point are drawn whole.
+    const double margin = x1 == x0 ? 1.0 : 0.05 * (x1 - x0);
+    x0 -= margin, x1 += margin;
     const float w = ImGui::GetContentRegionAvail().x;
     const float h = std::max(ImGui::GetFontSize() * 12, std::min(w * 0.5f, ImGui::GetContentRegionAvail().y * 0.5f));
     const PlotArea p = begin_plot("##sweep_plot", ImVec2(w, h), x0, x1, y0, y1, hip::hip_field_name(r.field),
-                                  metrics[static_cast<size_t>(metric_index_)].label, t, log_x);
+                                  metrics[static_cast<size_t>(metric_index_)].label, t);
     const std::vector<std::string> methods = app::sweep_methods(r);
     for (size_t m = 0; m < methods.size(); ++m) {
       std::vector<double> xs, ys;
