@@ -6,11 +6,13 @@
 #include "app/commands.h"
 #include "app/progress_line.h"
 #include "app/analysis_options.h"
+#include "app/analyze_sweep.h"
 #include "app/cli_options.h"
 #include "app/cli_paths.h"
 #include "app/model_preflight.h"
 #include "captures/analysis_json.h"
 #include "captures/atomic_file.h"
+#include "engine/formats/errors.h"
 #include "engine/analysis/paired_analysis.h"
 #include "engine/offload/offload_simulator.h"
 
@@ -22,6 +24,7 @@ void register_analyze_command(CLI::App& root) {
     AnalysisCliOptions run;
     std::string prompt;
     std::string json_out;
+    std::string sweep, sweep_out;
     bool quiet = false;
   };
   auto args = std::make_shared<Args>();
@@ -30,13 +33,23 @@ void register_analyze_command(CLI::App& root) {
   args->run.add_to(*cmd);
   cmd->add_option("--prompt", args->prompt, "prompt text, or @FILE")->required();
   cmd->add_option("--json", args->json_out, "output JSON file")->required();
+  cmd->add_option("--sweep", args->sweep,
+                  "NAME=V1,V2,...: the run for each value of one of k, b_k, b_q, l_d, r_m against one dense prefill; "
+                  "a table on stdout, sweep_NAME.csv and an SVG per metric, the JSON at --json");
+  cmd->add_option("--sweep-out", args->sweep_out, "folder of the sweep's CSV and SVG files (default: the folder of --json)");
   add_quiet_flag(*cmd, args->quiet);
   cmd->callback([args] {
+    if (!args->sweep_out.empty() && args->sweep.empty())
+      throw InputError("--sweep-out names where a sweep's files go: give --sweep NAME=V1,V2,... too, or leave it out");
     // Everything that can be checked without the weights is, so no refusal comes at 100%.
     CommandPaths paths;
     paths.output_files.push_back({"--json", args->json_out});
     add_text_input(paths, "--prompt", args->prompt);
     for (const PathArg& f : model_input_files(args->model)) paths.input_files.push_back(f);
+    // The field's name is all the file names need; its values are checked once the config is read.
+    if (!args->sweep.empty())
+      add_sweep_paths(paths, args->sweep_out, args->json_out,
+                      sweep_field_by_name(args->sweep.substr(0, args->sweep.find('='))), args->model.device);
     check_command_paths(paths);
     const std::string prompt = read_text_argument(args->prompt, "--prompt");
     AnalysisOptions options = args->run.analysis(args->model.context);
@@ -45,9 +58,17 @@ void register_analyze_command(CLI::App& root) {
     args->run.hip.check_dense_layers(preflight.config);
     check_fits_context(preflight, static_cast<int64_t>(preflight.encode(prompt).size()), args->run.decode, "prompt",
                        "--prompt", "--decode");
+    const bool sweeping = !args->sweep.empty();
+    const SweepSpec sweep = sweeping ? parse_sweep(args->sweep, args->run.hip, preflight.config.n_layers) : SweepSpec{};
     ProgressLine progress("analyze", args->quiet);
     progress(0.0, "loading the model");
     auto model = args->model.load();
+    if (sweeping) {
+      const SweepResult result = run_sweep(model, prompt, options, sweep, std::ref(progress));
+      progress.finish();
+      write_sweep_outputs(result, *model, options, sweep_folder(args->sweep_out, args->json_out), args->json_out);
+      return;
+    }
     PairedAnalysis analysis = run_paired_analysis(model, prompt, options, std::ref(progress));
     progress(1.0, "offloading simulation");
     offload::OffloadConfig offload_config = args->run.offload(analysis, *model);

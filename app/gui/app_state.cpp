@@ -104,6 +104,9 @@ Request make_request(const AppState& s) {
   r.generate_id = s.generate_id;
   r.generate_tokens = s.generate_tokens;
   r.latency_tokens = s.latency_tokens;
+  r.sweep_id = s.sweep_id;
+  r.sweep_field = s.sweep_field;
+  r.sweep_values = s.sweep_values;
   if (s.capture) {  // read-only: the capture's model, prompt and parameters, never the sliders'
     const AnalysisView& a = *s.capture->analysis;
     const AnalysisOptions& o = a.analysis->options;
@@ -116,6 +119,7 @@ Request make_request(const AppState& s) {
     r.seed = o.random_seed;
     r.cache_factor = s.capture->knobs.cache_factor;
     r.generate_id = 0;  // generation needs the model
+    r.sweep_id = 0;     // and so does a sweep
   }
   return r;
 }

@@ -116,6 +116,10 @@ struct Selection {
   uint64_t generate_id = 0;
   int generate_tokens = 48;
   int64_t latency_tokens = 0;  // Latency panel: 0 the viewed layer, else a "what if" length
+  // Sweep panel: the run asked for (bumped by Run; 0: none), the field and its checked values.
+  uint64_t sweep_id = 0;
+  hip::HipField sweep_field = hip::HipField::kK;
+  std::vector<int64_t> sweep_values;
 
   // Called when the user steps past the initial nodes of a block; repeats are ignored.
   void record_stepped_block(const SteppedBlock& b);

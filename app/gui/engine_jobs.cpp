@@ -16,6 +16,8 @@
 #include "engine/generation/generation.h"
 #include "engine/backends/hip_attention.h"
 #include "engine/analysis/paired_analysis.h"
+#include "engine/analysis/sweep.h"
+#include "app/common/sweep_outputs.h"
 
 namespace hipstudio::gui {
 
@@ -186,6 +188,18 @@ std::optional<AttentionTiming> latency_job(const LoadedModel& model, const Layer
 std::optional<hip::ScoreLocality> device_locality_job(const LayerInputs& inputs, int64_t head,
                                                       const std::vector<int64_t>& queries, const hip::LocalityParams& lp) {
   return score_locality_on_device(inputs, head, queries, lp);
+}
+
+std::shared_ptr<const SweepView> sweep_job(const LoadedModel& model, const ModelInfo& info, const Request& r,
+                                           const JobProgress& progress) {
+  if (r.prompt.empty()) throw InputError(empty_prompt_message());
+  auto view = std::make_shared<SweepView>();
+  view->id = r.sweep_id;
+  view->base = analysis_options(info, r);
+  view->result = run_sweep(model.model, r.prompt, view->base, SweepSpec{r.sweep_field, r.sweep_values},
+                           [&](double f, const std::string& what) { return progress(f, what); });
+  view->context = app::sweep_context(info.display_name, info.device, view->base, view->result);
+  return view;
 }
 
 void generate_job(const LoadedModel& model, const ModelInfo& info, const Request& r,

@@ -77,6 +77,11 @@ std::optional<AttentionTiming> latency_job(const LoadedModel& model, const Layer
 std::optional<hip::ScoreLocality> device_locality_job(const LayerInputs& inputs, int64_t head,
                                                       const std::vector<int64_t>& queries, const hip::LocalityParams& lp);
 
+// The Sweep panel's sweep (engine/analysis/sweep.h) of r.sweep_field over r.sweep_values, with r's
+// other settings: what `hipstudio analyze --sweep` gives for them. InputError for a refused value.
+std::shared_ptr<const SweepView> sweep_job(const LoadedModel& model, const ModelInfo& info, const Request& r,
+                                           const JobProgress& progress);
+
 // Continues the prompt greedily with dense attention, then with HiP; `update` receives the growing
 // view after every piece of text and returns false to cancel (throws Cancelled).
 void generate_job(const LoadedModel& model, const ModelInfo& info, const Request& r,

@@ -1,5 +1,6 @@
 #include "app/gui/file_browser.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <system_error>
 #include <utility>
@@ -33,16 +34,20 @@ void FileBrowser::open(BrowseFor mode, std::string title, const std::string& cur
   extensions_ = std::move(extensions);
   chosen_.clear();
   error_.clear();
-  ask_ = Ask::kNone;
+  question_.forget();
   std::error_code ec;
   const bool is_file = !current.empty() && std::filesystem::is_regular_file(current, ec);
   name_edit_ = is_file || mode == BrowseFor::kSaveFile ? std::filesystem::path(current).filename().string() : "";
+  if (mode == BrowseFor::kSaveFolder) name_edit_.clear();
   go_to(starting_folder(current));
   open_ = request_popup_ = true;
 }
 
 void FileBrowser::go_to(const std::string& folder) {
   listing_ = list_folder(folder, extensions_, show_hidden_);
+  if (mode_ == BrowseFor::kSaveFolder)  // folders only: the files there are not what is picked
+    listing_.entries.erase(std::remove_if(listing_.entries.begin(), listing_.entries.end(), [](const BrowserEntry& e) { return !e.folder; }),
+                           listing_.entries.end());
   folder_edit_ = listing_.folder;
 }
 
@@ -70,8 +75,9 @@ bool FileBrowser::draw(std::vector<std::string>& recent, const Theme& theme) {
     return false;
   }
   keep_window_inside_viewport();
-  if (ask_ != Ask::kNone) {
-    draw_confirm(recent, theme, done);
+  if (question_.asking()) {
+    if (question_.draw(error_)) done = choose(recent, question_.path());
+    error_text(theme, error_);
     ImGui::EndPopup();
     return done;
   }
@@ -123,23 +129,17 @@ bool FileBrowser::draw(std::vector<std::string>& recent, const Theme& theme) {
 
   // The name and the buttons.
   ImGui::SetNextItemWidth(-1);
-  const char* hint = mode_ == BrowseFor::kSaveFile ? "file name to save" : "file name (or pick one above)";
+  const char* hint = mode_ == BrowseFor::kSaveFile     ? "file name to save"
+                     : mode_ == BrowseFor::kSaveFolder ? "new folder name (empty: the folder in view)"
+                                                       : "file name (or pick one above)";
   const bool enter = ImGui::InputTextWithHint("##name", hint, &name_edit_, ImGuiInputTextFlags_EnterReturnsTrue);
   error_text(theme, error_);
   const std::string target = name_edit_.empty() ? std::string() : join_path(listing_.folder, name_edit_);
   if (mode_ == BrowseFor::kSaveFile) {
-    if (ImGui::Button("Save") || enter) {
-      const SaveCheck c = check_save_target(target);
-      if (!c.ok()) {
-        error_ = c.error;
-      } else if (!c.missing_folder.empty()) {
-        ask_ = Ask::kCreateFolder, ask_path_ = target, ask_check_ = c;
-      } else if (c.replaces_file) {
-        ask_ = Ask::kReplace, ask_path_ = target, ask_check_ = c;
-      } else {
-        done = choose(recent, target);
-      }
-    }
+    if ((ImGui::Button("Save") || enter) && question_.check(target, false, error_)) done = choose(recent, target);
+  } else if (mode_ == BrowseFor::kSaveFolder) {
+    const std::string into = target.empty() ? listing_.folder : target;
+    if ((ImGui::Button("Use this folder") || enter) && question_.check(into, true, error_)) done = choose(recent, into);
   } else {
     const std::string open_path = !pick_file.empty() ? join_path(listing_.folder, pick_file) : target;
     std::error_code ec;
@@ -172,38 +172,6 @@ bool FileBrowser::draw(std::vector<std::string>& recent, const Theme& theme) {
   ImGui::EndPopup();
   if (!still_open) open_ = false;
   return done;
-}
-
-void FileBrowser::draw_confirm(std::vector<std::string>& recent, const Theme& theme, bool& done) {
-  if (ask_ == Ask::kCreateFolder) {
-    ImGui::TextWrapped("The folder %s does not exist. Create it and save %s there?", ask_check_.missing_folder.c_str(),
-                       std::filesystem::path(ask_path_).filename().string().c_str());
-    if (ImGui::Button("Create folder and save")) {
-      const std::string err = create_folders(ask_check_.missing_folder);
-      if (!err.empty()) {
-        error_ = err;
-        ask_ = Ask::kNone;
-        return;
-      }
-      if (ask_check_.replaces_file) {
-        ask_ = Ask::kReplace;
-        return;
-      }
-      ask_ = Ask::kNone;
-      done = choose(recent, ask_path_);
-      return;
-    }
-  } else {
-    ImGui::TextWrapped("%s exists. Replace it?", ask_path_.c_str());
-    if (ImGui::Button("Replace")) {
-      ask_ = Ask::kNone;
-      done = choose(recent, ask_path_);
-      return;
-    }
-  }
-  ImGui::SameLine();
-  if (ImGui::Button("Back")) ask_ = Ask::kNone;
-  error_text(theme, error_);
 }
 
 }  // namespace hipstudio::gui

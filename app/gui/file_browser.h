@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "app/gui/file_browser_model.h"
+#include "app/gui/save_question.h"
 #include "app/gui/theme.h"
 
 namespace hipstudio::gui {
@@ -15,6 +16,7 @@ enum class BrowseFor {
   kOpenFile,  // an existing file the filter accepts
   kModel,     // a model file, or the folder in view (a Hugging Face folder holds config.json)
   kSaveFile,  // a file to write (it may exist: replacing it is confirmed)
+  kSaveFolder,  // a folder to write into: the one in view, or a new one named in the field (asked first)
 };
 
 class FileBrowser {
@@ -32,17 +34,14 @@ class FileBrowser {
  private:
   void go_to(const std::string& folder);
   bool choose(std::vector<std::string>& recent, const std::string& path);
-  void draw_confirm(std::vector<std::string>& recent, const Theme& theme, bool& done);
 
   BrowseFor mode_ = BrowseFor::kOpenFile;
   std::string title_, chosen_, folder_edit_, name_edit_, error_;
   std::vector<std::string> extensions_;
   FolderListing listing_;
   bool open_ = false, request_popup_ = false, show_hidden_ = false;
-  // A Save that waits for the user's yes: which question, for which path.
-  enum class Ask { kNone, kCreateFolder, kReplace } ask_ = Ask::kNone;
-  std::string ask_path_;
-  SaveCheck ask_check_;
+  // A Save that waits for the user's yes (a folder to create, a file to replace).
+  SaveQuestion question_;
 };
 
 }  // namespace hipstudio::gui

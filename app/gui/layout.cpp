@@ -8,6 +8,7 @@
 
 #include "app/gui/capture_view.h"
 #include "app/gui/export_preview.h"
+#include "app/gui/file_browser.h"
 #include "app/gui/files.h"
 #include "app/gui/save_export.h"
 #include "app/gui/shortcuts.h"
@@ -189,11 +190,16 @@ void draw_save_capture_modal(PanelContext& ctx, const std::vector<std::unique_pt
   AppState& s = ctx.state;
   std::string& path = s.dialogs.save_path;
   std::string& error = s.dialogs.save_error;
+  // The file browser picks the path (it asks about a missing folder or a file it replaces itself);
+  // a typed path asks the same before the save starts.
+  static FileBrowser browser;
+  static SaveQuestion question;
   if (s.show_save_capture) {
     ImGui::OpenPopup("Save capture");
     s.show_save_capture = false;
     path = default_capture_path();
     error.clear();
+    question.forget();
   }
   fit_next_window(ImVec2(ImGui::GetFontSize() * 36, 0));
   if (!ImGui::BeginPopupModal("Save capture", nullptr, ImGuiWindowFlags_NoSavedSettings)) return;
@@ -210,13 +216,16 @@ void draw_save_capture_modal(PanelContext& ctx, const std::vector<std::unique_pt
   if (blocks.size() > 6) traced += ", ...";
   ImGui::TextWrapped("Capture of the live run (reopens without the model): views %s; %zu stepped query block%s traced%s%s%s.", list.c_str(),
                      blocks.size(), blocks.size() == 1 ? "" : "s", blocks.empty() ? "" : " (", traced.c_str(), blocks.empty() ? "" : ")");
-  ImGui::TextDisabled("Folders on the path are created.");
   if (ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere();
-  ImGui::SetNextItemWidth(-1);
+  ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 6);
   const bool enter = ImGui::InputTextWithHint("##save_path", "~/run.hipcap", &path,
                                               ImGuiInputTextFlags_EnterReturnsTrue | ImGuiInputTextFlags_AutoSelectAll);
+  ImGui::SameLine();
+  if (ImGui::Button("Browse...##save")) browser.open(BrowseFor::kSaveFile, "Save capture", expand_home(path), {".hipcap"});
+  const bool browsed = browser.draw(s.recent_folders, ctx.theme);
+  if (browsed) path = browser.chosen();
   error_text(ctx, error);
-  if (ImGui::Button("Save") || enter) {
+  if (browsed || save_button("Save", path, false, enter, question, error)) {
     if (start_save_capture(s, ctx.snap, views, path)) {
       ImGui::CloseCurrentPopup();
     } else {
@@ -236,11 +245,15 @@ void draw_export_modal(PanelContext& ctx) {
   ExportOptions& o = s.dialogs.export_options;
   std::string& error = s.dialogs.export_error;
   static int px = 1024, tile = 4096;
+  // The folder picked in the file browser, or typed: a missing one is created only once agreed to.
+  static FileBrowser browser;
+  static SaveQuestion question;
   if (s.show_export_view) {
     ImGui::OpenPopup("Export view");
     s.show_export_view = false;
     o.dir = default_export_dir();
     error.clear();
+    question.forget();
   }
   fit_next_window(ImVec2(ImGui::GetFontSize() * 36, 0));
   if (!ImGui::BeginPopupModal("Export view", nullptr, ImGuiWindowFlags_NoSavedSettings)) return;
@@ -258,13 +271,16 @@ void draw_export_modal(PanelContext& ctx) {
   static bool pdf = false;
   ImGui::SameLine();
   ImGui::Checkbox("each SVG also as PDF", &pdf);
-  ImGui::TextWrapped("Layer %d, head %d, query block %d, Delta %d: %s, into the folder (created if missing):",
+  ImGui::TextWrapped("Layer %d, head %d, query block %d, Delta %d: %s, into the folder (a missing one is created once you agree):",
                      s.layer, s.head, s.query_block, s.delta,
                      only.empty() ? "mask figure (PNG and SVG), iteration figure, locality, hit-ratio and latency SVG, metrics CSV"
                                   : only == "mask" ? "the mask figure (PNG and SVG)"
                                   : only == "metrics" ? "the per-head metrics CSV" : ("the " + only + " SVG").c_str());
-  ImGui::SetNextItemWidth(-1);
+  ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 6);
   ImGui::InputTextWithHint("##export_dir", "~/export", &o.dir, ImGuiInputTextFlags_AutoSelectAll);
+  ImGui::SameLine();
+  if (ImGui::Button("Browse...##export")) browser.open(BrowseFor::kSaveFolder, "Export into", expand_home(o.dir), {});
+  if (browser.draw(s.recent_folders, ctx.theme)) o.dir = browser.chosen();  // Export then writes there
   ImGui::Checkbox("Mask at full detail, in PNG tiles", &o.tiles);
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
   if (o.tiles) {
@@ -283,7 +299,7 @@ void draw_export_modal(PanelContext& ctx) {
   if (ImGui::RadioButton("dark", o.dark_style)) o.dark_style = true;
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("The figures' colours do not follow the UI theme: paper is for print.");
   error_text(ctx, error);
-  if (ImGui::Button("Export")) {
+  if (save_button("Export", o.dir, true, false, question, error)) {
     if (start_export_view(s, ctx.snap, o, only, pdf)) {
       ImGui::CloseCurrentPopup();
     } else {

@@ -61,5 +61,7 @@ std::unique_ptr<Panel> make_latency_panel();
 std::unique_ptr<Panel> make_generate_panel();
 std::unique_ptr<Panel> make_token_panel();
 std::unique_ptr<Panel> make_heads_panel();
+std::unique_ptr<Panel> make_sweep_panel();
+std::unique_ptr<Panel> make_grid_panel();
 
 }  // namespace hipstudio::gui

@@ -4,8 +4,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/analysis/hip_model_params.h"
+#include "kernels/hip_param_fields.h"
 
 namespace hipstudio::gui {
 
@@ -39,6 +41,11 @@ struct Request {
   // The Latency panel's timing: 0 times the viewed layer's own inputs; > 0 random inputs of the
   // model's attention shapes at this length (the "what if" readout).
   int64_t latency_tokens = 0;
+  // The Sweep panel's run (engine/analysis/sweep.h) of the current settings: bumped by its Run
+  // button (0: nothing asked); the field it varies and the values, checked by the panel.
+  uint64_t sweep_id = 0;
+  hip::HipField sweep_field = hip::HipField::kK;
+  std::vector<int64_t> sweep_values;
 };
 
 // Decode steps the GUI's analysis leaves room for in its KV caches (the decode slider's maximum),

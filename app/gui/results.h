@@ -13,6 +13,7 @@
 
 #include "engine/analysis/attention_timing_result.h"
 #include "engine/analysis/paired_result.h"
+#include "engine/analysis/sweep_result.h"
 #include "engine/offload/offload_result.h"
 #include "engine/offload/offload_simulator.h"
 #include "kernels/hip_trace.h"
@@ -177,6 +178,14 @@ struct GenerateView {
   std::string error;
 };
 
+// The Sweep panel's result: one row per value, and what every value shared.
+struct SweepView {
+  uint64_t id = 0;       // the Request::sweep_id it answers
+  SweepResult result;
+  AnalysisOptions base;  // the settings every value shares (the swept field's own is replaced)
+  std::string context;   // app::sweep_context: model, device, T, the settings held (the figures' subtitle)
+};
+
 // The worker's stages, in the order it brings them up to date.
 // kStageAnalysis is the paired run's prefill half (the prompt's results, which the layer views read);
 // kStageDecode its decode half (decode steps, access streams, decode latency), re-run alone when only
@@ -185,8 +194,9 @@ struct GenerateView {
 // layer (its views first), and the metrics, the decode half and the other layers' views wait for it.
 // kStageViews computes, in the background, the views of the layers the prefill deferred.
 // kStageLatency times the viewed layer's attention (or a "what if" length) with CUDA events.
+// kStageSweep runs the Sweep panel's sweep when asked (Request::sweep_id), after the views.
 enum Stage { kStageModel, kStageAnalysis, kStageHipRest, kStageDecode, kStageMasks, kStageTrace, kStageDense, kStageLocality,
-             kStageOffload, kStageLatency, kStageViews, kStageGenerate, kStageCount };
+             kStageOffload, kStageLatency, kStageViews, kStageGenerate, kStageSweep, kStageCount };
 const char* stage_name(int stage);
 
 // One paired run's totals for the Latency panel's history.
@@ -211,6 +221,7 @@ struct Snapshot {
   std::shared_ptr<const OffloadView> offload;
   std::shared_ptr<const LatencyView> latency;
   std::shared_ptr<const GenerateView> generate;
+  std::shared_ptr<const SweepView> sweep;
   // Every paired run's latency since the app started, oldest first: appended by the worker as each
   // run finishes, whether or not the Latency panel is open.
   std::shared_ptr<const std::vector<LatencySample>> latency_history;

@@ -11,6 +11,8 @@
 #include <stdexcept>
 
 #include "app/gui/capture_view.h"
+#include <imgui.h>
+
 #include "app/gui/worker.h"
 #include "captures/atomic_file.h"
 #include "captures/capture.h"
@@ -65,12 +67,6 @@ std::string stamp() {
   return buf;
 }
 
-// "~/x" -> "$HOME/x".
-std::string expand_home(const std::string& path) {
-  if (path == "~" || path.rfind("~/", 0) == 0) return home_dir() + path.substr(1);
-  return path;
-}
-
 // The offloading configuration the Cache panel simulates (compute_offload), the `capture`
 // command's defaults otherwise (vector page table, LRU, automatic bank sizes).
 offload::OffloadConfig offload_config(const AnalysisView& a, double cache_factor) {
@@ -121,6 +117,21 @@ std::vector<int64_t> with_delta(std::vector<int64_t> deltas, int64_t delta) {
 }
 
 }  // namespace
+
+std::string expand_home(const std::string& path) {
+  if (path == "~" || path.rfind("~/", 0) == 0) return home_dir() + path.substr(1);
+  return path;
+}
+
+bool save_button(const char* label, const std::string& path, bool folder, bool enter, SaveQuestion& question,
+                 std::string& error) {
+  if (question.asking()) {
+    // The question adds lines to the modal: its height fits them (0 asks ImGui to fit that axis).
+    ImGui::SetWindowSize(ImVec2(ImGui::GetWindowWidth(), 0.0f));
+    return question.draw(error);
+  }
+  return (ImGui::Button(label) || enter) && question.check(expand_home(path), folder, error);
+}
 
 std::vector<SteppedBlock> traceable_blocks(const AppState& s, const Snapshot& snap) {
   std::vector<SteppedBlock> out;
@@ -198,8 +209,8 @@ bool start_save_capture(AppState& s, const Snapshot& snap, const std::vector<std
     TaskOutcome out;
     out.save = true;
     try {
-      // The folder is created as Export view creates its own; a file where a folder should be, or
-      // a read-only place, still fails with the reason.
+      // The dialog asked before a missing folder (save_button); a file where a folder should be,
+      // or a read-only place, still fails with the reason.
       const fs::path parent = fs::absolute(path).parent_path();
       std::error_code ec;
       fs::create_directories(parent, ec);

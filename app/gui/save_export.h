@@ -11,12 +11,22 @@
 #include <vector>
 
 #include "app/gui/panel.h"
+#include "app/gui/save_question.h"
 
 namespace hipstudio::gui {
 
 // ~/hipstudio-<YYYY-MM-DD-HHMMSS>.hipcap and ~/hipstudio-export-<...> (the folder of an export).
 std::string default_capture_path();
 std::string default_export_dir();
+
+// "~/x" -> "$HOME/x": how the dialogs' paths are read.
+std::string expand_home(const std::string& path);
+
+// A dialog's Save / Export button and what it asks first (save_question.h): while a question waits,
+// the question and its buttons instead of the button. `folder`: `path` is a folder to write into.
+// True on the frame the write may start: pressed (or `enter`) with nothing to ask, or agreed to.
+bool save_button(const char* label, const std::string& path, bool folder, bool enter, SaveQuestion& question,
+                 std::string& error);
 
 // Why saving / exporting is not possible now ("" when it is): a capture is open (saving is disabled
 // then: the file on disk is the capture), no finished live run, a synthetic run, a task running.

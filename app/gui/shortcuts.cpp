@@ -28,6 +28,8 @@ const std::vector<Shortcut>& shortcuts() {
       {"Ctrl+8", "All heads", GLFW_KEY_8, true, Action::FocusPanel, "heads"},
       {"Ctrl+9", "Token view", GLFW_KEY_9, true, Action::FocusPanel, "tokens"},
       {"Ctrl+B", "Compare captures (A and B)", GLFW_KEY_B, true, Action::FocusPanel, "compare_captures"},
+      {"Ctrl+0", "Sweep", GLFW_KEY_0, true, Action::FocusPanel, "sweep"},
+      {"Ctrl+L", "Layers x heads", GLFW_KEY_L, true, Action::FocusPanel, "grid"},
       {"Ctrl+Enter", "run the edited prompt", GLFW_KEY_ENTER, true, Action::RunPrompt, nullptr, false},
       {"Esc", "cancel the running computation", GLFW_KEY_ESCAPE, false, Action::Cancel},
       {"Ctrl+G", "generate with dense attention and HiP", GLFW_KEY_G, true, Action::Generate},

@@ -109,6 +109,7 @@ class Worker {
   void run_views(const Request& r, StageRun& run);
   void run_offload(const Request& r, StageRun& run);
   void run_generate(const Request& r, StageRun& run);
+  void run_sweep(const Request& r, StageRun& run);
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;

@@ -59,6 +59,14 @@ const std::vector<Worker::StageDef>& Worker::stages() {
        [](const Request& r) { return r.generate_id == 0 || no_model_behind(r); }, false, true, false,
        [](std::ostream& k, const Request& r) { k << "|G" << r.generate_id << '|' << r.generate_tokens; },
        &Worker::run_generate, true},
+      // The Sweep panel's sweep: its own paired run, when asked, after the views and the decode half.
+      {kStageSweep, model, analysis | bit(kStageDecode),
+       [](const Request& r) { return r.sweep_id == 0 || no_model_behind(r); }, false, true, true,
+       [](std::ostream& k, const Request& r) {
+         k << "|W" << r.sweep_id << '|' << static_cast<int>(r.sweep_field);
+         for (int64_t v : r.sweep_values) k << ',' << v;
+       },
+       &Worker::run_sweep, false},
   };
   return table;
 }
@@ -70,7 +78,7 @@ const Worker::StageDef& Worker::stage_def(int stage) {
 }
 
 const char* stage_name(int stage) {
-  static const char* names[] = {"model", "analysis", "HiP layers", "decode", "masks", "trace", "dense", "locality", "offload", "latency", "layer views", "generate"};
+  static const char* names[] = {"model", "analysis", "HiP layers", "decode", "masks", "trace", "dense", "locality", "offload", "latency", "layer views", "generate", "sweep"};
   return stage >= 0 && stage < kStageCount ? names[stage] : "?";
 }
 
@@ -296,6 +304,14 @@ void Worker::run_generate(const Request& r, StageRun& run) {
     }
     return keep_going(run.stage, run.key);
   });
+}
+
+void Worker::run_sweep(const Request& r, StageRun& run) {
+  // One value after another against one dense prefill of its own (the one on screen stays); a cancel
+  // or a new request stops it at the next progress check, and the last whole sweep stays on screen.
+  auto v = sweep_job(*model_, *current_.model, r, run.progress);
+  std::lock_guard<std::mutex> lock(mutex_);
+  current_.sweep = v;
 }
 
 }  // namespace hipstudio::gui

@@ -134,6 +134,7 @@ SelfTest::SelfTest(std::vector<std::unique_ptr<Panel>>& panels, const std::strin
   if (!(only_frames && *only_frames == '1' && frames_ > 0)) {
     build_steps();
     build_view_steps();
+    build_panel_steps();
     build_capture_steps();
     build_input_steps();
     build_compare_steps();

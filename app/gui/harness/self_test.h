@@ -112,6 +112,7 @@ class SelfTest {
   SelfTestStep open_panel_step(Panel* panel, const std::string& name, double timeout_s,
                                std::function<void(const std::string& shot)> on_shot = {});
   void build_view_steps();    // self_test_views.cpp: stale / dense layer / token / heads / linked
+  void build_panel_steps();   // self_test_panels.cpp: the Sweep panel (numbers, plot, cancel), the layers x heads grid
   void build_export_shot_steps();
   void build_capture_steps();
   void build_input_steps();   // self_test_inputs.cpp: long, empty and refused inputs, refit, preview, capture text

@@ -64,10 +64,10 @@ using Clock = std::chrono::steady_clock;
 const char* const kMore = kSelfTestMore;
 constexpr double kCancelBoundS = 5.0;  // a cancel must leave the worker idle within this
 
-// Every stage but generation (which runs only when asked) is up to date for the request.
+// Every stage but generation and the sweep (which run only when asked) is up to date for the request.
 bool views_fresh(const Snapshot& s) {
   for (int st = 0; st < kStageCount; ++st)
-    if (st != kStageGenerate && !s.fresh(st)) return false;
+    if (st != kStageGenerate && st != kStageSweep && !s.fresh(st)) return false;
   return s.analysis && s.masks && s.trace && s.dense && s.locality && s.offload;
 }
 

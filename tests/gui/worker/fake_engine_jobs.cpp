@@ -142,6 +142,21 @@ void generate_job(const LoadedModel&, const ModelInfo&, const Request& r,
   update(view);
 }
 
+std::shared_ptr<const SweepView> sweep_job(const LoadedModel&, const ModelInfo&, const Request& r, const JobProgress& progress) {
+  auto view = std::make_shared<SweepView>();
+  view->id = r.sweep_id;
+  view->result.field = r.sweep_field;
+  for (size_t i = 0; i < r.sweep_values.size(); ++i) {
+    if (!progress(static_cast<double>(i) / static_cast<double>(r.sweep_values.size()), "fake sweep value")) throw Cancelled();
+    std::this_thread::sleep_for(std::chrono::microseconds(kFakeCheckMicros));
+    SweepRow row;
+    row.value = r.sweep_values[i];
+    row.recall = 1.0 / static_cast<double>(i + 1);  // a pure function of the request
+    view->result.rows.push_back(row);
+  }
+  return view;
+}
+
 std::shared_ptr<const AnalysisView> fake_analysis(const Request& r) {
   auto view = std::const_pointer_cast<AnalysisView>(synthetic_analysis(kFakeTokens, r));
   auto pa = std::make_shared<PairedAnalysis>(*view->analysis);

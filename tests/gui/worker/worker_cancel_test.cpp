@@ -38,6 +38,9 @@ Request request_for(int set, uint64_t generate_id) {
   r.query_block = 1 << 20;
   r.generate_id = generate_id;
   r.generate_tokens = 12;
+  // The sweep runs with each generation, so cancels land in it too (every stage must end fresh).
+  r.sweep_id = generate_id;
+  r.sweep_values = {8, 16};
   return r;
 }
 constexpr int kSets = 4;

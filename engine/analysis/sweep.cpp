@@ -1,0 +1,112 @@
+#include "engine/analysis/sweep.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "engine/formats/errors.h"
+#include "engine/runtime/run_cancelled.h"
+
+namespace hipstudio {
+
+namespace {
+using hip::HipField;
+
+std::string point_name(HipField field, int64_t value) {
+  return std::string(hip::hip_field_name(field)) + " = " + std::to_string(value);
+}
+}  // namespace
+
+AnalysisOptions sweep_point_options(const AnalysisOptions& base, HipField field, int64_t value) {
+  if (!sweep_field_allowed(field))
+    throw InputError(std::string("a sweep varies k, b_k, b_q, l_d or r_m, not '") + hip::hip_field_name(field) + "'");
+  AnalysisOptions options = base;
+  options.keep_all_layers = false;
+  options.keep_layers.clear();
+  options.views_only_layer = -1;
+  options.keep_viewed_if_short = false;
+  options.viewed_layer_first = false;
+  if (field == HipField::kDenseLayers) {
+    if (value < 0) throw InputError(point_name(field, value) + ": l_d must be >= 0");
+    options.hip.dense_layers = value;
+  } else if (field == HipField::kRefreshEvery) {
+    if (value < 1) throw InputError(point_name(field, value) + ": r_m must be >= 1");
+    options.hip.refresh_every = value;
+  } else {
+    *hip::hip_size_field(options.hip.hip, field) = value;
+  }
+  try {
+    hip::validate_hip_params(options.hip.hip);
+  } catch (const std::invalid_argument& e) {
+    throw InputError(point_name(field, value) + ": " + e.what());
+  }
+  return options;
+}
+
+double quality_over_hip_layers(const PairedAnalysis& a, double HeadQuality::*field) {
+  bool any_hip = false;
+  for (const LayerQuality& l : a.layers) any_hip |= !l.dense;
+  double sum = 0;
+  int64_t n = 0;
+  for (const LayerQuality& l : a.layers)
+    if (!l.dense || !any_hip)
+      for (const HeadQuality& h : l.heads)
+        if (std::isfinite(h.*field)) sum += h.*field, ++n;
+  return n ? sum / static_cast<double>(n) : NAN;
+}
+
+SweepRow sweep_row(const PairedAnalysis& a, int64_t value, bool timed) {
+  SweepRow row;
+  row.value = value;
+  row.recall = quality_over_hip_layers(a, &HeadQuality::recall);
+  row.mass = quality_over_hip_layers(a, &HeadQuality::mass);
+  row.out_rel_err = quality_over_hip_layers(a, &HeadQuality::out_rel_err);
+  row.kl = a.kl;
+  row.latency_ms = timed ? a.hip.latency.prefill.total() : NAN;
+  row.mask_refreshes = a.mask_refreshes;
+  return row;
+}
+
+SweepResult run_sweep(std::shared_ptr<const Model> model, const std::string& prompt, const AnalysisOptions& base,
+                      const SweepSpec& spec, const AnalysisProgress& progress) {
+  if (spec.values.empty()) throw InputError("a sweep needs at least one value");
+  std::vector<AnalysisOptions> points;
+  for (int64_t v : spec.values) {
+    points.push_back(sweep_point_options(base, spec.field, v));
+    if (spec.field == HipField::kDenseLayers && v >= model->config.n_layers)
+      throw InputError(point_name(spec.field, v) + ": give a value from 0 to " + std::to_string(model->config.n_layers - 1) +
+                       " (the first l_d layers run dense; this model has " + std::to_string(model->config.n_layers) +
+                       " layers)");
+  }
+  SweepResult result;
+  result.field = spec.field;
+  result.timed = model->run.device.is_cuda();
+  const double n = static_cast<double>(points.size());
+  // Point i owns the fraction [i / n, (i + 1) / n) of the progress; the first also holds the dense prefill.
+  const auto part = [&](size_t i) {
+    return [&progress, i, n, &spec](double f, const std::string& what) {
+      if (!progress) return true;
+      const std::string at = point_name(spec.field, spec.values[i]) + " (" + std::to_string(i + 1) + " of " +
+                             std::to_string(static_cast<int64_t>(n)) + "): " + what;
+      if (!progress((static_cast<double>(i) + f) / n, at)) throw RunCancelled();
+      return true;
+    };
+  };
+  const int64_t steps = base.decode_steps;
+  std::unique_ptr<PairedPrefill> prefill;
+  for (size_t i = 0; i < points.size(); ++i) {
+    const AnalysisOptions& o = points[i];
+    const auto report = part(i);
+    if (!prefill)
+      prefill = PairedPrefill::run(model, prompt, o, steps, [&](double f, const std::string& w) { return report(0.8 * f, w); });
+    else if (spec.field != HipField::kRefreshEvery)
+      prefill->rerun_hip(o, [&](double f, const std::string& w) { return report(0.8 * f, w); });
+    const PairedAnalysis a = prefill->decode(steps, o.hip.refresh_every,
+                                             [&](double f, const std::string& w) { return report(0.8 + 0.2 * f, w); });
+    result.prompt_tokens = static_cast<int64_t>(a.prompt_ids.size());
+    result.rows.push_back(sweep_row(a, spec.values[i], result.timed));
+  }
+  if (progress && !progress(1.0, "sweep done")) throw RunCancelled();
+  return result;
+}
+
+}  // namespace hipstudio
