@@ -26,13 +26,11 @@ void attend(const AttentionInputs& in, int64_t h, int64_t i, const std::vector<i
   if (keys.empty()) return;  // cannot happen for a valid query (it always sees itself or the sink)
   const int64_t g = kv_head(in, h);
   const float* q = q_row(in, h, i);
-  const double scale = t.scale > 0.0 ? t.scale : 1.0 / std::sqrt(static_cast<double>(d));
-  const double cap = t.softcap;
+  const double scale = score_scale(t, d);
   s.w.resize(keys.size());
   double mx = -INFINITY;
   for (size_t j = 0; j < keys.size(); ++j) {
-    s.w[j] = dot_f64(q, k_row(in, g, keys[j]), d) * scale;
-    if (cap > 0.0) s.w[j] = cap * std::tanh(s.w[j] / cap);
+    s.w[j] = score_logit(dot_f64(q, k_row(in, g, keys[j]), d), scale, t);
     mx = std::max(mx, s.w[j]);
   }
   double sum = 0;
