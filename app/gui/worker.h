@@ -57,6 +57,7 @@ class Worker {
   // One row of the stage table (worker_stages.cpp).
   struct StageDef {
     int stage;                       // its index in the Snapshot's per-stage arrays (results.h)
+    const char* name;                // what the status bar and the self-test call it (stage_name)
     uint32_t reads;                  // bit s: computes from stage s's result
     uint32_t after;                  // bit s: runs only once stage s is done (reads nothing of it)
     bool (*skipped)(const Request&); // this kind of run has no such stage; nullptr: never skipped
@@ -73,6 +74,7 @@ class Worker {
   static const std::vector<StageDef>& stages();
   static const StageDef& stage_def(int stage);
   friend std::string stage_key(int stage, const Request& r);
+  friend const char* stage_name(int stage);
 
   void run();
   bool step(const Request& r);  // runs one stage; false: nothing left to do
