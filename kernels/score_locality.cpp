@@ -14,6 +14,21 @@ double normal_cdf(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
 
 }  // namespace
 
+LocalitySample locality_sample(int64_t tokens, int64_t bins, const std::vector<int64_t>& shown) {
+  LocalitySample s;
+  s.params.bins = bins;
+  const int64_t first = tokens / 2, n = std::min<int64_t>(64, tokens - first);
+  for (int64_t i = 0; i < n; ++i) s.rows.push_back(first + i * (tokens - first) / n);
+  const int64_t last = s.rows.empty() ? 0 : s.rows.back();
+  std::vector<int64_t>& deltas = s.params.deltas;
+  for (int64_t d = 1; d <= last; d = d < 8 ? d + 1 : d * 5 / 4) deltas.push_back(d);
+  for (int64_t d : shown)
+    if (d >= 1 && d <= last) deltas.push_back(d);
+  std::sort(deltas.begin(), deltas.end());
+  deltas.erase(std::unique(deltas.begin(), deltas.end()), deltas.end());
+  return s;
+}
+
 void validate_locality_params(const LocalityParams& lp) {
   if (lp.bins < 1) throw HipParamError("histogram bins (" + std::to_string(lp.bins) + ") must be >= 1");
   for (int64_t delta : lp.deltas) {

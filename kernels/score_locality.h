@@ -40,6 +40,20 @@ struct ScoreLocality {
 ScoreLocality score_locality(const AttentionInputs& in, const HipParams& p, int64_t head,
                              const std::vector<int64_t>& queries, const LocalityParams& lp);
 
+// The query rows and Deltas every locality view pools (docs/ANALYSIS.md, "Score locality"): the
+// GUI's panel, on the CPU or on the device, and captures, so that an exported figure is the one on
+// screen. For a T-token prompt:
+//   rows: n = min(64, T - T/2) rows spread over the prompt's second half (they see the most keys),
+//         row i = T/2 + i (T - T/2) / n;
+//   deltas: 1, 2, ..., 8, then each times 5/4 (rounded down), a geometric sweep for the mean / std
+//         curve, with `shown` (the Delta a histogram shows) added; only those the last row has a
+//         pair for (Delta <= its position), ascending, once each.
+struct LocalitySample {
+  std::vector<int64_t> rows;  // ascending query rows
+  LocalityParams params;      // deltas as above, `bins` bins
+};
+LocalitySample locality_sample(int64_t tokens, int64_t bins, const std::vector<int64_t>& shown = {});
+
 // Throws HipParamError for bins < 1 or a Delta < 1 (every implementation checks the same rules).
 void validate_locality_params(const LocalityParams& lp);
 

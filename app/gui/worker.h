@@ -154,12 +154,12 @@ std::shared_ptr<const DenseView> compute_dense(const AnalysisView& a, const Requ
 // The same view from an image pooled elsewhere (on the device); `source` names it.
 std::shared_ptr<const DenseView> compute_dense(const Request& r, viz::HeatGrid probs, const std::string& source);
 std::shared_ptr<const LocalityView> compute_locality(const AnalysisView& a, const Request& r);  // the reference's
-// The query rows the locality view samples (64 from the prompt's second half), its Deltas (the
-// picked one, then a sweep for the mean / std curve), and the view from statistics computed
-// elsewhere with them (on the device: engine/analysis/device_locality.h).
-std::vector<int64_t> locality_queries(int64_t tokens);
-hip::LocalityParams locality_params(const Request& r, int64_t tokens);
-std::shared_ptr<const LocalityView> compute_locality(const Request& r, const hip::ScoreLocality& stats);
+// The query rows and Deltas the locality view pools (hip::locality_sample with the viewed Delta and
+// bins), and the view from statistics computed with them elsewhere (on the device:
+// engine/analysis/device_locality.h); `source` names where.
+hip::LocalitySample locality_sample(const Request& r, int64_t tokens);
+std::shared_ptr<const LocalityView> compute_locality(const Request& r, const hip::ScoreLocality& stats,
+                                                     const std::string& source);
 // `checkpoint` runs between its replays (one per bank size and context, about 0.3 s each at 32k
 // tokens) and may throw to stop it: the worker's stage gives way there.
 std::shared_ptr<const OffloadView> compute_offload(const AnalysisView& a, const Request& r,

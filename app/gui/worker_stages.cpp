@@ -241,8 +241,11 @@ void Worker::run_locality(const Request& r, StageRun&) {
   const Request rc = clamp_selection(*current_.analysis, r);
   const LayerInputs* in = current_.analysis->analysis->find_inputs(rc.layer);
   std::optional<hip::ScoreLocality> on_device;
-  if (in) on_device = device_locality_job(*in, rc.head, locality_queries(in->tokens), locality_params(rc, in->tokens));
-  auto l = on_device ? compute_locality(rc, *on_device) : compute_locality(*current_.analysis, rc);
+  if (in) {
+    const hip::LocalitySample sample = locality_sample(rc, in->tokens);
+    on_device = device_locality_job(*in, rc.head, sample.rows, sample.params);
+  }
+  auto l = on_device ? compute_locality(rc, *on_device, "computed on the device") : compute_locality(*current_.analysis, rc);
   std::lock_guard<std::mutex> lock(mutex_);
   current_.locality = l;
 }
