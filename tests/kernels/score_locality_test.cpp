@@ -91,6 +91,26 @@ TEST(ScoreLocality, CausalQueriesOnlySeeTheirPrefixAndHistogramIsExact) {
   EXPECT_EQ(st.counts, (std::vector<int64_t>{2, 2, 1, 1}));
 }
 
+// The first pass's statistics as both implementations form them: equal differences widen the range
+// to one unit around them (bins of 1 / bins), and a Delta without pairs is NaN, not zero.
+TEST(ScoreLocality, FirstPassGivesTheMeanAndTheHistogramRange) {
+  const DeltaStats st = delta_stats_of_pass1(3, 4, 8.0, 2.0, 2.0, 5);
+  EXPECT_EQ(st.delta, 3);
+  EXPECT_EQ(st.pairs, 4);
+  EXPECT_EQ(st.mean, 2.0);
+  EXPECT_EQ(st.hist_lo, 1.5);
+  EXPECT_EQ(st.hist_hi, 2.5);
+  EXPECT_EQ(st.counts, std::vector<int64_t>(5, 0));
+  EXPECT_EQ(histogram_scale(st), 5.0);
+  const DeltaStats ranged = delta_stats_of_pass1(1, 2, 1.0, -1.0, 2.0, 6);
+  EXPECT_EQ(ranged.hist_lo, -1.0);
+  EXPECT_EQ(ranged.hist_hi, 2.0);
+  EXPECT_EQ(histogram_scale(ranged), 2.0);
+  const DeltaStats none = delta_stats_of_pass1(7, 0, 0.0, INFINITY, -INFINITY, 5);
+  EXPECT_TRUE(std::isnan(none.mean) && std::isnan(none.stddev) && std::isnan(none.kl_to_normal));
+  EXPECT_EQ(none.counts, std::vector<int64_t>(5, 0));
+}
+
 TEST(ScoreLocality, RejectsBadRequests) {
   const OwnedInputs o = scores_as_keys({0, 1, 2, 3}, 1);
   LocalityParams lp;
