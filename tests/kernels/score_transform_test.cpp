@@ -1,18 +1,14 @@
 // The rules of kernels/score_transform.h that every attention path reads: the logit of a dot product
 // (scale, then the soft-cap) and the first key a sliding-window row sees, each against the rule
 // written out (the plain 1 / sqrt(d) multiplication, the tanh cap, the key set (p - W, p] of every
-// row counted by brute force); and attention_mass following the transform it is given.
+// row counted by brute force).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <vector>
 
 #include <gtest/gtest.h>
 
-#include "kernels/attention_metrics.h"
-#include "kernels/mask_reference.h"
 #include "kernels/score_transform.h"
-#include "tests/kernels/hip_test_inputs.h"
 
 namespace hipstudio::hip {
 namespace {
@@ -44,26 +40,6 @@ TEST(ScoreTransform, FirstVisibleKeyIsTheWindowsStart) {
       if (window > 0) EXPECT_EQ(p - first_visible_key(p, window) + 1, std::min<int64_t>(window, p + 1));
     }
   }
-}
-
-TEST(ScoreTransform, AttentionMassFollowsTheTransform) {
-  const testing::OwnedInputs o = testing::random_inputs(2, 1, 128, 128, 32, 5);
-  HipParams p;
-  p.k = 32;
-  p.b_q = 16;
-  p.b_k = 4;
-  p.sink = 4;
-  p.window = 8;
-  const MaskResult m = estimate_masks_reference(o.view(), p).mask;
-  const std::vector<AttentionMass> plain = attention_mass(o.view(), p, {&m});
-  // An explicit 1 / sqrt(d) is the default: the same bits.
-  EXPECT_EQ(attention_mass(o.view(), p, {&m}, 0, ScoreTransform{1.0 / std::sqrt(32.0), 0.0})[0].per_query, plain[0].per_query);
-  // A hard cap flattens the softmax: the mask keeps a different share.
-  const std::vector<AttentionMass> capped = attention_mass(o.view(), p, {&m}, 0, ScoreTransform{0.0, 0.5});
-  double moved = 0;
-  for (size_t i = 0; i < plain[0].per_query.size(); ++i)
-    moved = std::max(moved, std::abs(capped[0].per_query[i] - plain[0].per_query[i]));
-  EXPECT_GT(moved, 1e-3) << "attention_mass ignored the soft-cap";
 }
 
 }  // namespace
