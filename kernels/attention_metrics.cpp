@@ -8,6 +8,7 @@
 #include "kernels/dot_f64.h"
 #include "kernels/key_set.h"
 #include "kernels/parallel_for.h"
+#include "kernels/score_logit.h"
 #include "kernels/search_range.h"
 
 namespace hipstudio::hip {

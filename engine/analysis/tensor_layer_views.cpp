@@ -34,7 +34,7 @@
 #include "engine/analysis/layer_views_backend.h"
 #include "engine/runtime/phase_profile.h"
 #include "engine/views/reference_views.h"
-#include "kernels/score_transform.h"
+#include "kernels/score_logit.h"
 #include "kernels/shape_only_inputs.h"
 #include "kernels/oracle.h"
 #include "kernels/random_baseline.h"

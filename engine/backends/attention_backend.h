@@ -11,8 +11,6 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/TensorOptions.h>
 
-#include "kernels/score_transform.h"
-
 namespace hipstudio {
 
 // The attention maths of one layer, as its architecture defines it (ModelConfig's layer_window,
@@ -27,7 +25,7 @@ struct AttentionMath {
   // caller did not say, every layer is full attention and the rank is the layer index.
   static constexpr int64_t kRankIsLayer = -2;
   int64_t full_rank = kRankIsLayer;
-  double scale_for(int64_t head_dim) const { return hip::score_scale(hip::ScoreTransform{scale, softcap}, head_dim); }
+  double scale_for(int64_t head_dim) const { return scale > 0.0 ? scale : 1.0 / std::sqrt(static_cast<double>(head_dim)); }
   int64_t rank_of(int64_t layer) const { return full_rank == kRankIsLayer ? layer : full_rank; }
   // Whether this is plain Llama attention (full, 1/sqrt(head_dim), no cap): what every fused path takes.
   bool plain(int64_t head_dim) const {

@@ -12,7 +12,7 @@
 #include <torch/version.h>
 
 #include "engine/backends/attention_backend.h"
-#include "kernels/score_transform.h"
+#include "kernels/score_logit.h"
 
 // at::_flash_attention_forward with seqused_k (the key count read on the device): LibTorch 2.5 on,
 // built with CUDA (its device properties say whether flash runs on the GPU).

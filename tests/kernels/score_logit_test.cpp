@@ -1,4 +1,4 @@
-// The rules of kernels/score_transform.h that every attention path reads: the logit of a dot product
+// The rules of kernels/score_logit.h that the attention references read: the logit of a dot product
 // (scale, then the soft-cap) and the first key a sliding-window row sees, each against the rule
 // written out (the plain 1 / sqrt(d) multiplication, the tanh cap, the key set (p - W, p] of every
 // row counted by brute force).
@@ -8,12 +8,12 @@
 
 #include <gtest/gtest.h>
 
-#include "kernels/score_transform.h"
+#include "kernels/score_logit.h"
 
 namespace hipstudio::hip {
 namespace {
 
-TEST(ScoreTransform, LogitIsTheScaledDotThenTheCap) {
+TEST(ScoreLogit, LogitIsTheScaledDotThenTheCap) {
   const ScoreTransform plain;
   for (int64_t d : {1, 64, 96, 256}) {
     const double s = score_scale(plain, d);
@@ -29,7 +29,7 @@ TEST(ScoreTransform, LogitIsTheScaledDotThenTheCap) {
   }
 }
 
-TEST(ScoreTransform, FirstVisibleKeyIsTheWindowsStart) {
+TEST(ScoreLogit, FirstVisibleKeyIsTheWindowsStart) {
   for (int64_t window : {0, 1, 3, 8}) {
     for (int64_t p = 0; p < 20; ++p) {
       // The keys row p sees: j <= p, and j > p - window when there is a window.
