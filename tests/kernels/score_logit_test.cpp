@@ -37,7 +37,9 @@ TEST(ScoreLogit, FirstVisibleKeyIsTheWindowsStart) {
       for (int64_t j = 0; j <= p && first < 0; ++j)
         if (window == 0 || j > p - window) first = j;
       EXPECT_EQ(first_visible_key(p, window), first) << "position " << p << ", window " << window;
-      if (window > 0) EXPECT_EQ(p - first_visible_key(p, window) + 1, std::min<int64_t>(window, p + 1));
+      if (window > 0) {
+        EXPECT_EQ(p - first_visible_key(p, window) + 1, std::min<int64_t>(window, p + 1));
+      }
     }
   }
 }
