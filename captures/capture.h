@@ -103,9 +103,10 @@ struct Capture {
 struct CaptureRequest {
   std::vector<std::string> views = capture_view_names();
   std::vector<TraceSpec> traces;               // empty: the last query block of head 0 in every HiP view layer
-  std::vector<int64_t> locality_deltas = {1, 2, 4, 8, 16, 32, 64};  // those < tokens are kept
+  // The locality view's rows and Deltas are hip::locality_sample's, the GUI panel's: its sweep plus
+  // these (the Delta on screen), with this many histogram bins.
+  std::vector<int64_t> locality_shown_deltas;
   int64_t locality_bins = 40;
-  int64_t locality_queries = 8;                // the last N prompt rows
   bool render_images = true;                   // PNG of masks, SVG of plots, under images/
   bool keep_inputs = true;                     // store the prompt's Q/K/V (GUI views recompute from them);
                                                // off for long prompts on big models (the 4 GiB limit)

@@ -99,10 +99,9 @@ Capture build_capture(PairedAnalysis analysis, CaptureInfo info, const CaptureRe
   // Locality needs every view layer's inputs (locality[i] belongs to view_layers[i]).
   const bool all_inputs = std::all_of(c.view_layers.begin(), c.view_layers.end(), [&](int64_t l) { return a.find_inputs(l); });
   if (c.has_view("locality") && tokens > 1 && !c.view_layers.empty() && all_inputs) {
-    for (int64_t d : request.locality_deltas)
-      if (d >= 1 && d < tokens) c.locality_params.deltas.push_back(d);
-    c.locality_params.bins = request.locality_bins;
-    for (int64_t i = std::max<int64_t>(0, tokens - request.locality_queries); i < tokens; ++i) c.locality_queries.push_back(i);
+    const hip::LocalitySample sample = hip::locality_sample(tokens, request.locality_bins, request.locality_shown_deltas);
+    c.locality_params = sample.params;
+    c.locality_queries = sample.rows;
     if (!c.locality_params.deltas.empty()) {
       for (int64_t l : c.view_layers) {
         const hip::AttentionInputs in = layer_view(*a.find_inputs(l));

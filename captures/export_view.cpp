@@ -85,7 +85,7 @@ std::string export_view(const Capture& c, const ExportRequest& r) {
     svg.format = "svg";
     return viz::svg_to_pdf(export_view(c, svg));
   }
-  const std::string context = figure_context(c, r.layer_windows);
+  const std::string context = figure_context(c);
   const std::string& f = r.format;
   if (w == "mask" || w == "oracle" || w == "random" || w == "recall") {
     const LayerMaskViews& m = c.masks[need_layer(c.masks.size(), "mask")];
@@ -95,7 +95,7 @@ std::string export_view(const Capture& c, const ExportRequest& r) {
       const int64_t head = std::max<int64_t>(r.head, 0);
       const viz::FigureStyle style = figure_style(r.style);
       const MaskExport mask = mask_export(m, a.options.hip.hip, static_cast<int64_t>(a.prompt_ids.size()), head, style);
-      const viz::MaskFigureText text = mask_figure_text(mask, a, layer, head, figure_run(c), r.layer_windows);
+      const viz::MaskFigureText text = mask_figure_text(mask, a, layer, head, figure_run(c));
       if (f == "svg") return svg_mask_figure(mask, text, style);
       if (r.px > 0) return encode_png(render_mask_figure(mask, text, r.px, style));
       return encode_png(render_mask_tiles(mask, std::max(mask.full_height(), mask.full_width())).at(0));

@@ -19,7 +19,6 @@ struct ExportRequest {
   std::string name;          // what=array: the capture's array name, e.g. "masks/L3/hip_blocks"
   std::string style = "paper";  // figures: "paper" (light, for print, whatever the UI theme) or "dark"
   bool with_curves = false;  // locality svg with --delta: the histogram of that Delta beside the curves
-  std::vector<int64_t> layer_windows;  // the model's (ModelConfig::layer_window) when the caller has it: figures name layer kinds
 };
 
 // Throws InputError naming the valid choices when the combination does not exist or the capture

@@ -37,22 +37,22 @@ std::string figure_run(const Capture& c) {
   return (c.info.run.model.empty() ? std::string("model") : c.info.run.model) + " on " + device;
 }
 
-std::string figure_context(const Capture& c, const std::vector<int64_t>& layer_windows) {
+std::string figure_context(const Capture& c) {
   const HipModelParams& p = c.analysis.options.hip;
   return figure_run(c) + "; T = " +
          std::to_string(c.analysis.prompt_ids.size()) + " tokens; k " + std::to_string(p.hip.k) + ", b_q " + std::to_string(p.hip.b_q) +
          ", b_k " + std::to_string(p.hip.b_k) + ", sink " + std::to_string(p.hip.sink) + ", window " + std::to_string(p.hip.window) +
-         ", " + layer_kinds(c.analysis, layer_windows).dense_layers_text();
+         ", " + layer_kinds(c.analysis).dense_layers_text();
 }
 
 std::vector<Figure> capture_figures(const Capture& c, const FigureOptions& o) {
   std::vector<Figure> out;
-  const std::string context = figure_context(c, o.layer_windows);
+  const std::string context = figure_context(c);
   const PairedAnalysis& a = c.analysis;
   const hip::HipParams& p = a.options.hip.hip;
   const int64_t tokens = static_cast<int64_t>(a.prompt_ids.size());
   const viz::FigureStyle style = viz::figure_style(o.style);
-  const LayerKinds kinds = layer_kinds(a, o.layer_windows);
+  const LayerKinds kinds = layer_kinds(a);
   for (size_t i = 0; i < c.masks.size(); ++i) {
     const int64_t l = c.view_layers[i];
     const int64_t head = std::clamp<int64_t>(o.head, 0, std::max<int64_t>(0, c.masks[i].hip.heads - 1));
@@ -61,7 +61,7 @@ std::vector<Figure> capture_figures(const Capture& c, const FigureOptions& o) {
     const std::string lh = "L" + std::to_string(l) + "_H" + std::to_string(head);
     out.push_back({"mask_" + lh + ".png", "mask",
                    "Layer " + std::to_string(l) + " (" + kinds.short_text(l) + "), head " + std::to_string(head) + ": HiP's key blocks per query block" + dense,
-                   encode_png(render_mask_figure(mask, mask_figure_text(mask, a, l, head, figure_run(c), o.layer_windows), o.mask_px, style))});
+                   encode_png(render_mask_figure(mask, mask_figure_text(mask, a, l, head, figure_run(c)), o.mask_px, style))});
   }
   for (size_t i = 0; i < c.locality.size(); ++i) {
     const int64_t l = c.view_layers[i];

@@ -23,9 +23,6 @@ struct FigureOptions {
   int64_t head = 0;           // the head of the mask images and the first head of the locality plots
   int64_t delta = -1;         // the Delta of the locality histograms (-1: the first and last captured)
   std::string style = "paper";
-  // The model's layer windows (ModelConfig::layer_window) where the caller has the model; the figures
-  // and the report name each layer's kind from them (captures/layer_kinds.h). Empty: the capture's.
-  std::vector<int64_t> layer_windows;
   std::string only;           // write_figure_exports: just this file ("latency.pdf") or view ("latency"); "" all
 };
 
@@ -38,7 +35,7 @@ std::string iterations_subtitle(const Capture& capture, const CapturedTrace& tra
 // What every exported figure says under its title, so that a figure cut out of the report still
 // names its run: "MODEL on DEVICE, DTYPE; T = N tokens; k K, b_q .., b_k .., sink .., window ..,
 // l_d ..". The device string carries the thread count on the CPU.
-std::string figure_context(const Capture& capture, const std::vector<int64_t>& layer_windows = {});
+std::string figure_context(const Capture& capture);
 // Its first part: "MODEL on DEVICE, DTYPE".
 std::string figure_run(const Capture& capture);
 

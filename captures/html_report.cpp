@@ -69,7 +69,7 @@ std::string base64(const std::string& bytes) {
 std::string html_report(const Capture& c, const FigureOptions& figures) {
   const PairedAnalysis& a = c.analysis;
   const HipModelParams& p = a.options.hip;
-  const LayerKinds kinds = layer_kinds(a, figures.layer_windows);
+  const LayerKinds kinds = layer_kinds(a);
   std::ostringstream s;
   s << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
     << "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'\">\n"

@@ -57,16 +57,12 @@ std::string LayerKinds::summary() const {
   return s;
 }
 
-LayerKinds layer_kinds(const PairedAnalysis& a, const std::vector<int64_t>& windows) {
+LayerKinds layer_kinds(const PairedAnalysis& a) {
   LayerKinds k;
   k.dense_layers = a.options.hip.dense_layers;
-  const size_t n = a.layers.size();
-  // The windows the caller names, else each layer's own (LayerQuality::math: a live run's from the
-  // model, a capture's from analysis/layer_math; a capture without it is of a plain architecture).
-  const bool given = windows.size() == n && n > 0;
   k.full_layers = 0;
-  for (size_t l = 0; l < n; ++l) {
-    const int64_t w = given ? windows[l] : a.layers[l].math.window;
+  for (size_t l = 0; l < a.layers.size(); ++l) {
+    const int64_t w = a.layers[l].math.window;
     k.window.push_back(w);
     k.full_layers += w == 0;
     if (!a.layers[l].dense) k.kind.push_back(LayerKind::kHip);

@@ -43,8 +43,9 @@ struct LayerKinds {
   std::string summary() const;
 };
 
-// From the analysis' per-layer results: each layer's window from its LayerQuality::math, or from
-// `layer_windows` (one per layer) where the caller names them.
-LayerKinds layer_kinds(const PairedAnalysis& analysis, const std::vector<int64_t>& layer_windows = {});
+// From the analysis' per-layer results: each layer's window from its LayerQuality::math (a live
+// run's from the model, a capture's from analysis/layer_math; a capture without it is of a plain
+// architecture).
+LayerKinds layer_kinds(const PairedAnalysis& analysis);
 
 }  // namespace hipstudio::captures

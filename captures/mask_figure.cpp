@@ -31,10 +31,10 @@ std::vector<uint32_t> pooled_rgba(const MaskExport& m, int width, int height) {
 }  // namespace
 
 viz::MaskFigureText mask_figure_text(const MaskExport& mask, const PairedAnalysis& a, int64_t layer, int64_t head,
-                                     const std::string& run, const std::vector<int64_t>& layer_windows) {
+                                     const std::string& run) {
   viz::MaskFigureText t;
   const hip::HipParams& p = a.options.hip.hip;
-  const LayerKinds kinds = layer_kinds(a, layer_windows);
+  const LayerKinds kinds = layer_kinds(a);
   const bool dense = !kinds.hip(layer);
   // A HiP layer's title is plain; another kind names itself (the subtitle gives l_d of how many).
   t.title = "HiP mask, layer " + std::to_string(layer) + ", head " + std::to_string(head) +

@@ -49,13 +49,12 @@ std::vector<RgbImage> render_mask_tiles(const MaskExport& mask, int64_t tile);
 // below l_d), the parameters, T and the head's recall from the views layer (analysis.layers), and
 // the legend of the colours the picture uses.
 // `run` (figure_context's "MODEL on DEVICE, DTYPE") leads the subtitle where given. The title names
-// the layer's kind (captures/layer_kinds.h, from the analysis and `layer_windows`, the model's
-// ModelConfig::layer_window where the caller has it) and the subtitle l_d as "l_d N of M
-// full-attention layers". A layer HiP does not replace (a window layer, or dense under l_d) gets its
+// the layer's kind (captures/layer_kinds.h, from the analysis' per-layer maths) and the subtitle
+// l_d as "l_d N of M full-attention layers". A layer HiP does not replace (a window layer, or dense under l_d) gets its
 // own legend entry naming its kind: its picture frame is drawn in the palette's dense-layer colour,
 // since that layer runs its own attention on both sides whatever the picture shows HiP would pick.
 viz::MaskFigureText mask_figure_text(const MaskExport& mask, const PairedAnalysis& analysis, int64_t layer, int64_t head,
-                                     const std::string& run = "", const std::vector<int64_t>& layer_windows = {});
+                                     const std::string& run = "");
 // The figure (viz::layout_mask_figure) as a side x side PNG: the picture max-pooled into its place,
 // tick labels, legend, title. Below viz::kMaskFigureMinSide the bare picture (render_mask).
 RgbImage render_mask_figure(const MaskExport& mask, const viz::MaskFigureText& text, int64_t side, const viz::FigureStyle& style);

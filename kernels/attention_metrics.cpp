@@ -8,12 +8,14 @@
 #include "kernels/dot_f64.h"
 #include "kernels/key_set.h"
 #include "kernels/parallel_for.h"
+#include "kernels/score_logit.h"
 #include "kernels/search_range.h"
 
 namespace hipstudio::hip {
 
 std::vector<AttentionMass> attention_mass(const AttentionInputs& in, const HipParams& p,
-                                          const std::vector<const MaskResult*>& masks, int threads) {
+                                          const std::vector<const MaskResult*>& masks, int threads,
+                                          const ScoreTransform& score) {
   validate_hip_params(p);
   validate_attention_inputs(in, false);
   for (const MaskResult* m : masks) check_mask_shape(in, p, *m);
@@ -29,7 +31,7 @@ std::vector<AttentionMass> attention_mass(const AttentionInputs& in, const HipPa
   };
   const int64_t items = in.hq * in.tq;
   std::vector<Scratch> scratch(static_cast<size_t>(parallel_workers(items, threads)));
-  const double scale = 1.0 / std::sqrt(static_cast<double>(in.d));
+  const double scale = score_scale(score, in.d);
   parallel_for(items, threads, [&](int64_t item, int worker) {
     const int64_t h = item / in.tq, i = item % in.tq;
     Scratch& s = scratch[worker];
@@ -39,7 +41,7 @@ std::vector<AttentionMass> attention_mass(const AttentionInputs& in, const HipPa
     s.prob.resize(static_cast<size_t>(e + 1));
     double mx = -std::numeric_limits<double>::infinity();
     for (int64_t j = 0; j <= e; ++j) {
-      s.prob[j] = dot_f64(q, k_row(in, g, j), in.d) * scale;
+      s.prob[j] = score_logit(dot_f64(q, k_row(in, g, j), in.d), scale, score);
       mx = std::max(mx, s.prob[j]);
     }
     double sum = 0;

@@ -10,6 +10,7 @@
 #include "kernels/attention_inputs.h"
 #include "kernels/hip_params.h"
 #include "kernels/mask_reference.h"
+#include "kernels/score_transform.h"
 #include "kernels/sparse_attention_reference.h"
 
 namespace hipstudio::hip {
@@ -21,9 +22,12 @@ struct AttentionMass {
 };
 
 // Mass of each mask in `masks` (HiP, random, oracle, ...), sharing one pass of dense logits:
-// result[m] belongs to masks[m]. Dense probabilities use dot_f64 / sqrt(d), max-subtracted, float64.
+// result[m] belongs to masks[m]. Dense probabilities: softmax of score_logit(dot_f64) under `score`
+// (score_transform.h; the default is dot / sqrt(d)), max-subtracted, float64, over the query's full
+// causal rows [0, e] (a sliding-window layer has no HiP mass to measure).
 std::vector<AttentionMass> attention_mass(const AttentionInputs& in, const HipParams& p,
-                                          const std::vector<const MaskResult*>& masks, int threads = 0);
+                                          const std::vector<const MaskResult*>& masks, int threads = 0,
+                                          const ScoreTransform& score = {});
 
 // Relative L2 error per head, (heads). A head whose dense output is all zero gives 0 when the
 // sparse output is too, +infinity otherwise. Shapes must match (std::invalid_argument).

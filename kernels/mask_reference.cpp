@@ -5,7 +5,7 @@
 #include <limits>
 #include <string>
 
-#include "kernels/attention_rule.h"
+#include "kernels/score_logit.h"
 #include "kernels/dot_f64.h"
 #include "kernels/parallel_for.h"
 #include "kernels/search_range.h"
@@ -78,7 +78,7 @@ struct Searcher {
       for (int64_t u = 0; u < keys_per_repr; ++u) {
         double s = max_dot_rows_f64(rows.data(), r_count, k_row(in, g, repr * p.b_k + u * p.b_sk), d);
         if (score.scale > 0.0 || score.softcap > 0.0) {  // monotonic: the max of the transformed logits
-          s = capped_score(score, s * score_scale(score, d));
+          s = score_logit(s, score_scale(score, d), score);
         }
         if (s > best) best = s;
       }

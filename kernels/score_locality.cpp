@@ -14,6 +14,21 @@ double normal_cdf(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
 
 }  // namespace
 
+LocalitySample locality_sample(int64_t tokens, int64_t bins, const std::vector<int64_t>& shown) {
+  LocalitySample s;
+  s.params.bins = bins;
+  const int64_t first = tokens / 2, n = std::min<int64_t>(64, tokens - first);
+  for (int64_t i = 0; i < n; ++i) s.rows.push_back(first + i * (tokens - first) / n);
+  const int64_t last = s.rows.empty() ? 0 : s.rows.back();
+  std::vector<int64_t>& deltas = s.params.deltas;
+  for (int64_t d = 1; d <= last; d = d < 8 ? d + 1 : d * 5 / 4) deltas.push_back(d);
+  for (int64_t d : shown)
+    if (d >= 1 && d <= last) deltas.push_back(d);
+  std::sort(deltas.begin(), deltas.end());
+  deltas.erase(std::unique(deltas.begin(), deltas.end()), deltas.end());
+  return s;
+}
+
 void validate_locality_params(const LocalityParams& lp) {
   if (lp.bins < 1) throw HipParamError("histogram bins (" + std::to_string(lp.bins) + ") must be >= 1");
   for (int64_t delta : lp.deltas) {
@@ -42,6 +57,30 @@ double kl_histogram_vs_normal(const DeltaStats& st) {
     kl += pb * std::log(pb / qb);
   }
   return kl;
+}
+
+DeltaStats delta_stats_of_pass1(int64_t delta, int64_t pairs, double sum, double min, double max, int64_t bins) {
+  DeltaStats st;
+  st.delta = delta;
+  st.pairs = pairs;
+  st.counts.assign(static_cast<size_t>(bins), 0);
+  if (pairs == 0) {
+    st.mean = st.stddev = st.kl_to_normal = std::numeric_limits<double>::quiet_NaN();
+    return st;
+  }
+  st.mean = sum / static_cast<double>(pairs);
+  if (min == max) {
+    min -= 0.5;
+    max += 0.5;
+  }
+  st.hist_lo = min;
+  st.hist_hi = max;
+  return st;
+}
+
+void finish_delta_stats(DeltaStats& st, double squared_deviations) {
+  st.stddev = std::sqrt(squared_deviations / static_cast<double>(st.pairs));
+  st.kl_to_normal = kl_histogram_vs_normal(st);
 }
 
 ScoreLocality score_locality(const AttentionInputs& in, const HipParams& p, int64_t head,
@@ -77,9 +116,8 @@ ScoreLocality score_locality_of_scores(const std::vector<std::vector<double>>& s
   out.head = head;
   out.queries = queries;
   for (int64_t delta : lp.deltas) {
-    DeltaStats st;
-    st.delta = delta;
-    // Pass 1: count, mean, range. Pass 2: variance about the mean (stable) and the histogram.
+    // Pass 1: count, sum, range. Pass 2: variance about the mean (stable) and the histogram.
+    int64_t pairs = 0;
     double sum = 0, lo = std::numeric_limits<double>::infinity(), hi = -lo;
     for (const auto& s : scores) {
       for (size_t j = 0; j + static_cast<size_t>(delta) < s.size(); ++j) {
@@ -87,35 +125,23 @@ ScoreLocality score_locality_of_scores(const std::vector<std::vector<double>>& s
         sum += x;
         lo = std::min(lo, x);
         hi = std::max(hi, x);
-        ++st.pairs;
+        ++pairs;
       }
     }
-    st.counts.assign(static_cast<size_t>(lp.bins), 0);
-    if (st.pairs == 0) {
-      st.mean = st.stddev = std::numeric_limits<double>::quiet_NaN();
-      st.kl_to_normal = std::numeric_limits<double>::quiet_NaN();
-      out.deltas.push_back(std::move(st));
-      continue;
-    }
-    st.mean = sum / static_cast<double>(st.pairs);
-    if (lo == hi) {
-      lo -= 0.5;
-      hi += 0.5;
-    }
-    st.hist_lo = lo;
-    st.hist_hi = hi;
-    const double inv_width = static_cast<double>(lp.bins) / (hi - lo);
-    double sq = 0;
-    for (const auto& s : scores) {
-      for (size_t j = 0; j + static_cast<size_t>(delta) < s.size(); ++j) {
-        const double x = s[j + delta] - s[j];
-        sq += (x - st.mean) * (x - st.mean);
-        const int64_t b = std::min<int64_t>(lp.bins - 1, static_cast<int64_t>((x - lo) * inv_width));
-        st.counts[std::max<int64_t>(0, b)] += 1;
+    DeltaStats st = delta_stats_of_pass1(delta, pairs, sum, lo, hi, lp.bins);
+    if (pairs > 0) {
+      const double scale = histogram_scale(st);
+      double sq = 0;
+      for (const auto& s : scores) {
+        for (size_t j = 0; j + static_cast<size_t>(delta) < s.size(); ++j) {
+          const double x = s[j + delta] - s[j];
+          sq += (x - st.mean) * (x - st.mean);
+          const double b = std::floor((x - st.hist_lo) * scale);
+          st.counts[static_cast<size_t>(std::clamp<double>(b, 0.0, static_cast<double>(lp.bins - 1)))] += 1;
+        }
       }
+      finish_delta_stats(st, sq);
     }
-    st.stddev = std::sqrt(sq / static_cast<double>(st.pairs));
-    st.kl_to_normal = kl_histogram_vs_normal(st);
     out.deltas.push_back(std::move(st));
   }
   return out;

@@ -40,8 +40,36 @@ struct ScoreLocality {
 ScoreLocality score_locality(const AttentionInputs& in, const HipParams& p, int64_t head,
                              const std::vector<int64_t>& queries, const LocalityParams& lp);
 
+// The query rows and Deltas every locality view pools (docs/ANALYSIS.md, "Score locality"): the
+// GUI's panel, on the CPU or on the device, and captures, so that an exported figure is the one on
+// screen. For a T-token prompt:
+//   rows: n = min(64, T - T/2) rows spread over the prompt's second half (they see the most keys),
+//         row i = T/2 + i (T - T/2) / n;
+//   deltas: 1, 2, ..., 8, then each times 5/4 (rounded down), a geometric sweep for the mean / std
+//         curve, with `shown` (the Delta a histogram shows) added; only those the last row has a
+//         pair for (Delta <= its position), ascending, once each.
+struct LocalitySample {
+  std::vector<int64_t> rows;  // ascending query rows
+  LocalityParams params;      // deltas as above, `bins` bins
+};
+LocalitySample locality_sample(int64_t tokens, int64_t bins, const std::vector<int64_t>& shown = {});
+
 // Throws HipParamError for bins < 1 or a Delta < 1 (every implementation checks the same rules).
 void validate_locality_params(const LocalityParams& lp);
+
+// The statistics' two passes, stated once for every implementation (the float64 reference below,
+// the device's in engine/analysis/device_locality.h):
+//  pass 1 gives the pair count, the sum and the [min, max] of the differences: delta_stats_of_pass1
+//    sets pairs, mean = sum / pairs, the histogram range [min, max] (widened by 0.5 each way where
+//    min == max) and `bins` zero counts; with no pairs, mean, stddev and KL are NaN and it is final;
+//  pass 2 bins each difference x at floor((x - hist_lo) * histogram_scale(st)) clamped to
+//    [0, bins - 1] (the last bin takes the top) and sums (x - mean)^2; finish_delta_stats sets the
+//    stddev from that sum and the KL from the counts.
+DeltaStats delta_stats_of_pass1(int64_t delta, int64_t pairs, double sum, double min, double max, int64_t bins);
+inline double histogram_scale(const DeltaStats& st) {
+  return static_cast<double>(st.counts.size()) / (st.hist_hi - st.hist_lo);
+}
+void finish_delta_stats(DeltaStats& st, double squared_deviations);
 
 // KL(histogram || fitted normal) of a DeltaStats whose pairs, mean, stddev, range and counts are set:
 // the kl_to_normal rule above, for statistics computed elsewhere (the GUI's device path).

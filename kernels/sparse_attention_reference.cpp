@@ -5,10 +5,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/attention_rule.h"
 #include "kernels/dot_f64.h"
 #include "kernels/key_set.h"
 #include "kernels/parallel_for.h"
+#include "kernels/score_logit.h"
 #include "kernels/search_range.h"
 
 namespace hipstudio::hip {
@@ -31,7 +31,7 @@ void attend(const AttentionInputs& in, int64_t h, int64_t i, const std::vector<i
   s.w.resize(keys.size());
   double mx = -INFINITY;
   for (size_t j = 0; j < keys.size(); ++j) {
-    s.w[j] = capped_score(t, dot_f64(q, k_row(in, g, keys[j]), d) * scale);
+    s.w[j] = score_logit(dot_f64(q, k_row(in, g, keys[j]), d), scale, t);
     mx = std::max(mx, s.w[j]);
   }
   double sum = 0;

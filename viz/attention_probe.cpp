@@ -20,7 +20,7 @@ double row_scores(const hip::AttentionInputs& in, const DenseRule& rule, int64_t
   s.assign(static_cast<size_t>(pos + 1), -std::numeric_limits<double>::infinity());
   double mx = -std::numeric_limits<double>::infinity();
   for (int64_t j = first; j <= pos; ++j) {
-    const double v = hip::capped_score(rule.score, hip::dot_f64(q, hip::k_row(in, g, j), in.d) * scale);
+    const double v = hip::score_logit(hip::dot_f64(q, hip::k_row(in, g, j), in.d), scale, rule.score);
     s[static_cast<size_t>(j)] = v;
     mx = std::max(mx, v);
   }

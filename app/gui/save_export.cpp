@@ -109,13 +109,6 @@ void start_task(AppState& s, const std::string& what, std::function<TaskOutcome(
   s.status_message = what;
 }
 
-// The capture's default locality Deltas plus the one on screen, ascending.
-std::vector<int64_t> with_delta(std::vector<int64_t> deltas, int64_t delta) {
-  if (std::find(deltas.begin(), deltas.end(), delta) == deltas.end()) deltas.push_back(delta);
-  std::sort(deltas.begin(), deltas.end());
-  return deltas;
-}
-
 }  // namespace
 
 std::string expand_home(const std::string& path) {
@@ -197,7 +190,7 @@ bool start_save_capture(AppState& s, const Snapshot& snap, const std::vector<std
   request.views = views;
   for (const SteppedBlock& b : traceable_blocks(s, snap)) request.traces.push_back({b.layer, b.head, b.query_block});
   const Request r = clamp_selection(*a, make_request(s));
-  request.locality_deltas = with_delta(request.locality_deltas, r.delta);
+  request.locality_shown_deltas = {r.delta};
   request.locality_bins = r.bins;
   request.render_images = false;  // rendered below, of the viewed head and Delta
   captures::FigureOptions figures;
@@ -270,7 +263,7 @@ bool start_export_view(AppState& s, const Snapshot& snap, const ExportOptions& o
       request.views = info.views;
       request.render_images = false;
       request.traces = {{layer, head, query_block}};
-      request.locality_deltas = with_delta(request.locality_deltas, delta);
+      request.locality_shown_deltas = {delta};
       request.locality_bins = bins;
       const captures::Capture c = captures::build_capture(*a->with_deferred_views(), info, request, &oc);
       progress.set("exporting to " + o.dir + ": writing...");

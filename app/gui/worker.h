@@ -57,6 +57,7 @@ class Worker {
   // One row of the stage table (worker_stages.cpp).
   struct StageDef {
     int stage;                       // its index in the Snapshot's per-stage arrays (results.h)
+    const char* name;                // what the status bar and the self-test call it (stage_name)
     uint32_t reads;                  // bit s: computes from stage s's result
     uint32_t after;                  // bit s: runs only once stage s is done (reads nothing of it)
     bool (*skipped)(const Request&); // this kind of run has no such stage; nullptr: never skipped
@@ -73,6 +74,7 @@ class Worker {
   static const std::vector<StageDef>& stages();
   static const StageDef& stage_def(int stage);
   friend std::string stage_key(int stage, const Request& r);
+  friend const char* stage_name(int stage);
 
   void run();
   bool step(const Request& r);  // runs one stage; false: nothing left to do
@@ -153,12 +155,12 @@ std::shared_ptr<const DenseView> compute_dense(const AnalysisView& a, const Requ
 // The same view from an image pooled elsewhere (on the device); `source` names it.
 std::shared_ptr<const DenseView> compute_dense(const Request& r, viz::HeatGrid probs, const std::string& source);
 std::shared_ptr<const LocalityView> compute_locality(const AnalysisView& a, const Request& r);  // the reference's
-// The query rows the locality view samples (64 from the prompt's second half), its Deltas (the
-// picked one, then a sweep for the mean / std curve), and the view from statistics computed
-// elsewhere with them (on the device: engine/analysis/device_locality.h).
-std::vector<int64_t> locality_queries(int64_t tokens);
-hip::LocalityParams locality_params(const Request& r, int64_t tokens);
-std::shared_ptr<const LocalityView> compute_locality(const Request& r, const hip::ScoreLocality& stats);
+// The query rows and Deltas the locality view pools (hip::locality_sample with the viewed Delta and
+// bins), and the view from statistics computed with them elsewhere (on the device:
+// engine/analysis/device_locality.h); `source` names where.
+hip::LocalitySample locality_sample(const Request& r, int64_t tokens);
+std::shared_ptr<const LocalityView> compute_locality(const Request& r, const hip::ScoreLocality& stats,
+                                                     const std::string& source);
 // `checkpoint` runs between its replays (one per bank size and context, about 0.3 s each at 32k
 // tokens) and may throw to stop it: the worker's stage gives way there.
 std::shared_ptr<const OffloadView> compute_offload(const AnalysisView& a, const Request& r,

@@ -31,36 +31,36 @@ bool synthetic_run(const Request& r) { return r.model.synthetic_tokens > 0; }
 const std::vector<Worker::StageDef>& Worker::stages() {
   const uint32_t model = bit(kStageModel), analysis = bit(kStageAnalysis), hip_rest = bit(kStageHipRest);
   static const std::vector<StageDef> table = {
-      {kStageModel, 0, 0, nullptr, false, false, false, nullptr, &Worker::run_model, false},
-      {kStageAnalysis, model, 0, nullptr, false, false, false, nullptr, &Worker::run_analysis, false},
-      {kStageMasks, model | analysis, 0, nullptr, false, false, false,
+      {kStageModel, "model", 0, 0, nullptr, false, false, false, nullptr, &Worker::run_model, false},
+      {kStageAnalysis, "analysis", model, 0, nullptr, false, false, false, nullptr, &Worker::run_analysis, false},
+      {kStageMasks, "masks", model | analysis, 0, nullptr, false, false, false,
        [](std::ostream& k, const Request& r) { k << "|L" << r.layer; }, &Worker::run_masks, false},
-      {kStageTrace, model | analysis | bit(kStageMasks), 0, nullptr, false, false, false,
+      {kStageTrace, "trace", model | analysis | bit(kStageMasks), 0, nullptr, false, false, false,
        [](std::ostream& k, const Request& r) { k << "|L" << r.layer << "|H" << r.head << "|Q" << r.query_block; },
        &Worker::run_trace, false},
-      {kStageDense, model | analysis, 0, [](const Request& r) { return !r.want_dense; }, true, false, false,
+      {kStageDense, "dense", model | analysis, 0, [](const Request& r) { return !r.want_dense; }, true, false, false,
        [](std::ostream& k, const Request& r) { k << "|L" << r.layer << "|H" << r.head << (r.want_dense ? "" : "|off"); },
        &Worker::run_dense, false},
-      {kStageLocality, model | analysis, 0, nullptr, true, false, false,
+      {kStageLocality, "locality", model | analysis, 0, nullptr, true, false, false,
        [](std::ostream& k, const Request& r) { k << "|L" << r.layer << "|H" << r.head << "|D" << r.delta << "|B" << r.bins; },
        &Worker::run_locality, false},
-      {kStageLatency, model | analysis, 0, nullptr, false, false, false,
+      {kStageLatency, "latency", model | analysis, 0, nullptr, false, false, false,
        [](std::ostream& k, const Request& r) { k << "|L" << r.layer << "|T" << r.latency_tokens; }, &Worker::run_latency, false},
-      {kStageHipRest, model | analysis, 0, nullptr, false, false, false, nullptr, &Worker::run_hip_rest, false},
-      {kStageDecode, model | analysis | hip_rest, 0, nullptr, false, true, true, nullptr, &Worker::run_decode, false},
+      {kStageHipRest, "HiP layers", model | analysis, 0, nullptr, false, false, false, nullptr, &Worker::run_hip_rest, false},
+      {kStageDecode, "decode", model | analysis | hip_rest, 0, nullptr, false, true, true, nullptr, &Worker::run_decode, false},
       // It makes the viewed layer's host copy first: the layer is in its key.
-      {kStageViews, model | analysis | hip_rest, 0, nullptr, false, false, false,
+      {kStageViews, "layer views", model | analysis | hip_rest, 0, nullptr, false, false, false,
        [](std::ostream& k, const Request& r) { k << "|L" << r.layer; }, &Worker::run_views, false},
-      {kStageOffload, model | analysis | hip_rest | bit(kStageDecode), 0, synthetic_run, false, true, true,
+      {kStageOffload, "offload", model | analysis | hip_rest | bit(kStageDecode), 0, synthetic_run, false, true, true,
        [](std::ostream& k, const Request& r) { k << "|c" << r.cache_factor; }, &Worker::run_offload, false},
       // Generation reads only the model, but runs after the analysis so that the views come first; a
       // capture has no model behind it.
-      {kStageGenerate, model, analysis | bit(kStageDecode),
+      {kStageGenerate, "generate", model, analysis | bit(kStageDecode),
        [](const Request& r) { return r.generate_id == 0 || no_model_behind(r); }, false, true, false,
        [](std::ostream& k, const Request& r) { k << "|G" << r.generate_id << '|' << r.generate_tokens; },
        &Worker::run_generate, true},
       // The Sweep panel's sweep: its own paired run, when asked, after the views and the decode half.
-      {kStageSweep, model, analysis | bit(kStageDecode),
+      {kStageSweep, "sweep", model, analysis | bit(kStageDecode),
        [](const Request& r) { return r.sweep_id == 0 || no_model_behind(r); }, false, true, true,
        [](std::ostream& k, const Request& r) {
          k << "|W" << r.sweep_id << '|' << static_cast<int>(r.sweep_field);
@@ -78,8 +78,9 @@ const Worker::StageDef& Worker::stage_def(int stage) {
 }
 
 const char* stage_name(int stage) {
-  static const char* names[] = {"model", "analysis", "HiP layers", "decode", "masks", "trace", "dense", "locality", "offload", "latency", "layer views", "generate", "sweep"};
-  return stage >= 0 && stage < kStageCount ? names[stage] : "?";
+  for (const Worker::StageDef& d : Worker::stages())
+    if (d.stage == stage) return d.name;
+  return "?";
 }
 
 // The model's identity; then (every stage but the model) the prompt and the HiP settings, or for a
@@ -249,8 +250,11 @@ void Worker::run_locality(const Request& r, StageRun&) {
   const Request rc = clamp_selection(*current_.analysis, r);
   const LayerInputs* in = current_.analysis->analysis->find_inputs(rc.layer);
   std::optional<hip::ScoreLocality> on_device;
-  if (in) on_device = device_locality_job(*in, rc.head, locality_queries(in->tokens), locality_params(rc, in->tokens));
-  auto l = on_device ? compute_locality(rc, *on_device) : compute_locality(*current_.analysis, rc);
+  if (in) {
+    const hip::LocalitySample sample = locality_sample(rc, in->tokens);
+    on_device = device_locality_job(*in, rc.head, sample.rows, sample.params);
+  }
+  auto l = on_device ? compute_locality(rc, *on_device, "computed on the device") : compute_locality(*current_.analysis, rc);
   std::lock_guard<std::mutex> lock(mutex_);
   current_.locality = l;
 }

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <utility>
@@ -130,53 +131,36 @@ std::shared_ptr<const DenseView> compute_dense(const Request& r, viz::HeatGrid p
   return d;
 }
 
-// The Deltas: the one asked for, then a geometric sweep for the mean / std curve.
-hip::LocalityParams locality_params(const Request& r, int64_t tokens) {
-  hip::LocalityParams lp;
-  lp.bins = r.bins;
-  lp.deltas.push_back(std::max<int64_t>(1, r.delta));
-  for (int64_t d = 1; d < tokens; d = d < 8 ? d + 1 : d * 5 / 4) lp.deltas.push_back(d);
-  return lp;
-}
-
-namespace {
-
-std::shared_ptr<const LocalityView> locality_view(const Request& r, const hip::LocalityParams& lp, const hip::ScoreLocality& s,
-                                                  const std::string& source) {
-  auto v = std::make_shared<LocalityView>();
-  v->layer = r.layer;
-  v->head = r.head;
-  v->delta = lp.deltas[0];
-  v->histogram = s.deltas[0];
-  v->fitted = viz::fitted_normal_counts(v->histogram);
-  for (size_t i = 1; i < s.deltas.size(); ++i)
-    if (s.deltas[i].pairs > 0) v->curve.push_back(s.deltas[i]);
-  v->queries = static_cast<int64_t>(s.queries.size());
-  v->source = source;
-  return v;
-}
-
-}  // namespace
-
-// Queries from the second half of the prompt (they see the most keys), at most 64 of them.
-std::vector<int64_t> locality_queries(int64_t tokens) {
-  std::vector<int64_t> queries;
-  const int64_t first = tokens / 2, n = std::min<int64_t>(64, tokens - first);
-  for (int64_t i = 0; i < n; ++i) queries.push_back(first + i * (tokens - first) / n);
-  return queries;
+hip::LocalitySample locality_sample(const Request& r, int64_t tokens) {
+  return hip::locality_sample(tokens, r.bins, {std::max<int64_t>(1, r.delta)});
 }
 
 std::shared_ptr<const LocalityView> compute_locality(const AnalysisView& a, const Request& r) {
   const hip::AttentionInputs in = a.inputs(r.layer);
-  const hip::LocalityParams lp = locality_params(r, in.tk);
+  const hip::LocalitySample sample = locality_sample(r, in.tq);
   const hip::HipParams p = a.analysis->options.hip.hip;
-  return locality_view(r, lp, hip::score_locality(in, p, r.head, locality_queries(in.tq), lp), "float64 CPU reference");
+  return compute_locality(r, hip::score_locality(in, p, r.head, sample.rows, sample.params), "float64 CPU reference");
 }
 
-std::shared_ptr<const LocalityView> compute_locality(const Request& r, const hip::ScoreLocality& stats) {
-  hip::LocalityParams lp;
-  for (const hip::DeltaStats& d : stats.deltas) lp.deltas.push_back(d.delta);
-  return locality_view(r, lp, stats, "computed on the device");
+std::shared_ptr<const LocalityView> compute_locality(const Request& r, const hip::ScoreLocality& stats,
+                                                     const std::string& source) {
+  auto v = std::make_shared<LocalityView>();
+  v->layer = r.layer;
+  v->head = r.head;
+  v->delta = std::max<int64_t>(1, r.delta);
+  // The histogram's Delta is in the sample unless no row has a pair that far apart: then it is
+  // empty, as score_locality states a Delta without pairs.
+  v->histogram.delta = v->delta;
+  v->histogram.counts.assign(static_cast<size_t>(std::max<int64_t>(1, r.bins)), 0);
+  v->histogram.mean = v->histogram.stddev = v->histogram.kl_to_normal = std::numeric_limits<double>::quiet_NaN();
+  for (const hip::DeltaStats& d : stats.deltas) {
+    if (d.delta == v->delta) v->histogram = d;
+    if (d.pairs > 0) v->curve.push_back(d);
+  }
+  v->fitted = viz::fitted_normal_counts(v->histogram);
+  v->queries = static_cast<int64_t>(stats.queries.size());
+  v->source = source;
+  return v;
 }
 
 std::shared_ptr<const OffloadView> compute_offload(const AnalysisView& a, const Request& r,

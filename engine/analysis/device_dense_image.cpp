@@ -48,7 +48,7 @@ PooledProbabilities pool_dense_probabilities(const at::Tensor& q_in, const at::T
     at::Tensor hidden = keys.unsqueeze(0).gt(rows.unsqueeze(1));
     if (rule.window > 0) hidden.logical_or_(keys.unsqueeze(0).le(rows.unsqueeze(1) - rule.window));
     at::Tensor p = at::matmul(q.narrow(0, r0, n), k.t()).mul_(scale);
-    if (rule.score.softcap > 0.0) p = p.div_(rule.score.softcap).tanh_().mul_(rule.score.softcap);  // capped_score
+    if (rule.score.softcap > 0.0) p = p.div_(rule.score.softcap).tanh_().mul_(rule.score.softcap);  // score_logit
     p.masked_fill_(hidden, -std::numeric_limits<double>::infinity());
     p = at::softmax(p, 1).masked_fill_(hidden, -1.0);
     const at::Tensor cols = at::full({n, width}, -1.0, q.options()).scatter_reduce(1, key_texel.expand({n, tk}), p, "amax");

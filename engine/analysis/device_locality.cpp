@@ -72,28 +72,15 @@ hip::ScoreLocality score_locality_of_tensors(const at::Tensor& q, const at::Tens
   std::vector<at::Tensor> second(n);
   for (size_t i = 0; i < n; ++i) {
     hip::DeltaStats& st = out.deltas[i];
-    st.delta = lp.deltas[i];
-    st.counts.assign(static_cast<size_t>(lp.bins), 0);
     const double* m = moments.data_ptr<double>() + 4 * static_cast<int64_t>(i);
-    st.pairs = static_cast<int64_t>(m[0]);
-    if (st.pairs == 0) {
-      st.mean = st.stddev = st.kl_to_normal = std::numeric_limits<double>::quiet_NaN();
-      continue;
-    }
-    st.mean = m[1] / static_cast<double>(st.pairs);
-    double lo = m[2], hi = m[3];
-    if (lo == hi) {
-      lo -= 0.5;
-      hi += 0.5;
-    }
-    st.hist_lo = lo;
-    st.hist_hi = hi;
+    st = hip::delta_stats_of_pass1(lp.deltas[i], static_cast<int64_t>(m[0]), m[1], m[2], m[3], lp.bins);
+    if (st.pairs == 0) continue;
     // Pass 2: variance about the mean and the histogram, the reference's bin rule (the last bin
     // takes the top; padding pairs go to an extra bin that is dropped).
-    const double inv_width = static_cast<double>(lp.bins) / (hi - lo);
+    const double scale = hip::histogram_scale(st);
     const Pairs p = pairs_at(scores, ends, st.delta);
     const at::Tensor invalid = p.valid.logical_not();
-    const at::Tensor bin = ((p.x - lo) * inv_width).floor().clamp(0, static_cast<double>(lp.bins - 1)).to(at::kLong)
+    const at::Tensor bin = ((p.x - st.hist_lo) * scale).floor().clamp(0, static_cast<double>(lp.bins - 1)).to(at::kLong)
                                .masked_fill(invalid, lp.bins);
     const at::Tensor counts = at::bincount(bin.reshape({-1}), {}, lp.bins + 1).narrow(0, 0, lp.bins).to(at::kDouble);
     const at::Tensor centred = (p.x - st.mean).masked_fill(invalid, 0);
@@ -104,9 +91,8 @@ hip::ScoreLocality score_locality_of_tensors(const at::Tensor& q, const at::Tens
     if (st.pairs == 0) continue;
     const at::Tensor host = second[i].to(at::kCPU).contiguous();
     const double* h = host.data_ptr<double>();
-    st.stddev = std::sqrt(h[0] / static_cast<double>(st.pairs));
     for (int64_t b = 0; b < lp.bins; ++b) st.counts[static_cast<size_t>(b)] = static_cast<int64_t>(h[1 + b]);
-    st.kl_to_normal = hip::kl_histogram_vs_normal(st);
+    hip::finish_delta_stats(st, h[0]);
   }
   return out;
 }

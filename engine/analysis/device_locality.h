@@ -1,8 +1,9 @@
 #pragma once
 // Score locality (kernels/score_locality.h) computed where a CUDA run keeps the layer's tensors: the
 // sampled query rows' scores, every Delta's pair differences, moments, range and histogram on the
-// device, two transfers of a few numbers per Delta back. The float64 reference's rules throughout
-// (its two passes, its binning, its KL via hip::kl_histogram_vs_normal); tests compare the two.
+// device, two transfers of a few numbers per Delta back. The float64 reference's rules throughout:
+// its two passes and binning (hip::delta_stats_of_pass1, histogram_scale, finish_delta_stats); tests
+// compare the two. The GUI passes the rows and Deltas of hip::locality_sample.
 #include <cstdint>
 #include <optional>
 #include <vector>

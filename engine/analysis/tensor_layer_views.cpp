@@ -34,7 +34,7 @@
 #include "engine/analysis/layer_views_backend.h"
 #include "engine/runtime/phase_profile.h"
 #include "engine/views/reference_views.h"
-#include "engine/views/view_scores.h"
+#include "kernels/score_logit.h"
 #include "kernels/shape_only_inputs.h"
 #include "kernels/oracle.h"
 #include "kernels/random_baseline.h"
@@ -379,7 +379,7 @@ void TensorLayerViews::add_chunk(const LayerViewsChunk& chunk) {
     const at::Tensor kg = chunk.k[g].to(compute_), vg = chunk.v[g].to(compute_);
     DenseRows dense;
     const bool fused = fusable && fused_dense_rows(chunk.q.narrow(0, g * group, group), chunk.k[g], chunk.v[g],
-                                                   view_scale(setup_.math.score, d_), compute_, dense);
+                                                   hip::score_scale(setup_.math.score, d_), compute_, dense);
     fused_groups_ += fused ? 1 : 0;
     profile_.lap(dense.kernel == std::string("cudnn") ? "dense rows by cuDNN" : "dense rows by flash (or none)");
     const int64_t rows = fused ? fused_rows_per_tile : rows_per_tile;  // a group the flash kernel refused: plain tiles
@@ -489,7 +489,7 @@ void TensorLayerViews::tile(const LayerViewsChunk& chunk, const at::Tensor& hip_
   // ---- dense output and what a selection keeps. The sink, a selection's blocks' keys and the dense
   // tail of each query block are disjoint ranges (key_set.cpp), at most W keys; padding entries weigh
   // 0. Reading W keys per row instead of masking all of them keeps this part small.
-  const double scale = view_scale(setup_.math.score, d_), cap = setup_.math.score.softcap;
+  const double scale = hip::score_scale(setup_.math.score, d_), cap = setup_.math.score.softcap;
   const at::Tensor weight = at::arange(padded, long_opts).lt(rows).to(at::kDouble);  // (padded)
   const at::Tensor v = vg.narrow(0, 0, keys);
   at::Tensor probs, dense, lse;

@@ -12,6 +12,7 @@
 #include <torch/version.h>
 
 #include "engine/backends/attention_backend.h"
+#include "kernels/score_logit.h"
 
 // at::_flash_attention_forward with seqused_k (the key count read on the device): LibTorch 2.5 on,
 // built with CUDA (its device properties say whether flash runs on the GPU).
@@ -105,15 +106,10 @@ bool flash_decode_runs(const c10::Device& device, at::ScalarType dtype) {
 // temporaries at the peak (scores, capped scores, the masked copy, the probabilities).
 constexpr int64_t kMaxBlockScores = int64_t{1} << 26;
 
-// The first key the row at `position` sees under `math`: its window's start, else 0.
-int64_t first_visible_key(const AttentionMath& math, int64_t position) {
-  return math.window > 0 ? std::max<int64_t>(0, position - math.window + 1) : 0;
-}
-
 // softmax(softcap(scale q k^T)) v with explicit scores in `work`, over blocks of query rows: each
-// block of rows [r, r + n) reads only the keys its rows can see, [first_visible_key(first + r),
-// first + r + n), and holds at most max_scores scores (0: every row in one block). The query heads
-// of one KV group share its keys: they are folded into the block's rows.
+// block of rows [r, r + n) reads only the keys its rows can see, [hip::first_visible_key(first + r,
+// window), first + r + n), and holds at most max_scores scores (0: every row in one block). The
+// query heads of one KV group share its keys: they are folded into the block's rows.
 at::Tensor explicit_attention(const AttentionCall& call, at::ScalarType work, int64_t max_scores) {
   const AttentionMath& math = call.math;
   const int64_t heads = call.q.size(0), T = call.q.size(1), dim = call.q.size(2);
@@ -124,14 +120,15 @@ at::Tensor explicit_attention(const AttentionCall& call, at::ScalarType work, in
   std::vector<at::Tensor> pieces;
   for (int64_t r = 0; r < T; r += rows) {
     const int64_t n = std::min(rows, T - r), first = call.first_position + r;
-    const int64_t lo = first_visible_key(math, first), hi = first + n;  // keys [lo, hi)
+    const int64_t lo = hip::first_visible_key(first, math.window), hi = first + n;  // keys [lo, hi)
     at::Tensor q = call.q.narrow(1, r, n).reshape({kv_heads, group * n, dim}).to(work);
     at::Tensor scores = at::matmul(q, call.k.narrow(1, lo, hi - lo).to(work).transpose(1, 2));  // [kv_heads, group*n, hi-lo]
     scores.mul_(scale);
     if (cap > 0.0) scores = at::tanh(scores / cap) * cap;
     if (n > 1) {
-      // Row i (position first + i) sees keys (first + i - W, first + i]: none after itself, none
-      // before its window (a single row's keys are exactly [lo, first]).
+      // Row i (position first + i) sees keys [hip::first_visible_key(first + i, W), first + i]:
+      // none after itself, none before its window (a single row's keys are exactly [lo, first]);
+      // the window's test below is that rule on every row at once.
       const at::Tensor row_pos = at::arange(first, first + n, scores.options().dtype(at::kLong));
       const at::Tensor key_pos = at::arange(lo, hi, row_pos.options());
       at::Tensor hidden = key_pos.unsqueeze(0) > row_pos.unsqueeze(1);  // [n, hi-lo]

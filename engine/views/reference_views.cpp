@@ -4,11 +4,8 @@
 #include <limits>
 #include <stdexcept>
 
-#include "engine/views/view_scores.h"
-#include "kernels/dot_f64.h"
-#include "kernels/key_set.h"
+#include "kernels/attention_metrics.h"
 #include "kernels/oracle.h"
-#include "kernels/parallel_for.h"
 #include "kernels/random_baseline.h"
 #include "kernels/sparse_attention_reference.h"
 
@@ -41,55 +38,7 @@ std::vector<hip::AttentionMass> reference_attention_mass(const hip::AttentionInp
                                                          const std::vector<const hip::MaskResult*>& masks,
                                                          int threads) {
   if (math.windowed()) throw std::logic_error("views: a windowed layer has no HiP attention mass");
-  hip::validate_hip_params(p);
-  hip::validate_attention_inputs(in, false);
-  for (const hip::MaskResult* m : masks) hip::check_mask_shape(in, p, *m);
-  std::vector<hip::AttentionMass> result(masks.size());
-  for (hip::AttentionMass& r : result) {
-    r.heads = in.hq;
-    r.tq = in.tq;
-    r.per_query.assign(static_cast<size_t>(in.hq * in.tq), 0.0);
-  }
-  struct Scratch {
-    std::vector<double> prob;
-    std::vector<int64_t> keys;
-  };
-  const int64_t items = in.hq * in.tq;
-  std::vector<Scratch> scratch(static_cast<size_t>(hip::parallel_workers(items, threads)));
-  const double scale = view_scale(math.score, in.d);
-  hip::parallel_for(items, threads, [&](int64_t item, int worker) {
-    const int64_t h = item / in.tq, i = item % in.tq;
-    Scratch& s = scratch[static_cast<size_t>(worker)];
-    const int64_t e = hip::visible_end(in, p, i);
-    const int64_t g = hip::kv_head(in, h);
-    const float* q = hip::q_row(in, h, i);
-    s.prob.resize(static_cast<size_t>(e + 1));
-    double mx = -std::numeric_limits<double>::infinity();
-    for (int64_t j = 0; j <= e; ++j) {
-      s.prob[j] = view_logit(hip::dot_f64(q, hip::k_row(in, g, j), in.d), scale, math.score);
-      mx = std::max(mx, s.prob[j]);
-    }
-    double sum = 0;
-    for (int64_t j = 0; j <= e; ++j) {
-      s.prob[j] = std::exp(s.prob[j] - mx);
-      sum += s.prob[j];
-    }
-    for (size_t m = 0; m < masks.size(); ++m) {
-      hip::attended_keys(in, p, *masks[m], h, i, s.keys);
-      double mass = 0;
-      for (int64_t key : s.keys) mass += s.prob[key];
-      result[m].per_query[item] = mass / sum;
-    }
-  });
-  for (hip::AttentionMass& r : result) {
-    r.per_head.assign(static_cast<size_t>(in.hq), 0.0);
-    for (int64_t h = 0; h < in.hq; ++h) {
-      double total = 0;
-      for (int64_t i = 0; i < in.tq; ++i) total += r.per_query[h * in.tq + i];
-      r.per_head[h] = total / static_cast<double>(in.tq);
-    }
-  }
-  return result;
+  return hip::attention_mass(in, p, masks, threads, math.score);
 }
 
 LayerQuality unmeasured_layer_quality(int64_t layer, int64_t heads, const ViewsMath& math) {

@@ -25,9 +25,8 @@ LayerMaskViews reference_layer_masks(const hip::AttentionInputs& in, const hip::
 // must be set. A windowed layer (masks.math.windowed()) gets NaN numbers: HiP does not run there.
 LayerQuality reference_layer_quality(const hip::AttentionInputs& in, const LayerMaskViews& masks, int threads = 0);
 
-// The attention mass of each mask (kernels/attention_metrics.h's definition) with the dense
-// probabilities softmax(view_logit(dot)) of `math`'s scale and soft-cap; for plain maths the bits of
-// hip::attention_mass. Full causal rows only (a windowed layer has no HiP mass to measure).
+// The attention mass of each mask: hip::attention_mass under `math`'s scale and soft-cap. Full
+// causal rows only (a windowed layer has no HiP mass to measure: std::logic_error).
 std::vector<hip::AttentionMass> reference_attention_mass(const hip::AttentionInputs& in, const hip::HipParams& p,
                                                          const ViewsMath& math,
                                                          const std::vector<const hip::MaskResult*>& masks,

@@ -2,6 +2,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -60,44 +61,33 @@ std::string device_status() {
 
 bool device_available() { return device_status().empty(); }
 
-int device_sm_count() {
-  static int count = [] {
-    int dev = 0, n = 0;
-    HIP_CUDA_CHECK(cudaGetDevice(&dev));
-    HIP_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
-    return n;
-  }();
-  return count;
-}
-
-int device_smem_optin() {
-  static int bytes = [] {
-    int dev = 0, n = 0;
-    HIP_CUDA_CHECK(cudaGetDevice(&dev));
-    HIP_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    return n;
-  }();
-  return bytes;
-}
-
-bool device_supports_clusters() {
-  static bool yes = [] {
+namespace {
+// The current device's value of `attr`, queried once per attribute: a driver round trip each call,
+// and these feed launch choices on every decode step. `fallback` is the value where the driver has
+// no answer (nullopt: CudaError).
+int cached_device_attribute(cudaDeviceAttr attr, std::optional<int> fallback = std::nullopt) {
+  static OncePerKey<int, int> known;
+  return known.get(static_cast<int>(attr), [&] {
     int dev = 0, v = 0;
     HIP_CUDA_CHECK(cudaGetDevice(&dev));
-    return cudaDeviceGetAttribute(&v, cudaDevAttrClusterLaunch, dev) == cudaSuccess && v != 0;
-  }();
-  return yes;
+    if (!fallback) {
+      HIP_CUDA_CHECK(cudaDeviceGetAttribute(&v, attr, dev));
+      return v;
+    }
+    return cudaDeviceGetAttribute(&v, attr, dev) == cudaSuccess ? v : *fallback;
+  });
 }
+}  // namespace
+
+int device_sm_count() { return cached_device_attribute(cudaDevAttrMultiProcessorCount); }
+
+int device_smem_optin() { return cached_device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin); }
+
+bool device_supports_clusters() { return cached_device_attribute(cudaDevAttrClusterLaunch, 0) != 0; }
 
 bool device_is_sm90() {
-  static bool yes = [] {
-    int dev = 0, major = 0, minor = 0;
-    HIP_CUDA_CHECK(cudaGetDevice(&dev));
-    HIP_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-    HIP_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-    return major == 9 && minor == 0;
-  }();
-  return yes;
+  return cached_device_attribute(cudaDevAttrComputeCapabilityMajor) == 9 &&
+         cached_device_attribute(cudaDevAttrComputeCapabilityMinor) == 0;
 }
 
 std::string device_name() {

@@ -2,6 +2,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <functional>
@@ -11,6 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "captures/npy.h"
+#include "engine/analysis/layer_view.h"
+#include "kernels/score_locality.h"
 #include "captures/zip_store.h"
 #include "engine/formats/dtype.h"
 #include "engine/formats/errors.h"
@@ -35,6 +38,60 @@ void expect_rejected(const std::string& bytes, const std::vector<std::string>& p
   } catch (const InputError& e) {
     for (const std::string& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
   }
+}
+
+// A capture's locality is the GUI panel's: hip::locality_sample's rows and Deltas (with the Delta
+// on screen added), the float64 reference's statistics on them, so its figure is the one on screen.
+TEST(CaptureFile, LocalityPoolsTheRowsAndDeltasOfTheLocalityPanel) {
+  const int64_t tokens = 40;
+  PairedAnalysis a = hipstudio::testing::synthetic_analysis(tokens);
+  const PairedAnalysis kept = a;
+  captures::CaptureInfo info;
+  info.run = {"0.1.0", "synthetic", "llama", "cpu", "prompt"};
+  info.dtype = "f32";
+  captures::CaptureRequest request;
+  request.views = {"locality"};
+  request.render_images = false;
+  request.locality_shown_deltas = {9};
+  request.locality_bins = 30;
+  const Capture c = build_capture(std::move(a), info, request, nullptr);
+  const hip::LocalitySample sample = hip::locality_sample(tokens, 30, {9});
+  EXPECT_EQ(c.locality_queries, sample.rows);
+  EXPECT_EQ(c.locality_params.deltas, sample.params.deltas);
+  EXPECT_EQ(c.locality_params.bins, 30);
+  EXPECT_NE(std::find(c.locality_params.deltas.begin(), c.locality_params.deltas.end(), 9), c.locality_params.deltas.end());
+  ASSERT_EQ(c.locality.size(), c.view_layers.size());
+  const hip::AttentionInputs in = layer_view(*kept.find_inputs(c.view_layers[0]));
+  const hip::ScoreLocality ref = hip::score_locality(in, kept.options.hip.hip, 1, sample.rows, sample.params);
+  ASSERT_EQ(c.locality[0][1].deltas.size(), ref.deltas.size());
+  for (size_t d = 0; d < ref.deltas.size(); ++d) {
+    EXPECT_EQ(c.locality[0][1].deltas[d].counts, ref.deltas[d].counts) << d;
+    EXPECT_EQ(c.locality[0][1].deltas[d].stddev, ref.deltas[d].stddev) << d;
+  }
+}
+
+// A capture stores the rows and Deltas it pooled: one written under another rule (the last 8 rows,
+// Delta 1, 2, 4, ... 32) reads back with exactly those.
+TEST(CaptureFile, LocalityOfAnotherRuleReadsBackAsStored) {
+  Capture c = fixture();
+  const int64_t tokens = static_cast<int64_t>(c.analysis.prompt_ids.size());
+  c.locality_queries.clear();
+  for (int64_t i = tokens - 8; i < tokens; ++i) c.locality_queries.push_back(i);
+  c.locality_params.deltas = {1, 2, 4, 8, 16, 32};
+  c.locality.clear();
+  for (int64_t l : c.view_layers) {
+    const hip::AttentionInputs in = layer_view(*c.analysis.find_inputs(l));
+    std::vector<hip::ScoreLocality> heads;
+    for (int64_t h = 0; h < in.hq; ++h)
+      heads.push_back(hip::score_locality(in, c.analysis.options.hip.hip, h, c.locality_queries, c.locality_params));
+    c.locality.push_back(std::move(heads));
+  }
+  const Capture back = decode_capture(encode_capture(c), "older.hipcap");
+  EXPECT_EQ(back.locality_queries, c.locality_queries);
+  EXPECT_EQ(back.locality_params.deltas, c.locality_params.deltas);
+  ASSERT_EQ(back.locality.size(), c.locality.size());
+  EXPECT_EQ(back.locality[1][0].deltas[5].counts, c.locality[1][0].deltas[5].counts);
+  EXPECT_EQ(back.locality[1][0].queries, c.locality_queries);
 }
 
 TEST(CaptureFile, RoundTripKeepsEveryArrayAndParameter) {

@@ -34,7 +34,7 @@ TEST(LayerKinds, WindowedModelNamesEveryKind) {
   // Windows W, full, W, full, full, full; l_d 1: layer 1 is the first full-attention layer (dense),
   // 3-5 are HiP's, 0 and 2 keep their window.
   const std::vector<int64_t> windows{4096, 0, 4096, 0, 0, 0};
-  const LayerKinds k = layer_kinds(with_dense({true, true, true, false, false, false}, 1), windows);
+  const LayerKinds k = layer_kinds(with_dense({true, true, true, false, false, false}, 1, windows));
   ASSERT_EQ(k.layers(), 6);
   EXPECT_EQ(k.at(0), LayerKind::kWindow);
   EXPECT_EQ(k.at(1), LayerKind::kDense);
@@ -46,13 +46,8 @@ TEST(LayerKinds, WindowedModelNamesEveryKind) {
   EXPECT_EQ(k.short_text(2), "window 4096");
   EXPECT_EQ(k.dense_layers_text(), "l_d 1 of 4 full-attention layers");
   EXPECT_EQ(k.summary(), "HiP: 3-5 (3 of 6 layers); window 4096 (dense on both sides): 0, 2; dense (under l_d): 1");
-  // The same run with the windows in its own per-layer maths (a live run's, a capture's): the same kinds.
-  const LayerKinds u = layer_kinds(with_dense({true, true, true, false, false, false}, 1, windows));
-  for (int64_t l = 0; l < 6; ++l) EXPECT_EQ(u.at(l), k.at(l)) << l;
-  EXPECT_EQ(u.summary(), k.summary());
-  EXPECT_EQ(u.dense_layers_text(), "l_d 1 of 4 full-attention layers");
   // l_d 0 on it: only the windowed layers are dense.
-  const LayerKinds z = layer_kinds(with_dense({true, false, true, false, false, false}, 0), windows);
+  const LayerKinds z = layer_kinds(with_dense({true, false, true, false, false, false}, 0, windows));
   EXPECT_EQ(z.summary(), "HiP: 1, 3-5 (4 of 6 layers); window 4096 (dense on both sides): 0, 2");
   EXPECT_EQ(z.dense_layers_text(), "l_d 0 of 4 full-attention layers");
 }
@@ -76,22 +71,21 @@ TEST(LayerKinds, ReportAndMaskFigureMarkAWindowedLayer) {
   c.analysis.options.hip.dense_layers = 0;
   c.analysis.layers[0].dense = true;
   c.analysis.layers[1].dense = false;
-  FigureOptions o;
-  o.layer_windows = {16, 0};
-  const std::string html = html_report(c, o);
+  c.analysis.layers[0].math.window = 16;
+  const std::string html = html_report(c);
   EXPECT_NE(html.find("<td>window 16 (dense on both sides)</td>"), std::string::npos);
   EXPECT_NE(html.find("<td>HiP</td>"), std::string::npos);
   EXPECT_NE(html.find("l_d 0 of 1 full-attention layers"), std::string::npos);
   EXPECT_NE(html.find("HiP: 1 (1 of 2 layers); window 16 (dense on both sides): 0"), std::string::npos);
-  EXPECT_NE(figure_context(c, o.layer_windows).find("l_d 0 of 1 full-attention layers"), std::string::npos);
+  EXPECT_NE(figure_context(c).find("l_d 0 of 1 full-attention layers"), std::string::npos);
   const MaskExport mask = mask_export(c.masks.at(0), c.analysis.options.hip.hip, static_cast<int64_t>(c.analysis.prompt_ids.size()), 0);
-  const viz::MaskFigureText w = mask_figure_text(mask, c.analysis, 0, 0, "", o.layer_windows);
+  const viz::MaskFigureText w = mask_figure_text(mask, c.analysis, 0, 0);
   EXPECT_EQ(w.title, "HiP mask, layer 0, head 0 (window 16 layer: what HiP would pick)");
   bool listed = false;
   for (const auto& [label, color] : w.legend) listed |= label == "dense layer (frame): window 16 (dense on both sides)";
   EXPECT_TRUE(listed);
   EXPECT_EQ(w.frame, mask.palette.dense_layer);
-  const viz::MaskFigureText h = mask_figure_text(mask, c.analysis, 1, 0, "", o.layer_windows);
+  const viz::MaskFigureText h = mask_figure_text(mask, c.analysis, 1, 0);
   EXPECT_EQ(h.title, "HiP mask, layer 1, head 0");
   EXPECT_NE(h.subtitle.find("l_d 0 of 1 full-attention layers"), std::string::npos) << h.subtitle;
   EXPECT_EQ(h.frame, 0u);

@@ -5,37 +5,24 @@
 // seeded with `seed` alone, so these differed for every layer >= 1.
 #include <gtest/gtest.h>
 
-#include "captures/capture.h"
 #include "engine/analysis/layer_view.h"
-#include "engine/analysis/paired_analysis.h"
 #include "engine/views/reference_views.h"
-#include "tests/engine/engine_fixture.h"
-#include "tests/engine/hip_test_setup.h"
+#include "tests/engine/paired_capture_fixture.h"
 
 namespace hipstudio {
 namespace {
 
 TEST(ViewsAgreement, AnalysisGuiAndCaptureShareTheRandomBaselineAndRecallOfEveryLayer) {
   auto model = testing::default_model();
-  AnalysisOptions o;
-  o.hip = testing::small_hip_params();
-  o.decode_steps = 2;
+  AnalysisOptions o = testing::paired_test_options(2);
   o.random_seed = 5;
   PairedAnalysis a = run_paired_analysis(model, testing::kStoryOpening, o);
   const int64_t layers = model->config.n_layers;
   ASSERT_EQ(a.masks.size(), static_cast<size_t>(layers));
 
-  captures::CaptureInfo info;
-  info.run = {"test", "stories15M", "llama2.c", "cpu", testing::kStoryOpening};
-  info.dtype = "f32";
-  captures::CaptureRequest request;
-  request.views = {"mask"};
-  request.render_images = false;
-  request.threads = 1;
-  const PairedAnalysis kept = a;
-  testing::TempDir dir;
-  captures::write_capture(dir.file("run.hipcap"), captures::build_capture(std::move(a), info, request, nullptr));
-  const captures::Capture back = captures::read_capture(dir.file("run.hipcap"));
+  const testing::PairedCapture run = testing::capture_mask_views(std::move(a), "stories15M", "llama2.c", testing::kStoryOpening);
+  const PairedAnalysis& kept = run.kept;
+  const captures::Capture& back = run.back;
   ASSERT_EQ(back.view_layers.size(), static_cast<size_t>(layers));
 
   for (int64_t l = 0; l < layers; ++l) {

@@ -19,8 +19,7 @@
 #include "engine/model/layer_math.h"
 #include "engine/offload/offload_simulator.h"
 #include "tests/engine/arch_fixture_cases.h"
-#include "tests/engine/engine_fixture.h"
-#include "tests/engine/hip_test_setup.h"
+#include "tests/engine/paired_capture_fixture.h"
 
 namespace hipstudio {
 namespace {
@@ -29,10 +28,8 @@ TEST(WindowedAnalysis, LayersCarryTheirMathsAndTheStreamsNameTheHipLayers) {
   const testing::ArchFixture f = testing::read_arch_fixture("gemma2");
   const auto model = testing::load_arch_fixture_model(f, "cpu", "f32");
   const ModelConfig& c = model->config;
-  AnalysisOptions o;
-  o.hip = testing::small_hip_params();
+  AnalysisOptions o = testing::paired_test_options(3);
   o.hip.dense_layers = 0;
-  o.decode_steps = 3;
   PairedAnalysis a = run_paired_analysis(model, "Once upon a time, there was a little girl named Lily. She loved to play.", o);
   ASSERT_EQ(a.layers.size(), static_cast<size_t>(c.n_layers));
 
@@ -68,16 +65,11 @@ TEST(WindowedAnalysis, LayersCarryTheirMathsAndTheStreamsNameTheHipLayers) {
   EXPECT_EQ(offload::hip_layer_index(a.access, 2), -1) << "layer 2 slides: HiP read nothing there";
   EXPECT_EQ(offload::hip_layer_index(a.access, 3), 1);
 
-  captures::CaptureInfo info;
-  info.run = {"test", "gemma2 fixture", c.architecture, "cpu", "prompt"};
-  info.dtype = "f32";
-  captures::CaptureRequest request;
-  request.views = {"mask"};
-  request.render_images = false;
-  request.threads = 1;
-  const PairedAnalysis kept = a;
-  const captures::Capture back =
-      captures::decode_capture(captures::encode_capture(captures::build_capture(std::move(a), info, request, nullptr)), "run.hipcap");
+  const testing::PairedCapture run = testing::capture_mask_views(std::move(a), "gemma2 fixture", c.architecture, "prompt");
+  const PairedAnalysis& kept = run.kept;
+  const captures::CaptureInfo& info = run.info;
+  const captures::CaptureRequest& request = run.request;
+  const captures::Capture& back = run.back;
   ASSERT_EQ(back.analysis.layers.size(), kept.layers.size());
   for (size_t l = 0; l < kept.layers.size(); ++l) EXPECT_TRUE(back.analysis.layers[l].math == kept.layers[l].math) << "layer " << l;
   EXPECT_EQ(back.analysis.access.hip_layers, replaced);

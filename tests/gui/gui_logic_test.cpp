@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "app/gui/app_state.h"
 #include "app/gui/worker.h"
@@ -17,6 +19,21 @@ std::vector<int> changed(const Request& a, const Request& b) {
   for (int s = 0; s < kStageCount; ++s)
     if (stage_key(s, a) != stage_key(s, b)) out.push_back(s);
   return out;
+}
+
+// The stage table describes every stage once: each has its own name (what the status bar and the
+// self-test's failures print), and one outside the table has none.
+TEST(GuiLogic, EveryStageIsNamedOnceByItsTableRow) {
+  std::vector<std::string> names;
+  for (int s = 0; s < kStageCount; ++s) {
+    const std::string n = stage_name(s);
+    EXPECT_NE(n, "?") << "stage " << s << " has no row in the stage table";
+    EXPECT_EQ(std::count(names.begin(), names.end(), n), 0) << "two stages are called " << n;
+    names.push_back(n);
+  }
+  EXPECT_EQ(std::string(stage_name(kStageLocality)), "locality");
+  EXPECT_EQ(std::string(stage_name(kStageHipRest)), "HiP layers");
+  EXPECT_EQ(std::string(stage_name(kStageCount)), "?");
 }
 
 TEST(GuiLogic, KnobValidationNamesTheRule) {

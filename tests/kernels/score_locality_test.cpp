@@ -91,6 +91,26 @@ TEST(ScoreLocality, CausalQueriesOnlySeeTheirPrefixAndHistogramIsExact) {
   EXPECT_EQ(st.counts, (std::vector<int64_t>{2, 2, 1, 1}));
 }
 
+// The first pass's statistics as both implementations form them: equal differences widen the range
+// to one unit around them (bins of 1 / bins), and a Delta without pairs is NaN, not zero.
+TEST(ScoreLocality, FirstPassGivesTheMeanAndTheHistogramRange) {
+  const DeltaStats st = delta_stats_of_pass1(3, 4, 8.0, 2.0, 2.0, 5);
+  EXPECT_EQ(st.delta, 3);
+  EXPECT_EQ(st.pairs, 4);
+  EXPECT_EQ(st.mean, 2.0);
+  EXPECT_EQ(st.hist_lo, 1.5);
+  EXPECT_EQ(st.hist_hi, 2.5);
+  EXPECT_EQ(st.counts, std::vector<int64_t>(5, 0));
+  EXPECT_EQ(histogram_scale(st), 5.0);
+  const DeltaStats ranged = delta_stats_of_pass1(1, 2, 1.0, -1.0, 2.0, 6);
+  EXPECT_EQ(ranged.hist_lo, -1.0);
+  EXPECT_EQ(ranged.hist_hi, 2.0);
+  EXPECT_EQ(histogram_scale(ranged), 2.0);
+  const DeltaStats none = delta_stats_of_pass1(7, 0, 0.0, INFINITY, -INFINITY, 5);
+  EXPECT_TRUE(std::isnan(none.mean) && std::isnan(none.stddev) && std::isnan(none.kl_to_normal));
+  EXPECT_EQ(none.counts, std::vector<int64_t>(5, 0));
+}
+
 TEST(ScoreLocality, RejectsBadRequests) {
   const OwnedInputs o = scores_as_keys({0, 1, 2, 3}, 1);
   LocalityParams lp;
@@ -103,6 +123,32 @@ TEST(ScoreLocality, RejectsBadRequests) {
   const ScoreLocality loc = score_locality(o.view(false), HipParams{}, 0, {0}, lp);
   EXPECT_EQ(loc.deltas[0].pairs, 0);
   EXPECT_TRUE(std::isnan(loc.deltas[0].kl_to_normal));
+}
+
+// The one rule of rows and Deltas (the GUI's panel, its device path and captures read it), written
+// out for a short and a long prompt: the second half's rows, 64 at most, evenly spaced; Delta 1..8,
+// then x5/4 rounded down, up to the last row's position; a shown Delta added once, in order.
+TEST(ScoreLocality, SampleIsTheSecondHalfAndTheGeometricSweep) {
+  const LocalitySample shortp = locality_sample(10, 40);
+  EXPECT_EQ(shortp.rows, (std::vector<int64_t>{5, 6, 7, 8, 9}));
+  EXPECT_EQ(shortp.params.deltas, (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8}));
+  EXPECT_EQ(shortp.params.bins, 40);
+
+  const LocalitySample longp = locality_sample(300, 25, {9, 8, 299});
+  ASSERT_EQ(longp.rows.size(), 64u);
+  for (size_t i = 0; i < longp.rows.size(); ++i)
+    EXPECT_EQ(longp.rows[i], 150 + static_cast<int64_t>(i) * 150 / 64) << i;
+  EXPECT_EQ(longp.rows.back(), 297);
+  // 9 joins the sweep; 8 is in it already; 299 is past the last row (no pair there).
+  EXPECT_EQ(longp.params.deltas, (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 15, 18, 22, 27, 33, 41, 51,
+                                                       63, 78, 97, 121, 151, 188, 235, 293}));
+  EXPECT_EQ(longp.params.bins, 25);
+  // Every Delta of the sample has pairs on the sampled rows.
+  for (int64_t d : longp.params.deltas) EXPECT_LE(d, longp.rows.back());
+
+  EXPECT_EQ(locality_sample(1, 40).rows, std::vector<int64_t>{0});
+  EXPECT_TRUE(locality_sample(1, 40).params.deltas.empty());
+  EXPECT_TRUE(locality_sample(0, 40).rows.empty());
 }
 
 }  // namespace

@@ -3,10 +3,12 @@
 // the model's search, which ranks raw dot products, stays valid on a soft-capped layer; the capped
 // sparse attention with every block selected equals capped dense attention; the default transform
 // is today's arithmetic.
+#include <algorithm>
 #include <cmath>
 
 #include <gtest/gtest.h>
 
+#include "kernels/attention_metrics.h"
 #include "kernels/mask_reference.h"
 #include "kernels/sparse_attention_reference.h"
 #include "tests/kernels/hip_test_inputs.h"
@@ -67,6 +69,21 @@ TEST(SoftCap, DefaultTransformIsPlainAttention) {
   // A cap far above every score changes nothing beyond rounding.
   const AttentionOutput loose = dense_attention_reference(o.view(), p, 0, ScoreTransform{0.0, 1e6});
   for (size_t i = 0; i < plain.out.size(); ++i) EXPECT_NEAR(plain.out[i], loose.out[i], 1e-9);
+}
+
+TEST(SoftCap, AttentionMassFollowsTheTransform) {
+  const testing::OwnedInputs o = testing::random_inputs(2, 1, 128, 128, 32, 5);
+  const HipParams p = search_params();
+  const MaskResult m = estimate_masks_reference(o.view(), p).mask;
+  const std::vector<AttentionMass> plain = attention_mass(o.view(), p, {&m});
+  // An explicit 1 / sqrt(d) is the default: the same bits.
+  EXPECT_EQ(attention_mass(o.view(), p, {&m}, 0, ScoreTransform{1.0 / std::sqrt(32.0), 0.0})[0].per_query, plain[0].per_query);
+  // A hard cap flattens the softmax: the mask keeps a different share.
+  const std::vector<AttentionMass> capped = attention_mass(o.view(), p, {&m}, 0, ScoreTransform{0.0, 0.5});
+  double moved = 0;
+  for (size_t i = 0; i < plain[0].per_query.size(); ++i)
+    moved = std::max(moved, std::abs(capped[0].per_query[i] - plain[0].per_query[i]));
+  EXPECT_GT(moved, 1e-3) << "attention_mass ignored the soft-cap";
 }
 
 }  // namespace
