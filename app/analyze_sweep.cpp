@@ -28,7 +28,7 @@ int64_t& hip_option(HipOptions& o, HipField field) {
 }
 }  // namespace
 
-SweepSpec parse_sweep(const std::string& text, const HipOptions& hip, int64_t n_layers) {
+SweepSpec parse_sweep(const std::string& text, const HipOptions& hip, const ModelConfig& config) {
   const std::string usage = "give one parameter and its values, as --sweep k=128,256,512 (a parameter from " +
                             field_names() + ")";
   const size_t eq = text.find('=');
@@ -56,7 +56,7 @@ SweepSpec parse_sweep(const std::string& text, const HipOptions& hip, int64_t n_
     hip_option(point, spec.field) = value;
     try {
       (void)point.model_params();
-      if (spec.field == HipField::kDenseLayers) point.check_dense_layers(n_layers);
+      if (spec.field == HipField::kDenseLayers) point.check_dense_layers(config);
     } catch (const InputError& e) {
       throw InputError(where + ": " + e.what());
     }

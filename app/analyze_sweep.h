@@ -14,8 +14,8 @@ namespace hipstudio::app {
 
 // The sweep --sweep names, every value checked as the plain option would check it: a number in the
 // flag's range (--topk's for k), then the HiP rules with the other options as given, and --ld against
-// the model's `n_layers`. InputError naming "--sweep", the field, the value and the fix; before any work.
-SweepSpec parse_sweep(const std::string& text, const HipOptions& hip, int64_t n_layers);
+// the model's full-attention layers (config). InputError naming "--sweep", the field, the value and the fix; before any work.
+SweepSpec parse_sweep(const std::string& text, const HipOptions& hip, const ModelConfig& config);
 
 // The folder the sweep's files go to: --sweep-out, else the folder of --json.
 std::string sweep_folder(const std::string& sweep_out, const std::string& json_out);

@@ -59,7 +59,7 @@ void register_analyze_command(CLI::App& root) {
     check_fits_context(preflight, static_cast<int64_t>(preflight.encode(prompt).size()), args->run.decode, "prompt",
                        "--prompt", "--decode");
     const bool sweeping = !args->sweep.empty();
-    const SweepSpec sweep = sweeping ? parse_sweep(args->sweep, args->run.hip, preflight.config.n_layers) : SweepSpec{};
+    const SweepSpec sweep = sweeping ? parse_sweep(args->sweep, args->run.hip, preflight.config) : SweepSpec{};
     ProgressLine progress("analyze", args->quiet);
     progress(0.0, "loading the model");
     auto model = args->model.load();
