@@ -150,7 +150,7 @@ TEST_F(BadInput, OutOfRangeValuesAreRefusedWithTheRange) {
   }
   // --ld against the model (stories15M: 6 layers).
   for (const std::string ld : {"6", "100"}) {
-    expect_refused_early("generate --prompt hi --attention hip --ld " + ld, {"--ld " + ld + " is out of range: give a value from 0 to 5", "6 layers"});
+    expect_refused_early("generate --prompt hi --attention hip --ld " + ld, {"--ld " + ld + " is out of range: give a value from 0 to 5", "6 full-attention layers"});
     expect_refused_early("analyze --prompt hi --json /tmp/never.json --ld " + ld, {"--ld " + ld, "from 0 to 5"});
     expect_refused_early("capture --prompt hi --out /tmp/never.hipcap --ld " + ld, {"--ld " + ld, "from 0 to 5"});
     expect_refused_early("bench model --ld " + ld, {"--ld " + ld, "from 0 to 5"});
