@@ -8,6 +8,7 @@
 #include "captures/layer_kinds.h"
 #include "captures/mask_png.h"
 #include "captures/svg_plots.h"
+#include "engine/analysis/hip_layer_means.h"
 
 namespace hipstudio::captures {
 namespace {
@@ -30,19 +31,6 @@ figure img,figure svg{max-width:100%;height:auto;border:1px solid #eee}figure im
 
 void row(std::ostringstream& s, const std::string& k, const std::string& v, bool numeric = true) {
   s << "<tr><th>" << xml_escape(k) << "</th><td" << (numeric ? " class=\"n\"" : "") << ">" << xml_escape(v) << "</td></tr>\n";
-}
-
-// Mean recall (or another head field) over the layers HiP runs, or all full-attention layers when
-// every layer is dense (a sliding-window layer has no HiP run to measure).
-double mean_over_hip_layers(const PairedAnalysis& a, double HeadQuality::*field) {
-  double sum = 0;
-  int64_t n = 0;
-  bool any_hip = false;
-  for (const LayerQuality& l : a.layers) any_hip |= !l.dense;
-  for (const LayerQuality& l : a.layers)
-    if ((!l.dense || !any_hip) && !l.math.windowed())
-      for (const HeadQuality& h : l.heads) sum += h.*field, ++n;
-  return n ? sum / static_cast<double>(n) : NAN;
 }
 
 }  // namespace

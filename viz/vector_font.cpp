@@ -7,34 +7,7 @@
 
 // libstb-dev's header (docs/GPU.md: a machine without it puts stb_truetype.h in include/stb/); a
 // build without it has no figure text, as a machine without the font file.
-#if __has_include(<stb/stb_truetype.h>)
-#define HIPSTUDIO_HAVE_TRUETYPE 1
-#if defined(__GNUC__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wconversion"
-#pragma GCC diagnostic ignored "-Wsign-conversion"
-#pragma GCC diagnostic ignored "-Wold-style-cast"
-#pragma GCC diagnostic ignored "-Wcast-qual"
-#pragma GCC diagnostic ignored "-Wunused-function"
-#pragma GCC diagnostic ignored "-Wdouble-promotion"
-#pragma GCC diagnostic ignored "-Wuseless-cast"
-#pragma GCC diagnostic ignored "-Wfloat-conversion"
-#pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
-#pragma GCC diagnostic ignored "-Wshadow"
-#pragma GCC diagnostic ignored "-Wsign-compare"
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-#endif
-// Static: ImGui's own copy (imstb_truetype.h) links into the GUI beside this one.
-#define STBTT_STATIC
-#define STB_TRUETYPE_IMPLEMENTATION
-#include <stb/stb_truetype.h>
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
-#else
-#define HIPSTUDIO_HAVE_TRUETYPE 0
-#endif
+#include "viz/stb_truetype_static.h"
 
 namespace hipstudio::viz {
 

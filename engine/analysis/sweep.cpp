@@ -3,6 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "engine/analysis/hip_layer_means.h"
 #include "engine/formats/errors.h"
 #include "engine/runtime/run_cancelled.h"
 
@@ -42,24 +43,12 @@ AnalysisOptions sweep_point_options(const AnalysisOptions& base, HipField field,
   return options;
 }
 
-double quality_over_hip_layers(const PairedAnalysis& a, double HeadQuality::*field) {
-  bool any_hip = false;
-  for (const LayerQuality& l : a.layers) any_hip |= !l.dense;
-  double sum = 0;
-  int64_t n = 0;
-  for (const LayerQuality& l : a.layers)
-    if (!l.dense || !any_hip)
-      for (const HeadQuality& h : l.heads)
-        if (std::isfinite(h.*field)) sum += h.*field, ++n;
-  return n ? sum / static_cast<double>(n) : NAN;
-}
-
 SweepRow sweep_row(const PairedAnalysis& a, int64_t value, bool timed) {
   SweepRow row;
   row.value = value;
-  row.recall = quality_over_hip_layers(a, &HeadQuality::recall);
-  row.mass = quality_over_hip_layers(a, &HeadQuality::mass);
-  row.out_rel_err = quality_over_hip_layers(a, &HeadQuality::out_rel_err);
+  row.recall = mean_over_hip_layers(a, &HeadQuality::recall);
+  row.mass = mean_over_hip_layers(a, &HeadQuality::mass);
+  row.out_rel_err = mean_over_hip_layers(a, &HeadQuality::out_rel_err);
   row.kl = a.kl;
   row.latency_ms = timed ? a.hip.latency.prefill.total() : NAN;
   row.mask_refreshes = a.mask_refreshes;
@@ -72,10 +61,11 @@ SweepResult run_sweep(std::shared_ptr<const Model> model, const std::string& pro
   std::vector<AnalysisOptions> points;
   for (int64_t v : spec.values) {
     points.push_back(sweep_point_options(base, spec.field, v));
-    if (spec.field == HipField::kDenseLayers && v >= model->config.n_layers)
-      throw InputError(point_name(spec.field, v) + ": give a value from 0 to " + std::to_string(model->config.n_layers - 1) +
-                       " (the first l_d layers run dense; this model has " + std::to_string(model->config.n_layers) +
-                       " layers)");
+    const int64_t full = model->config.full_attention_layers();  // what l_d counts
+    if (spec.field == HipField::kDenseLayers && v >= full)
+      throw InputError(point_name(spec.field, v) + ": give a value from 0 to " + std::to_string(full - 1) +
+                       " (the first l_d full-attention layers run dense; this model has " + std::to_string(full) +
+                       " of them)");
   }
   SweepResult result;
   result.field = spec.field;

@@ -22,10 +22,6 @@ namespace hipstudio {
 // no layer's inputs or views: a sweep needs the per-head numbers only.
 AnalysisOptions sweep_point_options(const AnalysisOptions& base, hip::HipField field, int64_t value);
 
-// Mean of a per-head field over the layers HiP runs (every layer when HiP runs none); NaN heads
-// (windowed layers) are left out. The numbers the sweep reports per value.
-double quality_over_hip_layers(const PairedAnalysis& analysis, double HeadQuality::*field);
-
 // The sweep row of one finished paired run at `value` (timed: read the HiP prefill's latency).
 SweepRow sweep_row(const PairedAnalysis& analysis, int64_t value, bool timed);
 

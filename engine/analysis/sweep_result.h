@@ -37,7 +37,7 @@ struct SweepSpec {
 struct SweepRow {
   std::string method = "hip";
   int64_t value = 0;
-  double recall = 0;       // HeadQuality::recall, mean over the HiP layers' heads (quality_over_hip_layers)
+  double recall = 0;       // HeadQuality::recall, mean over the HiP layers' heads (mean_over_hip_layers, hip_layer_means.h)
   double mass = 0;         // HeadQuality::mass, the same mean
   double out_rel_err = 0;  // HeadQuality::out_rel_err, the same mean
   double kl = 0;           // PairedAnalysis::kl: KL(dense || HiP), mean over prompt positions

@@ -8,33 +8,7 @@
 #include <filesystem>
 #include <iterator>
 
-#if __has_include(<stb/stb_truetype.h>)
-#define HIPSTUDIO_TEST_TRUETYPE 1
-#if defined(__GNUC__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wconversion"
-#pragma GCC diagnostic ignored "-Wsign-conversion"
-#pragma GCC diagnostic ignored "-Wold-style-cast"
-#pragma GCC diagnostic ignored "-Wcast-qual"
-#pragma GCC diagnostic ignored "-Wunused-function"
-#pragma GCC diagnostic ignored "-Wdouble-promotion"
-#pragma GCC diagnostic ignored "-Wuseless-cast"
-#pragma GCC diagnostic ignored "-Wfloat-conversion"
-#pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
-#pragma GCC diagnostic ignored "-Wshadow"
-#pragma GCC diagnostic ignored "-Wsign-compare"
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-#endif
-#define STBTT_STATIC
-#define STB_TRUETYPE_IMPLEMENTATION
-#include <stb/stb_truetype.h>  // the test's own copy: the reference metrics
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
-#else
-#define HIPSTUDIO_TEST_TRUETYPE 0
-#endif
+#include "viz/stb_truetype_static.h"  // the test's own copy: the reference metrics
 
 #include <cmath>
 #include <cstdlib>
@@ -76,7 +50,7 @@ uint32_t pixel(const RgbImage& im, int64_t x, int64_t y) {
 struct InkBox {
   int x0 = 1 << 30, y0 = 1 << 30, x1 = -(1 << 30), y1 = -(1 << 30);
 };
-#if HIPSTUDIO_TEST_TRUETYPE
+#if HIPSTUDIO_HAVE_TRUETYPE
 InkBox stb_line_box(const std::string& text, double px, double* advance) {
   static const std::string font = [] {
     std::ifstream in(viz::kSansFontPath, std::ios::binary);
@@ -132,7 +106,7 @@ Ink ink_of(const viz::Raster& r, uint32_t background) {
 }
 
 TEST(Raster, TextIsTheScreensVectorFontAtStbTruetypesMetrics) {
-  if (!HIPSTUDIO_TEST_TRUETYPE || !viz::Raster::has_text())
+  if (!HIPSTUDIO_HAVE_TRUETYPE || !viz::Raster::has_text())
     GTEST_SKIP() << "no figure text here: " << viz::kSansFontPath << " (fonts-dejavu-core) or stb/stb_truetype.h (libstb-dev) is missing";
   const uint32_t black = viz::pack_rgba8(0, 0, 0), white = viz::pack_rgba8(255, 255, 255);
   for (const double px : {11.0, 18.4, 30.0}) {
