@@ -205,7 +205,17 @@ MaskCanvasEvents MaskCanvas::draw(const char* id, const std::shared_ptr<const La
                         masks.recall[static_cast<size_t>(masks.hip.index(head, qb))],
                         masks.random_recall[static_cast<size_t>(masks.hip.index(head, qb))]);
           }
-          if (f & viz::kMaskRandom) ImGui::TextUnformatted("random baseline also picked this block");
+          // What the random baseline (kernels/random_baseline.h: HiP's budget of key blocks, drawn
+          // uniformly from the same search range) picked for this query block, and this cell's part in it.
+          const int64_t rqb = i / masks.params.b_q;
+          if (view.show_random && rqb < masks.random.query_blocks && head < masks.random.heads) {
+            const long long picked = masks.random.count(head, rqb);
+            const char* cell = !(f & viz::kMaskRandom) ? "not this key block"
+                               : (f & viz::kMaskHip)   ? "this key block, as HiP did"
+                                                       : "this key block, which HiP did not";
+            ImGui::Text("random baseline: %lld key blocks for query block %lld (HiP's budget, uniform), %s", picked,
+                        static_cast<long long>(rqb), cell);
+          }
         }
         ImGui::TextDisabled("wheel: zoom   drag: pan   click: pick this query block");
         ImGui::EndTooltip();

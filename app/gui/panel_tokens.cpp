@@ -1,8 +1,9 @@
 // Token view (as BertViz shows attention): one query token's attention over the prompt as text,
 // each key token coloured by its dense probability (log scale) beside the same text coloured by
 // what HiP kept for that query (hit, false pick, miss, sink, window). Clicking a token in either
-// column picks it as the query. Rows come from viz::dense_probability_row (the probe's softmax)
-// and the views layer's masks (viz::mask_cell_flags of the layer's MaskPicture).
+// column picks it as the query, and its query block in the search stepper. Rows come from
+// viz::dense_probability_row (the probe's softmax) and the views layer's masks (viz::mask_cell_flags of
+// the layer's MaskPicture).
 #include <algorithm>
 #include <cmath>
 
@@ -21,6 +22,13 @@ namespace hipstudio::gui {
 namespace {
 
 constexpr double kProbFloor = 1e-4;  // the log colour scale's bottom
+
+// The query block holding the query token, from its first search step.
+void pick_query_block(AppState& s, int64_t b_q) {
+  if (b_q <= 0) return;
+  s.query_block = static_cast<int>(s.query_token / b_q);
+  s.step = 0;
+}
 
 class TokenPanel final : public Panel {
  public:
@@ -47,7 +55,8 @@ class TokenPanel final : public Panel {
     if (s.query_token < 0 || s.query_token > last) s.query_token = last;
     const int64_t q = s.query_token;
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 14);
-    ImGui::SliderInt("query token", &s.query_token, 0, last);
+    // The query token and the search stepper's query block move together: a pick here is a pick there.
+    if (ImGui::SliderInt("query token", &s.query_token, 0, last)) pick_query_block(s, m->params.b_q);
     ImGui::SameLine();
     ImGui::TextDisabled("or click a token below");
     const captures::LayerKinds kinds = captures::layer_kinds(*a.analysis);
@@ -142,7 +151,10 @@ class TokenPanel final : public Panel {
     ImGui::NewLine();
     legend_item(p.dense, "dense tail");
     ImGui::EndGroup();
-    if (picked >= 0 && picked < in.tq) s.query_token = static_cast<int>(picked);
+    if (picked >= 0 && picked < in.tq) {
+      s.query_token = static_cast<int>(picked);
+      pick_query_block(s, m->params.b_q);
+    }
   }
 
  private:

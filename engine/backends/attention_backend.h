@@ -12,6 +12,8 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/TensorOptions.h>
 
+#include "kernels/score_logit.h"
+
 namespace hipstudio {
 
 // The attention maths of one layer, as its architecture defines it (ModelConfig's layer_window,
@@ -26,11 +28,12 @@ struct AttentionMath {
   // caller did not say, every layer is full attention and the rank is the layer index.
   static constexpr int64_t kRankIsLayer = -2;
   int64_t full_rank = kRankIsLayer;
-  double scale_for(int64_t head_dim) const { return scale > 0.0 ? scale : 1.0 / std::sqrt(static_cast<double>(head_dim)); }
+  // The scale the layer's dot products are multiplied by (kernels/score_logit.h's one rule).
+  double scale_for(int64_t head_dim) const { return hip::score_scale(hip::ScoreTransform{scale, softcap}, head_dim); }
   int64_t rank_of(int64_t layer) const { return full_rank == kRankIsLayer ? layer : full_rank; }
   // Whether this is plain Llama attention (full, 1/sqrt(head_dim), no cap): what every fused path takes.
   bool plain(int64_t head_dim) const {
-    return window == 0 && softcap == 0.0 && scale_for(head_dim) == 1.0 / std::sqrt(static_cast<double>(head_dim));
+    return window == 0 && softcap == 0.0 && scale_for(head_dim) == hip::score_scale(hip::ScoreTransform{}, head_dim);
   }
 };
 

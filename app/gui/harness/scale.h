@@ -7,6 +7,7 @@
 //   k, b_q and b_k changes -> new mask, recall and latency of the viewed layer on screen;
 //   a layer change and a head change -> the new mask on screen;
 //   an r_m change -> the new decode results;
+//   a sweep of four k values (the Sweep panel's Run) -> its result on screen;
 //   median and p99 frame time while idle and while zooming the mask (wheel events over the canvas);
 // then screenshots of every panel (with_suffix(screenshot, panel id)). Each measurement is one line
 // `timing: <what> <value> <unit> (target ...)` of the log (written and flushed as it is measured, so

@@ -38,6 +38,7 @@ const Target kTargets[] = {
     {"b_k_change_to_mask", "s", 1},      {"layer_change_to_mask", "s", 0.2},  {"head_change_to_mask", "s", 0.2},
     {"head_change_to_views", "s", 0.2},  {"r_m_change_to_decode", "s", 1},    {"idle_frame_median", "ms", 16},
     {"idle_frame_p99", "ms", 33.3},      {"zoom_frame_median", "ms", 16},     {"zoom_frame_p99", "ms", 33.3},
+    {"sweep_4_k_to_result", "s", 10},
 };
 const Target* target_of(const std::string& key) {
   for (const Target& t : kTargets)
@@ -570,6 +571,40 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
          },
          600, 1},
         {"r_m_change_to_decode"});
+
+    // 4b. A sweep of four k values (the Sweep panel's Run) at rest: timed to the frame that draws its
+    // result. The dense side is the live run's, so only the HiP side runs per value.
+    add(settle("settle before the sweep"), {});
+    auto sweep_asked = std::make_shared<uint64_t>(0);
+    add({"sweep_4_k_to_result",
+         [run, sweep_asked](AppState& s) {
+           const int b_k = std::max(1, s.applied.b_k);
+           s.sweep_field = hip::HipField::kK;
+           s.sweep_values.clear();
+           for (int k : {128, 256, 512, 1024}) s.sweep_values.push_back(std::max(b_k, k / b_k * b_k));
+           *sweep_asked = ++s.sweep_id;
+           s.focus_panel = "sweep";
+           run->act();
+         },
+         [sweep_asked](const AppState&, const Snapshot& snap) {
+           return !snap.error[kStageSweep].empty() || (snap.sweep && snap.sweep->id == *sweep_asked && snap.fresh(kStageSweep));
+         },
+         [run, sweep_asked](AppState& s, const Snapshot& snap) -> std::string {
+           if (!snap.error[kStageSweep].empty()) return std::string("sweep failed: ") + snap.error[kStageSweep];
+           if (run->phase++ == 0) return kMore;  // this frame draws it
+           run->timing("sweep_4_k_to_result", run->elapsed());
+           const SweepResult& r = snap.sweep->result;
+           std::string rows;
+           for (const SweepRow& row : r.rows)
+             rows += fmt("%sk %lld: recall %.4f, KL %.5f", rows.empty() ? "" : "; ", static_cast<long long>(row.value), row.recall, row.kl);
+           run->line(fmt("result: sweep_4_k_to_result changed %s (%zu rows: %s)", r.rows.size() == 4 ? "yes" : "NO", r.rows.size(),
+                         rows.c_str()));
+           run->line(stage_times_text(snap));
+           s.sweep_id = *sweep_asked;  // kept: the Sweep panel's screenshot shows it
+           return r.rows.size() == 4 ? "" : "the sweep has not one row per value";
+         },
+         600, 1},
+        {"sweep_4_k_to_result"});
 
     // 5. Frame times: idle (every stage done), then zooming the mask with the wheel.
     add({"idle frames",

@@ -146,10 +146,13 @@ void SelfTest::build_view_steps() {
                       return "";
                     },
                     60, 2});
-  // Clicking a token picks it as the query: the first prompt token ("<s>") at the top left of the
+  // Clicking a token picks it as the query and its query block (from the first search step): the first prompt token ("<s>") at the top left of the
   // HiP column (where the 1600x1000 test window's layout puts it).
-  steps_.push_back({"token view: clicking a token makes it the query",
-                    [this](AppState&) { mouse_x = 0.815f, mouse_y = 0.155f; },
+  steps_.push_back({"token view: clicking a token makes it the query and moves the query block",
+                    [this](AppState& s) {
+                      mouse_x = 0.815f, mouse_y = 0.155f;
+                      s.query_block = 3, s.step = 1;  // the click must move both to the first token's
+                    },
                     fresh_masks(1),
                     [this, n = std::make_shared<int>(0)](AppState& s, const Snapshot&) -> std::string {
                       switch ((*n)++) {
@@ -160,6 +163,9 @@ void SelfTest::build_view_steps() {
                         default:
                           mouse_x = 0.01f, mouse_y = 0.99f;
                           if (s.query_token != 0) return fmt_fail("a click on the first token picked query token %lld", s.query_token);
+                          if (s.query_block != 0 || s.step != 0)
+                            return fmt_fail("a click on the first token left the stepper at query block %lld, step %lld",
+                                            s.query_block, s.step);
                           return "";
                       }
                     },
