@@ -1,4 +1,5 @@
-// `hipstudio analyze`: the paired dense-vs-HiP run, headless, written as JSON.
+// `hipstudio analyze`: the paired dense-vs-HiP run, headless, written as JSON; with --methods, the
+// comparison of selection methods at HiP's budget (engine/analysis/method_comparison.h).
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -9,10 +10,14 @@
 #include "app/analyze_sweep.h"
 #include "app/cli_options.h"
 #include "app/cli_paths.h"
+#include "app/method_options.h"
+#include "app/method_table.h"
 #include "app/model_preflight.h"
 #include "captures/analysis_json.h"
 #include "captures/atomic_file.h"
+#include "captures/methods_json.h"
 #include "engine/formats/errors.h"
+#include "engine/analysis/method_comparison.h"
 #include "engine/analysis/paired_analysis.h"
 #include "engine/offload/offload_simulator.h"
 
@@ -25,6 +30,7 @@ void register_analyze_command(CLI::App& root) {
     std::string prompt;
     std::string json_out;
     std::string sweep, sweep_out;
+    MethodOptions methods;
     bool quiet = false;
   };
   auto args = std::make_shared<Args>();
@@ -37,8 +43,15 @@ void register_analyze_command(CLI::App& root) {
                   "NAME=V1,V2,...: the run for each value of one of k, b_k, b_q, l_d, r_m against one dense prefill; "
                   "a table on stdout, sweep_NAME.csv and an SVG per metric, the JSON at --json");
   cmd->add_option("--sweep-out", args->sweep_out, "folder of the sweep's CSV and SVG files (default: the folder of --json)");
+  // random's seed is --seed (the views' random baseline draws with it too); every other method's
+  // parameter is a flag of its own.
+  args->methods.add_options(*cmd, "hip", {"random"});
+  CLI::Option* methods_option = cmd->get_option("--methods");
   add_quiet_flag(*cmd, args->quiet);
-  cmd->callback([args] {
+  cmd->callback([args, methods_option] {
+    const bool comparing = methods_option->count() > 0;
+    if (comparing && !args->sweep.empty())
+      throw InputError("--sweep varies HiP's parameters and --methods compares methods at one setting: give one of them");
     if (!args->sweep_out.empty() && args->sweep.empty())
       throw InputError("--sweep-out names where a sweep's files go: give --sweep NAME=V1,V2,... too, or leave it out");
     // Everything that can be checked without the weights is, so no refusal comes at 100%.
@@ -58,6 +71,8 @@ void register_analyze_command(CLI::App& root) {
     args->run.hip.check_dense_layers(preflight.config);
     check_fits_context(preflight, static_cast<int64_t>(preflight.encode(prompt).size()), args->run.decode, "prompt",
                        "--prompt", "--decode");
+    std::vector<hip::methods::MethodChoice> methods;
+    if (comparing) methods = method_choices(args->methods, options);
     const bool sweeping = !args->sweep.empty();
     const SweepSpec sweep = sweeping ? parse_sweep(args->sweep, args->run.hip, preflight.config) : SweepSpec{};
     ProgressLine progress("analyze", args->quiet);
@@ -67,6 +82,18 @@ void register_analyze_command(CLI::App& root) {
       const SweepResult result = run_sweep(model, prompt, options, sweep, std::ref(progress));
       progress.finish();
       write_sweep_outputs(result, *model, options, sweep_folder(args->sweep_out, args->json_out), args->json_out);
+      return;
+    }
+    if (comparing) {
+      const std::vector<MethodRun> runs = run_method_comparison(model, prompt, options, methods, std::ref(progress));
+      progress(1.0, "writing " + args->json_out);
+      const captures::RunInfo info{HIPSTUDIO_VERSION, model->source.display_name, model->config.architecture,
+                                   device_description(model->run), prompt};
+      const nlohmann::json json = captures::methods_to_json(runs, info);
+      captures::write_file_atomic(args->json_out, json.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+      progress.finish();
+      print_method_table(stdout, runs);
+      std::fprintf(stderr, "wrote %s\n", args->json_out.c_str());
       return;
     }
     PairedAnalysis analysis = run_paired_analysis(model, prompt, options, std::ref(progress));

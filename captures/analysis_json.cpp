@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "captures/analysis_json_parts.h"
 #include "captures/params_fields.h"
 
 namespace hipstudio::captures {
@@ -9,28 +10,12 @@ namespace hipstudio::captures {
 namespace {
 using nlohmann::json;
 
-json number(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+json number(double v) { return number_json(v); }
 
 json numbers(const std::vector<double>& values) {
   json a = json::array();
   for (double v : values) a.push_back(number(v));
   return a;
-}
-
-json components(const ComponentMs& c) {
-  return {{"mask_estimation", number(c.mask)}, {"sparse_attention", number(c.sparse)},
-          {"dense_attention", number(c.dense)}, {"other", number(c.other)}, {"total", number(c.total())}};
-}
-
-json latency(const LatencyBreakdown& l) {
-  json layers = json::array();
-  for (size_t i = 0; i < l.prefill_layers.size(); ++i)
-    layers.push_back({{"layer", i}, {"prefill", components(l.prefill_layers[i])}, {"decode_step", components(l.decode_layers[i])}});
-  return {{"prefill", components(l.prefill)}, {"decode_step", components(l.decode_step)}, {"layers", layers}};
-}
-
-json side(const SideResult& s) {
-  return {{"ppl", number(s.ppl)}, {"mean_nll", number(s.mean_nll)}, {"nll", numbers(s.nll)}, {"generated", s.generated}};
 }
 
 double ratio(double a, double b) { return b > 0 ? a / b : NAN; }
@@ -55,24 +40,27 @@ json context(const offload::ContextStats& s) {
 }
 }  // namespace
 
-json analysis_to_json(const PairedAnalysis& a, const RunInfo& info, const offload::OffloadResult* offload,
-                      const offload::OffloadConfig* offload_config) {
-  json j;
-  j["schema"] = "hipstudio.analysis/1";
-  j["tool"] = {{"name", "hipstudio"}, {"version", info.tool_version}};
-  j["model"] = {{"name", info.model}, {"architecture", info.architecture}};
-  j["device"] = info.device;
-  j["prompt"] = {{"text", info.prompt}, {"tokens", a.prompt_ids}};
-  j["params"] = {{"force_dense_tokens", a.options.force_dense_tokens}, {"random_seed", a.options.random_seed}};
-  for (const hip::HipParamField& f : hip::hip_param_fields())
-    if (f.json_key) j["params"][f.json_key] = params_value(a.options, f.field);
-  j["dense"] = side(a.dense);
-  j["hip"] = side(a.hip);
-  j["kl"] = number(a.kl);
-  j["top1_agreement"] = number(a.top1_agreement);
+json number_json(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
+json components_json(const ComponentMs& c) {
+  return {{"mask_estimation", number(c.mask)}, {"sparse_attention", number(c.sparse)},
+          {"dense_attention", number(c.dense)}, {"other", number(c.other)}, {"total", number(c.total())}};
+}
+
+json latency_json(const LatencyBreakdown& l) {
   json layers = json::array();
-  for (const LayerQuality& layer : a.layers) {
+  for (size_t i = 0; i < l.prefill_layers.size(); ++i)
+    layers.push_back({{"layer", i}, {"prefill", components_json(l.prefill_layers[i])}, {"decode_step", components_json(l.decode_layers[i])}});
+  return {{"prefill", components_json(l.prefill)}, {"decode_step", components_json(l.decode_step)}, {"layers", layers}};
+}
+
+json side_json(const SideResult& s) {
+  return {{"ppl", number(s.ppl)}, {"mean_nll", number(s.mean_nll)}, {"nll", numbers(s.nll)}, {"generated", s.generated}};
+}
+
+json layers_json(const std::vector<LayerQuality>& quality) {
+  json layers = json::array();
+  for (const LayerQuality& layer : quality) {
     json heads = json::array();
     for (size_t h = 0; h < layer.heads.size(); ++h) {
       const HeadQuality& q = layer.heads[h];
@@ -89,7 +77,26 @@ json analysis_to_json(const PairedAnalysis& a, const RunInfo& info, const offloa
     const json attention = {{"window", layer.math.window}, {"scale", layer.math.score.scale}, {"softcap", layer.math.score.softcap}};
     layers.push_back({{"layer", layer.layer}, {"dense", layer.dense}, {"attention", attention}, {"heads", heads}});
   }
-  j["layers"] = layers;
+  return layers;
+}
+
+json analysis_to_json(const PairedAnalysis& a, const RunInfo& info, const offload::OffloadResult* offload,
+                      const offload::OffloadConfig* offload_config) {
+  json j;
+  j["schema"] = "hipstudio.analysis/1";
+  j["tool"] = {{"name", "hipstudio"}, {"version", info.tool_version}};
+  j["model"] = {{"name", info.model}, {"architecture", info.architecture}};
+  j["device"] = info.device;
+  j["prompt"] = {{"text", info.prompt}, {"tokens", a.prompt_ids}};
+  j["params"] = {{"force_dense_tokens", a.options.force_dense_tokens}, {"random_seed", a.options.random_seed}};
+  for (const hip::HipParamField& f : hip::hip_param_fields())
+    if (f.json_key) j["params"][f.json_key] = params_value(a.options, f.field);
+  j["dense"] = side_json(a.dense);
+  j["hip"] = side_json(a.hip);
+  j["kl"] = number(a.kl);
+  j["top1_agreement"] = number(a.top1_agreement);
+
+  j["layers"] = layers_json(a.layers);
 
   json steps = json::array();
   for (const DecodeStepRecord& s : a.decode)
@@ -112,8 +119,8 @@ json analysis_to_json(const PairedAnalysis& a, const RunInfo& info, const offloa
     }
   }
 
-  j["latency_ms"] = {{"dense", latency(a.dense.latency)},
-                     {"hip", latency(a.hip.latency)},
+  j["latency_ms"] = {{"dense", latency_json(a.dense.latency)},
+                     {"hip", latency_json(a.hip.latency)},
                      {"speedup",
                       {{"prefill", number(ratio(a.dense.latency.prefill.total(), a.hip.latency.prefill.total()))},
                        {"decode_step", number(ratio(a.dense.latency.decode_step.total(), a.hip.latency.decode_step.total()))}}}};

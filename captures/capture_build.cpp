@@ -68,7 +68,8 @@ Capture build_capture(PairedAnalysis analysis, CaptureInfo info, const CaptureRe
       } else {
         const hip::AttentionInputs in = layer_view(*a.find_inputs(l));
         const ViewsMath math = l < static_cast<int64_t>(a.layers.size()) ? a.layers[static_cast<size_t>(l)].math : ViewsMath{};
-        c.masks.push_back(reference_layer_masks(in, p, math, a.options.random_seed, l, request.threads));
+        c.masks.push_back(reference_layer_masks(in, p, math, a.options.random_seed, l, request.threads,
+                                                /*with_oracle=*/true, a.options.hip.method));
       }
     }
   }

@@ -41,8 +41,13 @@ inline std::string trace_array(size_t index, const char* name) {
   return "traces/" + std::to_string(index) + "/" + name;
 }
 
-inline const char* selection_name(BlockSelection s) {
-  return s == BlockSelection::Random ? "random" : s == BlockSelection::Oracle ? "oracle" : "hip";
+// The manifest's params.selection and params.selection_seed: the method the sparse side selected
+// with. Format 2 holds hip, oracle and random (whose one value is its seed), nothing else.
+inline bool selection_storable(const hip::methods::MethodChoice& m) {
+  return m.name == "hip" || m.name == "oracle" || m.name == "random";
+}
+inline uint64_t selection_seed(const hip::methods::MethodChoice& m) {
+  return m.name == "random" ? static_cast<uint64_t>(hip::methods::method_int(m.values, "random_seed")) : 1;
 }
 
 }  // namespace hipstudio::captures::layout

@@ -247,11 +247,12 @@ hip::MaskResult read_mask(const Arrays& ar, int64_t l, const char* which, int64_
   return m;
 }
 
-BlockSelection parse_selection(const std::string& s, const Fields& f) {
-  if (s == "hip") return BlockSelection::Hip;
-  if (s == "random") return BlockSelection::Random;
-  if (s == "oracle") return BlockSelection::Oracle;
-  f.fail("params.selection '" + s + "' is not hip, random or oracle");
+hip::methods::MethodChoice parse_selection(const std::string& s, uint64_t seed, const Fields& f) {
+  hip::methods::MethodChoice m;
+  m.name = s;
+  if (s == "random") m.values = {{"random_seed", static_cast<double>(seed)}};
+  if (!layout::selection_storable(m)) f.fail("params.selection '" + s + "' is not hip, random or oracle");
+  return m;
 }
 
 // Checks format and version; returns the version.
@@ -349,8 +350,7 @@ Capture decode_capture(const std::string& bytes, const std::string& what) {
     f.fail(std::string("params break a HiP rule: ") + e.what());
   }
   for (HipField field : {HipField::kDenseLayers, HipField::kRefreshEvery}) *params_count(o, field) = f.count(p, key(field));
-  o.hip.selection = parse_selection(f.text(p, "selection"), f);
-  o.hip.random_seed = f.unsigned_integer(p, "selection_seed");
+  o.hip.method = parse_selection(f.text(p, "selection"), f.unsigned_integer(p, "selection_seed"), f);
   o.decode_steps = f.count(p, key(HipField::kDecodeSteps));
   o.force_dense_tokens = f.boolean(p, "force_dense_tokens");
   o.context_limit = f.count(p, "context_limit");

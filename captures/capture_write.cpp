@@ -94,9 +94,11 @@ void add_context(ArraySink& s, const char* name, const offload::ContextStats& c,
 
 json params_json(const AnalysisOptions& o) {
   const HipModelParams& p = o.hip;
+  if (!layout::selection_storable(p.method))
+    throw std::logic_error("a capture stores a HiP, oracle or random sparse side, not " + p.method.name);
   json j = {{"causal", p.hip.causal},
-            {"selection", layout::selection_name(p.selection)},
-            {"selection_seed", p.random_seed},
+            {"selection", p.method.name},
+            {"selection_seed", layout::selection_seed(p.method)},
             {"force_dense_tokens", o.force_dense_tokens},
             {"context_limit", o.context_limit},
             {"random_seed", o.random_seed}};

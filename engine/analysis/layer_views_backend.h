@@ -37,6 +37,9 @@ struct LayerViewsSetup {
   // (reference_views.h) and its masks what HiP would select on full causal attention.
   ViewsMath math;
   uint64_t seed = 1;          // the analysis' random seed (layer_random_seed applies the layer)
+  // The method of the sparse side whose mask the views measure (the "hip" slot of the results):
+  // the forward pass's mask when a chunk brings it, else this method's selection.
+  hip::methods::MethodChoice method;
   bool keep_masks = false;    // finish() also returns the three masks and recall tables (host)
   // Tensor implementation: bytes of one (heads of a KV group, query rows, keys) score tile; the
   // query rows of a tile follow from it (a multiple of b_q). Tests shrink it to cover the tiling.

@@ -232,6 +232,7 @@ struct PairedPrefill::State {
     setup.params = options.hip.hip;
     setup.math = views_math(layer_attention_math(model->config, layer));
     setup.seed = options.random_seed;
+    setup.method = options.hip.method;
     setup.keep_masks = keep_masks;
     return setup;
   }

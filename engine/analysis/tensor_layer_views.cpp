@@ -40,6 +40,7 @@
 #include "kernels/random_baseline.h"
 #include "kernels/search_range.h"
 #include "kernels/torch/hip_torch.h"
+#include "kernels/methods/torch/tensor_selection.h"
 
 namespace hipstudio {
 
@@ -319,9 +320,20 @@ const at::Tensor& TensorLayerViews::chunk_random_blocks() {
   return chunk_random_;
 }
 
-// HiP's mask of the chunk's rows: the forward pass's, else the CUDA kernels', else the reference's.
+// The sparse side's mask of the chunk's rows: the forward pass's, else (a non-HiP method) the
+// method's tensor selection where it has one, else (HiP) the CUDA kernels', else the reference's.
 at::Tensor TensorLayerViews::hip_mask_of(const LayerViewsChunk& chunk) const {
   if (chunk.hip_blocks.defined()) return chunk.hip_blocks;
+  if (!setup_.method.is_hip()) {
+    const hip::methods::SelectionMethod& method = hip::methods::find_selection_method(setup_.method.name);
+    const hip::methods::SelectionContext ctx = hip::methods::choice_context(setup_.method, setup_.params, setup_.layer);
+    const hip::methods::TensorInputs in{chunk.q, chunk.k, at::Tensor()};
+    if (hip::methods::find_tensor_selection(method.name)) return hip::methods::select_masks(method, in, ctx).blocks;
+    const HostAttentionInputs host(chunk.q, chunk.k, chunk.k);
+    const hip::MaskResult m = hip::methods::select_masks(method, host.view, ctx);
+    return at::from_blob(const_cast<int32_t*>(m.blocks.data()), {m.heads, m.query_blocks, m.kb}, at::kInt)
+        .to(chunk.q.device(), at::kInt, /*non_blocking=*/false, /*copy=*/true);
+  }
   if (chunk.q.is_cuda() && hip_torch::cuda_kernels_status().empty())
     return hip_torch::estimate_masks(chunk.q, chunk.k, setup_.params).blocks;
   const HostAttentionInputs host(chunk.q, chunk.k, chunk.k);
@@ -606,6 +618,7 @@ LayerViewsResult TensorLayerViews::finish() {
   m.layer = setup_.layer;
   m.params = setup_.params;
   m.math = setup_.math;
+  m.method = setup_.method.name;
   // finish() is the last call: the arrays the chunks filled move into the result.
   m.hip = std::move(hip_mask_);
   m.oracle = std::move(oracle_mask_);

@@ -16,6 +16,7 @@
 #include "kernels/shape_only_inputs.h"
 #include "kernels/torch/hip_torch.h"
 #include "kernels/key_set.h"
+#include "kernels/methods/torch/tensor_selection.h"
 #include "kernels/oracle.h"
 #include "kernels/parallel_for.h"
 #include "kernels/random_baseline.h"
@@ -75,14 +76,45 @@ void validate_hip_model_params(const HipModelParams& params) {
   if (params.dense_layers < 0) throw hip::HipParamError("l_d (" + std::to_string(params.dense_layers) + ") must be >= 0");
   if (params.refresh_every < 1) throw hip::HipParamError("r_m (" + std::to_string(params.refresh_every) + ") must be >= 1");
   if (!params.hip.causal) throw hip::HipParamError("HiP inside a language model must be causal");
+  try {
+    hip::methods::validate_choice(params.method, params.hip);
+  } catch (const hip::methods::MethodError& e) {
+    throw hip::HipParamError(e.what());
+  }
 }
 
 HipAttention::HipAttention(const HipModelParams& params, int64_t n_layers) : params_(params), layers_(n_layers) {
   validate_hip_model_params(params_);
+  method_ = &hip::methods::find_selection_method(params_.method.name);
+}
+
+bool HipAttention::method_on_cuda() {
+  return params_.method.is_hip() ? cuda_ready() : cuda_ready() && hip::methods::find_tensor_selection(method_->name);
+}
+
+hip_torch::MaskTensors HipAttention::method_masks_cuda(const AttentionCall& call, LayerState& state) {
+  const hip::methods::SelectionContext ctx = hip::methods::choice_context(params_.method, params_.hip, call.layer);
+  const hip::methods::TensorInputs in{call.q, call.k, at::Tensor()};
+  // A prefill call (the prompt or one chunk of it) keeps the state its rows give for the decode
+  // refreshes that follow: the last chunk's, which holds the prompt's last rows.
+  if (!call.decoding) state.method_state = hip::methods::decode_state(*method_, in, ctx);
+  const hip::methods::MethodMaskTensors m = hip::methods::select_for_decode(*method_, in, ctx, state.method_state.get());
+  hip_torch::MaskTensors out;
+  out.blocks = m.blocks;
+  out.counts = m.counts;
+  out.iterations = at::zeros_like(m.counts);
+  out.branches = at::zeros(m.counts.sizes(), m.counts.options().dtype(at::kLong));
+  return out;
 }
 
 void HipAttention::reset() {
-  for (LayerState& s : layers_) s = LayerState{};
+  // The decode masks go; what a method keeps from the prompt stays for decodes from the same
+  // prefill (the next prefill call replaces it).
+  for (LayerState& s : layers_) {
+    std::shared_ptr<const hip::methods::MethodState> prompt = std::move(s.method_state);
+    s = LayerState{};
+    s.method_state = std::move(prompt);
+  }
 }
 
 void HipAttention::set_refresh_every(int64_t refresh_every) {
@@ -146,7 +178,7 @@ void HipAttention::ensure_decode_buffers(int64_t heads, const c10::Device& devic
 }
 
 bool HipAttention::graphable(const c10::Device& device) {
-  return device.is_cuda() && params_.selection == BlockSelection::Hip && params_.dense_layers < static_cast<int64_t>(layers_.size()) &&
+  return device.is_cuda() && params_.method.is_hip() && params_.dense_layers < static_cast<int64_t>(layers_.size()) &&
          !observer_ && !record_access_ && !sync_timing_ && cuda_ready();
 }
 
@@ -272,10 +304,13 @@ at::Tensor HipAttention::attend(const AttentionCall& call) {
 
   LayerState& state = layers_.at(static_cast<size_t>(call.layer));
   bool use_cuda = false;
-  if (call.q.is_cuda() && params_.selection == BlockSelection::Hip) {
-    use_cuda = cuda_ready();
+  if (call.q.is_cuda()) {
+    use_cuda = method_on_cuda();
+    if (!use_cuda && !params_.method.is_hip())
+      backend_note_ = method_->title + " CPU reference (float64): " +
+                      (cuda_ready() ? "the method has no tensor implementation" : backend_note_);
   } else {
-    backend_note_ = "HiP CPU reference (float64)";
+    backend_note_ = method_->title + " CPU reference (float64)";
   }
   at::Tensor out = use_cuda ? attend_cuda(call, state, event) : attend_reference(call, state, event);
   if (observer_) observer_(event);
@@ -289,10 +324,12 @@ at::Tensor HipAttention::attend_reference(const AttentionCall& call, LayerState&
   const bool record = record_access_ && call.decoding;
   std::vector<hip::MaskTrace> traces;  // of a recorded refresh: the keys the search read
   auto select = [&] {
-    switch (params_.selection) {
-      case BlockSelection::Random: return hip::random_masks(host.view, params_.hip, params_.random_seed + call.layer);
-      case BlockSelection::Oracle: return hip::oracle_masks(host.view, params_.hip);
-      case BlockSelection::Hip: break;
+    if (!params_.method.is_hip()) {
+      // The registry's reference; a prefill call keeps its state for the decode refreshes (as
+      // method_masks_cuda does).
+      const hip::methods::SelectionContext ctx = hip::methods::choice_context(params_.method, params_.hip, call.layer);
+      if (!call.decoding) state.method_state = hip::methods::decode_state(*method_, host.view, ctx);
+      return hip::methods::select_for_decode(*method_, host.view, ctx, state.method_state.get());
     }
     // One search serves both the mask and, when recording, its trace.
     hip::MaskEstimate estimate =
@@ -360,7 +397,8 @@ void HipAttention::record_access(const hip::AttentionInputs& view, const hip::Ma
 
 hip_torch::MaskTensors HipAttention::refresh_cuda(const AttentionCall& call, LayerState& state) {
   const hip::HipParams& p = params_.hip;
-  const hip_torch::MaskTensors masks = hip_torch::estimate_masks(call.q, call.k, p);
+  const hip_torch::MaskTensors masks =
+      params_.method.is_hip() ? hip_torch::estimate_masks(call.q, call.k, p) : method_masks_cuda(call, state);
   // Row h: its selected blocks (ascending), then refresh_hi, refresh_hi + 1, ... from column
   // count_h on; all tail blocks lie above the selection, so rows stay ascending. One launch,
   // with every cached step's counts made in advance, into this layer's slice of the shared
@@ -379,7 +417,8 @@ bool same_params(const HipModelParams& a, const HipModelParams& b) {
   const hip::HipParams &x = a.hip, &y = b.hip;
   return x.k == y.k && x.b_q == y.b_q && x.b_k == y.b_k && x.b_sq == y.b_sq && x.b_sk == y.b_sk && x.sink == y.sink &&
          x.window == y.window && x.rho == y.rho && x.causal == y.causal && a.dense_layers == b.dense_layers &&
-         a.refresh_every == b.refresh_every && a.selection == b.selection;
+         a.refresh_every == b.refresh_every && a.method.name == b.method.name &&
+         a.method.values == b.method.values;
 }
 
 }  // namespace
@@ -391,7 +430,7 @@ at::Tensor HipAttention::attend_batch(const BatchAttentionCall& call, const std:
   for (AttentionBackend* backend : sequences) {
     auto* hip = dynamic_cast<HipAttention*>(backend);
     if (!hip || !same_params(hip->params_, params_) || !call.q.is_cuda() || hip->record_access_ ||
-        params_.selection != BlockSelection::Hip || !hip->cuda_ready())
+        !params_.method.is_hip() || !hip->cuda_ready())
       return {};
     for (const HipAttention* seen : hips)
       if (seen == hip) return {};  // one backend twice would share its cached masks
@@ -480,7 +519,8 @@ at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& stat
   start_span(mask_time);
 
   if (!call.decoding) {
-    const hip_torch::MaskTensors masks = hip_torch::estimate_masks(call.q, call.k, p);
+    const hip_torch::MaskTensors masks =
+        params_.method.is_hip() ? hip_torch::estimate_masks(call.q, call.k, p) : method_masks_cuda(call, state);
     event.mask_seconds = span_seconds(mask_time);
     start_span(attention_time);
     out = hip_torch::sparse_attention(call.q, call.k, call.v, masks.blocks, masks.counts, p, at::Tensor(), 0, at::Tensor(),

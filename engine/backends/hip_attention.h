@@ -12,9 +12,17 @@
 // On the CPU, the float64 reference in kernels/ computes masks and attention. On CUDA, the CUDA
 // kernels do (kernels/torch/hip_torch.h) when they were built, the layer's scale and soft-cap
 // inside the sparse attention; otherwise the tensors are copied to the CPU reference and
-// `backend_note()` says so. Random/oracle selections always use the reference.
+// `backend_note()` says so.
+//
+// HipModelParams::method picks where the sparse layers' masks come from: HiP's search, or another
+// registry method (kernels/methods/selection_method.h) at the same budget, whose masks then run
+// through the same block-sparse attention (the CUDA kernels where the method has a tensor
+// implementation, else the float64 reference). A method re-selects at every r_m refresh by its
+// decode rule; one with prompt state (vslash) takes it from the layer's last prefill call (the
+// prompt, or its last chunk). Decode graphs and the batched step serve HiP's search only.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "engine/formats/model_config.h"
@@ -22,6 +30,7 @@
 #include "engine/runtime/phase_profile.h"
 #include "engine/analysis/hip_model_params.h"
 #include "kernels/mask_reference.h"
+#include "kernels/methods/selection_method.h"
 
 namespace hipstudio::hip_torch {
 struct MaskTensors;  // kernels/torch/hip_torch.h
@@ -103,7 +112,8 @@ class HipAttention final : public AttentionBackend {
   const HipModelParams& params() const { return params_; }
   // Called after every layer call with what it did.
   void set_observer(std::function<void(const HipLayerEvent&)> observer) { observer_ = std::move(observer); }
-  // Forget cached decode masks (a new sequence starts).
+  // Forget cached decode masks (a new sequence starts); a method's prompt state stays until the
+  // next prefill call replaces it.
   void reset();
   // A new r_m (>= 1, else hip::HipParamError) for the decode steps that follow; forgets cached
   // decode masks, so the next step refreshes as the first after a prefill does.
@@ -131,6 +141,8 @@ class HipAttention final : public AttentionBackend {
     int64_t refresh_hi = 0;
     // The refresh's mask on the host, kept only while access recording is on.
     std::vector<int32_t> host_blocks, host_counts;
+    // What a non-HiP method keeps from the layer's prefill for its decode refreshes (or null).
+    std::shared_ptr<const hip::methods::MethodState> method_state;
   };
   // The device buffers of the CUDA decode path, shared by every HiP layer: (layers, hq, 1, kb +
   // tail_room) rows, (layers, tail_room + 1, hq, 1) counts by extra, (layers, hq, 1) the counts a
@@ -174,9 +186,16 @@ class HipAttention final : public AttentionBackend {
   // A CUDA decode refresh of call's layer: the search, its rows laid out in the shared buffers and
   // the bookkeeping (note_refresh); returns the search's mask.
   hip_torch::MaskTensors refresh_cuda(const AttentionCall& call, LayerState& state);
+  // Whether the CUDA kernels attend this backend's sparse layers (and, for a non-HiP method, its
+  // tensor implementation selects).
+  bool method_on_cuda();
+  // A non-HiP method's mask of the call's rows on the device (its tensor implementation), in the
+  // search's form (iterations and branches 0); a prefill call keeps the method's prompt state.
+  hip_torch::MaskTensors method_masks_cuda(const AttentionCall& call, LayerState& state);
   void record_access(const hip::AttentionInputs& view, const hip::MaskResult& mask,
                      const std::vector<hip::MaskTrace>& traces, HipLayerEvent& event);
   HipModelParams params_;
+  const hip::methods::SelectionMethod* method_ = nullptr;  // params_.method's registry entry
   std::vector<LayerState> layers_;
   DenseAttention dense_;
   std::function<void(const HipLayerEvent&)> observer_;

@@ -5,6 +5,7 @@
 // engine/analysis/layer_views_backend.h on any device), so the same layer gives the same numbers in
 // every view.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "kernels/hip_params.h"
@@ -31,6 +32,8 @@ struct LayerMaskViews {
   int64_t layer = 0;
   hip::HipParams params;
   ViewsMath math;  // the layer's attention maths
+  // `hip` is the sparse side's mask: HiP's search, or the registry method the side ran (`method`).
+  std::string method = "hip";
   hip::MaskResult hip, oracle, random;  // same shape; oracle/random: iterations, branches 0
   // False where the oracle was not computed (the GUI's CPU path above its length limit): oracle,
   // random and the recall tables are then empty.

@@ -12,14 +12,18 @@
 namespace hipstudio {
 
 LayerMaskViews reference_layer_masks(const hip::AttentionInputs& in, const hip::HipParams& p, const ViewsMath& math,
-                                     uint64_t seed, int64_t layer, int threads, bool with_oracle) {
+                                     uint64_t seed, int64_t layer, int threads, bool with_oracle,
+                                     const hip::methods::MethodChoice& method) {
   LayerMaskViews m;
   m.layer = layer;
   m.params = p;
   m.math = math;
   hip::MaskOptions options;
   options.threads = threads;
-  m.hip = hip::estimate_masks_reference(in, p, options).mask;
+  m.method = method.name;
+  m.hip = method.is_hip() ? hip::estimate_masks_reference(in, p, options).mask
+                          : hip::methods::select_masks(hip::methods::find_selection_method(method.name), in,
+                                                       hip::methods::choice_context(method, p, layer, threads));
   m.has_oracle = with_oracle;
   if (!with_oracle) return m;
   m.oracle = hip::oracle_masks(in, p, threads);

@@ -10,15 +10,17 @@
 #include "engine/views/layer_views.h"
 #include "kernels/attention_inputs.h"
 #include "kernels/attention_metrics.h"
+#include "kernels/methods/selection_method.h"
 
 namespace hipstudio {
 
-// HiP's mask (the reference search), the oracle's and the random baseline's (seeded with
-// layer_random_seed(seed, layer)) with both recall tables; `math` is kept with them (the masks rank
+// The sparse side's mask (`method`'s reference: HiP's search by default), the oracle's and the
+// random baseline's (seeded with layer_random_seed(seed, layer)) with both recall tables; `math` is kept with them (the masks rank
 // raw dot products, as the forward pass's search does: its scale and cap change none of them). with_oracle false skips the O(T^2 d)
 // oracle (and with it the random baseline and recall): has_oracle is then false.
 LayerMaskViews reference_layer_masks(const hip::AttentionInputs& in, const hip::HipParams& p, const ViewsMath& math,
-                                     uint64_t seed, int64_t layer, int threads = 0, bool with_oracle = true);
+                                     uint64_t seed, int64_t layer, int threads = 0, bool with_oracle = true,
+                                     const hip::methods::MethodChoice& method = {});
 
 // Per-head quality of `masks` (which must hold the oracle) under masks.math: mean recall over query
 // blocks, attention mass kept and output relative error of HiP and of the random baseline. in.v

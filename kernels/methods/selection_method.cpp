@@ -162,4 +162,18 @@ MaskResult select_for_decode(const SelectionMethod& method, const AttentionInput
   return method.reference(rows, ctx, state);
 }
 
+void validate_choice(const MethodChoice& choice, const HipParams& p) {
+  SelectionContext ctx = choice_context(choice, p, 0);
+  validate_selection(find_selection_method(choice.name), ctx);
+}
+
+SelectionContext choice_context(const MethodChoice& choice, const HipParams& p, int64_t layer, int threads) {
+  SelectionContext ctx;
+  ctx.hip = p;
+  ctx.values = choice.values;
+  ctx.layer = layer;
+  ctx.threads = threads;
+  return ctx;
+}
+
 }  // namespace hipstudio::hip::methods

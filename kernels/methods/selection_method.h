@@ -120,4 +120,17 @@ std::shared_ptr<const MethodState> decode_state(const SelectionMethod& method, c
 MaskResult select_for_decode(const SelectionMethod& method, const AttentionInputs& rows, const SelectionContext& ctx,
                              const MethodState* state);
 
+// What a run's sparse side selects with: a registry name and that method's resolved values
+// (resolve_values; empty for hip and the oracle). The model's sparse layers
+// (engine/backends/hip_attention.h) and their views take their masks from it.
+struct MethodChoice {
+  std::string name = "hip";
+  MethodValues values;
+  bool is_hip() const { return name == "hip"; }
+};
+// MethodError unless `choice` names a method and holds exactly its resolved values under `p`.
+void validate_choice(const MethodChoice& choice, const HipParams& p);
+// The context of `choice`'s selection on one layer.
+SelectionContext choice_context(const MethodChoice& choice, const HipParams& p, int64_t layer, int threads = 0);
+
 }  // namespace hipstudio::hip::methods

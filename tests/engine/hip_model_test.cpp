@@ -90,7 +90,7 @@ TEST(HipModel, HipPerplexitySitsBetweenDenseAndRandomBlocks) {
   AnalysisOptions o;
   o.hip = small_params();
   PairedAnalysis hip = run_paired_analysis(default_model(), kStory, o);
-  o.hip.selection = BlockSelection::Random;
+  o.hip.method = {"random", {{"random_seed", 1.0}}};
   PairedAnalysis random = run_paired_analysis(default_model(), kStory, o);
   EXPECT_GT(hip.hip.ppl, hip.dense.ppl);
   EXPECT_LT(hip.hip.ppl, random.hip.ppl);
