@@ -107,6 +107,8 @@ Request make_request(const AppState& s) {
   r.sweep_id = s.sweep_id;
   r.sweep_field = s.sweep_field;
   r.sweep_values = s.sweep_values;
+  r.methods_id = s.methods_id;
+  r.methods = s.methods;
   if (s.capture) {  // read-only: the capture's model, prompt and parameters, never the sliders'
     const AnalysisView& a = *s.capture->analysis;
     const AnalysisOptions& o = a.analysis->options;
@@ -120,6 +122,7 @@ Request make_request(const AppState& s) {
     r.cache_factor = s.capture->knobs.cache_factor;
     r.generate_id = 0;  // generation needs the model
     r.sweep_id = 0;     // and so does a sweep
+    r.methods_id = 0;   // and a method comparison
   }
   return r;
 }

@@ -120,6 +120,9 @@ struct Selection {
   uint64_t sweep_id = 0;
   hip::HipField sweep_field = hip::HipField::kK;
   std::vector<int64_t> sweep_values;
+  // Methods panel: the comparison asked for (bumped by Run; 0: none) and its checked methods.
+  uint64_t methods_id = 0;
+  std::vector<hip::methods::MethodChoice> methods;
 
   // Called when the user steps past the initial nodes of a block; repeats are ignored.
   void record_stepped_block(const SteppedBlock& b);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 
 #include <c10/core/ScalarType.h>
@@ -17,6 +18,8 @@
 #include "engine/backends/hip_attention.h"
 #include "engine/analysis/paired_analysis.h"
 #include "engine/analysis/sweep.h"
+#include "engine/analysis/hip_layer_means.h"
+#include "engine/analysis/method_comparison.h"
 #include "app/common/sweep_outputs.h"
 
 namespace hipstudio::gui {
@@ -199,6 +202,64 @@ std::shared_ptr<const SweepView> sweep_job(const LoadedModel& model, const Model
   view->result = run_sweep(model.model, r.prompt, view->base, SweepSpec{r.sweep_field, r.sweep_values},
                            [&](double f, const std::string& what) { return progress(f, what); });
   view->context = app::sweep_context(info.display_name, info.device, view->base, view->result);
+  return view;
+}
+
+namespace {
+// A layer's mean over its heads of one field; NaN where the method does not run (dense, windowed).
+double layer_mean(const LayerQuality& l, double HeadQuality::*field) {
+  if (l.dense || l.heads.empty()) return NAN;
+  double sum = 0;
+  for (const HeadQuality& h : l.heads) sum += h.*field;
+  return sum / static_cast<double>(l.heads.size());
+}
+}  // namespace
+
+std::shared_ptr<const MethodsView> methods_job(const LoadedModel& model, const ModelInfo& info, const Request& r,
+                                               const JobProgress& progress) {
+  if (r.prompt.empty()) throw InputError(empty_prompt_message());
+  if (r.methods.empty()) throw InputError("check at least one method to compare");
+  // Per-head numbers only, as a sweep (no layer's inputs or masks kept, every layer's views at once).
+  AnalysisOptions base = analysis_options(info, r);
+  base.keep_all_layers = false;
+  base.keep_layers.clear();
+  base.views_only_layer = -1;
+  base.keep_viewed_if_short = false;
+  base.viewed_layer_first = false;
+  std::vector<MethodRun> runs;
+  try {
+    runs = run_method_comparison(model.model, r.prompt, base, r.methods,
+                                 [&](double f, const std::string& what) { return progress(f, what); });
+  } catch (const hip::HipParamError& e) {
+    throw InputError(e.what());
+  }
+  auto view = std::make_shared<MethodsView>();
+  view->id = r.methods_id;
+  view->timed = model.model->run.device.is_cuda();
+  const PairedAnalysis& first = runs.front().analysis;
+  view->dense_ppl = first.dense.ppl;
+  view->dense_prefill_ms = first.dense.latency.prefill.total();
+  view->prompt_tokens = static_cast<int64_t>(first.prompt_ids.size());
+  for (const MethodRun& run : runs) {
+    const PairedAnalysis& a = run.analysis;
+    MethodRow row;
+    row.name = run.method.name;
+    row.title = hip::methods::find_selection_method(run.method.name).title;
+    row.values = run.method.values;
+    row.ppl = a.hip.ppl, row.kl = a.kl, row.top1 = a.top1_agreement;
+    row.recall = mean_over_hip_layers(a, &HeadQuality::recall);
+    row.mass = mean_over_hip_layers(a, &HeadQuality::mass);
+    row.out_rel_err = mean_over_hip_layers(a, &HeadQuality::out_rel_err);
+    row.prefill_ms = a.hip.latency.prefill.total();
+    row.mask_refreshes = a.mask_refreshes;
+    for (const LayerQuality& l : a.layers) {
+      row.layer_recall.push_back(layer_mean(l, &HeadQuality::recall));
+      row.layer_mass.push_back(layer_mean(l, &HeadQuality::mass));
+      row.layer_out_rel_err.push_back(layer_mean(l, &HeadQuality::out_rel_err));
+      row.layer_dense.push_back(l.dense);
+    }
+    view->rows.push_back(std::move(row));
+  }
   return view;
 }
 

@@ -82,6 +82,11 @@ std::optional<hip::ScoreLocality> device_locality_job(const LayerInputs& inputs,
 std::shared_ptr<const SweepView> sweep_job(const LoadedModel& model, const ModelInfo& info, const Request& r,
                                            const JobProgress& progress);
 
+// The Methods panel's comparison (engine/analysis/method_comparison.h) of r.methods with r's other
+// settings: what `hipstudio analyze --methods` gives for them. InputError for a refused value.
+std::shared_ptr<const MethodsView> methods_job(const LoadedModel& model, const ModelInfo& info, const Request& r,
+                                               const JobProgress& progress);
+
 // Continues the prompt greedily with dense attention, then with HiP; `update` receives the growing
 // view after every piece of text and returns false to cancel (throws Cancelled).
 void generate_job(const LoadedModel& model, const ModelInfo& info, const Request& r,

@@ -62,6 +62,7 @@ std::unique_ptr<Panel> make_generate_panel();
 std::unique_ptr<Panel> make_token_panel();
 std::unique_ptr<Panel> make_heads_panel();
 std::unique_ptr<Panel> make_sweep_panel();
+std::unique_ptr<Panel> make_methods_panel();
 std::unique_ptr<Panel> make_grid_panel();
 
 }  // namespace hipstudio::gui

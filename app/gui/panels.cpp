@@ -22,6 +22,7 @@ std::vector<std::unique_ptr<Panel>> make_panels() {
   p.push_back(make_latency_panel());
   p.push_back(make_generate_panel());
   p.push_back(make_sweep_panel());
+  p.push_back(make_methods_panel());
   p.push_back(make_grid_panel());
   for (auto& panel : p) panel->slot = panel->default_slot();
   return p;

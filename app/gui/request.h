@@ -46,6 +46,10 @@ struct Request {
   uint64_t sweep_id = 0;
   hip::HipField sweep_field = hip::HipField::kK;
   std::vector<int64_t> sweep_values;
+  // The Methods panel's comparison (engine/analysis/method_comparison.h) at the current settings:
+  // bumped by its Run button (0: nothing asked); the methods with their resolved values.
+  uint64_t methods_id = 0;
+  std::vector<hip::methods::MethodChoice> methods;
 };
 
 // Decode steps the GUI's analysis leaves room for in its KV caches (the decode slider's maximum),

@@ -186,6 +186,26 @@ struct SweepView {
   std::string context;   // app::sweep_context: model, device, T, the settings held (the figures' subtitle)
 };
 
+// The Methods panel's result: per method (in the order asked) its summary and its per-layer means;
+// the dense side's perplexity once.
+struct MethodRow {
+  std::string name, title;
+  hip::methods::MethodValues values;
+  double ppl = 0, kl = 0, top1 = 0;
+  double recall = 0, mass = 0, out_rel_err = 0;  // mean over the sparse layers' heads (hip_layer_means.h)
+  double prefill_ms = 0;                         // the side's prefill (a CUDA run; the CPU's is the reference's)
+  int64_t mask_refreshes = 0;
+  std::vector<double> layer_recall, layer_mass, layer_out_rel_err;  // (layers) mean over heads; NaN: dense or windowed
+  std::vector<bool> layer_dense;                                    // (layers) the method does not run there
+};
+struct MethodsView {
+  uint64_t id = 0;        // the Request::methods_id it answers
+  double dense_ppl = 0, dense_prefill_ms = 0;
+  bool timed = false;     // a CUDA run: the prefill times are speeds
+  int64_t prompt_tokens = 0;
+  std::vector<MethodRow> rows;
+};
+
 // The worker's stages, in the order it brings them up to date.
 // kStageAnalysis is the paired run's prefill half (the prompt's results, which the layer views read);
 // kStageDecode its decode half (decode steps, access streams, decode latency), re-run alone when only
@@ -194,9 +214,10 @@ struct SweepView {
 // layer (its views first), and the metrics, the decode half and the other layers' views wait for it.
 // kStageViews computes, in the background, the views of the layers the prefill deferred.
 // kStageLatency times the viewed layer's attention (or a "what if" length) with CUDA events.
-// kStageSweep runs the Sweep panel's sweep when asked (Request::sweep_id), after the views.
+// kStageSweep runs the Sweep panel's sweep when asked (Request::sweep_id), after the views;
+// kStageMethods the Methods panel's comparison (Request::methods_id), likewise.
 enum Stage { kStageModel, kStageAnalysis, kStageHipRest, kStageDecode, kStageMasks, kStageTrace, kStageDense, kStageLocality,
-             kStageOffload, kStageLatency, kStageViews, kStageGenerate, kStageSweep, kStageCount };
+             kStageOffload, kStageLatency, kStageViews, kStageGenerate, kStageSweep, kStageMethods, kStageCount };
 const char* stage_name(int stage);
 
 // One paired run's totals for the Latency panel's history.
@@ -222,6 +243,7 @@ struct Snapshot {
   std::shared_ptr<const LatencyView> latency;
   std::shared_ptr<const GenerateView> generate;
   std::shared_ptr<const SweepView> sweep;
+  std::shared_ptr<const MethodsView> methods;
   // Every paired run's latency since the app started, oldest first: appended by the worker as each
   // run finishes, whether or not the Latency panel is open.
   std::shared_ptr<const std::vector<LatencySample>> latency_history;

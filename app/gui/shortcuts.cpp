@@ -30,6 +30,7 @@ const std::vector<Shortcut>& shortcuts() {
       {"Ctrl+B", "Compare captures (A and B)", GLFW_KEY_B, true, Action::FocusPanel, "compare_captures"},
       {"Ctrl+0", "Sweep", GLFW_KEY_0, true, Action::FocusPanel, "sweep"},
       {"Ctrl+L", "Layers x heads", GLFW_KEY_L, true, Action::FocusPanel, "grid"},
+      {"Ctrl+M", "Methods (compare selection methods)", GLFW_KEY_M, true, Action::FocusPanel, "methods"},
       {"Ctrl+Enter", "run the edited prompt", GLFW_KEY_ENTER, true, Action::RunPrompt, nullptr, false},
       {"Esc", "cancel the running computation", GLFW_KEY_ESCAPE, false, Action::Cancel},
       {"Ctrl+G", "generate with dense attention and HiP", GLFW_KEY_G, true, Action::Generate},

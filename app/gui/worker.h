@@ -112,6 +112,7 @@ class Worker {
   void run_offload(const Request& r, StageRun& run);
   void run_generate(const Request& r, StageRun& run);
   void run_sweep(const Request& r, StageRun& run);
+  void run_methods(const Request& r, StageRun& run);
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;

@@ -67,6 +67,17 @@ const std::vector<Worker::StageDef>& Worker::stages() {
          for (int64_t v : r.sweep_values) k << ',' << v;
        },
        &Worker::run_sweep, false},
+      // The Methods panel's comparison: likewise its own paired run, when asked.
+      {kStageMethods, "methods", model, analysis | bit(kStageDecode),
+       [](const Request& r) { return r.methods_id == 0 || no_model_behind(r); }, false, true, true,
+       [](std::ostream& k, const Request& r) {
+         k << "|M" << r.methods_id;
+         for (const hip::methods::MethodChoice& m : r.methods) {
+           k << ',' << m.name;
+           for (const auto& [name, value] : m.values) k << ':' << name << '=' << value;
+         }
+       },
+       &Worker::run_methods, false},
   };
   return table;
 }
@@ -316,6 +327,12 @@ void Worker::run_sweep(const Request& r, StageRun& run) {
   auto v = sweep_job(*model_, *current_.model, r, run.progress);
   std::lock_guard<std::mutex> lock(mutex_);
   current_.sweep = v;
+}
+
+void Worker::run_methods(const Request& r, StageRun& run) {
+  auto v = methods_job(*model_, *current_.model, r, run.progress);
+  std::lock_guard<std::mutex> lock(mutex_);
+  current_.methods = v;
 }
 
 }  // namespace hipstudio::gui

@@ -86,13 +86,21 @@ void validate_hip_model_params(const HipModelParams& params) {
 HipAttention::HipAttention(const HipModelParams& params, int64_t n_layers) : params_(params), layers_(n_layers) {
   validate_hip_model_params(params_);
   method_ = &hip::methods::find_selection_method(params_.method.name);
+  const int64_t b = method_->block_tokens(params_.hip, params_.method.values);
+  method_gap_ = b > params_.hip.b_k ? b / params_.hip.b_k - 1 : 0;
+}
+
+hip::HipParams HipAttention::mask_params() const {
+  hip::HipParams p = params_.hip;
+  p.k = mask_kb() * p.b_k;
+  return p;
 }
 
 bool HipAttention::method_on_cuda() {
   return params_.method.is_hip() ? cuda_ready() : cuda_ready() && hip::methods::find_tensor_selection(method_->name);
 }
 
-hip_torch::MaskTensors HipAttention::method_masks_cuda(const AttentionCall& call, LayerState& state) {
+hip_torch::MaskTensors HipAttention::method_masks_cuda(const AttentionCall& call, LayerState& state, at::Tensor* own_blocks) {
   const hip::methods::SelectionContext ctx = hip::methods::choice_context(params_.method, params_.hip, call.layer);
   const hip::methods::TensorInputs in{call.q, call.k, at::Tensor()};
   // A prefill call (the prompt or one chunk of it) keeps the state its rows give for the decode
@@ -102,6 +110,26 @@ hip_torch::MaskTensors HipAttention::method_masks_cuda(const AttentionCall& call
   hip_torch::MaskTensors out;
   out.blocks = m.blocks;
   out.counts = m.counts;
+  if (own_blocks) *own_blocks = m.blocks;
+  if (method_gap_ > 0) {
+    // The method's dense tail starts at its own block size's boundary, below HiP's (the kernels
+    // derive the tail from HiP's rule): the b_k blocks between the two become selected blocks,
+    // after the method's own (all below its dense_from), so every row stays ascending.
+    const hip::HipParams& p = params_.hip;
+    const int64_t tq = call.q.size(1), tk = call.k.size(1), qbs = m.blocks.size(1), heads = m.blocks.size(0);
+    const at::TensorOptions i64 = m.dense_from.options();
+    const at::Tensor p0 = at::arange(qbs, i64) * p.b_q + (tk - tq);
+    const at::Tensor hip_hi = at::clamp_min(at::div(p0 + 1 - p.window, p.b_k, "floor"), p.sink / p.b_k);
+    const at::Tensor first = at::div(m.dense_from, p.b_k, "floor");
+    const at::Tensor n_gap = at::clamp_min(hip_hi - first, 0);                       // (qbs)
+    const at::Tensor j = at::arange(method_gap_, i64);                               // (gap)
+    const at::Tensor gap = at::where(j.unsqueeze(0) < n_gap.unsqueeze(1), first.unsqueeze(1) + j, -1)
+                               .to(at::kInt).unsqueeze(0).expand({heads, qbs, method_gap_});
+    const at::Tensor widened = at::cat({m.blocks, at::full({heads, qbs, method_gap_}, -1, m.blocks.options())}, 2);
+    const at::Tensor column = (m.counts.to(at::kLong).unsqueeze(2) + j).clamp_max(widened.size(2) - 1);
+    out.blocks = widened.scatter(2, column, gap).contiguous();
+    out.counts = (m.counts + n_gap.to(at::kInt).unsqueeze(0)).contiguous();
+  }
   out.iterations = at::zeros_like(m.counts);
   out.branches = at::zeros(m.counts.sizes(), m.counts.options().dtype(at::kLong));
   return out;
@@ -150,12 +178,12 @@ int64_t HipAttention::cached_extra(const LayerState& state, int64_t position) co
 
 hip::HipParams HipAttention::widened_params() const {
   hip::HipParams widened = params_.hip;
-  widened.k = (hip::hip_kb(params_.hip) + tail_room()) * params_.hip.b_k;
+  widened.k = (mask_kb() + tail_room()) * params_.hip.b_k;
   return widened;
 }
 
 void HipAttention::ensure_decode_buffers(int64_t heads, const c10::Device& device) {
-  const int64_t layers = static_cast<int64_t>(layers_.size()), kb = hip::hip_kb(params_.hip), room = tail_room();
+  const int64_t layers = static_cast<int64_t>(layers_.size()), kb = mask_kb(), room = tail_room();
   const std::vector<int64_t> rows_shape{layers, heads, 1, kb + room};
   // A device without an index ("cuda") means the current one, where the buffers were made.
   const bool same_device = buffers_.rows.defined() && buffers_.rows.device().type() == device.type() &&
@@ -224,7 +252,7 @@ GraphedStep HipAttention::begin_graphed_step(int64_t position, const GraphedAtte
   buffers_.pending_extra = -1;
   // graphable: the kernels serve the sparse layers, and there is at least one.
   if (!buffers_.rows.defined() || !graphable(buffers_.rows.device()) || !(plan == buffers_.plan) ||
-      buffers_.rows.size(3) != hip::hip_kb(params_.hip) + tail_room())  // rows made for another k or r_m
+      buffers_.rows.size(3) != mask_kb() + tail_room())  // rows made for another k or r_m
     return GraphedStep::kNone;
   const size_t first = static_cast<size_t>(params_.dense_layers);
   // The layers refresh together: all of them at this step (a refresh capture), or none (each reuses
@@ -510,7 +538,7 @@ at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& stat
     if (sync_timing_) t.start();
   };
   auto span_seconds = [&](DeviceTimer& t) { return sync_timing_ ? t.stop_seconds() : 0.0; };
-  const int64_t heads = call.q.size(0), kb = hip::hip_kb(p);
+  const int64_t heads = call.q.size(0), kb = mask_kb();
   hip::MaskResult host_mask;
   at::Tensor out;
   // The layer's scale and soft-cap go to the sparse attention; the mask search ranks raw dot
@@ -519,13 +547,14 @@ at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& stat
   start_span(mask_time);
 
   if (!call.decoding) {
-    const hip_torch::MaskTensors masks =
-        params_.method.is_hip() ? hip_torch::estimate_masks(call.q, call.k, p) : method_masks_cuda(call, state);
+    at::Tensor own_blocks;  // the method's own mask, what the views measure (without the rows' gap blocks)
+    const hip_torch::MaskTensors masks = params_.method.is_hip() ? hip_torch::estimate_masks(call.q, call.k, p)
+                                                                 : method_masks_cuda(call, state, &own_blocks);
     event.mask_seconds = span_seconds(mask_time);
     start_span(attention_time);
-    out = hip_torch::sparse_attention(call.q, call.k, call.v, masks.blocks, masks.counts, p, at::Tensor(), 0, at::Tensor(),
-                                      score);
-    event.device_blocks = masks.blocks;
+    out = hip_torch::sparse_attention(call.q, call.k, call.v, masks.blocks, masks.counts, mask_params(), at::Tensor(), 0,
+                                      at::Tensor(), score);
+    event.device_blocks = own_blocks.defined() ? own_blocks : masks.blocks;
     event.attention_seconds = span_seconds(attention_time);
     state.valid = false;
     event.refreshed = true;

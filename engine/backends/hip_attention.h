@@ -186,16 +186,24 @@ class HipAttention final : public AttentionBackend {
   // A CUDA decode refresh of call's layer: the search, its rows laid out in the shared buffers and
   // the bookkeeping (note_refresh); returns the search's mask.
   hip_torch::MaskTensors refresh_cuda(const AttentionCall& call, LayerState& state);
+  // Key blocks in a CUDA mask row before its tail: HiP's k / b_k, plus, for a method choosing blocks
+  // of b > b_k tokens (Quest's pages), the b / b_k - 1 blocks between its dense_from and HiP's,
+  // written as selected blocks (method_masks_cuda). mask_params(): HipParams with that k.
+  int64_t mask_kb() const { return hip::hip_kb(params_.hip) + method_gap_; }
+  hip::HipParams mask_params() const;
   // Whether the CUDA kernels attend this backend's sparse layers (and, for a non-HiP method, its
   // tensor implementation selects).
   bool method_on_cuda();
   // A non-HiP method's mask of the call's rows on the device (its tensor implementation), in the
-  // search's form (iterations and branches 0); a prefill call keeps the method's prompt state.
-  hip_torch::MaskTensors method_masks_cuda(const AttentionCall& call, LayerState& state);
+  // search's form (iterations and branches 0), mask_kb() wide; a prefill call keeps the method's
+  // prompt state.
+  // `own_blocks` (when given) gets the method's own blocks, before the gap blocks of mask_kb.
+  hip_torch::MaskTensors method_masks_cuda(const AttentionCall& call, LayerState& state, at::Tensor* own_blocks = nullptr);
   void record_access(const hip::AttentionInputs& view, const hip::MaskResult& mask,
                      const std::vector<hip::MaskTrace>& traces, HipLayerEvent& event);
   HipModelParams params_;
   const hip::methods::SelectionMethod* method_ = nullptr;  // params_.method's registry entry
+  int64_t method_gap_ = 0;                                  // see mask_kb
   std::vector<LayerState> layers_;
   DenseAttention dense_;
   std::function<void(const HipLayerEvent&)> observer_;

@@ -154,6 +154,39 @@ void SelfTest::build_panel_steps() {
   // The grid: every layer's and head's cell, the viewed one framed; a click opens another.
   auto target = std::make_shared<std::pair<int, int>>(-1, -1);
   auto phase = std::make_shared<int>(0);
+  // Methods: HiP, the oracle and StreamingLLM compared on the worker; HiP's row is the live run's,
+  // the oracle's recall is 1 wherever it runs.
+  auto compared = std::make_shared<uint64_t>(0);
+  steps_.push_back({"methods: hip, oracle and streaming on the worker, HiP's row the live run's",
+                    [compared](AppState& s) {
+                      s.focus_panel = "methods";
+                      const hip::HipParams p = to_hip_params(s.applied);
+                      s.methods.clear();
+                      for (const char* name : {"hip", "oracle", "streaming"})
+                        s.methods.push_back({name, hip::methods::resolve_values(hip::methods::find_selection_method(name), {}, p)});
+                      *compared = ++s.methods_id;
+                    },
+                    [compared](const AppState&, const Snapshot& snap) {
+                      return snap.methods && snap.methods->id == *compared && snap.fresh(kStageMethods) &&
+                             snap.fresh(kStageViews) && snap.fresh(kStageDecode) && !snap.busy;
+                    },
+                    [shot](AppState&, const Snapshot& snap) -> std::string {
+                      const MethodsView& m = *snap.methods;
+                      if (m.rows.size() != 3 || m.rows[0].name != "hip" || m.rows[1].name != "oracle" || m.rows[2].name != "streaming")
+                        return "the comparison has not one row per method in the order asked";
+                      const auto live = snap.analysis->with_deferred_views();
+                      const MethodRow& hip = m.rows[0];
+                      const double recall = mean_over_hip_layers(*live, &HeadQuality::recall);
+                      if (!(std::abs(hip.recall - recall) < 1e-9)) return mismatch("HiP recall", hip.recall, recall);
+                      if (!(std::abs(hip.kl - live->kl) < 1e-9)) return mismatch("HiP KL", hip.kl, live->kl);
+                      if (!(std::abs(m.dense_ppl - live->dense.ppl) < 1e-9)) return mismatch("dense ppl", m.dense_ppl, live->dense.ppl);
+                      if (!(m.rows[1].recall == 1.0)) return mismatch("oracle recall", m.rows[1].recall, 1.0);
+                      std::printf("self-test:   methods: hip recall %.4f KL %.5f | oracle recall %.4f KL %.5f | streaming recall %.4f KL %.5f\n",
+                                  hip.recall, hip.kl, m.rows[1].recall, m.rows[1].kl, m.rows[2].recall, m.rows[2].kl);
+                      shot("methods");
+                      return "";
+                    },
+                    240, 3});
   steps_.push_back({"layers x heads: a cell per layer and head, a click opens it",
                     [](AppState& s) {
                       s.focus_panel = "grid";

@@ -1,10 +1,15 @@
 // Quest's rule (quest.cpp) on tensors: page min / max by amin / amax (exact), each row's bound
 // summed over d ascending from +0.0 (one add per d, quest_rule.h's order), the max over the
-// block's sampled rows, ranked by rank_blocks. Heads and query blocks go in chunks, so the
-// (rows, pages) bounds stay within a fixed number of elements.
+// block's sampled rows, ranked by rank_blocks. On CUDA with the kernels built, one kernel per head
+// computes the scores with the same operations in the same order (kernels/cuda/quest_bound.h);
+// elsewhere LibTorch ops do, heads and query blocks in chunks, so the (rows, pages) bounds stay
+// within a fixed number of elements.
 #include <limits>
 
 #include "kernels/methods/torch/tensor_method_mask.h"
+#ifdef HIPSTUDIO_HAVE_CUDA_KERNELS
+#include "kernels/cuda/quest_bound.h"
+#endif
 
 namespace hipstudio::hip::methods {
 
@@ -18,8 +23,27 @@ MethodMaskTensors quest_tensor_select(const TensorInputs& inputs, const Selectio
   const at::Tensor whole = in.k.narrow(1, 0, pages * b).view({in.shape.hkv, pages, b, d});
   const at::Tensor page_min = std::get<0>(whole.min(2)), page_max = std::get<0>(whole.max(2));  // (hkv, pages, d)
   const at::Tensor eligible = in_range(r, pages, in.i64);                                        // (qbs, pages)
-  const int64_t chunk = chunk_rows(per_block * pages);
   std::vector<at::Tensor> head_blocks, head_counts;
+#ifdef HIPSTUDIO_HAVE_CUDA_KERNELS
+  if (in.q.is_cuda()) {
+    const at::Tensor mn = page_min.transpose(1, 2).contiguous(), mx = page_max.transpose(1, 2).contiguous();  // (hkv, d, pages)
+    const at::Tensor score = at::empty({1, qbs, pages}, in.f64);
+    for (int64_t h = 0; h < in.shape.hq; ++h) {
+      gpu::QuestBoundLaunch l;
+      l.q = in.q.data_ptr<double>() + h * tq * d;
+      l.page_min = mn.data_ptr<double>() + (h / group) * d * pages;
+      l.page_max = mx.data_ptr<double>() + (h / group) * d * pages;
+      l.score = score.data_ptr<double>();
+      l.hq = 1, l.hkv = 1, l.tq = tq, l.d = d, l.pages = pages, l.qbs = qbs, l.b_q = p.b_q, l.b_sq = p.b_sq;
+      gpu::quest_page_scores(l);
+      auto [blocks, counts] = rank_blocks(score, eligible.unsqueeze(0), take, b, p);
+      head_blocks.push_back(blocks[0]);
+      head_counts.push_back(counts[0]);
+    }
+    return {at::stack(head_blocks).contiguous(), at::stack(head_counts).contiguous(), r.dense_from};
+  }
+#endif
+  const int64_t chunk = chunk_rows(per_block * pages);
   for (int64_t h = 0; h < in.shape.hq; ++h) {
     const at::Tensor mn = page_min[h / group], mx = page_max[h / group];  // (pages, d)
     std::vector<at::Tensor> parts_b, parts_c;
