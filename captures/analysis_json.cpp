@@ -80,10 +80,9 @@ json layers_json(const std::vector<LayerQuality>& quality) {
   return layers;
 }
 
-json analysis_to_json(const PairedAnalysis& a, const RunInfo& info, const offload::OffloadResult* offload,
-                      const offload::OffloadConfig* offload_config) {
+json run_json(const char* schema, const PairedAnalysis& a, const RunInfo& info) {
   json j;
-  j["schema"] = "hipstudio.analysis/1";
+  j["schema"] = schema;
   j["tool"] = {{"name", "hipstudio"}, {"version", info.tool_version}};
   j["model"] = {{"name", info.model}, {"architecture", info.architecture}};
   j["device"] = info.device;
@@ -91,6 +90,12 @@ json analysis_to_json(const PairedAnalysis& a, const RunInfo& info, const offloa
   j["params"] = {{"force_dense_tokens", a.options.force_dense_tokens}, {"random_seed", a.options.random_seed}};
   for (const hip::HipParamField& f : hip::hip_param_fields())
     if (f.json_key) j["params"][f.json_key] = params_value(a.options, f.field);
+  return j;
+}
+
+json analysis_to_json(const PairedAnalysis& a, const RunInfo& info, const offload::OffloadResult* offload,
+                      const offload::OffloadConfig* offload_config) {
+  json j = run_json("hipstudio.analysis/1", a, info);
   j["dense"] = side_json(a.dense);
   j["hip"] = side_json(a.hip);
   j["kl"] = number(a.kl);

@@ -6,10 +6,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "captures/analysis_json.h"
 #include "engine/analysis/paired_result.h"
 
 namespace hipstudio::captures {
 
+// schema, tool, model, device, prompt {text, tokens} and params (HiP's fields of the run's options).
+nlohmann::json run_json(const char* schema, const PairedAnalysis& a, const RunInfo& info);
 nlohmann::json number_json(double v);
 nlohmann::json components_json(const ComponentMs& c);
 nlohmann::json latency_json(const LatencyBreakdown& l);

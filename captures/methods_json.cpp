@@ -3,9 +3,7 @@
 #include <stdexcept>
 
 #include "captures/analysis_json_parts.h"
-#include "captures/params_fields.h"
 #include "engine/analysis/hip_layer_means.h"
-#include "kernels/hip_param_fields.h"
 
 namespace hipstudio::captures {
 
@@ -14,16 +12,8 @@ using nlohmann::json;
 json methods_to_json(const std::vector<MethodRun>& runs, const RunInfo& info) {
   if (runs.empty()) throw std::invalid_argument("a method comparison holds at least one method");
   const PairedAnalysis& first = runs.front().analysis;
-  json j;
-  j["schema"] = "hipstudio.methods/1";
-  j["tool"] = {{"name", "hipstudio"}, {"version", info.tool_version}};
-  j["model"] = {{"name", info.model}, {"architecture", info.architecture}};
-  j["device"] = info.device;
-  j["prompt"] = {{"text", info.prompt}, {"tokens", first.prompt_ids}};
-  // The budget every method shares (HiP's fields; the random seed of the views' baseline).
-  j["params"] = {{"force_dense_tokens", first.options.force_dense_tokens}, {"random_seed", first.options.random_seed}};
-  for (const hip::HipParamField& f : hip::hip_param_fields())
-    if (f.json_key) j["params"][f.json_key] = params_value(first.options, f.field);
+  // params: the budget every method shares (HiP's fields; the random seed of the views' baseline).
+  json j = run_json("hipstudio.methods/1", first, info);
   j["dense"] = side_json(first.dense);
   j["dense"]["latency_ms"] = latency_json(first.dense.latency);
   json order = json::array(), methods = json::object();

@@ -117,6 +117,16 @@ class SweepPanel final : public Panel {
  private:
   void controls(PanelContext& ctx, int64_t n_layers) {
     AppState& s = ctx.state;
+    // A sweep asked for elsewhere (the self-test, restored settings) shows as the field and values it ran.
+    if (s.sweep_id != asked_id_) {
+      asked_id_ = s.sweep_id;
+      if (!s.sweep_values.empty()) {
+        for (size_t i = 0; i < kSweepFields.size(); ++i)
+          if (kSweepFields[i] == s.sweep_field) field_index_ = static_cast<int>(i);
+        values_.clear();
+        for (int64_t v : s.sweep_values) values_ += (values_.empty() ? "" : ", ") + std::to_string(v);
+      }
+    }
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5);
     const std::string current = hip::hip_field_name(kSweepFields[static_cast<size_t>(field_index_)]);
     if (ImGui::BeginCombo("parameter##sweep", current.c_str())) {
@@ -141,7 +151,7 @@ class SweepPanel final : public Panel {
     if (ImGui::Button("Run##sweep")) {
       s.sweep_field = field;
       s.sweep_values = parsed.values;
-      ++s.sweep_id;
+      asked_id_ = ++s.sweep_id;
     }
     ImGui::EndDisabled();
     // The line under the controls is always there (empty when all is well), so an error never moves them.
@@ -266,6 +276,7 @@ class SweepPanel final : public Panel {
 
   int field_index_ = 0;
   int metric_index_ = 0;
+  uint64_t asked_id_ = 0;  // the AppState::sweep_id the controls show
   std::string values_;
   std::string folder_;
   std::string export_error_;

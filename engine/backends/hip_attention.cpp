@@ -1,4 +1,5 @@
 #include "engine/backends/hip_attention.h"
+#include "engine/backends/method_rows.h"
 
 #include <algorithm>
 #include <atomic>
@@ -111,25 +112,11 @@ hip_torch::MaskTensors HipAttention::method_masks_cuda(const AttentionCall& call
   out.blocks = m.blocks;
   out.counts = m.counts;
   if (own_blocks) *own_blocks = m.blocks;
-  if (method_gap_ > 0) {
-    // The method's dense tail starts at its own block size's boundary, below HiP's (the kernels
-    // derive the tail from HiP's rule): the b_k blocks between the two become selected blocks,
-    // after the method's own (all below its dense_from), so every row stays ascending.
-    const hip::HipParams& p = params_.hip;
-    const int64_t tq = call.q.size(1), tk = call.k.size(1), qbs = m.blocks.size(1), heads = m.blocks.size(0);
-    const at::TensorOptions i64 = m.dense_from.options();
-    const at::Tensor p0 = at::arange(qbs, i64) * p.b_q + (tk - tq);
-    const at::Tensor hip_hi = at::clamp_min(at::div(p0 + 1 - p.window, p.b_k, "floor"), p.sink / p.b_k);
-    const at::Tensor first = at::div(m.dense_from, p.b_k, "floor");
-    const at::Tensor n_gap = at::clamp_min(hip_hi - first, 0);                       // (qbs)
-    const at::Tensor j = at::arange(method_gap_, i64);                               // (gap)
-    const at::Tensor gap = at::where(j.unsqueeze(0) < n_gap.unsqueeze(1), first.unsqueeze(1) + j, -1)
-                               .to(at::kInt).unsqueeze(0).expand({heads, qbs, method_gap_});
-    const at::Tensor widened = at::cat({m.blocks, at::full({heads, qbs, method_gap_}, -1, m.blocks.options())}, 2);
-    const at::Tensor column = (m.counts.to(at::kLong).unsqueeze(2) + j).clamp_max(widened.size(2) - 1);
-    out.blocks = widened.scatter(2, column, gap).contiguous();
-    out.counts = (m.counts + n_gap.to(at::kInt).unsqueeze(0)).contiguous();
-  }
+  // The rows the kernels read attend what the method's mask means (method_rows.h).
+  const MethodRows rows = method_rows(m.blocks, m.counts, m.dense_from, params_.hip, method_gap_, call.q.size(1),
+                                      call.k.size(1));
+  out.blocks = rows.blocks;
+  out.counts = rows.counts;
   out.iterations = at::zeros_like(m.counts);
   out.branches = at::zeros(m.counts.sizes(), m.counts.options().dtype(at::kLong));
   return out;

@@ -73,10 +73,13 @@ TEST(GuiLogic, ChangesInvalidateOnlyTheirStages) {
   EXPECT_EQ(with([](AppState& t) { ++t.generate_id; }), (std::vector<int>{kStageGenerate}));
   EXPECT_EQ(with([](AppState& t) { ++t.sweep_id; }), (std::vector<int>{kStageSweep}));
   EXPECT_EQ(with([](AppState& t) { t.sweep_values = {8, 16}; }), (std::vector<int>{kStageSweep}));
+  EXPECT_EQ(with([](AppState& t) { ++t.methods_id; }), (std::vector<int>{kStageMethods}));
+  EXPECT_EQ(with([](AppState& t) { t.methods = {{"streaming", {}}}; }), (std::vector<int>{kStageMethods}));
   // r_m and the decode steps re-run the decode half (and what reads its steps), never a prefill or a
   // layer view; generation uses r_m but not the analysis' step count.
-  EXPECT_EQ(with([](AppState& t) { t.applied.r_m = 7; }), (std::vector<int>{kStageDecode, kStageOffload, kStageGenerate, kStageSweep}));
-  EXPECT_EQ(with([](AppState& t) { t.applied.decode_steps = 9; }), (std::vector<int>{kStageDecode, kStageOffload, kStageSweep}));
+  EXPECT_EQ(with([](AppState& t) { t.applied.r_m = 7; }), (std::vector<int>{kStageDecode, kStageOffload, kStageGenerate, kStageSweep, kStageMethods}));
+  EXPECT_EQ(with([](AppState& t) { t.applied.decode_steps = 9; }),
+            (std::vector<int>{kStageDecode, kStageOffload, kStageSweep, kStageMethods}));
   // A new k re-runs the paired analysis and everything after it, but not the model load, nor (the
   // viewed layer at or below the first HiP layer, l_d) the views that read only its inputs.
   ASSERT_LE(s.layer, s.applied.l_d);

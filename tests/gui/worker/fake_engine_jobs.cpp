@@ -157,6 +157,21 @@ std::shared_ptr<const SweepView> sweep_job(const LoadedModel&, const ModelInfo&,
   return view;
 }
 
+std::shared_ptr<const MethodsView> methods_job(const LoadedModel&, const ModelInfo&, const Request& r,
+                                               const JobProgress& progress) {
+  auto view = std::make_shared<MethodsView>();
+  view->id = r.methods_id;
+  for (size_t i = 0; i < r.methods.size(); ++i) {
+    if (!progress(static_cast<double>(i) / static_cast<double>(r.methods.size()), "fake method")) throw Cancelled();
+    std::this_thread::sleep_for(std::chrono::microseconds(kFakeCheckMicros));
+    MethodRow row;
+    row.name = r.methods[i].name;
+    row.recall = 1.0 / static_cast<double>(i + 1);  // a pure function of the request
+    view->rows.push_back(row);
+  }
+  return view;
+}
+
 std::shared_ptr<const AnalysisView> fake_analysis(const Request& r) {
   auto view = std::const_pointer_cast<AnalysisView>(synthetic_analysis(kFakeTokens, r));
   auto pa = std::make_shared<PairedAnalysis>(*view->analysis);

@@ -41,6 +41,9 @@ Request request_for(int set, uint64_t generate_id) {
   // The sweep runs with each generation, so cancels land in it too (every stage must end fresh).
   r.sweep_id = generate_id;
   r.sweep_values = {8, 16};
+  // And the method comparison.
+  r.methods_id = generate_id;
+  r.methods = {{"hip", {}}, {"random", {{"random_seed", 1.0}}}};
   return r;
 }
 constexpr int kSets = 4;
