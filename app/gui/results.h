@@ -219,6 +219,11 @@ struct MethodsView {
 enum Stage { kStageModel, kStageAnalysis, kStageHipRest, kStageDecode, kStageMasks, kStageTrace, kStageDense, kStageLocality,
              kStageOffload, kStageLatency, kStageViews, kStageGenerate, kStageSweep, kStageMethods, kStageCount };
 const char* stage_name(int stage);
+// The stages that run only when a panel asks (Generate, Sweep, Methods: their Request ids); the
+// others follow every request, so an idle worker has them fresh.
+inline bool stage_on_request(int stage) {
+  return stage == kStageGenerate || stage == kStageSweep || stage == kStageMethods;
+}
 
 // One paired run's totals for the Latency panel's history.
 struct LatencySample {

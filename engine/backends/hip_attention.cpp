@@ -108,13 +108,11 @@ hip_torch::MaskTensors HipAttention::method_masks_cuda(const AttentionCall& call
   // refreshes that follow: the last chunk's, which holds the prompt's last rows.
   if (!call.decoding) state.method_state = hip::methods::decode_state(*method_, in, ctx);
   const hip::methods::MethodMaskTensors m = hip::methods::select_for_decode(*method_, in, ctx, state.method_state.get());
-  hip_torch::MaskTensors out;
-  out.blocks = m.blocks;
-  out.counts = m.counts;
   if (own_blocks) *own_blocks = m.blocks;
   // The rows the kernels read attend what the method's mask means (method_rows.h).
   const MethodRows rows = method_rows(m.blocks, m.counts, m.dense_from, params_.hip, method_gap_, call.q.size(1),
                                       call.k.size(1));
+  hip_torch::MaskTensors out;
   out.blocks = rows.blocks;
   out.counts = rows.counts;
   out.iterations = at::zeros_like(m.counts);

@@ -67,7 +67,7 @@ constexpr double kCancelBoundS = 5.0;  // a cancel must leave the worker idle wi
 // Every stage but generation and the sweep (which run only when asked) is up to date for the request.
 bool views_fresh(const Snapshot& s) {
   for (int st = 0; st < kStageCount; ++st)
-    if (st != kStageGenerate && st != kStageSweep && st != kStageMethods && !s.fresh(st)) return false;
+    if (!stage_on_request(st) && !s.fresh(st)) return false;
   return s.analysis && s.masks && s.trace && s.dense && s.locality && s.offload;
 }
 

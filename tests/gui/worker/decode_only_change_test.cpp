@@ -30,7 +30,7 @@ TEST(DecodeOnlyChange, RmAndDecodeStepsKeepThePrefillAndTheViews) {
   const auto first = settle(w);
   ASSERT_TRUE(first && first->analysis && first->masks);
   for (int st = 0; st < kStageCount; ++st)
-    if (st != kStageGenerate && st != kStageSweep && st != kStageMethods) {
+    if (!stage_on_request(st)) {
       ASSERT_TRUE(first->fresh(st)) << stage_name(st);
     }
   const int64_t prefills = fake_prefill_runs();
