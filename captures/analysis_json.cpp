@@ -58,19 +58,19 @@ json side_json(const SideResult& s) {
   return {{"ppl", number(s.ppl)}, {"mean_nll", number(s.mean_nll)}, {"nll", numbers(s.nll)}, {"generated", s.generated}};
 }
 
-json layers_json(const std::vector<LayerQuality>& quality) {
+json layers_json(const std::vector<LayerQuality>& quality, bool with_random) {
   json layers = json::array();
   for (const LayerQuality& layer : quality) {
     json heads = json::array();
     for (size_t h = 0; h < layer.heads.size(); ++h) {
       const HeadQuality& q = layer.heads[h];
-      heads.push_back({{"head", h},
-                       {"recall", number(q.recall)},
-                       {"random_recall", number(q.random_recall)},
-                       {"mass", number(q.mass)},
-                       {"random_mass", number(q.random_mass)},
-                       {"out_rel_err", number(q.out_rel_err)},
-                       {"random_out_rel_err", number(q.random_out_rel_err)}});
+      json head = {{"head", h}, {"recall", number(q.recall)}, {"mass", number(q.mass)}, {"out_rel_err", number(q.out_rel_err)}};
+      if (with_random) {
+        head["random_recall"] = number(q.random_recall);
+        head["random_mass"] = number(q.random_mass);
+        head["random_out_rel_err"] = number(q.random_out_rel_err);
+      }
+      heads.push_back(std::move(head));
     }
     // The layer's attention as the forward pass ran it, so a reader can tell a windowed layer (whose
     // numbers are null: HiP does not replace it) from one under l_d.

@@ -17,6 +17,8 @@ nlohmann::json number_json(double v);
 nlohmann::json components_json(const ComponentMs& c);
 nlohmann::json latency_json(const LatencyBreakdown& l);
 nlohmann::json side_json(const SideResult& s);               // ppl, mean_nll, nll, generated
-nlohmann::json layers_json(const std::vector<LayerQuality>& layers);  // per layer: attention, per-head quality
+// Per layer: attention, per-head quality; with_random false leaves out the random baseline's fields
+// (a method comparison reports each side's own numbers; the baseline is the `random` method's entry).
+nlohmann::json layers_json(const std::vector<LayerQuality>& layers, bool with_random = true);
 
 }  // namespace hipstudio::captures

@@ -29,7 +29,7 @@ json methods_to_json(const std::vector<MethodRun>& runs, const RunInfo& info) {
     entry["means"] = {{"recall", number_json(mean_over_hip_layers(a, &HeadQuality::recall))},
                       {"mass", number_json(mean_over_hip_layers(a, &HeadQuality::mass))},
                       {"out_rel_err", number_json(mean_over_hip_layers(a, &HeadQuality::out_rel_err))}};
-    entry["layers"] = layers_json(a.layers);
+    entry["layers"] = layers_json(a.layers, /*with_random=*/false);
     entry["decode"] = {{"steps", static_cast<int64_t>(a.decode.size())}, {"mask_refreshes", a.mask_refreshes}};
     entry["latency_ms"] = latency_json(a.hip.latency);
     order.push_back(run.method.name);

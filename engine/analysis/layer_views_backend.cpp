@@ -33,7 +33,7 @@ class ReferenceLayerViews final : public LayerViewsBackend {
     queries_.clear();
     result_.masks = reference_layer_masks(host.view, setup_.params, setup_.math, setup_.seed, setup_.layer,
                                           /*threads=*/0, /*with_oracle=*/true, setup_.method);
-    result_.quality = reference_layer_quality(host.view, result_.masks);
+    result_.quality = reference_layer_quality(host.view, result_.masks, /*threads=*/0, setup_.random_scores);
     result_.has_masks = setup_.keep_masks;
     if (!result_.has_masks) result_.masks = LayerMaskViews{};
   }

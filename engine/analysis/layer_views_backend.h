@@ -41,6 +41,10 @@ struct LayerViewsSetup {
   // the forward pass's mask when a chunk brings it, else this method's selection.
   hip::methods::MethodChoice method;
   bool keep_masks = false;    // finish() also returns the three masks and recall tables (host)
+  // The random baseline's attention mass and output error (HeadQuality::random_mass and
+  // random_out_rel_err); false: NaN, not computed (about a quarter of a layer's views at 128k
+  // tokens). Its mask and recall are made either way.
+  bool random_scores = true;
   // Tensor implementation: bytes of one (heads of a KV group, query rows, keys) score tile; the
   // query rows of a tile follow from it (a multiple of b_q). Tests shrink it to cover the tiling.
   int64_t tile_bytes = kLayerViewsTileBytes;

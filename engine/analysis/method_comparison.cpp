@@ -16,6 +16,7 @@ std::vector<MethodRun> run_method_comparison(std::shared_ptr<const Model> model,
   for (const hip::methods::MethodChoice& m : methods) {
     AnalysisOptions o = base;
     o.hip.method = m;
+    o.random_scores = false;  // a method's entry reports its own side's numbers only
     validate_hip_model_params(o.hip);  // every method checked before the first prefill
     points.push_back(std::move(o));
   }

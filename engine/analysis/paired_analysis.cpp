@@ -234,6 +234,7 @@ struct PairedPrefill::State {
     setup.seed = options.random_seed;
     setup.method = options.hip.method;
     setup.keep_masks = keep_masks;
+    setup.random_scores = options.random_scores;
     return setup;
   }
   // One layer's views from kept inputs and the HiP mask the kernels chose (undefined: the views layer

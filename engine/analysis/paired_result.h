@@ -20,6 +20,9 @@ struct AnalysisOptions {
   bool force_dense_tokens = true;  // the HiP side consumes the dense side's tokens (aligned steps)
   int64_t context_limit = 0;       // 0 = the model's max_seq_len
   uint64_t random_seed = 1;        // random-baseline masks (layer_random_seed per layer)
+  // The random baseline's attention mass and output error in every layer's views (LayerViewsSetup::
+  // random_scores); sweeps and method comparisons, which report neither, turn it off.
+  bool random_scores = true;
   // Layers whose prompt Q/K/V (PairedAnalysis::inputs) and masks (PairedAnalysis::masks) the run
   // keeps (inputs on the run's device in its dtype, masks on the host): every layer by default (the
   // GUI computes any layer's views from them); `analyze` keeps none, `capture` those

@@ -26,6 +26,7 @@ AnalysisOptions sweep_point_options(const AnalysisOptions& base, HipField field,
   options.views_only_layer = -1;
   options.keep_viewed_if_short = false;
   options.viewed_layer_first = false;
+  options.random_scores = false;  // a sweep row reports none of the random baseline's numbers
   if (field == HipField::kDenseLayers) {
     if (value < 0) throw InputError(point_name(field, value) + ": l_d must be >= 0");
     options.hip.dense_layers = value;

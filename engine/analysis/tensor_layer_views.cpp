@@ -5,9 +5,9 @@
 //    the Kb best blocks of the search range with the reference's tie rule (smaller block first);
 //  - dense probabilities P = softmax(softcap(scale S)) (causal; the layer's ViewsMath, the rule of
 //    kernels/score_transform.h: scale 1 / sqrt(d) and no cap for plain maths, the same ops and bits
-//    as without it), and for HiP's and the random mask the attention mass kept (P summed over the
-//    attended keys, gathered) and the sparse output, which is P restricted to those keys and
-//    renormalised, against the dense output P V.
+//    as without it), and for HiP's and (LayerViewsSetup::random_scores) the random mask the
+//    attention mass kept (P summed over the attended keys, gathered) and the sparse output, which is
+//    P restricted to those keys and renormalised, against the dense output P V.
 // A windowed layer's numbers are NaN (HiP does not run there, reference_views.h): its tiles run
 // only when its masks are asked for (what HiP would select on full causal attention).
 // Scores are float64 for float32 (and float64) inputs, so masks and oracle match the reference
@@ -41,57 +41,37 @@
 #include "kernels/search_range.h"
 #include "kernels/torch/hip_torch.h"
 #include "kernels/methods/torch/tensor_selection.h"
+#include "kernels/methods/torch/tensor_top_blocks.h"
 
 namespace hipstudio {
 
 namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// (..., key_blocks) bool selection from a -1 padded block list (..., kb) of any integer type.
-at::Tensor selection_of(const at::Tensor& blocks, int64_t key_blocks) {
-  const at::Tensor index = blocks.to(at::kLong).masked_fill(blocks.lt(0), key_blocks);
-  std::vector<int64_t> shape(blocks.sizes().begin(), blocks.sizes().end());
-  shape.back() = key_blocks + 1;  // the last column takes the padding
-  at::Tensor sel = at::zeros(shape, blocks.options().dtype(at::kBool));
-  sel.scatter_(-1, index, true);
-  return sel.narrow(-1, 0, key_blocks);
-}
-
-// Ascending -1 padded block lists (..., kb) int32 of a selection (..., key_blocks) holding at most kb:
-// each selected block goes to its rank among the selected (a running count), the rest to a dropped
-// column. A scatter, where a top-k over every row of key blocks cost seconds at 128k tokens.
-// The running count in int32 and the block ids scattered from a broadcast row, never materialised:
-// at 128k tokens these tensors span 64k key blocks for every query block.
-at::Tensor blocks_of(const at::Tensor& sel, int64_t kb) {
-  const int64_t n = sel.size(-1);
-  const auto ints = sel.options().dtype(at::kInt);
-  const at::Tensor rank =
-      (sel.to(at::kInt).cumsum(-1, at::kInt) - 1).clamp_max(kb).masked_fill(sel.logical_not(), kb).to(at::kLong);
-  std::vector<int64_t> shape(sel.sizes().begin(), sel.sizes().end());
-  shape.back() = kb + 1;
-  at::Tensor out = at::full(shape, -1, ints);
-  out.scatter_(-1, rank, at::arange(n, ints).expand(sel.sizes()));
-  return out.narrow(-1, 0, kb).contiguous();
+// How many of each row's listed blocks the selection `chosen` (..., key_blocks) bool holds, from a
+// -1 padded ascending block list (..., kb) of any integer type: a gather of kb entries per row, where
+// scattering the list into a (..., key_blocks) selection first cost a pass over 64k key blocks of
+// every query block at 128k tokens. A repeated entry (never in an ascending list) counts once.
+at::Tensor listed_hits(const at::Tensor& chosen, const at::Tensor& blocks) {
+  const int64_t key_blocks = chosen.size(-1);
+  const at::Tensor ids = blocks.to(at::kLong);
+  at::Tensor counted = ids.ge(0).logical_and(ids.lt(key_blocks));
+  if (ids.size(-1) > 1) {
+    const at::Tensor repeat = ids.narrow(-1, 1, ids.size(-1) - 1).eq(ids.narrow(-1, 0, ids.size(-1) - 1));
+    counted.narrow(-1, 1, ids.size(-1) - 1).logical_and_(repeat.logical_not());
+  }
+  const at::Tensor hit = chosen.gather(-1, ids.clamp(0, key_blocks - 1)).logical_and(counted);
+  return hit.sum(-1).to(at::kDouble);
 }
 
 // The oracle's choice per query block (kernels/oracle.h): every block of the range when it holds
 // at most kb, else the kb best scores, ties to the smaller block. scores (G, nq, KB), in_range (nq, KB).
 at::Tensor oracle_selection(const at::Tensor& scores, const at::Tensor& in_range, int64_t kb) {
-  const at::Tensor range = in_range.unsqueeze(0).expand(scores.sizes());
-  if (scores.size(-1) <= kb) return range;
-  const at::Tensor s = scores.masked_fill(range.logical_not(), kNegInf);
-  // The kb-th largest score is the smallest of the kb largest: no need to sort them (at 128k
-  // tokens the sorted top-k of every query block over 64k key blocks cost a few tenths of a second).
-  const at::Tensor kth = std::get<0>(s.topk(kb, -1, /*largest=*/true, /*sorted=*/false)).amin(-1, /*keepdim=*/true);
-  const at::Tensor above = s.gt(kth);
-  const at::Tensor tied = s.eq(kth).logical_and(range);
-  const at::Tensor room = kb - above.sum(-1, /*keepdim=*/true);
-  const at::Tensor chosen = above.logical_or(tied.logical_and(tied.cumsum(-1).le(room)));
-  const at::Tensor small = in_range.sum(-1).le(kb).view({1, -1, 1});
-  return at::where(small, range, chosen);
+  return hip::methods::top_with_lower_ties(scores, in_range.unsqueeze(0), kb);
 }
 
 // TF32 tensor-core products for float32 copies of bf16/f16 values while it lives: their 8/11-bit
@@ -480,19 +460,17 @@ void TensorLayerViews::tile(const LayerViewsChunk& chunk, const at::Tensor& hip_
   profile_.lap("oracle top-k");
 
   const int64_t qb = r0 / p.b_q;  // first query block of the tile within the chunk
-  const at::Tensor hip_sel = selection_of(hip_blocks.narrow(0, g * G, G).narrow(1, qb, nq), key_blocks);
   const at::Tensor& random_blocks = chunk_random_blocks();
-  const at::Tensor random_sel = selection_of(random_blocks.narrow(0, g * G, G).narrow(1, qb, nq), key_blocks);
   const at::Tensor found = oracle.sum(-1).to(at::kDouble);
-  auto recall = [&](const at::Tensor& sel) {
-    const at::Tensor hits = sel.logical_and(oracle).sum(-1).to(at::kDouble);
+  auto recall = [&](const at::Tensor& blocks) {
+    const at::Tensor hits = listed_hits(oracle, blocks.narrow(0, g * G, G).narrow(1, qb, nq));
     return (hits / found.clamp_min(1)).masked_fill(found.eq(0), 1.0);  // (G, nq)
   };
-  const at::Tensor hip_recall = recall(hip_sel), random_recall = recall(random_sel);
+  const at::Tensor hip_recall = recall(hip_blocks), random_recall = recall(random_blocks);
   recall_.narrow(0, g * G, G).add_(hip_recall.sum(-1));
   random_recall_.narrow(0, g * G, G).add_(random_recall.sum(-1));
   if (setup_.keep_masks) {
-    chunk_oracle_.narrow(0, g * G, G).narrow(1, qb, nq).copy_(blocks_of(oracle, kb_));
+    chunk_oracle_.narrow(0, g * G, G).narrow(1, qb, nq).copy_(hip::methods::ascending_indices(oracle, kb_));
     chunk_recall_.narrow(0, g * G, G).narrow(1, qb, nq).copy_(hip_recall);
     chunk_random_recall_.narrow(0, g * G, G).narrow(1, qb, nq).copy_(random_recall);
   }
@@ -571,7 +549,7 @@ void TensorLayerViews::tile(const LayerViewsChunk& chunk, const at::Tensor& hip_
   };
   profile_.lap("dense rows");
   score(hip_blocks, mass_, error_);
-  score(random_blocks, random_mass_, random_error_);
+  if (setup_.random_scores) score(random_blocks, random_mass_, random_error_);
 }
 
 LayerViewsResult TensorLayerViews::finish() {
@@ -600,9 +578,9 @@ LayerViewsResult TensorLayerViews::finish() {
     q.recall = recall[h].item<double>() / blocks;
     q.random_recall = random_recall[h].item<double>() / blocks;
     q.mass = mass[h].item<double>() / queries;
-    q.random_mass = random_mass[h].item<double>() / queries;
+    q.random_mass = setup_.random_scores ? random_mass[h].item<double>() / queries : kNaN;
     q.out_rel_err = relative(error[h].item<double>(), dense[h].item<double>());
-    q.random_out_rel_err = relative(random_error[h].item<double>(), dense[h].item<double>());
+    q.random_out_rel_err = setup_.random_scores ? relative(random_error[h].item<double>(), dense[h].item<double>()) : kNaN;
     r.quality.heads.push_back(q);
   }
   profile_.lap("finish: sums");

@@ -54,18 +54,23 @@ LayerQuality unmeasured_layer_quality(int64_t layer, int64_t heads, const ViewsM
   return quality;
 }
 
-LayerQuality reference_layer_quality(const hip::AttentionInputs& in, const LayerMaskViews& masks, int threads) {
+LayerQuality reference_layer_quality(const hip::AttentionInputs& in, const LayerMaskViews& masks, int threads,
+                                     bool random_scores) {
   if (masks.math.windowed()) return unmeasured_layer_quality(masks.layer, in.hq, masks.math);
   const hip::HipParams& p = masks.params;
   const hip::ScoreTransform& score = masks.math.score;
   const std::vector<double> recall = per_head_means(masks.recall, masks.hip);
   const std::vector<double> random_recall = per_head_means(masks.random_recall, masks.hip);
-  const std::vector<hip::AttentionMass> mass = reference_attention_mass(in, p, masks.math, {&masks.hip, &masks.random}, threads);
+  std::vector<const hip::MaskResult*> measured{&masks.hip};
+  if (random_scores) measured.push_back(&masks.random);
+  const std::vector<hip::AttentionMass> mass = reference_attention_mass(in, p, masks.math, measured, threads);
   const hip::AttentionOutput dense = hip::dense_attention_reference(in, p, 0, score);
   const std::vector<double> err =
       hip::output_relative_error(hip::sparse_attention_reference(in, p, masks.hip, 0, score), dense);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
   const std::vector<double> random_err =
-      hip::output_relative_error(hip::sparse_attention_reference(in, p, masks.random, 0, score), dense);
+      random_scores ? hip::output_relative_error(hip::sparse_attention_reference(in, p, masks.random, 0, score), dense)
+                    : std::vector<double>(static_cast<size_t>(in.hq), nan);
 
   LayerQuality quality;
   quality.layer = masks.layer;
@@ -75,7 +80,7 @@ LayerQuality reference_layer_quality(const hip::AttentionInputs& in, const Layer
     head.recall = recall[h];
     head.random_recall = random_recall[h];
     head.mass = mass[0].per_head[h];
-    head.random_mass = mass[1].per_head[h];
+    head.random_mass = random_scores ? mass[1].per_head[h] : nan;
     head.out_rel_err = err[h];
     head.random_out_rel_err = random_err[h];
     quality.heads.push_back(head);

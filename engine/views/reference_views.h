@@ -25,7 +25,10 @@ LayerMaskViews reference_layer_masks(const hip::AttentionInputs& in, const hip::
 // Per-head quality of `masks` (which must hold the oracle) under masks.math: mean recall over query
 // blocks, attention mass kept and output relative error of HiP and of the random baseline. in.v
 // must be set. A windowed layer (masks.math.windowed()) gets NaN numbers: HiP does not run there.
-LayerQuality reference_layer_quality(const hip::AttentionInputs& in, const LayerMaskViews& masks, int threads = 0);
+// random_scores false: the random baseline's mass and output error are NaN, not computed (its
+// recall is kept); for runs that report neither (LayerViewsSetup::random_scores).
+LayerQuality reference_layer_quality(const hip::AttentionInputs& in, const LayerMaskViews& masks, int threads = 0,
+                                     bool random_scores = true);
 
 // The attention mass of each mask: hip::attention_mass under `math`'s scale and soft-cap. Full
 // causal rows only (a windowed layer has no HiP mass to measure: std::logic_error).

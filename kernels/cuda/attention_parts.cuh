@@ -121,35 +121,44 @@ __device__ CtaCoords cta_coords(const AttnArgs& a) {
 }
 
 // Batch entry b's key count: its query rows sit at the end of its keys unless positions are given.
-__device__ __forceinline__ int keys_of(const AttnArgs& a, int b) { return a.key_counts ? a.key_counts[b] : a.tk; }
-
-// Batch entry b's K (or V, with its strides s) offset from the tensor's start, in elements.
-__device__ __forceinline__ int64_t kv_offset(const AttnArgs& a, const Strides& s, int b) {
-  return a.key_starts ? static_cast<int64_t>(a.key_starts[b]) * s.t : static_cast<int64_t>(b) * s.b;
+// PerSeq false: the launch has no per-sequence key counts or starts (AttnArgs::key_counts and
+// key_starts null), known at compile time, so that a batch-1 decode kernel carries none of their
+// loads and branches (the batched path's per-sequence reads cost batch-1 decode about 1% at 128k).
+template <bool PerSeq = true>
+__device__ __forceinline__ int keys_of(const AttnArgs& a, int b) {
+  return PerSeq && a.key_counts ? a.key_counts[b] : a.tk;
 }
 
+// Batch entry b's K (or V, with its strides s) offset from the tensor's start, in elements.
+template <bool PerSeq = true>
+__device__ __forceinline__ int64_t kv_offset(const AttnArgs& a, const Strides& s, int b) {
+  return PerSeq && a.key_starts ? static_cast<int64_t>(a.key_starts[b]) * s.t : static_cast<int64_t>(b) * s.b;
+}
+
+template <bool PerSeq = true>
 __device__ __forceinline__ int visible_end(const AttnArgs& a, int b, int row) {
-  return static_cast<int>(dev_visible_end(a.positions, a.tq, keys_of(a, b), a.hip.causal, row));
+  return static_cast<int>(dev_visible_end(a.positions, a.tq, keys_of<PerSeq>(a, b), a.hip.causal, row));
 }
 
 // The smallest and largest visible end over batch entry b's rows [r0, r1): positions ascend unless given.
+template <bool PerSeq = true>
 __device__ void row_ends(const AttnArgs& a, int b, int r0, int r1, int& e_lo, int& e_hi) {
   if (!a.positions || !a.hip.causal) {
-    e_lo = visible_end(a, b, r0), e_hi = visible_end(a, b, r1 - 1);
+    e_lo = visible_end<PerSeq>(a, b, r0), e_hi = visible_end<PerSeq>(a, b, r1 - 1);
     return;
   }
   e_lo = INT32_MAX, e_hi = -1;
   for (int r = r0; r < r1; ++r) {
-    const int e = visible_end(a, b, r);
+    const int e = visible_end<PerSeq>(a, b, r);
     e_lo = min(e_lo, e), e_hi = max(e_hi, e);
   }
 }
 
 // fixed_slots: the block part always spans kb slots, so that a split's tiles do not depend on the
 // item's count (decode: the count, the block ids and Q then load together, v15).
-template <class I>
+template <class I, bool PerSeq = true>
 __device__ KeyList<I> key_list(const AttnArgs& a, const CtaCoords& c, I e_max, bool fixed_slots) {
-  const DevRange sr = dev_search_range(a.hip, a.positions, a.tq, keys_of(a, c.b), c.qb);
+  const DevRange sr = dev_search_range(a.hip, a.positions, a.tq, keys_of<PerSeq>(a, c.b), c.qb);
   KeyList<I> kl;
   kl.sink_len = static_cast<I>(min(a.hip.sink, static_cast<int64_t>(e_max) + 1));
   const I cnt = static_cast<I>(min(a.counts[c.item], a.kb));

@@ -242,8 +242,9 @@ constexpr int kMinCtasPerSm = KG == 4 ? 3 : D > 64 ? HIPSTUDIO_ATTN_MIN_CTAS : H
 // [16w, 16w + 16) and scores every key of a tile. KG == 2 (17..32 rows) and KG == 4 (<= 16 rows,
 // i.e. decode): 4 warps, 4 / KG row groups of 16 rows, each warp scoring its key group's
 // kBK / KG keys of every tile (v15: CTAs of 32 rows ran 2 warps, 6 per SM); the key groups'
-// partial (m, l, O) are combined through shared memory at the end.
-template <class T, int D, int KG>
+// partial (m, l, O) are combined through shared memory at the end. PerSeq: the launch may carry
+// per-sequence key counts and starts (keys_of); false only where it carries none.
+template <class T, int D, int KG, bool PerSeq>
 __global__ void __launch_bounds__(128, (kMinCtasPerSm<D, KG>)) sparse_attention_mma(const AttnArgs a) {
   constexpr int LD = D + 8;  // +16 bytes: the 8 rows of an ldmatrix hit distinct banks
   constexpr int KS = D / 16;  // k-steps of Q K^T
@@ -271,8 +272,8 @@ __global__ void __launch_bounds__(128, (kMinCtasPerSm<D, KG>)) sparse_attention_
   const int32_t* item_blocks = a.blocks + static_cast<int64_t>(c.item) * a.kb;
   if (tid * 32 < a.kb) prefetch_l1(item_blocks + tid * 32);
   int e_lo, e_hi;
-  row_ends(a, c.b, c.r0, c.r1, e_lo, e_hi);
-  const KeyList<int> kl = key_list<int>(a, c, e_hi, a.splits > 1);
+  row_ends<PerSeq>(a, c.b, c.r0, c.r1, e_lo, e_hi);
+  const KeyList<int> kl = key_list<int, PerSeq>(a, c, e_hi, a.splits > 1);
   const int tiles = (kl.total + kBK - 1) / kBK;
   const int t_begin = tiles * c.split / a.splits, t_end = tiles * (c.split + 1) / a.splits;
 
@@ -280,8 +281,8 @@ __global__ void __launch_bounds__(128, (kMinCtasPerSm<D, KG>)) sparse_attention_
   const int rg = warp % RG, kg = warp / RG;
   const int rows_base = c.r0 + rg * 16;
   const int row0 = rows_base + gq, row1 = row0 + 8;
-  const int e0 = row0 < c.r1 ? visible_end(a, c.b, row0) : -1;
-  const int e1 = row1 < c.r1 ? visible_end(a, c.b, row1) : -1;
+  const int e0 = row0 < c.r1 ? visible_end<PerSeq>(a, c.b, row0) : -1;
+  const int e1 = row1 < c.r1 ? visible_end<PerSeq>(a, c.b, row1) : -1;
   // Prefill warps past the CTA's rows only help with the copies.
   const bool computes = rg * 16 < c.r1 - c.r0;
   const int kw0 = kg * kWarpKeys;  // this warp's first key of a tile
@@ -291,8 +292,8 @@ __global__ void __launch_bounds__(128, (kMinCtasPerSm<D, KG>)) sparse_attention_
   for (int t = 0; t < NT; ++t) o[t][0] = o[t][1] = o[t][2] = o[t][3] = 0.f;
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
 
-  const T* kbase = static_cast<const T*>(a.k) + kv_offset(a, a.ks, c.b) + g * a.ks.h;
-  const T* vbase = static_cast<const T*>(a.v) + kv_offset(a, a.vs, c.b) + g * a.vs.h;
+  const T* kbase = static_cast<const T*>(a.k) + kv_offset<PerSeq>(a, a.ks, c.b) + g * a.ks.h;
+  const T* vbase = static_cast<const T*>(a.v) + kv_offset<PerSeq>(a, a.vs, c.b) + g * a.vs.h;
   // Each thread copies one 16-byte column piece of every kCopyStep-th row of a tile.
   constexpr int kCopyStep = kThreads / kVecs;
   const int copy_col = (tid % kVecs) * 8, copy_row0 = tid / kVecs;
@@ -811,9 +812,13 @@ void sparse_attention(const AttentionLaunch& l) {
     auto launch_d = [&](auto tag, auto d_tag) {
       using T = decltype(tag);
       constexpr int D = decltype(d_tag)::value;
-      if (key_groups == 4) launch(sparse_attention_mma<T, D, 4>, mma_smem_bytes<D>());
-      else if (key_groups == 2) launch(sparse_attention_mma<T, D, 2>, mma_smem_bytes<D>());
-      else launch(sparse_attention_mma<T, D, 1>, mma_smem_bytes<D>());
+      // Decode (4 key groups) without per-sequence keys, the batch-1 step, gets the kernel that
+      // reads none; the rarer shapes keep one generic kernel each.
+      const bool per_seq = l.key_counts || l.key_starts;
+      if (key_groups == 4 && !per_seq) launch(sparse_attention_mma<T, D, 4, false>, mma_smem_bytes<D>());
+      else if (key_groups == 4) launch(sparse_attention_mma<T, D, 4, true>, mma_smem_bytes<D>());
+      else if (key_groups == 2) launch(sparse_attention_mma<T, D, 2, true>, mma_smem_bytes<D>());
+      else launch(sparse_attention_mma<T, D, 1, true>, mma_smem_bytes<D>());
     };
     auto launch_dtype = [&](auto tag) {
       if (l.d <= 64) launch_d(tag, std::integral_constant<int, 64>{});

@@ -35,6 +35,9 @@ MethodMaskTensors quest_tensor_select(const TensorInputs& inputs, const Selectio
       l.page_max = mx.data_ptr<double>() + (h / group) * d * pages;
       l.score = score.data_ptr<double>();
       l.hq = 1, l.hkv = 1, l.tq = tq, l.d = d, l.pages = pages, l.qbs = qbs, l.b_q = p.b_q, l.b_sq = p.b_sq;
+      // Rows at the keys' end (implicit positions, causal): pages after a block's last row are not
+      // scored; otherwise every page is (an offset of tk places every page before every row).
+      l.page_size = b, l.key_offset = p.causal && in.positions.empty() ? in.shape.tk - tq : in.shape.tk;
       gpu::quest_page_scores(l);
       auto [blocks, counts] = rank_blocks(score, eligible.unsqueeze(0), take, b, p);
       head_blocks.push_back(blocks[0]);

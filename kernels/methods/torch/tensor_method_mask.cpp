@@ -4,6 +4,7 @@
 #include <string>
 
 #include "kernels/methods/method_mask.h"
+#include "kernels/methods/torch/tensor_top_blocks.h"
 #include "kernels/shape_only_inputs.h"
 
 namespace hipstudio::hip::methods {
@@ -62,20 +63,20 @@ at::Tensor in_range(const RangeTensors& r, int64_t n, const at::TensorOptions& i
 std::pair<at::Tensor, at::Tensor> rank_blocks(const at::Tensor& scores, const at::Tensor& eligible, int64_t take,
                                               int64_t b, const HipParams& p) {
   const int64_t kb = p.k / p.b_k, f = b / p.b_k, n = scores.size(-1);
-  const at::Tensor masked = at::where(eligible, scores, at::full_like(scores, -std::numeric_limits<double>::infinity()));
   const int64_t cols = std::min(take, n);
-  const at::Tensor order = std::get<1>(at::sort(masked, /*stable=*/true, /*dim=*/-1, /*descending=*/true)).narrow(-1, 0, cols);
-  const at::Tensor kept = eligible.gather(-1, order);
+  const at::Tensor chosen = ascending_indices(top_with_lower_ties(scores, eligible, cols), cols).to(at::kLong);
+  const at::Tensor kept = chosen.ge(0);
   // Method block j -> b_k blocks j f + t, t in [0, f).
-  std::vector<int64_t> wide(order.sizes().begin(), order.sizes().end());
+  std::vector<int64_t> wide(chosen.sizes().begin(), chosen.sizes().end());
   wide.back() = cols * f;
-  const at::Tensor blocks = (order.unsqueeze(-1) * f + at::arange(f, order.options()).view({1, f})).reshape(wide);
+  const at::Tensor blocks = (chosen.unsqueeze(-1) * f + at::arange(f, chosen.options()).view({1, f})).reshape(wide);
   const at::Tensor ok = kept.unsqueeze(-1).expand({-1, -1, cols, f}).reshape(wide) & blocks.ge(p.sink / p.b_k);
   const int64_t big = std::numeric_limits<int32_t>::max();
   at::Tensor key = at::where(ok, blocks, at::full_like(blocks, big));
   if (cols * f < kb) {
     key = at::constant_pad_nd(key, {0, kb - cols * f}, static_cast<double>(big));
   }
+  // Ascending already; the sort moves the blocks inside the sink out (kb entries a row: cheap).
   const at::Tensor sorted = std::get<0>(at::sort(key, -1)).narrow(-1, 0, kb);
   const at::Tensor out = at::where(sorted.eq(big), at::full_like(sorted, -1), sorted).to(at::kInt);
   return {out.contiguous(), ok.sum(-1).to(at::kInt).contiguous()};

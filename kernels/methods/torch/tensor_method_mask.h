@@ -37,7 +37,7 @@ at::Tensor visible_ends(const CheckedInputs& in, const HipParams& p, const std::
 at::Tensor in_range(const RangeTensors& r, int64_t n, const at::TensorOptions& i64);
 
 // The mask rows of `scores` (h, qbs, n) float64 over method blocks 0..n-1 of size b: among the
-// eligible blocks, the `take` best (score descending, ties: lower block first, by a stable sort),
+// eligible blocks, the `take` best (score descending, ties: lower block first; tensor_top_blocks.h),
 // written as b_k blocks (those inside the sink dropped), ascending, -1 padded to kb = k / b_k
 // columns; returns blocks (h, qbs, kb) int32 and counts (h, qbs) int32. `eligible` (h, qbs, n) bool.
 std::pair<at::Tensor, at::Tensor> rank_blocks(const at::Tensor& scores, const at::Tensor& eligible, int64_t take,
