@@ -27,6 +27,13 @@ double head_recall(const LayerMaskSnapshot& m, int64_t head) {
   return m.hip.query_blocks > 0 ? sum / static_cast<double>(m.hip.query_blocks) : NAN;
 }
 
+std::string method_mask_pending_text(const PanelContext& ctx) {
+  const std::string& error = ctx.snap.error[kStageMethodMasks];
+  if (error.empty()) return "computing...";
+  if (error == "cancelled") return "cancelled: a change of any setting computes it";
+  return "not computed: " + error;
+}
+
 std::string method_title(const std::string& name) {
   for (const hm::SelectionMethod* m : hm::selection_methods())
     if (m->name == name) return m->title;
@@ -91,7 +98,7 @@ void MethodMultiples::draw(PanelContext& ctx) {
     } else {
       ImGui::TextUnformatted(name.c_str());
       if (!why.empty()) warn_text(why, ctx.theme);
-      else ImGui::TextDisabled("computing...");
+      else ImGui::TextDisabled("%s", method_mask_pending_text(ctx).c_str());
       ImGui::Dummy(ImVec2(cell, std::max(0.0f, cell - 2 * fh)));
     }
     ImGui::PopTextWrapPos();

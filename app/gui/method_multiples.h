@@ -18,6 +18,9 @@ namespace hipstudio::gui {
 bool method_mask_current(const PanelContext& ctx, const MethodMaskView& v);
 // Mean recall against the layer's oracle over the head's query blocks; NaN without an oracle.
 double head_recall(const LayerMaskSnapshot& m, int64_t head);
+// What stands in for a method's mask not published yet: "computing..." while the worker may still
+// compute it, else why it stopped (a cancel: the next change of a setting computes it).
+std::string method_mask_pending_text(const PanelContext& ctx);
 // The registry's title of `name` ("Quest"); the name itself where the registry has none.
 std::string method_title(const std::string& name);
 

@@ -209,7 +209,7 @@ class ComparePanel final : public Panel {
     }
     if (!m || !m->source) {
       if (!why.empty()) warn_text(name + ": " + why, ctx.theme);
-      else ImGui::TextDisabled("%s mask: computing...", name.c_str());
+      else ImGui::TextDisabled("%s mask: %s", name.c_str(), method_mask_pending_text(ctx).c_str());
       return;
     }
     StaleScope grey(stale);
