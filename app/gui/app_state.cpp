@@ -6,6 +6,7 @@
 #include "app/gui/capture_view.h"
 #include "kernels/hip_param_rules.h"
 #include "kernels/hip_params.h"
+#include "kernels/methods/selection_method.h"
 
 namespace hipstudio::gui {
 
@@ -109,6 +110,7 @@ Request make_request(const AppState& s) {
   r.sweep_values = s.sweep_values;
   r.methods_id = s.methods_id;
   r.methods = s.methods;
+  r.compare_methods = compare_choices(s);
   if (s.capture) {  // read-only: the capture's model, prompt and parameters, never the sliders'
     const AnalysisView& a = *s.capture->analysis;
     const AnalysisOptions& o = a.analysis->options;
@@ -125,6 +127,30 @@ Request make_request(const AppState& s) {
     r.methods_id = 0;   // and a method comparison
   }
   return r;
+}
+
+std::vector<hip::methods::MethodChoice> compare_choices(const AppState& s) {
+  namespace hm = hip::methods;
+  auto wanted = [&](const std::string& name) {
+    return s.compare_left == name || s.compare_right == name ||
+           std::find(s.compare_multiples.begin(), s.compare_multiples.end(), name) != s.compare_multiples.end();
+  };
+  const hip::HipParams p = to_hip_params(s.applied);
+  std::vector<hm::MethodChoice> out;
+  for (const hm::SelectionMethod* m : hm::selection_methods()) {
+    if (!wanted(m->name)) continue;
+    hm::MethodValues given;
+    for (const hm::MethodChoice& c : s.methods)
+      if (c.name == m->name) given = c.values;
+    hm::MethodChoice c{m->name, {}};
+    try {
+      c.values = hm::resolve_values(*m, given, p);
+    } catch (const std::invalid_argument&) {
+      c.values = given;  // refused at these knobs: the stage reports it for this method
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
 }
 
 }  // namespace hipstudio::gui

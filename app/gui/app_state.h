@@ -96,6 +96,9 @@ struct PersistedSettings {
   void add_recent_prompt(const std::string& path);
 };
 
+// The Side by side pickers' entry for the dense probabilities (every other entry is a registry name).
+inline constexpr const char* kCompareDense = "dense";
+
 // The current selection: which layer / head / query block / token / Delta every view shows, the
 // mask view's zoom and the players' positions.
 struct Selection {
@@ -123,6 +126,10 @@ struct Selection {
   // Methods panel: the comparison asked for (bumped by Run; 0: none) and its checked methods.
   uint64_t methods_id = 0;
   std::vector<hip::methods::MethodChoice> methods;
+  // Side by side: what each of the two linked views shows (kCompareDense or a registry method's
+  // name), and the registry methods drawn as small multiples of the viewed head.
+  std::string compare_left = kCompareDense, compare_right = "hip";
+  std::vector<std::string> compare_multiples;
 
   // Called when the user steps past the initial nodes of a block; repeats are ignored.
   void record_stepped_block(const SteppedBlock& b);
@@ -181,5 +188,11 @@ std::string validate_knobs(const HipKnobs& k, int64_t full_attention_layers);
 
 // The request the worker should serve for this state (uses `applied`, the last valid knobs).
 Request make_request(const AppState& s);
+
+// Request::compare_methods of the state: the pickers' and the small multiples' methods in the
+// registry's order, each with the values the Methods panel's last comparison gave it, else its
+// defaults, resolved at the applied knobs (values the knobs refuse stay unresolved: the worker
+// says why for that method alone).
+std::vector<hip::methods::MethodChoice> compare_choices(const AppState& s);
 
 }  // namespace hipstudio::gui

@@ -20,6 +20,7 @@
 #include "engine/analysis/sweep.h"
 #include "engine/analysis/hip_layer_means.h"
 #include "engine/analysis/method_comparison.h"
+#include "engine/analysis/method_layer_mask.h"
 #include "app/common/sweep_outputs.h"
 
 namespace hipstudio::gui {
@@ -261,6 +262,11 @@ std::shared_ptr<const MethodsView> methods_job(const LoadedModel& model, const M
     view->rows.push_back(std::move(row));
   }
   return view;
+}
+
+MethodLayerMask method_mask_job(const LayerInputs& inputs, const hip::methods::MethodChoice& method, const hip::HipParams& p,
+                                const hip::MaskResult* oracle) {
+  return method_layer_mask(inputs, method, p, oracle);
 }
 
 void generate_job(const LoadedModel& model, const ModelInfo& info, const Request& r,

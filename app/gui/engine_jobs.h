@@ -87,6 +87,12 @@ std::shared_ptr<const SweepView> sweep_job(const LoadedModel& model, const Model
 std::shared_ptr<const MethodsView> methods_job(const LoadedModel& model, const ModelInfo& info, const Request& r,
                                                const JobProgress& progress);
 
+// One registry method's mask of a kept layer with its recall against `oracle` (the layer views'
+// oracle of the same inputs; null: no recall): engine/analysis/method_layer_mask.h, on the device
+// where the inputs are and the method has a tensor implementation, else the CPU reference.
+MethodLayerMask method_mask_job(const LayerInputs& inputs, const hip::methods::MethodChoice& method, const hip::HipParams& p,
+                                const hip::MaskResult* oracle);
+
 // Continues the prompt greedily with dense attention, then with HiP; `update` receives the growing
 // view after every piece of text and returns false to cancel (throws Cancelled).
 void generate_job(const LoadedModel& model, const ModelInfo& info, const Request& r,

@@ -28,10 +28,11 @@ uint32_t palette_hash(const viz::MaskPalette& p) {
   return (p.show_oracle ? 1u : 0u) | (p.show_random ? 2u : 0u) | (p.show_sink_dense ? 4u : 0u) | (p.empty << 3);
 }
 
-const char* outcome_text(uint8_t f) {
-  if (f & viz::kMaskHit) return "HiP + oracle (hit)";
-  if (f & viz::kMaskFalsePick) return "HiP only (false pick)";
-  if (f & viz::kMaskMiss) return "oracle only (HiP missed it)";
+// `who`: the method whose mask is drawn in HiP's slot ("HiP", or another registry method's name).
+std::string outcome_text(uint8_t f, const std::string& who) {
+  if (f & viz::kMaskHit) return who + " + oracle (hit)";
+  if (f & viz::kMaskFalsePick) return who + " only (false pick)";
+  if (f & viz::kMaskMiss) return "oracle only (" + who + " missed it)";
   return "not selected";
 }
 
@@ -197,7 +198,7 @@ MaskCanvasEvents MaskCanvas::draw(const char* id, const std::shared_ptr<const La
           if (dense_) {
             ImGui::TextUnformatted("this layer runs dense: every visible key is attended");
           } else {
-            ImGui::Text("selection: %s", outcome_text(f));
+            ImGui::Text("selection: %s", outcome_text(f, masks.method == "hip" ? std::string("HiP") : masks.method).c_str());
           }
           if (masks.has_oracle) {
             const int64_t qb = i / masks.params.b_q;

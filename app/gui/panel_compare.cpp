@@ -1,6 +1,10 @@
-// Side by side: dense attention probabilities next to HiP's mask for the same layer and head; the
-// per-head quality of every layer as a heat map (click to jump); perplexity and KL; the prompt
+// Side by side: any two of the dense probabilities, the oracle and the registry's methods for the
+// same layer and head (dense | HiP by default), linked: one zoom and pan, one hover cursor; every
+// compared method's mask of the viewed head as small multiples under them (method_multiples.h);
+// the per-head quality of every layer as a heat map (click to jump); perplexity and KL; the prompt
 // coloured by how much worse (red) or better (blue) HiP predicts each token than dense attention.
+// The methods' masks come from the worker's method masks stage (computed once per method, layer
+// and run): picking another method only re-draws.
 #include <algorithm>
 #include <cmath>
 
@@ -8,11 +12,13 @@
 
 #include "captures/layer_kinds.h"
 #include "app/gui/mask_canvas.h"
+#include "app/gui/method_multiples.h"
 #include "app/gui/panel.h"
 #include "app/gui/quality_grid.h"
 #include "app/gui/widgets.h"
 #include "viz/colormap.h"
 #include "viz/heat_image.h"
+#include "kernels/methods/selection_method.h"
 
 namespace hipstudio::gui {
 
@@ -43,6 +49,12 @@ class ComparePanel final : public Panel {
       ImGui::TextWrapped("Perplexity: dense %.3f, HiP %.3f (%+.2f%%)   KL(dense||HiP) %.4f nats/token   top-1 agreement %.1f%%",
                   pa.dense.ppl, pa.hip.ppl, (pa.hip.ppl / pa.dense.ppl - 1) * 100, pa.kl, pa.top1_agreement * 100);
     }
+    side_picker("##compare_left", ctx.state.compare_left);
+    ImGui::SameLine();
+    ImGui::TextUnformatted("|");
+    ImGui::SameLine();
+    side_picker("##compare_right", ctx.state.compare_right);
+    ImGui::SameLine();
     ImGui::Checkbox("Stacked (larger images)", &stacked_);
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("One image above the other, each as wide as the pane; still linked.");
     const float avail = ImGui::GetContentRegionAvail().x;
@@ -50,6 +62,7 @@ class ComparePanel final : public Panel {
     const float img = stacked_ ? std::min(avail - bar, ImGui::GetContentRegionAvail().y * 0.5f)
                                : std::min((avail - ImGui::GetStyle().ItemSpacing.x * 2) / 2, ImGui::GetContentRegionAvail().y * 0.55f);
     draw_images(ctx, img);
+    multiples_.draw(ctx);
     if (!a->model.synthetic) {
       draw_heat_map(ctx, *a);
       if (!pa.hip_partial()) draw_nll_text(ctx, *a);
@@ -57,20 +70,58 @@ class ComparePanel final : public Panel {
   }
 
  private:
-  // Dense probabilities and HiP's mask of the same layer and head, linked: one zoom / pan
-  // (s.mask_view, shared with the mask view), one hover cursor drawn on both, axes on both; the
-  // dense image on a log colour scale with its colorbar (a linear one leaves it nearly black).
+  // One side's picker: the dense probabilities or a registry method (the oracle and the random
+  // baseline among them), each with its citation and rule as the tooltip.
+  static void side_picker(const char* id, std::string& choice) {
+    namespace hm = hip::methods;
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 7);
+    if (!ImGui::BeginCombo(id, choice.c_str())) return;
+    if (ImGui::Selectable(kCompareDense, choice == kCompareDense)) choice = kCompareDense;
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("dense softmax probabilities (log colour)");
+    for (const hm::SelectionMethod* m : hm::selection_methods()) {
+      if (ImGui::Selectable(m->name.c_str(), choice == m->name)) choice = m->name;
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s\n%s\n%s", m->title.c_str(), m->citation.c_str(), m->rule.c_str());
+    }
+    ImGui::EndCombo();
+  }
+
+  // The two sides of the same layer and head, linked: one zoom / pan (s.mask_view, shared with the
+  // mask view and the small multiples), one hover cursor drawn on both, axes on both; a dense side
+  // on a log colour scale with its colorbar (a linear one leaves it nearly black).
   void draw_images(PanelContext& ctx, float size) {
     const Theme& t = ctx.theme;
     AppState& s = ctx.state;
     const auto& d = ctx.snap.dense;
-    const auto& m = ctx.snap.masks;
     const float fh = ImGui::GetFontSize();
     const float bar_w = fh * 4.5f;
     size = std::max(64.0f, size - bar_w / 2);
     int64_t hover_q = -1, hover_k = -1;
-    ImGui::BeginGroup();
-    ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + size);
+    const bool bar = d && !d->probs.values.empty() && (s.compare_left == kCompareDense || s.compare_right == kCompareDense);
+    for (int side = 0; side < 2; ++side) {
+      const std::string& choice = side == 0 ? s.compare_left : s.compare_right;
+      if (side == 1 && !stacked_) ImGui::SameLine();
+      ImGui::BeginGroup();
+      ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + size);
+      ImGui::PushID(side);
+      if (choice == kCompareDense) draw_dense(ctx, size, hover_q, hover_k);
+      else draw_method(ctx, choice, canvas_[side], size, hover_q, hover_k);
+      ImGui::PopID();
+      ImGui::PopTextWrapPos();
+      ImGui::EndGroup();
+      // The colorbar beside the image it explains (stacked), else after both.
+      if (bar && (stacked_ ? choice == kCompareDense : side == 1)) {
+        ImGui::SameLine();
+        colorbar_log("##dense_bar", bar_w, size, scale_lo_, scale_hi_, "p (dense)", t);
+      }
+    }
+    cursor_q_ = hover_q, cursor_k_ = hover_k;  // drawn on both images next frame
+  }
+
+  void draw_dense(PanelContext& ctx, float size, int64_t& hover_q, int64_t& hover_k) {
+    const Theme& t = ctx.theme;
+    AppState& s = ctx.state;
+    const auto& d = ctx.snap.dense;
+    const float fh = ImGui::GetFontSize();
     if (d && d->probs.values.empty()) {
       ImGui::TextWrapped("Dense probabilities skipped above %lld tokens (O(T^2) per head).", static_cast<long long>(kOracleMaxTokens));
     } else if (d && ctx.snap.analysis && ctx.snap.analysis->has_inputs(d->layer)) {
@@ -137,40 +188,49 @@ class ComparePanel final : public Panel {
     } else {
       ImGui::TextDisabled("Dense probabilities: computing...");
     }
-    ImGui::PopTextWrapPos();
-    ImGui::EndGroup();
-    const bool bar = d && !d->probs.values.empty();
-    if (stacked_ && bar) {  // the colorbar beside the image it explains
-      ImGui::SameLine();
-      colorbar_log("##dense_bar", bar_w, size, scale_lo_, scale_hi_, "p (dense)", t);
+  }
+
+  // A method's mask of the viewed layer and head against the layer's oracle: HiP's from the layer
+  // views (the mask view's own), every other method's from the method masks stage.
+  void draw_method(PanelContext& ctx, const std::string& name, MaskCanvas& canvas, float size, int64_t& hover_q,
+                   int64_t& hover_k) {
+    AppState& s = ctx.state;
+    const auto& own = ctx.snap.masks;
+    std::shared_ptr<const LayerMaskSnapshot> m;
+    bool stale = false;
+    std::string why;
+    if (name == "hip" && own && own->method == "hip") {
+      m = own;
+      stale = view_stale(ctx, kStageMasks);
+    } else if (const MethodMaskView* v = ctx.snap.method_masks ? ctx.snap.method_masks->find(name) : nullptr) {
+      m = v->masks;
+      why = v->error;
+      stale = !method_mask_current(ctx, *v);
     }
-    if (!stacked_) ImGui::SameLine();
-    ImGui::BeginGroup();
-    ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + size);
-    if (m && m->source) {
-      StaleScope grey(view_stale(ctx, kStageMasks));
-      const captures::LayerKinds kinds = captures::layer_kinds(*m->source->analysis);
-      ImGui::TextWrapped("HiP mask, layer %lld (%s) head %d (vs oracle)", static_cast<long long>(m->layer), kinds.short_text(m->layer).c_str(),
-                         s.head);
-      canvas_.set_cursor(cursor_q_, cursor_k_);
-      canvas_.set_dense(kinds.at(m->layer) == captures::LayerKind::kDense && !s.mask_view.show_hip_on_dense);
-      const MaskCanvasEvents ev =
-          canvas_.draw("##cmp_mask", m, *m->source, std::min<int64_t>(s.head, m->hip.heads - 1), s.mask_view, size, true, s.query_block, t);
-      if (ev.hovered_query >= 0) hover_q = ev.hovered_query, hover_k = ev.hovered_key;
-      if (ev.clicked_query >= 0) {
-        s.query_block = static_cast<int>(ev.clicked_query / m->params.b_q);
-        s.query_token = static_cast<int>(ev.clicked_query);
-      }
-    } else {
-      ImGui::TextDisabled("HiP mask: computing...");
+    if (!m || !m->source) {
+      if (!why.empty()) warn_text(name + ": " + why, ctx.theme);
+      else ImGui::TextDisabled("%s mask: %s", name.c_str(), method_mask_pending_text(ctx).c_str());
+      return;
     }
-    ImGui::PopTextWrapPos();
-    ImGui::EndGroup();
-    if (!stacked_ && bar) {
-      ImGui::SameLine();
-      colorbar_log("##dense_bar", bar_w, size, scale_lo_, scale_hi_, "p (dense)", t);
+    StaleScope grey(stale);
+    const captures::LayerKinds kinds = captures::layer_kinds(*m->source->analysis);
+    const int64_t head = std::min<int64_t>(s.head, m->hip.heads - 1);
+    const double recall = head_recall(*m, head);
+    if (std::isfinite(recall))
+      ImGui::TextWrapped("%s mask, layer %lld (%s) head %lld, recall %.3f", method_title(name).c_str(),
+                         static_cast<long long>(m->layer), kinds.short_text(m->layer).c_str(), static_cast<long long>(head), recall);
+    else
+      ImGui::TextWrapped("%s mask, layer %lld (%s) head %lld (no oracle at this length)", method_title(name).c_str(),
+                         static_cast<long long>(m->layer), kinds.short_text(m->layer).c_str(), static_cast<long long>(head));
+    canvas.set_cursor(cursor_q_, cursor_k_);
+    // A dense layer (l < l_d) runs dense whatever the method; HiP's side shows it as the mask view does.
+    canvas.set_dense(name == "hip" && kinds.at(m->layer) == captures::LayerKind::kDense && !s.mask_view.show_hip_on_dense);
+    const MaskCanvasEvents ev = canvas.draw("##cmp_mask", m, *m->source, head, s.mask_view, size, true, s.query_block, ctx.theme);
+    if (ev.hovered_query >= 0) hover_q = ev.hovered_query, hover_k = ev.hovered_key;
+    if (ev.clicked_query >= 0) {
+      s.query_block = static_cast<int>(ev.clicked_query / m->params.b_q);
+      s.query_token = static_cast<int>(ev.clicked_query);
     }
-    cursor_q_ = hover_q, cursor_k_ = hover_k;  // drawn on both images next frame
   }
 
   void draw_heat_map(PanelContext& ctx, const AnalysisView& view) {
@@ -223,7 +283,8 @@ class ComparePanel final : public Panel {
     ImGui::EndChild();
   }
 
-  MaskCanvas canvas_;
+  MaskCanvas canvas_[2];  // one per side: each keeps its own picture
+  MethodMultiples multiples_;
   viz::AttentionProbe probe_;
   bool dense_dragging_ = false;
   bool stacked_ = false;  // the two images one above the other (narrow panes)

@@ -1,6 +1,9 @@
 // Latency: where the time of the paired run went (mask estimation, sparse attention, dense
 // attention, the rest), per layer and in total, HiP vs dense with the speedup, and a history as the
-// sliders move. The device and backend that produced the numbers are always on screen.
+// sliders move. The device and backend that produced the numbers are always on screen. The methods
+// the Side by side panel compares show their selection time on the viewed layer, labelled a device
+// timing only where the method's tensor implementation ran on the device; the others are the
+// float64 CPU reference's times (a correctness reference, not a speed).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -91,6 +94,36 @@ class LatencyPanel final : public Panel {
     speed("Decode step with the cached mask", a.decode_dense.median, a.cached_step());
   }
 
+  // Each compared method's selection of the viewed layer (the method masks stage's wall time).
+  static void draw_method_timings(PanelContext& ctx) {
+    const auto& mm = ctx.snap.method_masks;
+    if (!mm) return;
+    bool any = false;
+    for (const MethodMaskView& m : mm->methods) any |= m.masks && !m.reused;
+    if (!any) return;
+    StaleScope grey(view_stale(ctx, kStageMethodMasks));
+    ImGui::Text("Selection of layer %lld's mask by the compared methods:", static_cast<long long>(mm->layer));
+    if (!ImGui::BeginTable("##method_times", 3, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchProp)) return;
+    ImGui::TableSetupColumn("method", ImGuiTableColumnFlags_WidthStretch, 1.0f);
+    ImGui::TableSetupColumn("ms", ImGuiTableColumnFlags_WidthStretch, 1.0f);
+    ImGui::TableSetupColumn("timing", ImGuiTableColumnFlags_WidthStretch, 3.0f);
+    ImGui::TableHeadersRow();
+    for (const MethodMaskView& m : mm->methods) {
+      if (!m.masks) continue;
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(m.method.name.c_str());
+      ImGui::TableNextColumn();
+      if (m.reused) ImGui::TextDisabled("n/a");
+      else ImGui::Text("%.2f", m.seconds * 1e3);
+      ImGui::TableNextColumn();
+      if (m.reused) ImGui::TextDisabled("the layer views' own mask, not timed here");
+      else if (m.device_timing) ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(ctx.theme.good), "device timing (%s)", m.source.c_str());
+      else ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(ctx.theme.warn), "reference timing (float64 CPU)");
+    }
+    ImGui::EndTable();
+  }
+
   void draw(PanelContext& ctx) override {
     const Theme& t = ctx.theme;
     const auto& a = ctx.snap.analysis;
@@ -151,6 +184,8 @@ class LatencyPanel final : public Panel {
       ImGui::SameLine();
       ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(ds >= 1 ? t.good : t.bad), "-> speedup %.2fx", ds);
     }
+
+    draw_method_timings(ctx);
 
     // Per-layer stacked bars (prefill): HiP (left) and dense (right) per layer.
     const auto& hl = pa.hip.latency.prefill_layers;

@@ -50,6 +50,9 @@ struct Request {
   // bumped by its Run button (0: nothing asked); the methods with their resolved values.
   uint64_t methods_id = 0;
   std::vector<hip::methods::MethodChoice> methods;
+  // The methods whose masks of the viewed layer the Side by side panel draws (its two pickers and
+  // its small multiples), in the registry's order, each once: the method masks stage computes them.
+  std::vector<hip::methods::MethodChoice> compare_methods;
 };
 
 // Decode steps the GUI's analysis leaves room for in its KV caches (the decode slider's maximum),

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/analysis/attention_timing_result.h"
+#include "engine/analysis/method_layer_mask.h"
 #include "engine/analysis/paired_result.h"
 #include "engine/analysis/sweep_result.h"
 #include "engine/offload/offload_result.h"
@@ -109,10 +110,20 @@ struct LayerMaskSnapshot {
   LayerMaskSnapshot(std::shared_ptr<const LayerMaskViews> shared, std::shared_ptr<const AnalysisView> from)
       : views(std::move(shared)), source(std::move(from)), layer(views->layer), params(views->params),
         hip(views->hip), oracle(views->oracle), random(views->random), has_oracle(views->has_oracle),
-        recall(views->recall), random_recall(views->random_recall), math(views->math) {}
+        recall(views->recall), random_recall(views->random_recall), math(views->math), method(views->method) {}
+  // Another method's mask of the same layer in the sparse side's slot (`hip` and `recall` are the
+  // method's, against the layer's oracle), the layer's oracle and random baseline beside it: every
+  // canvas draws it as it draws HiP's. The method's mask is shared, not copied.
+  LayerMaskSnapshot(std::shared_ptr<const LayerMaskViews> shared, std::shared_ptr<const AnalysisView> from,
+                    std::shared_ptr<const MethodLayerMask> method_mask)
+      : views(std::move(shared)), source(std::move(from)), selected(std::move(method_mask)), layer(views->layer),
+        params(views->params), hip(selected->mask), oracle(views->oracle), random(views->random),
+        has_oracle(views->has_oracle), recall(selected->recall), random_recall(views->random_recall), math(views->math),
+        method(selected->method.name) {}
 
   std::shared_ptr<const LayerMaskViews> views;  // points into `source` where the views layer kept them
   std::shared_ptr<const AnalysisView> source;   // keeps the inputs alive
+  std::shared_ptr<const MethodLayerMask> selected;  // the method's mask in `hip`'s place, or null: the views' own
   double seconds = 0;
   const int64_t& layer;
   const hip::HipParams& params;
@@ -120,6 +131,7 @@ struct LayerMaskSnapshot {
   const bool& has_oracle;
   const std::vector<double>&recall, &random_recall;
   const ViewsMath& math;  // the layer's attention rule: what its dense probabilities follow
+  const std::string& method;  // the registry name of the mask in `hip`'s slot ("hip" for HiP's)
 };
 
 constexpr int64_t kOracleMaxTokens = 8192;  // also bounds the CPU's dense-probability image
@@ -206,6 +218,32 @@ struct MethodsView {
   std::vector<MethodRow> rows;
 };
 
+// The Side by side panel's masks of the viewed layer, one per method it compares (the two pickers
+// and the small multiples; Request::compare_methods), each computed once per (method, values,
+// layer, run) on the worker and cached there, so switching between them only re-draws.
+struct MethodMaskView {
+  hip::methods::MethodChoice method;
+  std::string title;  // the registry's ("Quest")
+  // The method's mask in the sparse side's slot with the layer's oracle and random baseline; null
+  // where it could not be computed (`error` says why: no kept inputs, no oracle above the CPU's limit).
+  std::shared_ptr<const LayerMaskSnapshot> masks;
+  std::string error;
+  std::string source;      // where it was selected (MethodLayerMask::source; "the layer views" for reused masks)
+  bool device_timing = false;  // `seconds` timed the tensor implementation on a device (CUDA)
+  bool reused = false;     // taken from the layer's views (HiP's own mask, the oracle): not timed here
+  double seconds = 0;      // the selection's wall time (MethodLayerMask::seconds)
+};
+struct MethodMasksView {
+  int64_t layer = 0;
+  std::vector<MethodMaskView> methods;  // in the order asked; those computed so far while the stage runs
+  // The view of `name`, or null.
+  const MethodMaskView* find(const std::string& name) const {
+    for (const MethodMaskView& m : methods)
+      if (m.method.name == name) return &m;
+    return nullptr;
+  }
+};
+
 // The worker's stages, in the order it brings them up to date.
 // kStageAnalysis is the paired run's prefill half (the prompt's results, which the layer views read);
 // kStageDecode its decode half (decode steps, access streams, decode latency), re-run alone when only
@@ -216,8 +254,10 @@ struct MethodsView {
 // kStageLatency times the viewed layer's attention (or a "what if" length) with CUDA events.
 // kStageSweep runs the Sweep panel's sweep when asked (Request::sweep_id), after the views;
 // kStageMethods the Methods panel's comparison (Request::methods_id), likewise.
+// kStageMethodMasks the viewed layer's masks of the methods the Side by side panel compares.
 enum Stage { kStageModel, kStageAnalysis, kStageHipRest, kStageDecode, kStageMasks, kStageTrace, kStageDense, kStageLocality,
-             kStageOffload, kStageLatency, kStageViews, kStageGenerate, kStageSweep, kStageMethods, kStageCount };
+             kStageOffload, kStageLatency, kStageViews, kStageGenerate, kStageSweep, kStageMethods, kStageMethodMasks,
+             kStageCount };
 const char* stage_name(int stage);
 // The stages that run only when a panel asks (Generate, Sweep, Methods: their Request ids); the
 // others follow every request, so an idle worker has them fresh.
@@ -249,6 +289,7 @@ struct Snapshot {
   std::shared_ptr<const GenerateView> generate;
   std::shared_ptr<const SweepView> sweep;
   std::shared_ptr<const MethodsView> methods;
+  std::shared_ptr<const MethodMasksView> method_masks;
   // Every paired run's latency since the app started, oldest first: appended by the worker as each
   // run finishes, whether or not the Latency panel is open.
   std::shared_ptr<const std::vector<LatencySample>> latency_history;

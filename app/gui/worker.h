@@ -9,6 +9,8 @@
 // must merely be done first, when a kind of run skips it, what its cache key holds, and the member
 // function that runs it. The scheduler (worker.cpp) knows no stage by name.
 #include <condition_variable>
+#include <deque>
+#include <map>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -113,6 +115,9 @@ class Worker {
   void run_generate(const Request& r, StageRun& run);
   void run_sweep(const Request& r, StageRun& run);
   void run_methods(const Request& r, StageRun& run);
+  void run_method_masks(const Request& r, StageRun& run);
+  // One compared method's view of the viewed layer `m` (run_method_masks), from the cache or computed.
+  MethodMaskView method_mask_view(const hip::methods::MethodChoice& choice, const std::shared_ptr<const LayerMaskSnapshot>& m);
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;
@@ -138,6 +143,13 @@ class Worker {
   // a new analysis leaves such a result valid.
   std::array<bool, kStageCount> done_without_hip_{};
   std::array<std::string, kStageCount> failed_key_;
+  // The method masks stage's cache (the worker thread's alone): each method's mask of a layer,
+  // keyed by method, values, layer and params, computed once per run (the prefill
+  // `method_masks_run_`, whose end empties it); at most kMethodMaskCacheSize entries, oldest out first.
+  static constexpr size_t kMethodMaskCacheSize = 32;
+  std::map<std::string, std::shared_ptr<const MethodLayerMask>> method_mask_cache_;
+  std::deque<std::string> method_mask_order_;
+  std::weak_ptr<const void> method_masks_run_;
   std::shared_ptr<const Snapshot> published_;
   std::function<void()> notify_;
 };

@@ -8,7 +8,9 @@
 #include <stdexcept>
 
 #include "app/gui/engine_jobs.h"
+#include "app/gui/gui_messages.h"
 #include "app/gui/worker.h"
+#include "kernels/oracle.h"
 
 namespace hipstudio::gui {
 
@@ -41,6 +43,16 @@ const std::vector<Worker::StageDef>& Worker::stages() {
       {kStageDense, "dense", model | analysis, 0, [](const Request& r) { return !r.want_dense; }, true, false, false,
        [](std::ostream& k, const Request& r) { k << "|L" << r.layer << "|H" << r.head << (r.want_dense ? "" : "|off"); },
        &Worker::run_dense, false},
+      // The Side by side panel's methods: each one's mask of the viewed layer, beside the layer's own views.
+      {kStageMethodMasks, "method masks", model | analysis | bit(kStageMasks), 0, nullptr, false, false, false,
+       [](std::ostream& k, const Request& r) {
+         k << "|L" << r.layer;
+         for (const hip::methods::MethodChoice& m : r.compare_methods) {
+           k << ',' << m.name;
+           for (const auto& [name, value] : m.values) k << ':' << name << '=' << value;
+         }
+       },
+       &Worker::run_method_masks, false},
       {kStageLocality, "locality", model | analysis, 0, nullptr, true, false, false,
        [](std::ostream& k, const Request& r) { k << "|L" << r.layer << "|H" << r.head << "|D" << r.delta << "|B" << r.bins; },
        &Worker::run_locality, false},
@@ -327,6 +339,140 @@ void Worker::run_sweep(const Request& r, StageRun& run) {
   auto v = sweep_job(*model_, *current_.model, r, run.progress);
   std::lock_guard<std::mutex> lock(mutex_);
   current_.sweep = v;
+}
+
+namespace {
+
+// What identifies the run a layer's inputs came from (AnalysisView::prefill_identity), held weakly
+// by the method masks' cache so that a freed run's address can never pass for a new one's.
+std::shared_ptr<const void> run_identity(const AnalysisView& a) {
+  if (a.prefill_run) return a.prefill_run;
+  if (a.prompt_run) return a.prompt_run;
+  return a.analysis;
+}
+
+std::string method_mask_key(const hip::methods::MethodChoice& c, const LayerMaskSnapshot& m) {
+  std::ostringstream k;
+  const hip::HipParams& p = m.params;
+  k << c.name;
+  for (const auto& [name, value] : c.values) k << ':' << name << '=' << value;
+  k << "|L" << m.layer << "|h" << p.k << ',' << p.b_q << ',' << p.b_k << ',' << p.b_sq << ',' << p.b_sk << ',' << p.sink << ','
+    << p.window << ',' << p.rho;
+  return k.str();
+}
+
+}  // namespace
+
+MethodMaskView Worker::method_mask_view(const hip::methods::MethodChoice& choice, const std::shared_ptr<const LayerMaskSnapshot>& m) {
+  MethodMaskView v;
+  v.method = choice;
+  v.title = hip::methods::find_selection_method(choice.name).title;
+  if (choice.is_hip() && choice.values.empty() && m->method == "hip") {
+    // HiP's own mask: the layer views' (the forward pass's), as the mask view draws it.
+    v.masks = m;
+    v.reused = true;
+    v.source = "the layer views";
+    return v;
+  }
+  const std::string key = method_mask_key(choice, *m);
+  std::shared_ptr<const MethodLayerMask> mask;
+  if (auto hit = method_mask_cache_.find(key); hit != method_mask_cache_.end()) {
+    mask = hit->second;
+  } else if (choice.name == "oracle") {
+    // The layer views computed the oracle already (on the device at any length; on the CPU up to
+    // kOracleMaxTokens): recomputing it here would cost O(T^2 d) per head for the same mask.
+    if (!m->has_oracle)
+      throw std::runtime_error("the oracle of this layer was not computed (the CPU's views skip it above " +
+                               std::to_string(kOracleMaxTokens) + " tokens)");
+    auto own = std::make_shared<MethodLayerMask>();
+    own->method = choice;
+    own->layer = m->layer;
+    own->params = m->params;
+    own->mask = m->oracle;
+    own->recall = hip::mask_recall(own->mask, m->oracle);
+    own->source = "the layer views";
+    mask = own;
+  } else {
+    const LayerInputs* in = m->source->analysis->find_inputs(m->layer);
+    if (!in) throw std::runtime_error("the run did not keep layer " + std::to_string(m->layer) + "'s inputs");
+    mask = std::make_shared<const MethodLayerMask>(method_mask_job(*in, choice, m->params, m->has_oracle ? &m->oracle : nullptr));
+  }
+  if (!method_mask_cache_.count(key)) {
+    method_mask_cache_[key] = mask;
+    method_mask_order_.push_back(key);
+    while (method_mask_order_.size() > kMethodMaskCacheSize) {
+      method_mask_cache_.erase(method_mask_order_.front());
+      method_mask_order_.pop_front();
+    }
+  }
+  v.masks = std::make_shared<const LayerMaskSnapshot>(m->views, m->source, mask);
+  v.source = mask->source;
+  v.reused = choice.name == "oracle";
+  v.device_timing = mask->on_device;
+  v.seconds = mask->seconds;
+  return v;
+}
+
+void Worker::run_method_masks(const Request& r, StageRun& run) {
+  // First every method whose mask is at hand (cached, or the layer views' own), published at once:
+  // switching between compared methods only re-draws. Then the others one at a time, each
+  // published as it lands (a method just added shows as soon as its mask is there, the rest stay
+  // on screen meanwhile); a cancel or a newer request stops it between methods, and a newly picked
+  // layer's or head's views come first. A method that cannot be computed says why in its own entry.
+  const std::shared_ptr<const LayerMaskSnapshot> m = current_.masks;
+  if (!m || !m->source) throw std::logic_error("the method masks have no layer views to stand beside");
+  const std::shared_ptr<const void> identity = run_identity(*m->source);
+  if (method_masks_run_.lock() != identity) {
+    method_mask_cache_.clear();
+    method_mask_order_.clear();
+    method_masks_run_ = identity;
+  }
+  auto view = std::make_shared<MethodMasksView>();
+  view->layer = m->layer;
+  auto at_hand = [&](const hip::methods::MethodChoice& c) {
+    return (c.is_hip() && c.values.empty() && m->method == "hip") || c.name == "oracle" ||
+           method_mask_cache_.count(method_mask_key(c, *m)) > 0;
+  };
+  auto compute = [&](const hip::methods::MethodChoice& c) {
+    MethodMaskView v;
+    try {
+      v = method_mask_view(c, m);
+    } catch (const std::exception& e) {
+      v = MethodMaskView{};
+      v.method = c;
+      v.title = c.name;
+      v.error = in_gui_words(e.what());
+    }
+    return v;
+  };
+  auto publish = [&] {
+    std::lock_guard<std::mutex> lock(mutex_);
+    current_.method_masks = std::make_shared<const MethodMasksView>(*view);
+    publish_locked();
+  };
+  std::vector<size_t> missing;
+  for (size_t i = 0; i < r.compare_methods.size(); ++i) {
+    const hip::methods::MethodChoice& c = r.compare_methods[i];
+    if (at_hand(c)) {
+      view->methods.push_back(compute(c));
+    } else {
+      MethodMaskView pending;  // no masks, no error: "computing..."
+      pending.method = c;
+      pending.title = c.name;
+      view->methods.push_back(std::move(pending));
+      missing.push_back(i);
+    }
+  }
+  if (!missing.empty()) publish();
+  for (size_t j = 0; j < missing.size(); ++j) {
+    const hip::methods::MethodChoice& c = r.compare_methods[missing[j]];
+    checkpoint(run);
+    run.progress(static_cast<double>(j) / static_cast<double>(missing.size()), "method masks, " + c.name);
+    view->methods[missing[j]] = compute(c);
+    if (j + 1 < missing.size()) publish();
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  current_.method_masks = view;
 }
 
 void Worker::run_methods(const Request& r, StageRun& run) {

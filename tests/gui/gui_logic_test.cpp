@@ -65,7 +65,16 @@ TEST(GuiLogic, ChangesInvalidateOnlyTheirStages) {
   EXPECT_EQ(with([](AppState& t) { ++t.head; }), (std::vector<int>{kStageTrace, kStageDense, kStageLocality}));
   EXPECT_EQ(with([](AppState& t) { ++t.query_block; }), (std::vector<int>{kStageTrace}));
   EXPECT_EQ(with([](AppState& t) { ++t.layer; }),
-            (std::vector<int>{kStageMasks, kStageTrace, kStageDense, kStageLocality, kStageLatency, kStageViews}));
+            (std::vector<int>{kStageMasks, kStageTrace, kStageDense, kStageLocality, kStageLatency, kStageViews,
+                              kStageMethodMasks}));
+  // The Side by side panel's methods: their masks of the viewed layer, nothing else; a picker
+  // switched to a method the small multiples already hold asks for nothing new.
+  EXPECT_EQ(with([](AppState& t) { t.compare_right = "quest"; }), (std::vector<int>{kStageMethodMasks}));
+  EXPECT_EQ(with([](AppState& t) { t.compare_multiples = {"streaming"}; }), (std::vector<int>{kStageMethodMasks}));
+  EXPECT_TRUE(with([](AppState& t) {
+                t.compare_multiples = {"hip"};
+                t.compare_left = "hip";
+              }).empty());
   // The Latency panel's "what if" length re-times, nothing else.
   EXPECT_EQ(with([](AppState& t) { t.latency_tokens = 32768; }), (std::vector<int>{kStageLatency}));
   EXPECT_EQ(with([](AppState& t) { t.applied.cache_factor = 3; }), (std::vector<int>{kStageOffload}));

@@ -20,6 +20,8 @@
 #include "app/gui/export_preview.h"
 #include "app/gui/harness/self_test.h"
 #include "app/gui/quality_grid.h"
+#include "kernels/methods/selection_method.h"
+#include "kernels/oracle.h"
 
 namespace hipstudio::gui {
 
@@ -187,6 +189,65 @@ void SelfTest::build_panel_steps() {
                       return "";
                     },
                     240, 3});
+  // Side by side: streaming | quest picked, every method as a small multiple; the masks the panel
+  // draws (the method masks stage's, the GUI logic state) are each method's CPU reference on the
+  // viewed layer's inputs, with recall against the layer views' oracle.
+  steps_.push_back({"side by side: two methods picked, their masks the engine's, all methods as small multiples",
+                    [](AppState& s) {
+                      s.focus_panel = "compare";
+                      s.compare_left = "streaming";
+                      s.compare_right = "quest";
+                      s.compare_multiples.clear();
+                      for (const hip::methods::SelectionMethod* m : hip::methods::selection_methods())
+                        s.compare_multiples.push_back(m->name);
+                    },
+                    [](const AppState&, const Snapshot& snap) {
+                      // Every method's entry: a snapshot published before the request reached the worker has fewer.
+                      return snap.method_masks && snap.masks && snap.fresh(kStageMethodMasks) && snap.fresh(kStageMasks) &&
+                             !snap.busy && snap.method_masks->methods.size() == hip::methods::selection_methods().size();
+                    },
+                    [shot, n = std::make_shared<int>(0)](AppState& s, const Snapshot& snap) -> std::string {
+                      if (!s.focus_panel.empty() || ++*n < 3) return kMore;  // the tab to the front, its pictures drawn
+                      const LayerMaskSnapshot& own = *snap.masks;
+                      if (snap.method_masks->methods.size() != hip::methods::selection_methods().size())
+                        return "not one mask per compared method";
+                      const hip::AttentionInputs in = snap.analysis->inputs(own.layer);
+                      std::printf("self-test:   side by side, layer %lld:", static_cast<long long>(own.layer));
+                      for (const char* name : {"streaming", "quest"}) {
+                        const MethodMaskView* v = snap.method_masks->find(name);
+                        if (!v || !v->masks) return std::string("no mask of ") + name + (v ? ": " + v->error : "");
+                        const auto& method = hip::methods::find_selection_method(name);
+                        const hip::MaskResult want =
+                            hip::methods::select_masks(method, in, hip::methods::choice_context(v->method, own.params, own.layer));
+                        if (v->masks->hip.blocks != want.blocks || v->masks->hip.counts != want.counts)
+                          return std::string("the drawn ") + name + " mask is not the method's reference";
+                        if (!own.has_oracle || v->masks->recall != hip::mask_recall(want, own.oracle))
+                          return std::string("the drawn ") + name + " recall is not against the layer's oracle";
+                        double sum = 0;
+                        for (double r : v->masks->recall) sum += r;
+                        std::printf(" %s recall %.4f (%s, %.1f ms)", name, sum / static_cast<double>(v->masks->recall.size()),
+                                    v->source.c_str(), v->seconds * 1e3);
+                      }
+                      std::printf("\n");
+                      shot("side-by-side-methods");
+                      return "";
+                    },
+                    120, 3});
+  steps_.push_back({"side by side: back to dense | hip",
+                    [](AppState& s) {
+                      s.compare_left = kCompareDense;
+                      s.compare_right = "hip";
+                      s.compare_multiples.clear();
+                    },
+                    [](const AppState&, const Snapshot& snap) {
+                      return snap.fresh(kStageMethodMasks) && !snap.busy && snap.method_masks && snap.method_masks->methods.size() == 1;
+                    },
+                    [](AppState&, const Snapshot& snap) -> std::string {
+                      if (!snap.method_masks || snap.method_masks->methods.size() != 1 || snap.method_masks->methods[0].masks != snap.masks)
+                        return "the default pair does not draw HiP's own mask";
+                      return "";
+                    },
+                    60, 2});
   steps_.push_back({"layers x heads: a cell per layer and head, a click opens it",
                     [](AppState& s) {
                       s.focus_panel = "grid";

@@ -12,6 +12,7 @@
 
 #include "app/gui/engine_jobs.h"
 #include "app/gui/worker.h"
+#include "kernels/oracle.h"
 
 namespace hipstudio::gui {
 
@@ -33,7 +34,7 @@ struct PrefillHandle {
 };
 
 namespace {
-std::atomic<int64_t> prefill_runs{0}, rest_runs{0}, rest_completed{0};
+std::atomic<int64_t> prefill_runs{0}, rest_runs{0}, rest_completed{0}, method_mask_runs{0};
 
 bool layered(const Request& r) { return r.prompt.rfind(kFakeLayeredPrompt, 0) == 0; }
 
@@ -171,6 +172,29 @@ std::shared_ptr<const MethodsView> methods_job(const LoadedModel&, const ModelIn
   }
   return view;
 }
+
+MethodLayerMask method_mask_job(const LayerInputs& inputs, const hip::methods::MethodChoice& method, const hip::HipParams& p,
+                                const hip::MaskResult* oracle) {
+  ++method_mask_runs;
+  // The engine's CPU path (the fake's inputs are host arrays): the method's float64 reference.
+  const hip::methods::SelectionMethod& m = hip::methods::find_selection_method(method.name);
+  hip::methods::validate_choice(method, p);
+  const LayerInputArrays& h = inputs.host();
+  hip::AttentionInputs a;
+  a.q = h.q.data(), a.k = h.k.data();
+  a.hq = inputs.heads, a.hkv = inputs.kv_heads, a.tq = inputs.tokens, a.tk = inputs.tokens, a.d = inputs.dim;
+  MethodLayerMask out;
+  out.method = method;
+  out.layer = inputs.layer;
+  out.params = p;
+  out.mask = hip::methods::select_masks(m, a, hip::methods::choice_context(method, p, inputs.layer));
+  if (oracle) out.recall = hip::mask_recall(out.mask, *oracle);
+  out.source = "float64 CPU reference";
+  std::this_thread::sleep_for(std::chrono::microseconds(kFakeCheckMicros));
+  return out;
+}
+
+int64_t fake_method_mask_runs() { return method_mask_runs.load(); }
 
 std::shared_ptr<const AnalysisView> fake_analysis(const Request& r) {
   auto view = std::const_pointer_cast<AnalysisView>(synthetic_analysis(kFakeTokens, r));

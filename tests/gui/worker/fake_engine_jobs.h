@@ -26,6 +26,9 @@ int64_t fake_prefill_runs();
 int64_t fake_rest_runs();
 int64_t fake_rest_completed();
 
+// Fake method_mask_job calls so far (each computes one method's mask of one layer).
+int64_t fake_method_mask_runs();
+
 // What a completed fake analysis of `r` publishes (synthetic Q/K of r.seed, r's parameters).
 std::shared_ptr<const AnalysisView> fake_analysis(const Request& r);
 // The layered fake's prompt results of `r` (kFakeLayeredPrompt): every layer's inputs (each layer's
