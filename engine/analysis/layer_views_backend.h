@@ -51,6 +51,11 @@ struct LayerViewsSetup {
   // Tensor implementation: a whole-prompt chunk of bf16/f16 CUDA inputs takes the fused route
   // (dense rows from the flash kernel, see tensor_layer_views.cpp); tests turn it off to compare.
   bool fused_dense = true;
+  // Tensor implementation, fused route on CUDA: the oracle's block scores by the block-max kernel
+  // (kernels/cuda/oracle_block_scores.h) where it takes the shapes, else by tensor ops. Off until
+  // its gpu test (LayerViewsCuda.Bf16BlockMaxKernelGivesTheTensorOpsOracle) has passed on a device
+  // and its speed is measured (kernels/BENCHMARKS.md); that test turns it on.
+  bool block_max_kernel = false;
   // Tensor implementation: called between KV groups; it may throw to stop the layer (the GUI's
   // background views give way to a newly picked layer there).
   std::function<void()> checkpoint;
@@ -72,6 +77,7 @@ struct LayerViewsResult {
   bool has_masks = false;
   LayerMaskViews masks;  // when setup.keep_masks
   bool fused_dense = false;  // the tensor implementation's fused route ran (tensor_layer_views.cpp)
+  bool block_max_kernel = false;  // the oracle's block scores came from the block-max kernel
 };
 
 class LayerViewsBackend {

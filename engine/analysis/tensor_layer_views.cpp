@@ -42,6 +42,9 @@
 #include "kernels/torch/hip_torch.h"
 #include "kernels/methods/torch/tensor_selection.h"
 #include "kernels/methods/torch/tensor_top_blocks.h"
+#ifdef HIPSTUDIO_HAVE_CUDA_KERNELS
+#include "kernels/cuda/oracle_block_scores.h"
+#endif
 
 namespace hipstudio {
 
@@ -192,6 +195,36 @@ bool fused_dense_rows(const at::Tensor& q, const at::Tensor& k, const at::Tensor
 #endif
 }
 
+// The fused route's oracle block scores (G, nq, key_blocks) float32 by the block-max kernel
+// (kernels/cuda/oracle_block_scores.h) from the chunk's bf16/f16 rows [r0, r0 + rows) of KV group
+// g's heads, without the (sampled rows x keys) score matrix the tensor ops write; undefined where
+// the kernel is not built or does not take the shapes (the caller then forms them with tensor ops).
+at::Tensor kernel_block_scores(const LayerViewsChunk& chunk, int64_t g, int64_t G, int64_t r0, int64_t rows, int64_t nq,
+                               int64_t key_blocks, const hip::HipParams& p) {
+#ifdef HIPSTUDIO_HAVE_CUDA_KERNELS
+  const at::ScalarType t = chunk.q.scalar_type();
+  if (!chunk.q.is_cuda() || (t != at::kBFloat16 && t != at::kHalf) || chunk.k.scalar_type() != t) return at::Tensor();
+  const at::Tensor q = chunk.q.narrow(0, g * G, G).narrow(1, r0, rows);
+  const at::Tensor k = chunk.k[g];
+  if (q.stride(2) != 1 || k.stride(1) != 1) return at::Tensor();
+  gpu::OracleBlockScoresLaunch l;
+  l.q = q.data_ptr(), l.k = k.data_ptr();
+  l.q_head_stride = q.stride(0), l.q_row_stride = q.stride(1), l.k_row_stride = k.stride(0);
+  l.bf16 = t == at::kBFloat16;
+  l.heads = G, l.d = q.size(2), l.rows = rows, l.keys = chunk.first_row + r0 + rows, l.key_blocks = key_blocks, l.nq = nq;
+  l.first_position = chunk.first_row + r0;
+  l.b_q = p.b_q, l.b_sq = p.b_sq, l.b_k = p.b_k;
+  if (!gpu::oracle_block_scores_fits(l)) return at::Tensor();
+  at::Tensor out = at::full({G, nq, key_blocks}, kNegInf, chunk.q.options().dtype(at::kFloat));
+  l.out = out.data_ptr<float>();
+  gpu::oracle_block_scores(l);
+  return out;
+#else
+  (void)chunk, (void)g, (void)G, (void)r0, (void)rows, (void)nq, (void)key_blocks, (void)p;
+  return at::Tensor();
+#endif
+}
+
 class TensorLayerViews final : public LayerViewsBackend {
  public:
   explicit TensorLayerViews(const LayerViewsSetup& setup) : setup_(setup) {
@@ -252,6 +285,7 @@ class TensorLayerViews final : public LayerViewsBackend {
   }
   at::Tensor chunk_oracle_, chunk_recall_, chunk_random_recall_;  // (hq, chunk query blocks, ...) being filled
   int64_t fused_groups_ = 0;  // KV groups that took the fused route (the result says so)
+  int64_t kernel_tiles_ = 0;  // tiles whose oracle scores the block-max kernel made
   PhaseProfile profile_;      // HIPSTUDIO_PROFILE=1: where a layer's views spend their time
 };
 
@@ -418,7 +452,12 @@ void TensorLayerViews::tile(const LayerViewsChunk& chunk, const at::Tensor& hip_
   // ---- oracle: block scores over sampled rows and every key of a block, top kb per query block
   at::Tensor s;  // (G, padded, keys) raw scores: the unfused route's probabilities are made from them
   at::Tensor row_max;  // (G, nq, keys): each query block's max over its sampled rows
-  if (fused) {
+  at::Tensor block_scores;  // (G, nq, key_blocks)
+  if (fused && setup_.block_max_kernel) block_scores = kernel_block_scores(chunk, g, G, r0, rows, nq, key_blocks, p);
+  kernel_tiles_ += block_scores.defined() ? 1 : 0;
+  if (block_scores.defined()) {
+    // made by the block-max kernel
+  } else if (fused) {
     // Only the sampled rows' scores, a few query blocks at a time within tile_bytes; padding rows
     // (past the prompt) never win a max.
     const int64_t sampled = ceil_div(p.b_q, p.b_sq);
@@ -446,9 +485,11 @@ void TensorLayerViews::tile(const LayerViewsChunk& chunk, const at::Tensor& hip_
     if (padded > rows) s.narrow(1, rows, padded - rows).fill_(kNegInf);
     row_max = s.view({G, nq, p.b_q, keys}).slice(2, 0, p.b_q, p.b_sq).amax(2);
   }
-  if (key_blocks * p.b_k > keys) row_max = at::constant_pad_nd(row_max, {0, key_blocks * p.b_k - keys}, kNegInf);
-  const at::Tensor block_scores = row_max.view({G, nq, key_blocks, p.b_k}).amax(-1);
-  row_max = at::Tensor();
+  if (!block_scores.defined()) {
+    if (key_blocks * p.b_k > keys) row_max = at::constant_pad_nd(row_max, {0, key_blocks * p.b_k - keys}, kNegInf);
+    block_scores = row_max.view({G, nq, key_blocks, p.b_k}).amax(-1);
+    row_max = at::Tensor();
+  }
   profile_.lap("oracle block scores");
   std::vector<int64_t> hi(static_cast<size_t>(nq));
   const int64_t lo = p.sink / p.b_k;
@@ -572,6 +613,7 @@ LayerViewsResult TensorLayerViews::finish() {
   r.quality.layer = setup_.layer;
   r.quality.math = setup_.math;
   r.fused_dense = fused_groups_ > 0;
+  r.block_max_kernel = kernel_tiles_ > 0;
   const double blocks = static_cast<double>(query_blocks_), queries = static_cast<double>(setup_.prompt_tokens);
   for (int64_t h = 0; h < hq_; ++h) {
     HeadQuality q;

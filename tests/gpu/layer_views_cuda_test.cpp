@@ -143,6 +143,39 @@ TEST(LayerViewsCuda, Bf16FusedRouteEqualsTheUnfusedRoute) {
   }
 }
 
+// The block-max kernel's oracle scores against the tensor ops' (the same products, exact in float32,
+// summed in another order): the oracle's blocks and every metric as the tensor ops give them.
+TEST(LayerViewsCuda, Bf16BlockMaxKernelGivesTheTensorOpsOracle) {
+  REQUIRE_CUDA_KERNELS();
+  for (LayerViewsCase c : cuda_cases()) {
+    c.chunk = 0;
+    if (c.math.score.softcap != 0.0) continue;  // no fused route: the kernel does not run
+    const auto in = testing::layer_views_inputs(c, 17);
+    const at::Tensor q = in.q.to(at::kBFloat16).cuda(), k = in.k.to(at::kBFloat16).cuda(), v = in.v.to(at::kBFloat16).cuda();
+    auto run = [&](bool kernel) {
+      LayerViewsSetup setup = testing::layer_views_setup(c);
+      setup.block_max_kernel = kernel;
+      auto views = make_tensor_layer_views(setup);
+      LayerViewsChunk chunk;
+      chunk.q = q, chunk.k = k, chunk.v = v;
+      chunk.hip_blocks = kernel_mask(c, q, k);
+      views->add_chunk(chunk);
+      return views->finish();
+    };
+    const LayerViewsResult by_kernel = run(true), by_ops = run(false);
+    EXPECT_TRUE(by_kernel.block_max_kernel) << c.name;
+    EXPECT_FALSE(by_ops.block_max_kernel) << c.name;
+    size_t oracle_diff = 0;
+    for (size_t i = 0; i < by_kernel.masks.oracle.blocks.size(); ++i)
+      oracle_diff += by_kernel.masks.oracle.blocks[i] != by_ops.masks.oracle.blocks[i] ? 1 : 0;
+    const double diff = max_quality_diff(by_kernel.quality, by_ops.quality);
+    std::printf("[gpu] layer views %s bf16, block-max kernel vs tensor ops: %zu of %zu oracle entries differ, max metric diff %.3g\n",
+                c.name.c_str(), oracle_diff, by_kernel.masks.oracle.blocks.size(), diff);
+    EXPECT_LE(static_cast<double>(oracle_diff), 1e-3 * static_cast<double>(by_kernel.masks.oracle.blocks.size()) + 2) << c.name;
+    EXPECT_LE(diff, 0.01) << c.name;
+  }
+}
+
 TEST(LayerViewsCuda, Stories15MAnalysisOnCudaMatchesTheCpuLayerByLayer) {
   REQUIRE_CUDA_KERNELS();
   AnalysisOptions o;

@@ -1,0 +1,151 @@
+#include "kernels/cuda/oracle_block_scores.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <mma.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "kernels/cuda/common.cuh"
+
+namespace hipstudio::gpu {
+namespace {
+
+constexpr int kRowsTile = 128;  // sampled rows of a CTA: 8 warps of 32 rows x 32 keys (4 x 2)
+constexpr int kKeysTile = 64;
+constexpr int kThreads = 256;
+constexpr int kAccLd = kKeysTile + 4;  // floats: a multiple of 4 (wmma) that spreads banks
+
+struct Dims {
+  int64_t sampled;  // rows a query block samples: ceil(b_q / b_sq)
+  int64_t ld;       // shared-memory row length of Q and K tiles, in elements (d + 8)
+};
+
+// The float maximum as an integer atomic: floats with the sign bit clear order as signed ints, those
+// with it set (-0.0 included) in reverse as unsigned ints (the -inf fill is the largest such pattern).
+__device__ __forceinline__ void atomic_max_float(float* addr, float v) {
+  if (__float_as_int(v) >= 0) atomicMax(reinterpret_cast<int*>(addr), __float_as_int(v));
+  else atomicMin(reinterpret_cast<unsigned*>(addr), __float_as_uint(v));
+}
+
+template <class T>
+__global__ void __launch_bounds__(kThreads) oracle_block_scores_kernel(const OracleBlockScoresLaunch a, const Dims dims) {
+  namespace wmma = nvcuda::wmma;
+  extern __shared__ __align__(16) uint8_t smem[];
+  const int64_t ld = dims.ld, S = dims.sampled, d = a.d;
+  T* qs = reinterpret_cast<T*>(smem);           // [kRowsTile][ld]
+  T* ks = qs + kRowsTile * ld;                   // [kKeysTile][ld]
+  float* acc = reinterpret_cast<float*>(ks + kKeysTile * ld);  // [kRowsTile][kAccLd]
+
+  const int64_t h = blockIdx.z;
+  const int64_t v0 = static_cast<int64_t>(blockIdx.y) * kRowsTile;  // first sampled row (j S + t) of the tile
+  const int64_t c0 = static_cast<int64_t>(blockIdx.x) * kKeysTile;  // first key
+  const int64_t total = a.nq * S;
+  if (v0 >= total) return;
+  const int64_t j_first = v0 / S, j_last = min(a.nq - 1, (v0 + kRowsTile - 1) / S);
+  const int64_t visible = min(a.keys, a.first_position + (j_last + 1) * a.b_q);
+  if (c0 >= visible) return;  // keys after every row of the tile: left at the fill
+  const int tid = threadIdx.x;
+
+  // Q: sampled rows (zeros past the prompt's rows), K: the tile's keys (zeros past `keys`).
+  const T* qh = static_cast<const T*>(a.q) + h * a.q_head_stride;
+  const T* kk = static_cast<const T*>(a.k);
+  const int vecs = static_cast<int>(d / 8);
+  for (int i = tid; i < kRowsTile * vecs; i += kThreads) {
+    const int r = i / vecs, e = (i % vecs) * 8;
+    const int64_t v = v0 + r, j = v / S, t = v % S, row = j * a.b_q + t * a.b_sq;
+    const bool ok = v < total && t * a.b_sq < a.b_q && row < a.rows;
+    cp_async16(qs + r * ld + e, ok ? qh + row * a.q_row_stride + e : qh, ok);
+  }
+  for (int i = tid; i < kKeysTile * vecs; i += kThreads) {
+    const int c = i / vecs, e = (i % vecs) * 8;
+    const bool ok = c0 + c < a.keys;
+    cp_async16(ks + c * ld + e, ok ? kk + (c0 + c) * a.k_row_stride + e : kk, ok);
+  }
+  asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
+  __syncthreads();
+
+  // 8 warps as 4 (rows) x 2 (keys), each 32 x 32: 2 x 2 fragments of 16 x 16.
+  const int warp = tid / 32, wr = (warp / 2) * 32, wc = (warp % 2) * 32;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> c[2][2];
+#pragma unroll
+  for (int x = 0; x < 2; ++x)
+#pragma unroll
+    for (int y = 0; y < 2; ++y) wmma::fill_fragment(c[x][y], 0.f);
+  for (int k0 = 0; k0 < d; k0 += 16) {
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa[2];
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> fb[2];
+#pragma unroll
+    for (int x = 0; x < 2; ++x) wmma::load_matrix_sync(fa[x], qs + (wr + x * 16) * ld + k0, static_cast<unsigned>(ld));
+#pragma unroll
+    for (int y = 0; y < 2; ++y) wmma::load_matrix_sync(fb[y], ks + (wc + y * 16) * ld + k0, static_cast<unsigned>(ld));
+#pragma unroll
+    for (int x = 0; x < 2; ++x)
+#pragma unroll
+      for (int y = 0; y < 2; ++y) wmma::mma_sync(c[x][y], fa[x], fb[y], c[x][y]);
+  }
+#pragma unroll
+  for (int x = 0; x < 2; ++x)
+#pragma unroll
+    for (int y = 0; y < 2; ++y)
+      wmma::store_matrix_sync(acc + (wr + x * 16) * kAccLd + wc + y * 16, c[x][y], kAccLd, wmma::mem_row_major);
+  __syncthreads();
+
+  // Per (query block, key block) of the tile: the maximum over the block's valid sampled rows and
+  // its keys inside the tile (a block straddling tiles meets its other part in the atomic).
+  const float neg_inf = __int_as_float(static_cast<int>(0xff800000u));
+  const int segs = static_cast<int>(j_last - j_first + 1);
+  const int64_t key_end_tile = min(c0 + kKeysTile, a.keys);
+  const int64_t kb_first = c0 / a.b_k, kb_last = min(a.key_blocks - 1, (key_end_tile - 1) / a.b_k);
+  const int kbs = static_cast<int>(kb_last - kb_first + 1);
+  for (int i = tid; i < segs * kbs; i += kThreads) {
+    const int64_t j = j_first + i / kbs, cb = kb_first + i % kbs;
+    const int64_t r_begin = max(v0, j * S) - v0, r_end = min(v0 + kRowsTile, (j + 1) * S) - v0;
+    const int64_t key_begin = max(c0, cb * a.b_k), key_end = min(key_end_tile, (cb + 1) * a.b_k);
+    float m = neg_inf;
+    for (int64_t r = r_begin; r < r_end; ++r) {
+      const int64_t t = (v0 + r) - j * S, row = j * a.b_q + t * a.b_sq;
+      if (t * a.b_sq >= a.b_q || row >= a.rows) break;  // rows ascend within the block
+      for (int64_t key = key_begin; key < key_end; ++key) m = fmaxf(m, acc[r * kAccLd + (key - c0)]);
+    }
+    if (m > neg_inf) atomic_max_float(a.out + (h * a.nq + j) * a.key_blocks + cb, m);
+  }
+}
+
+size_t smem_bytes(int64_t ld) {
+  return static_cast<size_t>(kRowsTile + kKeysTile) * static_cast<size_t>(ld) * 2 +
+         static_cast<size_t>(kRowsTile) * kAccLd * sizeof(float);
+}
+
+}  // namespace
+
+bool oracle_block_scores_fits(const OracleBlockScoresLaunch& a) {
+  auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  return a.d >= 16 && a.d <= 256 && a.d % 16 == 0 && aligned(a.q) && aligned(a.k) && a.q_head_stride % 8 == 0 &&
+         a.q_row_stride % 8 == 0 && a.k_row_stride % 8 == 0 && a.b_q >= 1 && a.b_sq >= 1 && a.b_k >= 1;
+}
+
+void oracle_block_scores(const OracleBlockScoresLaunch& a) {
+  if (!oracle_block_scores_fits(a)) throw std::invalid_argument("oracle block scores: shapes or alignment the kernel does not take");
+  if (a.heads == 0 || a.nq == 0 || a.keys == 0 || a.rows == 0) return;
+  const Dims dims{(a.b_q + a.b_sq - 1) / a.b_sq, a.d + 8};
+  const int64_t row_tiles = (a.nq * dims.sampled + kRowsTile - 1) / kRowsTile, key_tiles = (a.keys + kKeysTile - 1) / kKeysTile;
+  if (row_tiles >= 65536 || a.heads >= 65536 || key_tiles >= (int64_t{1} << 31))
+    throw std::invalid_argument("oracle block scores: too many tiles for one launch");
+  const dim3 grid(static_cast<unsigned>(key_tiles), static_cast<unsigned>(row_tiles), static_cast<unsigned>(a.heads));
+  const size_t smem = smem_bytes(dims.ld);
+  cudaStream_t s = static_cast<cudaStream_t>(a.stream);
+  if (a.bf16) {
+    set_smem(reinterpret_cast<const void*>(oracle_block_scores_kernel<__nv_bfloat16>), smem, "oracle block scores");
+    oracle_block_scores_kernel<__nv_bfloat16><<<grid, kThreads, smem, s>>>(a, dims);
+  } else {
+    set_smem(reinterpret_cast<const void*>(oracle_block_scores_kernel<__half>), smem, "oracle block scores");
+    oracle_block_scores_kernel<__half><<<grid, kThreads, smem, s>>>(a, dims);
+  }
+  const cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess) throw std::runtime_error(std::string("oracle block scores kernel: ") + cudaGetErrorString(err));
+}
+
+}  // namespace hipstudio::gpu
