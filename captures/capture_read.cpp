@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <set>
@@ -167,8 +168,8 @@ std::vector<ComponentMs> to_components(const std::vector<double>& v) {
   return out;
 }
 
-SideResult read_side(const Arrays& ar, const char* side, int64_t L, int64_t T) {
-  const std::string g = std::string("analysis/") + side + "/";
+// A side's per-token and latency arrays under the folder `g` ("analysis/dense/", "methods/hip/").
+SideResult read_side(const Arrays& ar, const std::string& g, int64_t L, int64_t T) {
   SideResult r;
   r.nll = ar.get<double>(g + "nll", {std::max<int64_t>(T - 1, 0)});
   r.generated = ar.get<int32_t>(g + "generated", {-1});
@@ -223,9 +224,10 @@ void read_context(const Arrays& ar, const Fields& f, const json& j, const char* 
   }
 }
 
-hip::MaskResult read_mask(const Arrays& ar, int64_t l, const char* which, int64_t H, int64_t QB, int64_t Kb, int64_t key_blocks,
-                          const std::vector<int64_t>& dense_from) {
-  auto name = [&](const char* n) { return layout::layer_array("masks", l, (std::string(which) + "_" + n).c_str()); };
+// One selection's blocks and counts, named by `name` ("blocks" -> its array); HiP's search also
+// has iterations and branches.
+hip::MaskResult read_mask(const Arrays& ar, const std::function<std::string(const char*)>& name, bool hip_search, int64_t H,
+                          int64_t QB, int64_t Kb, int64_t key_blocks, const std::vector<int64_t>& dense_from) {
   hip::MaskResult m;
   m.heads = H;
   m.query_blocks = QB;
@@ -237,7 +239,7 @@ hip::MaskResult read_mask(const Arrays& ar, int64_t l, const char* which, int64_
     if (b < -1 || b >= key_blocks) ar.fail(name("blocks"), "holds key block " + std::to_string(b) + " outside the prompt");
   for (int32_t n : m.counts)
     if (n < 0 || n > Kb) ar.fail(name("counts"), "holds a count outside [0, k / b_k]");
-  if (std::string(which) == "hip") {
+  if (hip_search) {
     m.iterations = ar.get<int32_t>(name("iterations"), {H, QB});
     m.branches = ar.get<int64_t>(name("branches"), {H, QB});
   } else {
@@ -247,12 +249,52 @@ hip::MaskResult read_mask(const Arrays& ar, int64_t l, const char* which, int64_
   return m;
 }
 
+// Format 1 and 2's one side: HiP, the oracle or random (whose one value is its seed).
 hip::methods::MethodChoice parse_selection(const std::string& s, uint64_t seed, const Fields& f) {
   hip::methods::MethodChoice m;
   m.name = s;
   if (s == "random") m.values = {{"random_seed", static_cast<double>(seed)}};
-  if (!layout::selection_storable(m)) f.fail("params.selection '" + s + "' is not hip, random or oracle");
+  if (s != "hip" && s != "oracle" && s != "random") f.fail("params.selection '" + s + "' is not hip, random or oracle");
   return m;
+}
+
+// Format 3's "methods" list: registry methods, each once, each holding exactly its resolved values.
+std::vector<CapturedMethod> parse_methods(const json& list, const hip::HipParams& p, const Fields& f) {
+  if (!list.is_array() || list.empty()) f.fail("'methods' is not a non-empty list");
+  std::vector<CapturedMethod> out;
+  for (const json& entry : list) {
+    CapturedMethod m;
+    m.choice.name = f.text(entry, "name");
+    const json& values = f.at(entry, "values");
+    if (!values.is_object()) f.fail("methods: " + m.choice.name + "'s values are not an object");
+    for (const auto& [name, value] : values.items()) {
+      if (!value.is_number()) f.fail("methods: " + m.choice.name + "'s value " + name + " is not a number");
+      m.choice.values[name] = value.get<double>();
+    }
+    try {
+      hip::methods::validate_choice(m.choice, p);
+    } catch (const std::invalid_argument& e) {
+      f.fail("methods: " + m.choice.name + ": " + e.what());
+    }
+    for (const CapturedMethod& held : out)
+      if (held.choice.name == m.choice.name) f.fail("methods: '" + m.choice.name + "' is listed twice");
+    m.mask_refreshes = f.count(entry, "mask_refreshes");
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+// Format 3's columns are what this reader knows (a writer that reorders them writes a new version).
+void check_method_columns(const json& m, const Fields& f) {
+  const json& cols = f.at(m, layout::kMethodColumns);
+  auto same = [](const json& j, const auto& names) {
+    if (!j.is_array() || j.size() != names.size()) return false;
+    for (size_t i = 0; i < names.size(); ++i)
+      if (j[i] != names[i]) return false;
+    return true;
+  };
+  if (!same(f.at(cols, "scalars"), layout::kMethodScalarColumns) || !same(f.at(cols, "quality"), layout::kQualityColumns))
+    f.fail("method_columns are not the columns this hipstudio reads");
 }
 
 // Checks format and version; returns the version.
@@ -350,7 +392,16 @@ Capture decode_capture(const std::string& bytes, const std::string& what) {
     f.fail(std::string("params break a HiP rule: ") + e.what());
   }
   for (HipField field : {HipField::kDenseLayers, HipField::kRefreshEvery}) *params_count(o, field) = f.count(p, key(field));
-  o.hip.method = parse_selection(f.text(p, "selection"), f.unsigned_integer(p, "selection_seed"), f);
+  if (c.format_version >= 3) {
+    c.methods = parse_methods(f.at(m, layout::kMethods), o.hip.hip, f);
+    check_method_columns(m, f);
+    if (f.text(p, "selection") != c.methods[0].choice.name) f.fail("params.selection is not the first of 'methods'");
+    if (f.unsigned_integer(p, "selection_seed") != layout::selection_seed(c.methods[0].choice))
+      f.fail("params.selection_seed is not the first method's seed");
+    o.hip.method = c.methods[0].choice;
+  } else {
+    o.hip.method = parse_selection(f.text(p, "selection"), f.unsigned_integer(p, "selection_seed"), f);
+  }
   o.decode_steps = f.count(p, key(HipField::kDecodeSteps));
   o.force_dense_tokens = f.boolean(p, "force_dense_tokens");
   o.context_limit = f.count(p, "context_limit");
@@ -367,25 +418,56 @@ Capture decode_capture(const std::string& bytes, const std::string& what) {
   if (!tokens.is_array() || tokens.size() != a.prompt_ids.size()) f.fail("prompt.tokens disagrees with analysis/prompt_ids");
   for (size_t i = 0; i < a.prompt_ids.size(); ++i)
     if (!tokens[i].is_number_integer() || tokens[i].get<int64_t>() != a.prompt_ids[i]) f.fail("prompt.tokens disagrees with analysis/prompt_ids");
-  const auto scalars = ar.get<double>("analysis/scalars", {6});
-  a.dense = read_side(ar, "dense", L, T);
-  a.hip = read_side(ar, "hip", L, T);
-  a.dense.mean_nll = scalars[0];
-  a.dense.ppl = scalars[1];
-  a.hip.mean_nll = scalars[2];
-  a.hip.ppl = scalars[3];
-  a.kl = scalars[4];
-  a.top1_agreement = scalars[5];
+  a.dense = read_side(ar, "analysis/dense/", L, T);
+  auto quality_rows = [&](const std::string& name) {
+    const auto quality = ar.get<double>(name, {L, H, 6});
+    std::vector<std::vector<HeadQuality>> rows(static_cast<size_t>(L));
+    for (int64_t l = 0; l < L; ++l)
+      for (int64_t h = 0; h < H; ++h) {
+        const double* v = quality.data() + (l * H + h) * 6;
+        rows[static_cast<size_t>(l)].push_back({v[0], v[1], v[2], v[3], v[4], v[5]});
+      }
+    return rows;
+  };
+  if (c.format_version >= 3) {
+    const auto dense = ar.get<double>("analysis/dense/scalars", {2});
+    a.dense.mean_nll = dense[0];
+    a.dense.ppl = dense[1];
+    for (CapturedMethod& cm : c.methods) {
+      const std::string& n = cm.choice.name;
+      cm.side = read_side(ar, "methods/" + n + "/", L, T);
+      const auto scalars = ar.get<double>(layout::method_array(n, "scalars"), {4});
+      cm.side.mean_nll = scalars[0];
+      cm.side.ppl = scalars[1];
+      cm.kl = scalars[2];
+      cm.top1_agreement = scalars[3];
+      cm.quality = quality_rows(layout::method_array(n, "quality"));
+    }
+  } else {
+    const auto scalars = ar.get<double>("analysis/scalars", {6});
+    a.dense.mean_nll = scalars[0];
+    a.dense.ppl = scalars[1];
+    CapturedMethod cm;
+    cm.choice = o.hip.method;
+    cm.side = read_side(ar, "analysis/hip/", L, T);
+    cm.side.mean_nll = scalars[2];
+    cm.side.ppl = scalars[3];
+    cm.kl = scalars[4];
+    cm.top1_agreement = scalars[5];
+    cm.quality = quality_rows("analysis/quality");
+    c.methods.push_back(std::move(cm));
+  }
+  // The side the views show: the first method's.
+  const CapturedMethod& first = c.methods.front();
+  a.hip = first.side;
+  a.kl = first.kl;
+  a.top1_agreement = first.top1_agreement;
   const auto layer_rows = ar.get<int64_t>("analysis/layers", {L, 2});
-  const auto quality = ar.get<double>("analysis/quality", {L, H, 6});
   for (int64_t l = 0; l < L; ++l) {
     LayerQuality q;
     q.layer = layer_rows[2 * l];
     q.dense = layer_rows[2 * l + 1] != 0;
-    for (int64_t h = 0; h < H; ++h) {
-      const double* v = quality.data() + (l * H + h) * 6;
-      q.heads.push_back({v[0], v[1], v[2], v[3], v[4], v[5]});
-    }
+    q.heads = first.quality[static_cast<size_t>(l)];
     a.layers.push_back(std::move(q));
   }
   if (ar.has("analysis/layer_math")) {
@@ -428,6 +510,14 @@ Capture decode_capture(const std::string& bytes, const std::string& what) {
   }
   a.mask_refreshes = f.count(m, "mask_refreshes");
   if (a.mask_refreshes > S) f.fail("mask_refreshes exceeds the decode records");
+  if (c.format_version < 3) c.methods[0].mask_refreshes = a.mask_refreshes;
+  for (const CapturedMethod& cm : c.methods)
+    if (cm.mask_refreshes > S) f.fail("methods: " + cm.choice.name + "'s mask_refreshes exceeds the decode records");
+  // The manifest's summaries (what `open --print` shows) are the arrays' numbers.
+  if (c.format_version >= 3)
+    for (size_t i = 0; i < c.methods.size(); ++i)
+      if (f.at(m.at(layout::kMethods)[i], "summary") != method_summary_json(c.methods[i], a.layers))
+        f.fail("methods: " + c.methods[i].choice.name + "'s summary disagrees with its arrays");
   const json& access = f.at(m, "access");
   a.access.steps = f.count(access, "steps");
   a.access.layers = f.count(access, "layers");
@@ -491,19 +581,32 @@ Capture decode_capture(const std::string& bytes, const std::string& what) {
 
   // Views.
   if (f.boolean(m, "masks")) {
-    for (int64_t l : c.view_layers) {
-      LayerMaskViews lm;
-      lm.layer = l;
-      lm.params = o.hip.hip;
-      if (lm.layer >= 0 && lm.layer < static_cast<int64_t>(a.layers.size())) lm.math = a.layers[static_cast<size_t>(lm.layer)].math;
-      const auto dense_from = ar.get<int64_t>(layout::layer_array("masks", l, "dense_from"), {QB});
-      lm.hip = read_mask(ar, l, "hip", H, QB, Kb, key_blocks, dense_from);
-      lm.oracle = read_mask(ar, l, "oracle", H, QB, Kb, key_blocks, dense_from);
-      lm.random = read_mask(ar, l, "random", H, QB, Kb, key_blocks, dense_from);
-      lm.recall = ar.get<double>(layout::layer_array("masks", l, "recall"), {H, QB});
-      lm.random_recall = ar.get<double>(layout::layer_array("masks", l, "random_recall"), {H, QB});
-      c.masks.push_back(std::move(lm));
+    for (CapturedMethod& cm : c.methods) {
+      for (int64_t l : c.view_layers) {
+        LayerMaskViews lm;
+        lm.layer = l;
+        lm.params = o.hip.hip;
+        lm.method = cm.choice.name;
+        if (lm.layer >= 0 && lm.layer < static_cast<int64_t>(a.layers.size())) lm.math = a.layers[static_cast<size_t>(lm.layer)].math;
+        // Format 3: masks/L<l>/<method>/{blocks, oracle_blocks, ...}; before it masks/L<l>/{hip_blocks, oracle_blocks, ...}.
+        const bool keyed = c.format_version >= 3;
+        auto array = [&](const std::string& n) {
+          return keyed ? layout::method_mask_array(l, cm.choice.name, n.c_str()) : layout::layer_array("masks", l, n.c_str());
+        };
+        const auto dense_from = ar.get<int64_t>(array("dense_from"), {QB});
+        const bool search = cm.choice.is_hip();
+        lm.hip = read_mask(ar, [&](const char* n) { return array(keyed ? std::string(n) : std::string("hip_") + n); }, search, H, QB,
+                           Kb, key_blocks, dense_from);
+        lm.oracle = read_mask(ar, [&](const char* n) { return array(std::string("oracle_") + n); }, false, H, QB, Kb, key_blocks,
+                              dense_from);
+        lm.random = read_mask(ar, [&](const char* n) { return array(std::string("random_") + n); }, false, H, QB, Kb, key_blocks,
+                              dense_from);
+        lm.recall = ar.get<double>(array("recall"), {H, QB});
+        lm.random_recall = ar.get<double>(array("random_recall"), {H, QB});
+        cm.masks.push_back(std::move(lm));
+      }
     }
+    c.masks = c.methods[0].masks;
   }
 
   const json& traces = f.at(m, "traces");

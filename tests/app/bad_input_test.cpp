@@ -250,8 +250,8 @@ TEST_F(BadInput, InconsistentCapturesAreRefusedNamingTheField) {
   expect_refused(edited_capture(good, [](json& m) { m["params"]["decode_steps"] = 5; }), "params.decode_steps");
   expect_refused(edited_capture(good, [](json& m) { m["mask_refreshes"] = 0; }), "mask_refreshes");
   expect_refused(edited_capture(good, [](json& m) { m["access"]["first_layer"] = 0; m["offload"]["first_layer"] = 0; }), "access.first_layer");
-  expect_refused(edited_capture(good, {}, "masks/L3/dense_from", [](NpyArray& a) { reinterpret_cast<int64_t*>(a.bytes.data())[0] = -8; }),
-                 "masks/L3/dense_from");
+  expect_refused(edited_capture(good, {}, "masks/L3/hip/dense_from", [](NpyArray& a) { reinterpret_cast<int64_t*>(a.bytes.data())[0] = -8; }),
+                 "masks/L3/hip/dense_from");
   expect_refused(edited_capture(good, {}, "locality/L3/counts", [](NpyArray& a) { reinterpret_cast<int64_t*>(a.bytes.data())[0] = -2; }),
                  "locality/L3/counts");
   expect_refused(edited_capture(good, {}, "offload/mask/total", [](NpyArray& a) { reinterpret_cast<int64_t*>(a.bytes.data())[1] += 1; }),
