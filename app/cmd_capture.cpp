@@ -381,7 +381,7 @@ void register_capture_commands(CLI::App& root) {
   });
 
   struct ExportArgs {
-    std::string capture, out;
+    std::string capture, out, method;
     captures::ExportRequest request;
   };
   auto eargs = std::make_shared<ExportArgs>();
@@ -402,6 +402,9 @@ void register_capture_commands(CLI::App& root) {
              "figures: paper (light, for print, whatever the GUI's theme) or dark (the GUI's screen colours)",
              {"paper", "dark"});
   exp->add_option("--name", eargs->request.name, "--what array: the array's name, e.g. masks/L3/hip/blocks");
+  exp->add_option("--method", eargs->method,
+                  "the method whose side to export (its mask, metrics, nll, latency; default: the capture's first, as "
+                  "`open --print` lists them)");
   exp->add_option("--out", eargs->out, "file to write")->required();
   exp->callback([eargs] {
     eargs->request.format = export_format(eargs->request.format, eargs->out);
@@ -409,7 +412,12 @@ void register_capture_commands(CLI::App& root) {
     paths.input_files.push_back({"the capture", eargs->capture});
     paths.output_files.push_back({"--out", eargs->out});
     check_command_paths(paths);
-    const captures::Capture c = captures::read_capture(eargs->capture);
+    // A method the capture does not hold is refused from the manifest, before the arrays are read.
+    if (!eargs->method.empty())
+      captures::require_method_held(captures::manifest_method_names(captures::read_capture_manifest(eargs->capture)), eargs->method,
+                                    eargs->capture);
+    captures::Capture c = captures::read_capture(eargs->capture);
+    if (!eargs->method.empty()) c = captures::capture_of_method(std::move(c), eargs->method);
     captures::write_file_atomic(eargs->out, captures::export_view(c, eargs->request));
     std::fprintf(stderr, "wrote %s\n", eargs->out.c_str());
   });

@@ -9,7 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "captures/capture.h"
+#include "captures/npy.h"
 #include "tests/app/cli_contract.h"
+#include "tests/captures/xml_check.h"
 
 namespace hipstudio::testing {
 namespace {
@@ -65,6 +67,65 @@ TEST_F(CaptureMethodsCli, HoldsEveryMethodWithTheNumbersOfAnalyzeMethods) {
   const CommandResult open = run_merged("open --print " + capture_);
   ASSERT_EQ(open.status, 0) << open.out;
   for (const char* name : {"method hip:", "method streaming:", "method quest:"}) EXPECT_TRUE(has(open.out, name)) << open.out;
+}
+
+TEST_F(CaptureMethodsCli, ExportMethodWritesThatMethodsSide) {
+  TempDir tmp;
+  const captures::Capture c = captures::read_capture(capture_);
+  const captures::CapturedMethod& quest = *c.find_method("quest");
+  CommandResult r = run_merged("export " + capture_ + " --what nll --method quest --out " + tmp.file("nll.npy"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  const captures::NpyArray nll = captures::read_npy(tmp.file("nll.npy"));
+  const double* v = nll.data<double>();
+  ASSERT_EQ(nll.shape, (std::vector<int64_t>{2, static_cast<int64_t>(quest.side.nll.size())}));
+  EXPECT_EQ(std::vector<double>(v + nll.shape[1], v + 2 * nll.shape[1]), quest.side.nll);
+  EXPECT_NE(quest.side.nll, c.find_method("hip")->side.nll);
+  r = run_merged("export " + capture_ + " --what mask --format npy --layer 3 --method streaming --out " + tmp.file("m.npy"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  const captures::NpyArray mask = captures::read_npy(tmp.file("m.npy"));
+  const std::vector<int32_t>& blocks = c.find_method("streaming")->masks[1].hip.blocks;
+  EXPECT_EQ(std::vector<int32_t>(mask.data<int32_t>(), mask.data<int32_t>() + mask.numel()), blocks);
+  r = run_merged("export " + capture_ + " --what mask --format svg --layer 3 --method streaming --out " + tmp.file("m.svg"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(has(read_bytes(tmp.file("m.svg")), "StreamingLLM mask, layer 3")) << "the figure names the method";
+  // The default is the first method, HiP.
+  r = run_merged("export " + capture_ + " --what mask --format npy --layer 3 --out " + tmp.file("h.npy"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  const captures::NpyArray hip = captures::read_npy(tmp.file("h.npy"));
+  EXPECT_EQ(std::vector<int32_t>(hip.data<int32_t>(), hip.data<int32_t>() + hip.numel()), c.find_method("hip")->masks[1].hip.blocks);
+}
+
+TEST_F(CaptureMethodsCli, ExportRefusesAMethodTheCaptureDoesNotHold) {
+  TempDir tmp;
+  for (const char* method : {"vslash", "h2o"}) {
+    const CommandResult r = run_merged("export " + capture_ + " --what nll --method " + method + " --out " + tmp.file("x.csv"));
+    EXPECT_EQ(r.status, 2) << r.out;
+    EXPECT_TRUE(has(r.out, "error: ") && has(r.out, std::string("holds no method '") + method + "'") &&
+                has(r.out, "it holds hip, streaming, quest"))
+        << r.out;
+    EXPECT_FALSE(std::ifstream(tmp.file("x.csv")).good());
+  }
+}
+
+TEST_F(CaptureMethodsCli, ReportComparesTheMethods) {
+  TempDir tmp;
+  const CommandResult r = run_merged("report " + capture_ + " --out " + tmp.file("r.html") + " --png-dir " + tmp.file("png"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  const std::string html = read_bytes(tmp.file("r.html"));
+  const captures::Capture c = captures::read_capture(capture_);
+  EXPECT_TRUE(has(html, "<h2 id=\"methods\">Methods compared</h2>")) << html.substr(0, 2000);
+  for (const captures::CapturedMethod& m : c.methods) {
+    char ppl[32];
+    std::snprintf(ppl, sizeof ppl, "%.4f", m.side.ppl);
+    EXPECT_TRUE(has(html, "<tr><td>" + m.choice.name + "</td>")) << m.choice.name;
+    EXPECT_TRUE(has(html, ppl)) << m.choice.name << " " << ppl;
+  }
+  for (const char* figure : {"methods_recall.svg", "methods_out_err.svg"}) {
+    EXPECT_TRUE(has(html, std::string("id=\"fig-") + figure + "\"")) << figure;
+    const std::string svg = read_bytes(tmp.file(std::string("png/") + figure));
+    EXPECT_EQ(xml_problem(svg), "") << figure;
+    for (const char* name : {">hip<", ">streaming<", ">quest<"}) EXPECT_TRUE(has(svg, name)) << figure << " " << name;
+  }
 }
 
 TEST(CaptureMethodsCliRefusals, BadMethodsAreRefusedBeforeTheModelLoads) {

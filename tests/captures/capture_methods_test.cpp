@@ -10,6 +10,7 @@
 
 #include "captures/analysis_json.h"
 #include "captures/capture.h"
+#include "captures/method_comparison_report.h"
 #include "captures/methods_json.h"
 #include "captures/zip_store.h"
 #include "engine/analysis/layer_view.h"
@@ -136,6 +137,14 @@ TEST(CaptureMethods, NumbersAreTheMethodsJsons) {
         EXPECT_EQ(cm.quality[l][h].out_rel_err, e["layers"][l]["heads"][h]["out_rel_err"].get<double>());
       }
     EXPECT_EQ(json(cm.choice.values), e["values"]) << cm.choice.name;
+    // The report's comparison row.
+    const MethodRow row = method_rows(c)[m];
+    EXPECT_EQ(row.name, cm.choice.name);
+    EXPECT_EQ(json(row.recall), e["means"]["recall"]);
+    EXPECT_EQ(json(row.out_rel_err), e["means"]["out_rel_err"]);
+    EXPECT_EQ(row.kl, e["kl"].get<double>());
+    EXPECT_EQ(row.top1_agreement, e["top1_agreement"].get<double>());
+    EXPECT_EQ(row.ppl, e["side"]["ppl"].get<double>());
   }
 }
 
