@@ -445,10 +445,13 @@ void register_capture_commands(CLI::App& root) {
     paths.input_files.push_back({"the capture", *open_path});
     if (!compare_path->empty()) paths.input_files.push_back({"--compare", *compare_path});
     check_command_paths(paths);
-    // Validate the whole file (arrays included) before describing it.
-    const captures::Capture a = captures::read_capture(*open_path);
+    // Validate the file before describing it: every array but the prompt's Q/K/V, which the
+    // summary and the comparison do not use (most of a long capture's bytes are there).
+    captures::CaptureReadOptions no_inputs;
+    no_inputs.inputs = false;
+    const captures::Capture a = captures::read_capture(*open_path, no_inputs);
     if (!compare_path->empty()) {
-      const captures::Capture b = captures::read_capture(*compare_path);
+      const captures::Capture b = captures::read_capture(*compare_path, no_inputs);
       std::fputs(captures::comparison_text(captures::compare_captures(a.analysis, b.analysis), *open_path, *compare_path).c_str(), stdout);
       return;
     }

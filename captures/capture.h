@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "captures/analysis_json.h"
@@ -177,13 +178,22 @@ void require_method_held(const std::vector<std::string>& held, const std::string
 std::string encode_capture(const Capture& capture);
 uint64_t write_capture(const std::string& path, const Capture& capture);
 
-// Reads and validates everything (container, manifest, version, every array's dtype and shape
-// against the manifest and the analysis' dimensions). Throws InputError naming the file and the
-// damage, or the version a newer capture needs.
-Capture read_capture(const std::string& path);
-Capture decode_capture(const std::string& bytes, const std::string& what);
+struct CaptureReadOptions {
+  // Read the prompt's Q/K/V (inputs/, most of a long capture's bytes). Without them the capture
+  // reads as one written with --no-inputs: those entries are only checked to be present, and the
+  // content hash, which covers their bytes, is not checked.
+  bool inputs = true;
+};
 
-// The manifest alone (for `hipstudio open` headless and file pickers): validated like read_capture.
+// Reads and validates everything (container, manifest, version, every array's CRC-32, dtype and
+// shape against the manifest and the analysis' dimensions, the content hash). The file is
+// memory-mapped: only the entries read are touched. Throws InputError naming the file and the
+// damage, or the version a newer capture needs.
+Capture read_capture(const std::string& path, const CaptureReadOptions& options = {});
+Capture decode_capture(std::string_view bytes, const std::string& what, const CaptureReadOptions& options = {});
+
+// The manifest alone (for file pickers and refusals before work): the container and the manifest
+// validated as read_capture does, no array read.
 nlohmann::json read_capture_manifest(const std::string& path);
 
 

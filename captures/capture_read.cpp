@@ -14,6 +14,7 @@
 #include "captures/capture_invariants.h"
 #include "captures/capture_layout.h"
 #include "captures/content_hash.h"
+#include "captures/mapped_file.h"
 #include "captures/npy.h"
 #include "captures/params_fields.h"
 #include "captures/sha256.h"
@@ -30,14 +31,6 @@ std::string shape_text(const std::vector<int64_t>& s) {
   std::string t = "[";
   for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
   return t + "]";
-}
-
-std::string read_whole_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw InputError(path + ": cannot open the capture (" + std::strerror(errno) + ")");
-  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (f.bad()) throw InputError(path + ": read error");
-  return bytes;
 }
 
 // Manifest fields, each read with a message naming the field when it is missing or mistyped.
@@ -84,11 +77,19 @@ class Fields {
   std::string what_;
 };
 
-// The named arrays: every entry the manifest lists is present, parses as .npy and has the listed
-// dtype and shape; get() also checks the shape the analysis' dimensions require (-1: any).
+using Entries = std::map<std::string, ZipEntryView>;
+
+// Whether a read skips `name`'s bytes: the prompt's Q/K/V when the caller asked for no inputs.
+bool skipped_array(const std::string& name, const CaptureReadOptions& options) {
+  return !options.inputs && name.rfind("inputs/", 0) == 0;
+}
+
+// The named arrays: every entry the manifest lists is present, passes its CRC-32, parses as .npy
+// and has the listed dtype and shape (the skipped ones are only checked to be present); get() also
+// checks the shape the analysis' dimensions require (-1: any).
 class Arrays {
  public:
-  Arrays(const std::map<std::string, std::string>& entries, const json& listed, const Fields& f, std::string what)
+  Arrays(const Entries& entries, const json& listed, const Fields& f, std::string what, const CaptureReadOptions& options)
       : what_(std::move(what)) {
     if (!listed.is_object()) f.fail("'arrays' is not an object");
     Sha256 content;
@@ -97,8 +98,13 @@ class Arrays {
       const std::string name = file.substr(0, file.size() - 4);
       auto it = entries.find(file);
       if (it == entries.end()) fail(name, "is listed in the manifest but missing from the file");
-      const auto* data = reinterpret_cast<const unsigned char*>(it->second.data());
-      NpyArray a = parse_npy(data, it->second.size(), what_ + ": " + file);
+      if (skipped_array(name, options)) {
+        hashed_all_ = false;  // the content hash covers bytes this read does not look at
+        continue;
+      }
+      check_entry_crc(it->second, what_);
+      const auto* data = reinterpret_cast<const unsigned char*>(it->second.data.data());
+      NpyArray a = parse_npy(data, it->second.data.size(), what_ + ": " + file);
       const std::string dtype = f.text(spec, "dtype");
       const json& shape = f.at(spec, "shape");
       std::vector<int64_t> listed_shape;
@@ -109,7 +115,7 @@ class Arrays {
       }
       if (dtype != npy_type_name(a.dtype)) fail(name, std::string("holds ") + npy_type_name(a.dtype) + " but the manifest says " + dtype);
       if (listed_shape != a.shape) fail(name, "has shape " + shape_text(a.shape) + " but the manifest says " + shape_text(listed_shape));
-      hash_capture_array(content, name, it->second);
+      hash_capture_array(content, name, it->second.data);
       arrays_.emplace(name, std::move(a));
     }
     for (const auto& [file, bytes] : entries)
@@ -118,7 +124,9 @@ class Arrays {
     content_sha256_ = content.finish_hex();
   }
 
+  // Over every listed array, when the read looked at all of them (hashed_all()).
   const std::string& content_sha256() const { return content_sha256_; }
+  bool hashed_all() const { return hashed_all_; }
   bool has(const std::string& name) const { return arrays_.count(name) != 0; }
 
   template <class T>
@@ -160,6 +168,7 @@ class Arrays {
   std::string what_;
   std::map<std::string, NpyArray> arrays_;
   std::string content_sha256_;
+  bool hashed_all_ = true;
 };
 
 std::vector<ComponentMs> to_components(const std::vector<double>& v) {
@@ -319,17 +328,22 @@ int check_version(const json& m, const Fields& f, const std::string& what) {
   return static_cast<int>(version);
 }
 
-json parse_manifest(const std::map<std::string, std::string>& entries, const std::string& what) {
+json parse_manifest(const Entries& entries, const std::string& what) {
   auto it = entries.find("manifest.json");
   if (it == entries.end()) throw InputError(what + ": not a HiP Studio capture (no manifest.json inside)");
-  json m = json::parse(it->second, nullptr, false);
+  check_entry_crc(it->second, what);
+  json m = json::parse(it->second.data, nullptr, false);
   if (m.is_discarded()) throw InputError(what + ": damaged capture: manifest.json is not valid JSON");
   return m;
 }
 
-std::map<std::string, std::string> entry_map(const std::string& bytes, const std::string& what) {
-  std::map<std::string, std::string> out;
-  for (ZipEntry& e : zip_decode(bytes, what)) out.emplace(std::move(e.name), std::move(e.data));
+// The container checked, each entry a view into `bytes`; an entry's CRC-32 is checked when it is read.
+Entries entry_map(std::string_view bytes, const std::string& what) {
+  Entries out;
+  for (ZipEntryView& e : zip_index(bytes, what)) {
+    std::string name = e.name;
+    out.emplace(std::move(name), std::move(e));
+  }
   return out;
 }
 
@@ -349,16 +363,16 @@ bool plain_attention_architecture(const std::string& architecture) {
 
 }  // namespace
 
-Capture decode_capture(const std::string& bytes, const std::string& what) {
+Capture decode_capture(std::string_view bytes, const std::string& what, const CaptureReadOptions& options) {
   const auto entries = entry_map(bytes, what);
   const json m = parse_manifest(entries, what);
   const Fields f(what);
   Capture c;
   c.format_version = check_version(m, f, what);
   c.manifest = m;
-  const Arrays ar(entries, f.at(m, "arrays"), f, what);
-  if (f.text(m, "content_sha256") != ar.content_sha256())
-    f.fail("content_sha256 does not match the arrays (an array was replaced)");
+  const Arrays ar(entries, f.at(m, "arrays"), f, what, options);
+  const std::string content = f.text(m, "content_sha256");
+  if (ar.hashed_all() && content != ar.content_sha256()) f.fail("content_sha256 does not match the arrays (an array was replaced)");
 
   // Identity and parameters.
   c.info.run.tool_version = f.text(f.at(m, "tool"), "version");
@@ -564,7 +578,7 @@ Capture decode_capture(const std::string& bytes, const std::string& what) {
   const std::string inputs_dtype = c.format_version >= 2 ? f.text(dims, "inputs_dtype") : "f32";
   if (inputs_dtype != "f32" && inputs_dtype != "bf16" && inputs_dtype != "f16")
     f.fail("dims.inputs_dtype is '" + inputs_dtype + "', not f32, bf16 or f16");
-  if (f.boolean(dims, "inputs")) {
+  if (f.boolean(dims, "inputs") && options.inputs) {
     for (int64_t l : c.view_layers) {
       LayerInputs in;
       in.layer = l;
@@ -738,16 +752,21 @@ Capture decode_capture(const std::string& bytes, const std::string& what) {
     const std::string file = im.get<std::string>();
     auto it = entries.find(file);
     if (file.rfind("images/", 0) != 0 || it == entries.end()) f.fail("image '" + file + "' is listed but missing from the file");
-    c.images.push_back({file.substr(7), it->second});
+    check_entry_crc(it->second, what);
+    c.images.push_back({file.substr(7), std::string(it->second.data)});
   }
   check_capture_invariants(c, what);  // the fields against each other, once every array is known sound
   return c;
 }
 
-Capture read_capture(const std::string& path) { return decode_capture(read_whole_file(path), path); }
+Capture read_capture(const std::string& path, const CaptureReadOptions& options) {
+  const MappedFile file(path);  // the arrays are parsed out of the mapping; nothing refers to it after
+  return decode_capture(file.bytes(), path, options);
+}
 
 nlohmann::json read_capture_manifest(const std::string& path) {
-  const auto entries = entry_map(read_whole_file(path), path);
+  const MappedFile file(path);
+  const auto entries = entry_map(file.bytes(), path);
   json m = parse_manifest(entries, path);
   check_version(m, Fields(path), path);
   return m;

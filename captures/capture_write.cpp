@@ -1,6 +1,7 @@
 // encode_capture / write_capture: the manifest and the named arrays (layout in capture_layout.h),
 // emitted entry by entry through one ZipWriter into a string or, streamed, into the output file.
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <stdexcept>
 
@@ -20,6 +21,9 @@ namespace hipstudio::captures {
 namespace {
 using nlohmann::json;
 
+// The capture's arrays by name: small ones encoded when added, the prompt's Q/K/V (most of a long
+// capture's bytes) encoded one at a time while they are written, so the writer never holds more
+// than one of them beside the capture.
 class ArraySink {
  public:
   template <class T>
@@ -28,25 +32,57 @@ class ArraySink {
   }
   // Float values stored as 16-bit elements: bfloat16 bits as uint16 (numpy has no bfloat16) or
   // IEEE float16. Exact for values the run computed in that dtype.
-  void add_half(const std::string& name, const std::vector<int64_t>& shape, const std::vector<float>& values, bool bf16) {
-    std::vector<uint16_t> bits(values.size());
-    for (size_t i = 0; i < values.size(); ++i) bits[i] = bf16 ? float_to_bf16(values[i]) : float_to_f16(values[i]);
-    store(name, bf16 ? NpyDType::U16 : NpyDType::F16, shape, bits.data(), bits.size());
+  // Float inputs in `dtype` ("f32", or 16-bit: bfloat16 bits as uint16, numpy having no bfloat16,
+  // or IEEE float16; exact for values the run computed in that dtype), encoded when written:
+  // `values` must outlive write().
+  void add_floats(const std::string& name, const std::vector<int64_t>& shape, const std::vector<float>& values, const std::string& dtype) {
+    const bool half = dtype != "f32", bf16 = dtype == "bf16";
+    const NpyDType type = !half ? NpyDType::F32 : bf16 ? NpyDType::U16 : NpyDType::F16;
+    check_count(name, shape, values.size());
+    manifest_[name + ".npy"] = {{"dtype", npy_type_name(type)}, {"shape", shape}};
+    arrays_[name].encode = [type, shape, &values, half, bf16] {
+      if (!half) return image(type, shape, values.data());
+      std::vector<uint16_t> bits(values.size());
+      for (size_t i = 0; i < values.size(); ++i) bits[i] = bf16 ? float_to_bf16(values[i]) : float_to_f16(values[i]);
+      return image(type, shape, bits.data());
+    };
   }
-  const std::map<std::string, std::string>& arrays() const { return arrays_; }
+  size_t size() const { return arrays_.size(); }
   const json& manifest() const { return manifest_; }
 
+  // Every array into `zip` in name order, each one's part of the content hash (content_hash.h:
+  // name order) taken as it goes; returns the hash.
+  std::string write(ZipWriter& zip) {
+    Sha256 content;
+    for (auto& [name, array] : arrays_) {
+      std::string bytes = array.encode ? array.encode() : std::move(array.image);
+      hash_capture_array(content, name, bytes);
+      zip.add(name + ".npy", bytes);
+    }
+    return content.finish_hex();
+  }
+
  private:
-  void store(const std::string& name, NpyDType type, const std::vector<int64_t>& shape, const void* data, size_t count) {
+  static void check_count(const std::string& name, const std::vector<int64_t>& shape, size_t count) {
     int64_t n = 1;
     for (int64_t d : shape) n *= d;
     if (n != static_cast<int64_t>(count))
       throw std::logic_error("capture array " + name + ": " + std::to_string(count) + " values for its shape");
-    const std::vector<unsigned char> image = encode_npy(type, shape, data);
-    arrays_[name] = std::string(reinterpret_cast<const char*>(image.data()), image.size());
+  }
+  static std::string image(NpyDType type, const std::vector<int64_t>& shape, const void* data) {
+    const std::vector<unsigned char> npy = encode_npy(type, shape, data);
+    return std::string(reinterpret_cast<const char*>(npy.data()), npy.size());
+  }
+  void store(const std::string& name, NpyDType type, const std::vector<int64_t>& shape, const void* data, size_t count) {
+    check_count(name, shape, count);
+    arrays_[name].image = image(type, shape, data);
     manifest_[name + ".npy"] = {{"dtype", npy_type_name(type)}, {"shape", shape}};
   }
-  std::map<std::string, std::string> arrays_;  // name (no .npy) -> .npy image
+  struct Array {
+    std::string image;                    // the .npy bytes, or
+    std::function<std::string()> encode;  // what makes them at write()
+  };
+  std::map<std::string, Array> arrays_;  // by name (no .npy)
   json manifest_ = json::object();
 };
 
@@ -218,22 +254,15 @@ void emit_capture(const Capture& c, ZipWriter& zip) {
 
   // Inputs are stored in the run's dtype (bf16 / f16 halve the file; the values came from it).
   const std::string inputs_dtype = c.info.dtype == "bf16" || c.info.dtype == "f16" ? c.info.dtype : "f32";
-  const bool half_inputs = inputs_dtype != "f32";
   // Per-layer arrays are named by the model's layer; they cover exactly the view layers.
   for (const LayerInputs& in : a.inputs) {
     if (c.view_index(in.layer) < 0) throw std::logic_error("capture: inputs of a layer outside view_layers");
     const int64_t l = in.layer;
     const std::vector<int64_t> q_shape{in.heads, in.tokens, in.dim}, kv_shape{in.kv_heads, in.tokens, in.dim};
     const LayerInputArrays& host = in.host();  // a device run's inputs come to the host here
-    if (half_inputs) {
-      s.add_half(layout::layer_array("inputs", l, "q"), q_shape, host.q, inputs_dtype == "bf16");
-      s.add_half(layout::layer_array("inputs", l, "k"), kv_shape, host.k, inputs_dtype == "bf16");
-      s.add_half(layout::layer_array("inputs", l, "v"), kv_shape, host.v, inputs_dtype == "bf16");
-    } else {
-      s.add(layout::layer_array("inputs", l, "q"), q_shape, host.q);
-      s.add(layout::layer_array("inputs", l, "k"), kv_shape, host.k);
-      s.add(layout::layer_array("inputs", l, "v"), kv_shape, host.v);
-    }
+    s.add_floats(layout::layer_array("inputs", l, "q"), q_shape, host.q, inputs_dtype);
+    s.add_floats(layout::layer_array("inputs", l, "k"), kv_shape, host.k, inputs_dtype);
+    s.add_floats(layout::layer_array("inputs", l, "v"), kv_shape, host.v, inputs_dtype);
   }
   if (!a.inputs.empty() && a.inputs.size() != c.view_layers.size())
     throw std::logic_error("capture: inputs must cover every view layer or none");
@@ -289,10 +318,13 @@ void emit_capture(const Capture& c, ZipWriter& zip) {
                {"mask", context_scalars(r.mask)}, {"sparse", context_scalars(r.sparse)}};
   }
 
-  // Content hash: every array's name and bytes in name order (std::map), so a reader can check the
-  // arrays it got are the ones the manifest describes, and two captures compare by one string.
-  Sha256 content;
-  for (const auto& [name, bytes] : s.arrays()) hash_capture_array(content, name, bytes);
+  // The arrays first, streamed in name order: the content hash (every array's name and bytes in
+  // name order, so a reader can check the arrays it got are the ones the manifest describes, and
+  // two captures compare by one string) is known once they are written. The manifest that holds
+  // it comes last in the file and first in the directory.
+  if (s.size() + c.images.size() + 1 > 0xffff) throw InputError("a capture holds at most 65535 entries");
+  const std::string content = s.write(zip);
+  for (const Capture::Image& im : c.images) zip.add("images/" + im.name, im.bytes);
 
   json m;
   m["format"] = kCaptureFormat;
@@ -339,13 +371,10 @@ void emit_capture(const Capture& c, ZipWriter& zip) {
   for (const Capture::Image& im : c.images) images.push_back("images/" + im.name);
   m["images"] = images;
   m["arrays"] = s.manifest();
-  m["content_sha256"] = content.finish_hex();
+  m["content_sha256"] = content;
   m["analysis"] = analysis_to_json(a, c.info.run, c.has_offload ? &c.offload : nullptr, c.has_offload ? &c.offload_config : nullptr);
 
-  if (s.arrays().size() + c.images.size() + 1 > 0xffff) throw InputError("a capture holds at most 65535 entries");
-  zip.add("manifest.json", m.dump(1, ' ', false, json::error_handler_t::replace) + "\n");
-  for (const auto& [name, bytes] : s.arrays()) zip.add(name + ".npy", bytes);
-  for (const Capture::Image& im : c.images) zip.add("images/" + im.name, im.bytes);
+  zip.add_listed_first("manifest.json", m.dump(1, ' ', false, json::error_handler_t::replace) + "\n");
   zip.finish();
 }
 
