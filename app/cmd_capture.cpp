@@ -339,7 +339,9 @@ void register_capture_commands(CLI::App& root) {
       paths.input_files.push_back({"the capture", rargs->capture});
       paths.output_folders.push_back({"--png-dir", rargs->png_dir});
       check_command_paths(paths);
-      const captures::Capture c = captures::read_capture(rargs->capture);
+      captures::CaptureReadOptions read;
+      read.inputs = false;  // no figure is drawn from the Q/K/V
+      const captures::Capture c = captures::read_capture(rargs->capture, read);
       captures::FigureOptions figures;
       figures.mask_px = rargs->mask_px;
       figures.only = rargs->figure;
@@ -357,7 +359,10 @@ void register_capture_commands(CLI::App& root) {
                                       {"--csv-dir", &rargs->csv_dir}, {"--npy-dir", &rargs->npy_dir}, {"--mask-tiles", &rargs->tile_dir}})
       if (!dir->empty()) paths.output_folders.push_back({option, *dir});
     check_command_paths(paths);
-    const captures::Capture c = captures::read_capture(rargs->capture);
+    // The report and its figures and tables need no Q/K/V; --npy-dir writes them too.
+    captures::CaptureReadOptions read;
+    read.inputs = !rargs->npy_dir.empty();
+    const captures::Capture c = captures::read_capture(rargs->capture, read);
     captures::FigureOptions figures;
     figures.mask_px = rargs->mask_px;
     captures::write_file_atomic(out, captures::html_report(c, figures));
@@ -416,7 +421,15 @@ void register_capture_commands(CLI::App& root) {
     if (!eargs->method.empty())
       captures::require_method_held(captures::manifest_method_names(captures::read_capture_manifest(eargs->capture)), eargs->method,
                                     eargs->capture);
-    captures::Capture c = captures::read_capture(eargs->capture);
+    // One stored array is copied out as it is; the other views need no Q/K/V.
+    if (eargs->request.what == "array" && eargs->request.format == "npy") {
+      captures::write_file_atomic(eargs->out, captures::read_capture_array(eargs->capture, eargs->request.name));
+      std::fprintf(stderr, "wrote %s\n", eargs->out.c_str());
+      return;
+    }
+    captures::CaptureReadOptions read;
+    read.inputs = false;
+    captures::Capture c = captures::read_capture(eargs->capture, read);
     if (!eargs->method.empty()) c = captures::capture_of_method(std::move(c), eargs->method);
     captures::write_file_atomic(eargs->out, captures::export_view(c, eargs->request));
     std::fprintf(stderr, "wrote %s\n", eargs->out.c_str());

@@ -198,6 +198,11 @@ nlohmann::json read_capture_manifest(const std::string& path);
 
 
 
+// One array's .npy bytes as stored (`export --what array`): the container, the manifest and that
+// entry checked (CRC-32, its dtype and shape against the manifest), no other array read. Throws
+// InputError naming the array when the capture holds none of that name.
+std::string read_capture_array(const std::string& path, const std::string& name);
+
 // Current UTC time as ISO 8601.
 std::string utc_now_iso8601();
 

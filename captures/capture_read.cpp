@@ -764,6 +764,26 @@ Capture read_capture(const std::string& path, const CaptureReadOptions& options)
   return decode_capture(file.bytes(), path, options);
 }
 
+std::string read_capture_array(const std::string& path, const std::string& name) {
+  const MappedFile file(path);
+  const auto entries = entry_map(file.bytes(), path);
+  const json m = parse_manifest(entries, path);
+  const Fields f(path);
+  check_version(m, f, path);
+  const json& listed = f.at(m, "arrays");
+  const std::string npy = name + ".npy";
+  if (!listed.is_object() || !listed.contains(npy))
+    throw InputError(path + " holds no array '" + name + "' (`unzip -l CAPTURE` lists them; leave out the .npy)");
+  const auto it = entries.find(npy);
+  if (it == entries.end()) throw InputError(path + ": damaged capture: array '" + name + "' is listed in the manifest but missing from the file");
+  check_entry_crc(it->second, path);
+  const NpyArray a = parse_npy(reinterpret_cast<const unsigned char*>(it->second.data.data()), it->second.data.size(), path + ": " + npy);
+  const json& spec = listed.at(npy);
+  if (f.text(spec, "dtype") != npy_type_name(a.dtype) || f.at(spec, "shape") != json(a.shape))
+    throw InputError(path + ": damaged capture: array '" + name + "' has another dtype or shape than the manifest says");
+  return std::string(it->second.data);
+}
+
 nlohmann::json read_capture_manifest(const std::string& path) {
   const MappedFile file(path);
   const auto entries = entry_map(file.bytes(), path);

@@ -260,9 +260,10 @@ TEST_F(BadInput, InconsistentCapturesAreRefusedNamingTheField) {
                  "analysis/layers");  // layer 1 marked dense with l_d = 1
   expect_refused(edited_capture(good, {}, "analysis/decode", [](NpyArray& a) { reinterpret_cast<int64_t*>(a.bytes.data())[1] = 99; }),
                  "analysis/decode");
-  // The stored Q/K/V are checked by the commands that read them (open --print does not).
+  // The stored Q/K/V are checked by the commands that read them (report --npy-dir, the GUI; open
+  // --print and the figures leave them unread).
   write_bytes(bad, edited_capture(good, {}, "inputs/L2/k", [](NpyArray& a) { reinterpret_cast<float*>(a.bytes.data())[3] = NAN; }));
-  const CommandResult r = run_merged("report " + bad + " --out " + tmp.file("r.html"));
+  const CommandResult r = run_merged("report " + bad + " --out " + tmp.file("r.html") + " --npy-dir " + tmp.file("npy"));
   EXPECT_EQ(r.status, 2) << r.out;
   EXPECT_TRUE(has(r.out, "array 'inputs/L2/k'") && has(r.out, "NaN at index [0, 0, 3]")) << r.out;
   EXPECT_EQ(run_merged("open --print " + bad).status, 0);

@@ -10,6 +10,7 @@
 
 #include "captures/capture.h"
 #include "captures/npy.h"
+#include "captures/zip_store.h"
 #include "tests/app/cli_contract.h"
 #include "tests/captures/xml_check.h"
 
@@ -93,6 +94,24 @@ TEST_F(CaptureMethodsCli, ExportMethodWritesThatMethodsSide) {
   ASSERT_EQ(r.status, 0) << r.out;
   const captures::NpyArray hip = captures::read_npy(tmp.file("h.npy"));
   EXPECT_EQ(std::vector<int32_t>(hip.data<int32_t>(), hip.data<int32_t>() + hip.numel()), c.find_method("hip")->masks[1].hip.blocks);
+}
+
+// --what array copies the stored entry out byte for byte, without decoding the rest.
+TEST_F(CaptureMethodsCli, ExportArrayIsTheStoredEntry) {
+  TempDir tmp;
+  const std::string file = read_bytes(capture_);
+  for (const char* name : {"methods/quest/quality", "masks/L3/streaming/blocks", "inputs/L1/q"}) {
+    const CommandResult r = run_merged("export " + capture_ + " --what array --name " + name + " --out " + tmp.file("a.npy"));
+    ASSERT_EQ(r.status, 0) << r.out;
+    std::string stored;
+    for (const captures::ZipEntryView& e : captures::zip_index(file, "x"))
+      if (e.name == std::string(name) + ".npy") stored = std::string(e.data);
+    EXPECT_FALSE(stored.empty()) << name;
+    EXPECT_EQ(read_bytes(tmp.file("a.npy")), stored) << name;
+  }
+  const CommandResult r = run_merged("export " + capture_ + " --what array --name methods/h2o/quality --out " + tmp.file("b.npy"));
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_TRUE(has(r.out, "holds no array 'methods/h2o/quality'")) << r.out;
 }
 
 TEST_F(CaptureMethodsCli, ExportRefusesAMethodTheCaptureDoesNotHold) {
