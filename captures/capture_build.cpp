@@ -93,8 +93,8 @@ Capture build_capture(std::vector<MethodRun> runs, CaptureInfo info, const Captu
   if (a.masks.empty())
     for (const LayerInputs& in : a.inputs) c.view_layers.push_back(in.layer);
 
+  a.options.hip.method = runs.front().method;  // the run's method is what its side selected with
   if (c.has_view("mask")) c.masks = side_masks(a, c.view_layers, request.threads);
-  a.options.hip.method = runs.front().method;
   c.methods.push_back(captured_method(runs.front().method, a, c.masks));
   for (size_t i = 1; i < runs.size(); ++i) {
     // Each further method: its side and masks; its inputs and the rest of its run are not kept.
