@@ -104,7 +104,7 @@ class Arrays {
       }
       check_entry_crc(it->second, what_);
       const auto* data = reinterpret_cast<const unsigned char*>(it->second.data.data());
-      NpyArray a = parse_npy(data, it->second.data.size(), what_ + ": " + file);
+      NpyView a = parse_npy_view(data, it->second.data.size(), what_ + ": " + file);
       const std::string dtype = f.text(spec, "dtype");
       const json& shape = f.at(spec, "shape");
       std::vector<int64_t> listed_shape;
@@ -131,17 +131,22 @@ class Arrays {
 
   template <class T>
   std::vector<T> get(const std::string& name, const std::vector<int64_t>& expected) const {
-    const NpyArray& a = checked(name, expected, NpyTypeOf<T>::value);
-    const T* p = a.data<T>();
-    return std::vector<T>(p, p + a.numel());
+    const NpyView& a = checked(name, expected, NpyTypeOf<T>::value);
+    std::vector<T> out(static_cast<size_t>(a.numel()));
+    if (!out.empty()) std::memcpy(out.data(), a.elements, out.size() * sizeof(T));  // the one copy, from the file's bytes
+    return out;
   }
   // A float array stored as float32, or as 16-bit `half` ("bf16": bfloat16 bits in uint16, "f16").
   std::vector<float> get_floats(const std::string& name, const std::vector<int64_t>& expected, const std::string& half) const {
     if (half == "f32") return get<float>(name, expected);
     const bool bf16 = half == "bf16";
-    const NpyArray& a = checked(name, expected, bf16 ? NpyDType::U16 : NpyDType::F16);
+    const NpyView& a = checked(name, expected, bf16 ? NpyDType::U16 : NpyDType::F16);
     std::vector<float> out(static_cast<size_t>(a.numel()));
-    for (size_t i = 0; i < out.size(); ++i) out[i] = bf16 ? bf16_to_float(a.raw16()[i]) : f16_to_float(a.raw16()[i]);
+    for (size_t i = 0; i < out.size(); ++i) {
+      uint16_t bits;
+      std::memcpy(&bits, a.elements + 2 * i, 2);
+      out[i] = bf16 ? bf16_to_float(bits) : f16_to_float(bits);
+    }
     return out;
   }
   std::vector<int64_t> shape(const std::string& name) const {
@@ -155,10 +160,10 @@ class Arrays {
 
  private:
   // The array `name`, checked to hold `type` in the shape `expected` (-1: any size there).
-  const NpyArray& checked(const std::string& name, const std::vector<int64_t>& expected, NpyDType type) const {
+  const NpyView& checked(const std::string& name, const std::vector<int64_t>& expected, NpyDType type) const {
     auto it = arrays_.find(name);
     if (it == arrays_.end()) fail(name, "is missing (the manifest's views need it)");
-    const NpyArray& a = it->second;
+    const NpyView& a = it->second;
     if (a.dtype != type) fail(name, std::string("holds ") + npy_type_name(a.dtype) + ", expected " + npy_type_name(type));
     bool ok = a.shape.size() == expected.size();
     for (size_t i = 0; ok && i < expected.size(); ++i) ok = expected[i] < 0 || expected[i] == a.shape[i];
@@ -166,7 +171,7 @@ class Arrays {
     return a;
   }
   std::string what_;
-  std::map<std::string, NpyArray> arrays_;
+  std::map<std::string, NpyView> arrays_;  // views into the archive's bytes, valid while it is decoded
   std::string content_sha256_;
   bool hashed_all_ = true;
 };
@@ -777,7 +782,7 @@ std::string read_capture_array(const std::string& path, const std::string& name)
   const auto it = entries.find(npy);
   if (it == entries.end()) throw InputError(path + ": damaged capture: array '" + name + "' is listed in the manifest but missing from the file");
   check_entry_crc(it->second, path);
-  const NpyArray a = parse_npy(reinterpret_cast<const unsigned char*>(it->second.data.data()), it->second.data.size(), path + ": " + npy);
+  const NpyView a = parse_npy_view(reinterpret_cast<const unsigned char*>(it->second.data.data()), it->second.data.size(), path + ": " + npy);
   const json& spec = listed.at(npy);
   if (f.text(spec, "dtype") != npy_type_name(a.dtype) || f.at(spec, "shape") != json(a.shape))
     throw InputError(path + ": damaged capture: array '" + name + "' has another dtype or shape than the manifest says");
