@@ -1,12 +1,14 @@
 // Captures are written streamed (arrays in name order, the manifest last in the file and first in
 // its directory) and read from a memory mapping: a read without the inputs never looks at the
 // Q/K/V entries' bytes, and every entry it does read is still checked.
+#include <cstring>
 #include <fstream>
 #include <string>
 
 #include <gtest/gtest.h>
 
 #include "captures/capture.h"
+#include "captures/npy.h"
 #include "captures/zip_store.h"
 #include "engine/formats/errors.h"
 #include "tests/captures/capture_fixture.h"
@@ -66,6 +68,21 @@ TEST(MappedRead, AReadWithoutInputsNeverLooksAtTheirBytes) {
   EXPECT_NE(rejection([&] { read_capture(path, no_inputs); }).find("entry 'masks/L1/hip/blocks.npy' fails its CRC-32 check"),
             std::string::npos);
   EXPECT_NE(rejection([&] { read_capture_manifest(dir.file("missing.hipcap")); }).find("cannot open the capture"), std::string::npos);
+}
+
+TEST(MappedRead, AnNpyViewHoldsWhatParseNpyCopies) {
+  const std::vector<double> values{1.5, -2.0, 3.25, 4.0, 5.0, 6.5};
+  const std::vector<unsigned char> image = encode_npy(NpyDType::F64, {2, 3}, values.data());
+  const NpyArray copied = parse_npy(image.data(), image.size(), "a.npy");
+  const NpyView view = parse_npy_view(image.data(), image.size(), "a.npy");
+  EXPECT_EQ(view.dtype, copied.dtype);
+  EXPECT_EQ(view.shape, copied.shape);
+  EXPECT_EQ(view.numel(), 6);
+  ASSERT_EQ(view.nbytes, copied.bytes.size());
+  EXPECT_EQ(std::memcmp(view.elements, copied.bytes.data(), view.nbytes), 0);
+  EXPECT_GE(view.elements, image.data());
+  EXPECT_LE(view.elements + view.nbytes, image.data() + image.size());  // a view, inside the image
+  EXPECT_THROW(parse_npy_view(image.data(), image.size() - 8, "a.npy"), InputError);
 }
 
 TEST(MappedRead, ZlibsCrcIsTheZipCrc) {
