@@ -1,18 +1,20 @@
 #pragma once
 // A capture: one paired analysis and everything computed from it (masks of every layer and head,
-// oracle and random baselines, search traces, score locality, offloading counters, latency), frozen
+// oracle and random baselines, search traces, score locality, offloading counters, latency), with
+// the sides of the other selection methods compared against the same dense run keyed by name, frozen
 // in one self-describing file that reopens without the model. The GUI shows a capture's
 // PairedAnalysis exactly as it shows a live one; `hipstudio report` turns it into figures and tables.
 //
 // File format (docs/CAPTURES.md): an uncompressed ZIP archive (zip_store.h),
 // so `unzip -l`, Python's zipfile and numpy.load (as an NpzFile) open it, holding
 //   manifest.json            format/version, tool, model identity and hash, prompt text, tokens and
-//                            their text pieces,
-//                            every HiP and run parameter, device, dtype, date, the list of arrays with
-//                            dtype and shape, the content hash, and "analysis": the `analyze` JSON
+//                            their text pieces, every HiP and run parameter, the methods with their
+//                            values, device, dtype, date, the list of arrays with dtype and shape,
+//                            the content hash, and "analysis": the `analyze` JSON of the first method
 //   <group>/<name>.npy       the named arrays (analysis/, methods/, inputs/, masks/, traces/, locality/, offload/)
 //   images/<view>.png|.svg   rendered views (optional)
-// written atomically (temporary file, fsync, rename).
+// written atomically (temporary file, fsync, rename), the arrays streamed in name order and the
+// manifest last in the file, first in its directory.
 #include <cstdint>
 #include <functional>
 #include <string>

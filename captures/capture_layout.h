@@ -12,7 +12,8 @@
 //   masks/L<l>/<m>/{blocks,counts}: the method's mask, oracle_{blocks,counts}, random_{blocks,counts}:
 //     the baselines on the method's side, dense_from i64 (QB), recall, random_recall f64 (H, QB);
 //     iterations i32, branches i64 (H, QB) for HiP's search (method "hip")
-// Formats 1 and 2 (one side, positional):
+// Formats 1 and 2 (one side, positional: analysis/scalars, analysis/hip/*, analysis/quality and the
+// masks/L<l>/ names below), and the arrays every format shares:
 //   analysis/prompt_ids i32 (T)            analysis/scalars f64 (6): dense mean_nll, ppl, hip mean_nll, ppl, kl, top1
 //   analysis/{dense,hip}/nll f64 (T-1)     analysis/{dense,hip}/generated i32 (n)
 //   analysis/{dense,hip}/latency_prefill_layers, latency_decode_layers f64 (L, 4): mask, sparse, dense, other ms
