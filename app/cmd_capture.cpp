@@ -13,6 +13,8 @@
 #include "app/hip_options.h"
 #include "app/cli_options.h"
 #include "app/cli_paths.h"
+#include "app/method_options.h"
+#include "app/method_table.h"
 #include "app/model_preflight.h"
 #include "captures/atomic_file.h"
 #include "captures/capture.h"
@@ -22,6 +24,7 @@
 #include "captures/sha256.h"
 #include "engine/formats/errors.h"
 #include "engine/analysis/context_plan.h"
+#include "engine/analysis/method_comparison.h"
 #include "engine/analysis/paired_analysis.h"
 #include "engine/offload/offload_simulator.h"
 #ifdef HIPSTUDIO_HAVE_GUI
@@ -186,6 +189,14 @@ void print_summary(const nlohmann::json& m) {
   std::printf("views: %s; %zu arrays, %zu images\n", views.c_str(), m["arrays"].size(), m["images"].size());
   std::printf("dense ppl %.4f | HiP ppl %.4f | KL %.5f | top-1 agreement %.4f\n", num(a["dense"]["ppl"]), num(a["hip"]["ppl"]),
               num(a["kl"]), num(a["top1_agreement"]));
+  // Format 3: every method's summary, from the manifest (no array is read).
+  if (m.contains("methods") && m["methods"].size() > 1)
+    for (const auto& method : m["methods"]) {
+      const auto& s = method["summary"];
+      std::printf("method %s: ppl %.4f | KL %.5f | top-1 %.4f | recall %.4f | mass %.4f | out err %.4f\n",
+                  method["name"].get<std::string>().c_str(), num(s["ppl"]), num(s["kl"]), num(s["top1_agreement"]),
+                  num(s["recall"]), num(s["mass"]), num(s["out_rel_err"]));
+    }
 }
 
 }  // namespace
@@ -200,6 +211,7 @@ void register_capture_commands(CLI::App& root) {
     std::string model_hash;
     bool no_images = false, no_inputs = false, quiet = false;
     std::vector<int64_t> inputs_layers;
+    MethodOptions methods;
     std::string out;
   };
   auto args = std::make_shared<CaptureArgs>();
@@ -228,8 +240,11 @@ void register_capture_commands(CLI::App& root) {
                   "layer of a model of at most 8 layers, else the first HiP layer, the middle one and the last)",
                   int64_t{0}, int64_t{4095});
   cmd->add_option("--out", args->out, "capture file to write (.hipcap)")->required();
+  // As analyze --methods: random's seed is --seed, every other method's parameter a flag of its own.
+  args->methods.add_options(*cmd, "hip", {"random"});
+  CLI::Option* methods_option = cmd->get_option("--methods");
   add_quiet_flag(*cmd, args->quiet);
-  cmd->callback([args] {
+  cmd->callback([args, methods_option] {
     // Everything that can be checked without the weights is, so no refusal comes at 100%.
     CommandPaths paths;
     paths.output_files.push_back({"--out", args->out});
@@ -250,6 +265,10 @@ void register_capture_commands(CLI::App& root) {
     const int64_t prompt_tokens = static_cast<int64_t>(preflight.encode(prompt).size());
     check_fits_context(preflight, prompt_tokens, args->run.decode, "prompt", "--prompt", "--decode");
     options.keep_layers = capture_layers(args->inputs_layers, preflight, options, request.traces, prompt_tokens);
+    // --methods: every listed method's side, the first the one the views are built from; without
+    // it, HiP's paired run alone.
+    std::vector<hip::methods::MethodChoice> methods;
+    if (methods_option->count() > 0) methods = method_choices(args->methods, options);
     ProgressLine progress("capture", args->quiet);
     progress(0.0, "loading the model");
     auto model = args->model.load();
@@ -258,12 +277,19 @@ void register_capture_commands(CLI::App& root) {
     info.dtype = dtype_name(model->run.dtype);
     info.model_sha256 = args->model_hash == "none" ? "" : !args->model_hash.empty() ? args->model_hash : model_weights_sha256(model->source);
     check_capture_fits(*model, prompt, options, request);
-    PairedAnalysis analysis = run_paired_analysis(model, prompt, options, std::ref(progress));
+    std::vector<MethodRun> runs;
+    if (methods.empty()) {
+      PairedAnalysis analysis = run_paired_analysis(model, prompt, options, std::ref(progress));
+      runs.push_back({analysis.options.hip.method, std::move(analysis)});
+    } else {
+      runs = run_method_comparison(model, prompt, options, methods, std::ref(progress));
+    }
+    const PairedAnalysis& first = runs.front().analysis;
     if (model->tokenizer)
-      captures::set_token_pieces(info, analysis, [&tok = *model->tokenizer](int32_t id) { return tok.token_text(id); });
+      captures::set_token_pieces(info, first, [&tok = *model->tokenizer](int32_t id) { return tok.token_text(id); });
     progress(1.0, "building the capture's views");
-    const offload::OffloadConfig oc = args->run.offload(analysis, *model);
-    const captures::Capture capture = captures::build_capture(std::move(analysis), info, request, &oc);
+    const offload::OffloadConfig oc = args->run.offload(first, *model);
+    const captures::Capture capture = captures::build_capture(std::move(runs), info, request, &oc);
     progress(1.0, "writing " + args->out);
     // Streamed entry by entry; a device or FIFO too (captures/atomic_file.h).
     const uint64_t written = captures::write_capture(args->out, capture);
@@ -272,6 +298,11 @@ void register_capture_commands(CLI::App& root) {
     const PairedAnalysis& a = capture.analysis;
     std::printf("dense ppl %.4f | HiP ppl %.4f | KL %.5f | top-1 agreement %.4f | decode steps %zu, mask refreshes %lld\n", a.dense.ppl,
                 a.hip.ppl, a.kl, a.top1_agreement, a.decode.size(), static_cast<long long>(a.mask_refreshes));
+    for (size_t i = 1; i < capture.methods.size(); ++i) {
+      const captures::CapturedMethod& m = capture.methods[i];
+      std::printf("%s: ppl %.4f | KL %.5f | top-1 agreement %.4f | mask refreshes %lld\n", m.choice.name.c_str(), m.side.ppl, m.kl,
+                  m.top1_agreement, static_cast<long long>(m.mask_refreshes));
+    }
     std::fprintf(stderr, "wrote %s (%lld bytes)\n", args->out.c_str(), static_cast<long long>(written));
   });
 
@@ -308,7 +339,9 @@ void register_capture_commands(CLI::App& root) {
       paths.input_files.push_back({"the capture", rargs->capture});
       paths.output_folders.push_back({"--png-dir", rargs->png_dir});
       check_command_paths(paths);
-      const captures::Capture c = captures::read_capture(rargs->capture);
+      captures::CaptureReadOptions read;
+      read.inputs = false;  // no figure is drawn from the Q/K/V
+      const captures::Capture c = captures::read_capture(rargs->capture, read);
       captures::FigureOptions figures;
       figures.mask_px = rargs->mask_px;
       figures.only = rargs->figure;
@@ -326,7 +359,10 @@ void register_capture_commands(CLI::App& root) {
                                       {"--csv-dir", &rargs->csv_dir}, {"--npy-dir", &rargs->npy_dir}, {"--mask-tiles", &rargs->tile_dir}})
       if (!dir->empty()) paths.output_folders.push_back({option, *dir});
     check_command_paths(paths);
-    const captures::Capture c = captures::read_capture(rargs->capture);
+    // The report and its figures and tables need no Q/K/V; --npy-dir writes them too.
+    captures::CaptureReadOptions read;
+    read.inputs = !rargs->npy_dir.empty();
+    const captures::Capture c = captures::read_capture(rargs->capture, read);
     captures::FigureOptions figures;
     figures.mask_px = rargs->mask_px;
     captures::write_file_atomic(out, captures::html_report(c, figures));
@@ -350,7 +386,7 @@ void register_capture_commands(CLI::App& root) {
   });
 
   struct ExportArgs {
-    std::string capture, out;
+    std::string capture, out, method;
     captures::ExportRequest request;
   };
   auto eargs = std::make_shared<ExportArgs>();
@@ -370,7 +406,10 @@ void register_capture_commands(CLI::App& root) {
   add_choice(*exp, "--style", eargs->request.style,
              "figures: paper (light, for print, whatever the GUI's theme) or dark (the GUI's screen colours)",
              {"paper", "dark"});
-  exp->add_option("--name", eargs->request.name, "--what array: the array's name, e.g. masks/L3/hip_blocks");
+  exp->add_option("--name", eargs->request.name, "--what array: the array's name, e.g. masks/L3/hip/blocks");
+  exp->add_option("--method", eargs->method,
+                  "the method whose side to export (its mask, metrics, nll, latency; default: the capture's first, as "
+                  "`open --print` lists them)");
   exp->add_option("--out", eargs->out, "file to write")->required();
   exp->callback([eargs] {
     eargs->request.format = export_format(eargs->request.format, eargs->out);
@@ -378,7 +417,20 @@ void register_capture_commands(CLI::App& root) {
     paths.input_files.push_back({"the capture", eargs->capture});
     paths.output_files.push_back({"--out", eargs->out});
     check_command_paths(paths);
-    const captures::Capture c = captures::read_capture(eargs->capture);
+    // A method the capture does not hold is refused from the manifest, before the arrays are read.
+    if (!eargs->method.empty())
+      captures::require_method_held(captures::manifest_method_names(captures::read_capture_manifest(eargs->capture)), eargs->method,
+                                    eargs->capture);
+    // One stored array is copied out as it is; the other views need no Q/K/V.
+    if (eargs->request.what == "array" && eargs->request.format == "npy") {
+      captures::write_file_atomic(eargs->out, captures::read_capture_array(eargs->capture, eargs->request.name));
+      std::fprintf(stderr, "wrote %s\n", eargs->out.c_str());
+      return;
+    }
+    captures::CaptureReadOptions read;
+    read.inputs = false;
+    captures::Capture c = captures::read_capture(eargs->capture, read);
+    if (!eargs->method.empty()) c = captures::capture_of_method(std::move(c), eargs->method);
     captures::write_file_atomic(eargs->out, captures::export_view(c, eargs->request));
     std::fprintf(stderr, "wrote %s\n", eargs->out.c_str());
   });
@@ -406,10 +458,13 @@ void register_capture_commands(CLI::App& root) {
     paths.input_files.push_back({"the capture", *open_path});
     if (!compare_path->empty()) paths.input_files.push_back({"--compare", *compare_path});
     check_command_paths(paths);
-    // Validate the whole file (arrays included) before describing it.
-    const captures::Capture a = captures::read_capture(*open_path);
+    // Validate the file before describing it: every array but the prompt's Q/K/V, which the
+    // summary and the comparison do not use (most of a long capture's bytes are there).
+    captures::CaptureReadOptions no_inputs;
+    no_inputs.inputs = false;
+    const captures::Capture a = captures::read_capture(*open_path, no_inputs);
     if (!compare_path->empty()) {
-      const captures::Capture b = captures::read_capture(*compare_path);
+      const captures::Capture b = captures::read_capture(*compare_path, no_inputs);
       std::fputs(captures::comparison_text(captures::compare_captures(a.analysis, b.analysis), *open_path, *compare_path).c_str(), stdout);
       return;
     }

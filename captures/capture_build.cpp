@@ -2,6 +2,7 @@
 // traces and locality, from the kept layers' prompt Q/K/V (the same calls the GUI's views make).
 #include <algorithm>
 #include <ctime>
+#include <stdexcept>
 
 #include "captures/capture.h"
 #include "captures/figures.h"
@@ -40,8 +41,39 @@ void set_token_pieces(CaptureInfo& info, const PairedAnalysis& a, const std::fun
   }
 }
 
+namespace {
+
+// The masks of `layers` for the side of `a`: the views layer's (computed during the run) or, where
+// the analysis holds inputs but no masks of a layer, the views layer's CPU reference on them.
+std::vector<LayerMaskViews> side_masks(const PairedAnalysis& a, const std::vector<int64_t>& layers, int threads) {
+  std::vector<LayerMaskViews> out;
+  for (int64_t l : layers) {
+    if (const LayerMaskViews* m = a.find_masks(l)) {
+      out.push_back(*m);
+    } else if (const LayerInputs* kept = a.find_inputs(l)) {
+      const hip::AttentionInputs in = layer_view(*kept);
+      const ViewsMath math = l < static_cast<int64_t>(a.layers.size()) ? a.layers[static_cast<size_t>(l)].math : ViewsMath{};
+      out.push_back(reference_layer_masks(in, a.options.hip.hip, math, a.options.random_seed, l, threads,
+                                          /*with_oracle=*/true, a.options.hip.method));
+    } else {
+      throw InputError("the " + a.options.hip.method.name + " run kept neither masks nor inputs of layer " + std::to_string(l));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 Capture build_capture(PairedAnalysis analysis, CaptureInfo info, const CaptureRequest& request,
                       const offload::OffloadConfig* offload_config) {
+  std::vector<MethodRun> runs;
+  runs.push_back({analysis.options.hip.method, std::move(analysis)});
+  return build_capture(std::move(runs), std::move(info), request, offload_config);
+}
+
+Capture build_capture(std::vector<MethodRun> runs, CaptureInfo info, const CaptureRequest& request,
+                      const offload::OffloadConfig* offload_config) {
+  if (runs.empty()) throw std::invalid_argument("build_capture: a capture holds at least one method");
   for (const std::string& v : request.views) {
     const auto& names = capture_view_names();
     if (std::find(names.begin(), names.end(), v) == names.end())
@@ -51,7 +83,7 @@ Capture build_capture(PairedAnalysis analysis, CaptureInfo info, const CaptureRe
   info.views = request.views;
   if (info.created.empty()) info.created = utc_now_iso8601();
   c.info = std::move(info);
-  c.analysis = std::move(analysis);
+  c.analysis = std::move(runs.front().analysis);
   PairedAnalysis& a = c.analysis;
   const hip::HipParams& p = a.options.hip.hip;
   const int64_t n_layers = static_cast<int64_t>(a.layers.size());
@@ -61,17 +93,17 @@ Capture build_capture(PairedAnalysis analysis, CaptureInfo info, const CaptureRe
   if (a.masks.empty())
     for (const LayerInputs& in : a.inputs) c.view_layers.push_back(in.layer);
 
-  if (c.has_view("mask")) {
-    for (int64_t l : c.view_layers) {
-      if (const LayerMaskViews* m = a.find_masks(l)) {
-        c.masks.push_back(*m);
-      } else {
-        const hip::AttentionInputs in = layer_view(*a.find_inputs(l));
-        const ViewsMath math = l < static_cast<int64_t>(a.layers.size()) ? a.layers[static_cast<size_t>(l)].math : ViewsMath{};
-        c.masks.push_back(reference_layer_masks(in, p, math, a.options.random_seed, l, request.threads,
-                                                /*with_oracle=*/true, a.options.hip.method));
-      }
-    }
+  a.options.hip.method = runs.front().method;  // the run's method is what its side selected with
+  if (c.has_view("mask")) c.masks = side_masks(a, c.view_layers, request.threads);
+  c.methods.push_back(captured_method(runs.front().method, a, c.masks));
+  for (size_t i = 1; i < runs.size(); ++i) {
+    // Each further method: its side and masks; its inputs and the rest of its run are not kept.
+    const PairedAnalysis& r = runs[i].analysis;
+    for (const CapturedMethod& held : c.methods)
+      if (held.choice.name == runs[i].method.name) throw InputError("method '" + held.choice.name + "' is captured twice");
+    c.methods.push_back(captured_method(runs[i].method, r, c.has_view("mask") ? side_masks(r, c.view_layers, request.threads)
+                                                                               : std::vector<LayerMaskViews>{}));
+    runs[i].analysis = PairedAnalysis{};
   }
 
   if (c.has_view("iterations") && !a.inputs.empty()) {

@@ -13,7 +13,7 @@
 //   access: its HiP layers (hip_layers, else first_layer on) are the layers not marked dense,
 //     heads == dims.heads, steps == decode_steps
 //   inputs: stored Q/K/V finite
-//   masks: dense_from in [0, tokens]; iteration and branch counts >= 0; recalls in [0, 1] or NaN
+//   masks (every method's): dense_from in [0, tokens]; iteration and branch counts >= 0; recalls in [0, 1] or NaN
 //   traces: rows of the traced query block inside the prompt; dense_from in [0, tokens]
 //   locality: bins >= 1; queries inside the prompt; counts >= 0 and adding up to the pairs
 //   offload: every count >= 0, hits + misses == accesses
@@ -96,11 +96,13 @@ void check_context(const Check& k, const offload::ContextStats& s, const std::st
   check_counts(k, s.total, group + "/total");
 }
 
-void check_mask(const Check& k, const hip::MaskResult& m, int64_t T, const std::string& base) {
+// `keyed`: format 3's names (masks/L<l>/<method>/iterations), else format 2's (masks/L<l>/hip_iterations).
+void check_mask(const Check& k, const hip::MaskResult& m, int64_t T, const std::string& base, bool keyed) {
+  const std::string search = keyed ? "" : "hip_";
   for (const int64_t d : m.dense_from)
     k.require(d >= 0 && d <= T, base + "dense_from", "holds " + num(d) + ", outside the prompt's keys [0, " + num(T) + "]");
-  for (const int32_t v : m.iterations) k.require(v >= 0, base + "hip_iterations", "holds a negative count");
-  for (const int64_t v : m.branches) k.require(v >= 0, base + "hip_branches", "holds a negative count");
+  for (const int32_t v : m.iterations) k.require(v >= 0, base + search + "iterations", "holds a negative count");
+  for (const int64_t v : m.branches) k.require(v >= 0, base + search + "branches", "holds a negative count");
 }
 
 }  // namespace
@@ -128,8 +130,12 @@ void check_capture_invariants(const Capture& c, const std::string& what) {
 
   // The analysis arrays.
   for (const int32_t id : a.prompt_ids) k.require(id >= 0, "analysis/prompt_ids", "holds a negative token id");
-  for (const SideResult* side : {&a.dense, &a.hip}) {
-    const std::string g = std::string("analysis/") + (side == &a.dense ? "dense" : "hip") + "/";
+  // Each side's folder: format 3 keys the methods' by name, formats 1 and 2 hold one at analysis/hip/.
+  const bool keyed = c.format_version >= 3;
+  std::vector<std::pair<const SideResult*, std::string>> sides{{&a.dense, "analysis/dense/"}};
+  for (const CapturedMethod& m : c.methods)
+    sides.emplace_back(&m.side, keyed ? "methods/" + m.choice.name + "/" : std::string("analysis/hip/"));
+  for (const auto& [side, g] : sides) {
     for (const int32_t id : side->generated) k.require(id >= 0, g + "generated", "holds a negative token id");
     for (const double v : side->nll) k.require(not_negative(v), g + "nll", "holds a negative log-likelihood");
     for (const auto* layers : {&side->latency.prefill_layers, &side->latency.decode_layers})
@@ -137,7 +143,9 @@ void check_capture_invariants(const Capture& c, const std::string& what) {
         k.require(not_negative(m.mask) && not_negative(m.sparse) && not_negative(m.dense) && not_negative(m.other),
                   g + "latency_*_layers", "holds a negative time");
   }
-  k.require(!(a.top1_agreement < 0 || a.top1_agreement > 1), "analysis/scalars", "holds a top-1 agreement outside [0, 1]");
+  for (const CapturedMethod& m : c.methods)
+    k.require(!(m.top1_agreement < 0 || m.top1_agreement > 1), keyed ? "methods/" + m.choice.name + "/scalars" : "analysis/scalars",
+              "holds a top-1 agreement outside [0, 1]");
   // The layers HiP replaces (hip_attention.h's rule): full-attention layers past the first l_d of them.
   std::vector<int64_t> hip_layers;
   int64_t full_rank = 0;
@@ -163,6 +171,9 @@ void check_capture_invariants(const Capture& c, const std::string& what) {
   }
   k.require(refreshed == a.mask_refreshes, "mask_refreshes",
             "is " + num(a.mask_refreshes) + " but " + num(refreshed) + " decode records are refreshes");
+  k.require(c.methods.empty() || c.methods[0].mask_refreshes == a.mask_refreshes, "methods",
+            "gives the first method " + num(c.methods.empty() ? 0 : c.methods[0].mask_refreshes) + " mask refreshes but mask_refreshes is " +
+                num(a.mask_refreshes));
 
   // The access streams belong to the HiP layers and the decode steps.
   const int64_t first_hip = hip_layers.empty() ? L : hip_layers.front();
@@ -189,12 +200,13 @@ void check_capture_invariants(const Capture& c, const std::string& what) {
   }
 
   // Views.
-  for (size_t i = 0; i < c.masks.size(); ++i) {
-    const std::string base = "masks/L" + num(c.view_layers[i]) + "/";
-    check_mask(k, c.masks[i].hip, T, base);
-    for (const auto* recall : {&c.masks[i].recall, &c.masks[i].random_recall})
-      for (const double r : *recall) k.require(!(r < 0 || r > 1), base + "recall", "holds a recall outside [0, 1]");
-  }
+  for (const CapturedMethod& m : c.methods)
+    for (size_t i = 0; i < m.masks.size(); ++i) {
+      const std::string base = "masks/L" + num(c.view_layers[i]) + "/" + (keyed ? m.choice.name + "/" : "");
+      check_mask(k, m.masks[i].hip, T, base, keyed);
+      for (const auto* recall : {&m.masks[i].recall, &m.masks[i].random_recall})
+        for (const double r : *recall) k.require(!(r < 0 || r > 1), base + "recall", "holds a recall outside [0, 1]");
+    }
   const int64_t b_q = a.options.hip.hip.b_q;
   for (size_t i = 0; i < c.traces.size(); ++i) {
     const hip::MaskTrace& t = c.traces[i].trace;

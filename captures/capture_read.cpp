@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <set>
@@ -13,6 +14,7 @@
 #include "captures/capture_invariants.h"
 #include "captures/capture_layout.h"
 #include "captures/content_hash.h"
+#include "captures/mapped_file.h"
 #include "captures/npy.h"
 #include "captures/params_fields.h"
 #include "captures/sha256.h"
@@ -29,14 +31,6 @@ std::string shape_text(const std::vector<int64_t>& s) {
   std::string t = "[";
   for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
   return t + "]";
-}
-
-std::string read_whole_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw InputError(path + ": cannot open the capture (" + std::strerror(errno) + ")");
-  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (f.bad()) throw InputError(path + ": read error");
-  return bytes;
 }
 
 // Manifest fields, each read with a message naming the field when it is missing or mistyped.
@@ -83,11 +77,19 @@ class Fields {
   std::string what_;
 };
 
-// The named arrays: every entry the manifest lists is present, parses as .npy and has the listed
-// dtype and shape; get() also checks the shape the analysis' dimensions require (-1: any).
+using Entries = std::map<std::string, ZipEntryView>;
+
+// Whether a read skips `name`'s bytes: the prompt's Q/K/V when the caller asked for no inputs.
+bool skipped_array(const std::string& name, const CaptureReadOptions& options) {
+  return !options.inputs && name.rfind("inputs/", 0) == 0;
+}
+
+// The named arrays: every entry the manifest lists is present, passes its CRC-32, parses as .npy
+// and has the listed dtype and shape (the skipped ones are only checked to be present); get() also
+// checks the shape the analysis' dimensions require (-1: any).
 class Arrays {
  public:
-  Arrays(const std::map<std::string, std::string>& entries, const json& listed, const Fields& f, std::string what)
+  Arrays(const Entries& entries, const json& listed, const Fields& f, std::string what, const CaptureReadOptions& options)
       : what_(std::move(what)) {
     if (!listed.is_object()) f.fail("'arrays' is not an object");
     Sha256 content;
@@ -96,8 +98,13 @@ class Arrays {
       const std::string name = file.substr(0, file.size() - 4);
       auto it = entries.find(file);
       if (it == entries.end()) fail(name, "is listed in the manifest but missing from the file");
-      const auto* data = reinterpret_cast<const unsigned char*>(it->second.data());
-      NpyArray a = parse_npy(data, it->second.size(), what_ + ": " + file);
+      if (skipped_array(name, options)) {
+        hashed_all_ = false;  // the content hash covers bytes this read does not look at
+        continue;
+      }
+      check_entry_crc(it->second, what_);
+      const auto* data = reinterpret_cast<const unsigned char*>(it->second.data.data());
+      NpyView a = parse_npy_view(data, it->second.data.size(), what_ + ": " + file);
       const std::string dtype = f.text(spec, "dtype");
       const json& shape = f.at(spec, "shape");
       std::vector<int64_t> listed_shape;
@@ -108,7 +115,7 @@ class Arrays {
       }
       if (dtype != npy_type_name(a.dtype)) fail(name, std::string("holds ") + npy_type_name(a.dtype) + " but the manifest says " + dtype);
       if (listed_shape != a.shape) fail(name, "has shape " + shape_text(a.shape) + " but the manifest says " + shape_text(listed_shape));
-      hash_capture_array(content, name, it->second);
+      hash_capture_array(content, name, it->second.data);
       arrays_.emplace(name, std::move(a));
     }
     for (const auto& [file, bytes] : entries)
@@ -117,22 +124,29 @@ class Arrays {
     content_sha256_ = content.finish_hex();
   }
 
+  // Over every listed array, when the read looked at all of them (hashed_all()).
   const std::string& content_sha256() const { return content_sha256_; }
+  bool hashed_all() const { return hashed_all_; }
   bool has(const std::string& name) const { return arrays_.count(name) != 0; }
 
   template <class T>
   std::vector<T> get(const std::string& name, const std::vector<int64_t>& expected) const {
-    const NpyArray& a = checked(name, expected, NpyTypeOf<T>::value);
-    const T* p = a.data<T>();
-    return std::vector<T>(p, p + a.numel());
+    const NpyView& a = checked(name, expected, NpyTypeOf<T>::value);
+    std::vector<T> out(static_cast<size_t>(a.numel()));
+    if (!out.empty()) std::memcpy(out.data(), a.elements, out.size() * sizeof(T));  // the one copy, from the file's bytes
+    return out;
   }
   // A float array stored as float32, or as 16-bit `half` ("bf16": bfloat16 bits in uint16, "f16").
   std::vector<float> get_floats(const std::string& name, const std::vector<int64_t>& expected, const std::string& half) const {
     if (half == "f32") return get<float>(name, expected);
     const bool bf16 = half == "bf16";
-    const NpyArray& a = checked(name, expected, bf16 ? NpyDType::U16 : NpyDType::F16);
+    const NpyView& a = checked(name, expected, bf16 ? NpyDType::U16 : NpyDType::F16);
     std::vector<float> out(static_cast<size_t>(a.numel()));
-    for (size_t i = 0; i < out.size(); ++i) out[i] = bf16 ? bf16_to_float(a.raw16()[i]) : f16_to_float(a.raw16()[i]);
+    for (size_t i = 0; i < out.size(); ++i) {
+      uint16_t bits;
+      std::memcpy(&bits, a.elements + 2 * i, 2);
+      out[i] = bf16 ? bf16_to_float(bits) : f16_to_float(bits);
+    }
     return out;
   }
   std::vector<int64_t> shape(const std::string& name) const {
@@ -146,10 +160,10 @@ class Arrays {
 
  private:
   // The array `name`, checked to hold `type` in the shape `expected` (-1: any size there).
-  const NpyArray& checked(const std::string& name, const std::vector<int64_t>& expected, NpyDType type) const {
+  const NpyView& checked(const std::string& name, const std::vector<int64_t>& expected, NpyDType type) const {
     auto it = arrays_.find(name);
     if (it == arrays_.end()) fail(name, "is missing (the manifest's views need it)");
-    const NpyArray& a = it->second;
+    const NpyView& a = it->second;
     if (a.dtype != type) fail(name, std::string("holds ") + npy_type_name(a.dtype) + ", expected " + npy_type_name(type));
     bool ok = a.shape.size() == expected.size();
     for (size_t i = 0; ok && i < expected.size(); ++i) ok = expected[i] < 0 || expected[i] == a.shape[i];
@@ -157,8 +171,9 @@ class Arrays {
     return a;
   }
   std::string what_;
-  std::map<std::string, NpyArray> arrays_;
+  std::map<std::string, NpyView> arrays_;  // views into the archive's bytes, valid while it is decoded
   std::string content_sha256_;
+  bool hashed_all_ = true;
 };
 
 std::vector<ComponentMs> to_components(const std::vector<double>& v) {
@@ -167,8 +182,8 @@ std::vector<ComponentMs> to_components(const std::vector<double>& v) {
   return out;
 }
 
-SideResult read_side(const Arrays& ar, const char* side, int64_t L, int64_t T) {
-  const std::string g = std::string("analysis/") + side + "/";
+// A side's per-token and latency arrays under the folder `g` ("analysis/dense/", "methods/hip/").
+SideResult read_side(const Arrays& ar, const std::string& g, int64_t L, int64_t T) {
   SideResult r;
   r.nll = ar.get<double>(g + "nll", {std::max<int64_t>(T - 1, 0)});
   r.generated = ar.get<int32_t>(g + "generated", {-1});
@@ -223,9 +238,10 @@ void read_context(const Arrays& ar, const Fields& f, const json& j, const char* 
   }
 }
 
-hip::MaskResult read_mask(const Arrays& ar, int64_t l, const char* which, int64_t H, int64_t QB, int64_t Kb, int64_t key_blocks,
-                          const std::vector<int64_t>& dense_from) {
-  auto name = [&](const char* n) { return layout::layer_array("masks", l, (std::string(which) + "_" + n).c_str()); };
+// One selection's blocks and counts, named by `name` ("blocks" -> its array); HiP's search also
+// has iterations and branches.
+hip::MaskResult read_mask(const Arrays& ar, const std::function<std::string(const char*)>& name, bool hip_search, int64_t H,
+                          int64_t QB, int64_t Kb, int64_t key_blocks, const std::vector<int64_t>& dense_from) {
   hip::MaskResult m;
   m.heads = H;
   m.query_blocks = QB;
@@ -237,7 +253,7 @@ hip::MaskResult read_mask(const Arrays& ar, int64_t l, const char* which, int64_
     if (b < -1 || b >= key_blocks) ar.fail(name("blocks"), "holds key block " + std::to_string(b) + " outside the prompt");
   for (int32_t n : m.counts)
     if (n < 0 || n > Kb) ar.fail(name("counts"), "holds a count outside [0, k / b_k]");
-  if (std::string(which) == "hip") {
+  if (hip_search) {
     m.iterations = ar.get<int32_t>(name("iterations"), {H, QB});
     m.branches = ar.get<int64_t>(name("branches"), {H, QB});
   } else {
@@ -247,12 +263,52 @@ hip::MaskResult read_mask(const Arrays& ar, int64_t l, const char* which, int64_
   return m;
 }
 
+// Format 1 and 2's one side: HiP, the oracle or random (whose one value is its seed).
 hip::methods::MethodChoice parse_selection(const std::string& s, uint64_t seed, const Fields& f) {
   hip::methods::MethodChoice m;
   m.name = s;
   if (s == "random") m.values = {{"random_seed", static_cast<double>(seed)}};
-  if (!layout::selection_storable(m)) f.fail("params.selection '" + s + "' is not hip, random or oracle");
+  if (s != "hip" && s != "oracle" && s != "random") f.fail("params.selection '" + s + "' is not hip, random or oracle");
   return m;
+}
+
+// Format 3's "methods" list: registry methods, each once, each holding exactly its resolved values.
+std::vector<CapturedMethod> parse_methods(const json& list, const hip::HipParams& p, const Fields& f) {
+  if (!list.is_array() || list.empty()) f.fail("'methods' is not a non-empty list");
+  std::vector<CapturedMethod> out;
+  for (const json& entry : list) {
+    CapturedMethod m;
+    m.choice.name = f.text(entry, "name");
+    const json& values = f.at(entry, "values");
+    if (!values.is_object()) f.fail("methods: " + m.choice.name + "'s values are not an object");
+    for (const auto& [name, value] : values.items()) {
+      if (!value.is_number()) f.fail("methods: " + m.choice.name + "'s value " + name + " is not a number");
+      m.choice.values[name] = value.get<double>();
+    }
+    try {
+      hip::methods::validate_choice(m.choice, p);
+    } catch (const std::invalid_argument& e) {
+      f.fail("methods: " + m.choice.name + ": " + e.what());
+    }
+    for (const CapturedMethod& held : out)
+      if (held.choice.name == m.choice.name) f.fail("methods: '" + m.choice.name + "' is listed twice");
+    m.mask_refreshes = f.count(entry, "mask_refreshes");
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+// Format 3's columns are what this reader knows (a writer that reorders them writes a new version).
+void check_method_columns(const json& m, const Fields& f) {
+  const json& cols = f.at(m, layout::kMethodColumns);
+  auto same = [](const json& j, const auto& names) {
+    if (!j.is_array() || j.size() != names.size()) return false;
+    for (size_t i = 0; i < names.size(); ++i)
+      if (j[i] != names[i]) return false;
+    return true;
+  };
+  if (!same(f.at(cols, "scalars"), layout::kMethodScalarColumns) || !same(f.at(cols, "quality"), layout::kQualityColumns))
+    f.fail("method_columns are not the columns this hipstudio reads");
 }
 
 // Checks format and version; returns the version.
@@ -277,17 +333,22 @@ int check_version(const json& m, const Fields& f, const std::string& what) {
   return static_cast<int>(version);
 }
 
-json parse_manifest(const std::map<std::string, std::string>& entries, const std::string& what) {
+json parse_manifest(const Entries& entries, const std::string& what) {
   auto it = entries.find("manifest.json");
   if (it == entries.end()) throw InputError(what + ": not a HiP Studio capture (no manifest.json inside)");
-  json m = json::parse(it->second, nullptr, false);
+  check_entry_crc(it->second, what);
+  json m = json::parse(it->second.data, nullptr, false);
   if (m.is_discarded()) throw InputError(what + ": damaged capture: manifest.json is not valid JSON");
   return m;
 }
 
-std::map<std::string, std::string> entry_map(const std::string& bytes, const std::string& what) {
-  std::map<std::string, std::string> out;
-  for (ZipEntry& e : zip_decode(bytes, what)) out.emplace(std::move(e.name), std::move(e.data));
+// The container checked, each entry a view into `bytes`; an entry's CRC-32 is checked when it is read.
+Entries entry_map(std::string_view bytes, const std::string& what) {
+  Entries out;
+  for (ZipEntryView& e : zip_index(bytes, what)) {
+    std::string name = e.name;
+    out.emplace(std::move(name), std::move(e));
+  }
   return out;
 }
 
@@ -307,16 +368,16 @@ bool plain_attention_architecture(const std::string& architecture) {
 
 }  // namespace
 
-Capture decode_capture(const std::string& bytes, const std::string& what) {
+Capture decode_capture(std::string_view bytes, const std::string& what, const CaptureReadOptions& options) {
   const auto entries = entry_map(bytes, what);
   const json m = parse_manifest(entries, what);
   const Fields f(what);
   Capture c;
   c.format_version = check_version(m, f, what);
   c.manifest = m;
-  const Arrays ar(entries, f.at(m, "arrays"), f, what);
-  if (f.text(m, "content_sha256") != ar.content_sha256())
-    f.fail("content_sha256 does not match the arrays (an array was replaced)");
+  const Arrays ar(entries, f.at(m, "arrays"), f, what, options);
+  const std::string content = f.text(m, "content_sha256");
+  if (ar.hashed_all() && content != ar.content_sha256()) f.fail("content_sha256 does not match the arrays (an array was replaced)");
 
   // Identity and parameters.
   c.info.run.tool_version = f.text(f.at(m, "tool"), "version");
@@ -350,7 +411,16 @@ Capture decode_capture(const std::string& bytes, const std::string& what) {
     f.fail(std::string("params break a HiP rule: ") + e.what());
   }
   for (HipField field : {HipField::kDenseLayers, HipField::kRefreshEvery}) *params_count(o, field) = f.count(p, key(field));
-  o.hip.method = parse_selection(f.text(p, "selection"), f.unsigned_integer(p, "selection_seed"), f);
+  if (c.format_version >= 3) {
+    c.methods = parse_methods(f.at(m, layout::kMethods), o.hip.hip, f);
+    check_method_columns(m, f);
+    if (f.text(p, "selection") != c.methods[0].choice.name) f.fail("params.selection is not the first of 'methods'");
+    if (f.unsigned_integer(p, "selection_seed") != layout::selection_seed(c.methods[0].choice))
+      f.fail("params.selection_seed is not the first method's seed");
+    o.hip.method = c.methods[0].choice;
+  } else {
+    o.hip.method = parse_selection(f.text(p, "selection"), f.unsigned_integer(p, "selection_seed"), f);
+  }
   o.decode_steps = f.count(p, key(HipField::kDecodeSteps));
   o.force_dense_tokens = f.boolean(p, "force_dense_tokens");
   o.context_limit = f.count(p, "context_limit");
@@ -367,25 +437,56 @@ Capture decode_capture(const std::string& bytes, const std::string& what) {
   if (!tokens.is_array() || tokens.size() != a.prompt_ids.size()) f.fail("prompt.tokens disagrees with analysis/prompt_ids");
   for (size_t i = 0; i < a.prompt_ids.size(); ++i)
     if (!tokens[i].is_number_integer() || tokens[i].get<int64_t>() != a.prompt_ids[i]) f.fail("prompt.tokens disagrees with analysis/prompt_ids");
-  const auto scalars = ar.get<double>("analysis/scalars", {6});
-  a.dense = read_side(ar, "dense", L, T);
-  a.hip = read_side(ar, "hip", L, T);
-  a.dense.mean_nll = scalars[0];
-  a.dense.ppl = scalars[1];
-  a.hip.mean_nll = scalars[2];
-  a.hip.ppl = scalars[3];
-  a.kl = scalars[4];
-  a.top1_agreement = scalars[5];
+  a.dense = read_side(ar, "analysis/dense/", L, T);
+  auto quality_rows = [&](const std::string& name) {
+    const auto quality = ar.get<double>(name, {L, H, 6});
+    std::vector<std::vector<HeadQuality>> rows(static_cast<size_t>(L));
+    for (int64_t l = 0; l < L; ++l)
+      for (int64_t h = 0; h < H; ++h) {
+        const double* v = quality.data() + (l * H + h) * 6;
+        rows[static_cast<size_t>(l)].push_back({v[0], v[1], v[2], v[3], v[4], v[5]});
+      }
+    return rows;
+  };
+  if (c.format_version >= 3) {
+    const auto dense = ar.get<double>("analysis/dense/scalars", {2});
+    a.dense.mean_nll = dense[0];
+    a.dense.ppl = dense[1];
+    for (CapturedMethod& cm : c.methods) {
+      const std::string& n = cm.choice.name;
+      cm.side = read_side(ar, "methods/" + n + "/", L, T);
+      const auto scalars = ar.get<double>(layout::method_array(n, "scalars"), {4});
+      cm.side.mean_nll = scalars[0];
+      cm.side.ppl = scalars[1];
+      cm.kl = scalars[2];
+      cm.top1_agreement = scalars[3];
+      cm.quality = quality_rows(layout::method_array(n, "quality"));
+    }
+  } else {
+    const auto scalars = ar.get<double>("analysis/scalars", {6});
+    a.dense.mean_nll = scalars[0];
+    a.dense.ppl = scalars[1];
+    CapturedMethod cm;
+    cm.choice = o.hip.method;
+    cm.side = read_side(ar, "analysis/hip/", L, T);
+    cm.side.mean_nll = scalars[2];
+    cm.side.ppl = scalars[3];
+    cm.kl = scalars[4];
+    cm.top1_agreement = scalars[5];
+    cm.quality = quality_rows("analysis/quality");
+    c.methods.push_back(std::move(cm));
+  }
+  // The side the views show: the first method's.
+  const CapturedMethod& first = c.methods.front();
+  a.hip = first.side;
+  a.kl = first.kl;
+  a.top1_agreement = first.top1_agreement;
   const auto layer_rows = ar.get<int64_t>("analysis/layers", {L, 2});
-  const auto quality = ar.get<double>("analysis/quality", {L, H, 6});
   for (int64_t l = 0; l < L; ++l) {
     LayerQuality q;
     q.layer = layer_rows[2 * l];
     q.dense = layer_rows[2 * l + 1] != 0;
-    for (int64_t h = 0; h < H; ++h) {
-      const double* v = quality.data() + (l * H + h) * 6;
-      q.heads.push_back({v[0], v[1], v[2], v[3], v[4], v[5]});
-    }
+    q.heads = first.quality[static_cast<size_t>(l)];
     a.layers.push_back(std::move(q));
   }
   if (ar.has("analysis/layer_math")) {
@@ -428,6 +529,14 @@ Capture decode_capture(const std::string& bytes, const std::string& what) {
   }
   a.mask_refreshes = f.count(m, "mask_refreshes");
   if (a.mask_refreshes > S) f.fail("mask_refreshes exceeds the decode records");
+  if (c.format_version < 3) c.methods[0].mask_refreshes = a.mask_refreshes;
+  for (const CapturedMethod& cm : c.methods)
+    if (cm.mask_refreshes > S) f.fail("methods: " + cm.choice.name + "'s mask_refreshes exceeds the decode records");
+  // The manifest's summaries (what `open --print` shows) are the arrays' numbers.
+  if (c.format_version >= 3)
+    for (size_t i = 0; i < c.methods.size(); ++i)
+      if (f.at(m.at(layout::kMethods)[i], "summary") != method_summary_json(c.methods[i], a.layers))
+        f.fail("methods: " + c.methods[i].choice.name + "'s summary disagrees with its arrays");
   const json& access = f.at(m, "access");
   a.access.steps = f.count(access, "steps");
   a.access.layers = f.count(access, "layers");
@@ -474,7 +583,7 @@ Capture decode_capture(const std::string& bytes, const std::string& what) {
   const std::string inputs_dtype = c.format_version >= 2 ? f.text(dims, "inputs_dtype") : "f32";
   if (inputs_dtype != "f32" && inputs_dtype != "bf16" && inputs_dtype != "f16")
     f.fail("dims.inputs_dtype is '" + inputs_dtype + "', not f32, bf16 or f16");
-  if (f.boolean(dims, "inputs")) {
+  if (f.boolean(dims, "inputs") && options.inputs) {
     for (int64_t l : c.view_layers) {
       LayerInputs in;
       in.layer = l;
@@ -491,19 +600,32 @@ Capture decode_capture(const std::string& bytes, const std::string& what) {
 
   // Views.
   if (f.boolean(m, "masks")) {
-    for (int64_t l : c.view_layers) {
-      LayerMaskViews lm;
-      lm.layer = l;
-      lm.params = o.hip.hip;
-      if (lm.layer >= 0 && lm.layer < static_cast<int64_t>(a.layers.size())) lm.math = a.layers[static_cast<size_t>(lm.layer)].math;
-      const auto dense_from = ar.get<int64_t>(layout::layer_array("masks", l, "dense_from"), {QB});
-      lm.hip = read_mask(ar, l, "hip", H, QB, Kb, key_blocks, dense_from);
-      lm.oracle = read_mask(ar, l, "oracle", H, QB, Kb, key_blocks, dense_from);
-      lm.random = read_mask(ar, l, "random", H, QB, Kb, key_blocks, dense_from);
-      lm.recall = ar.get<double>(layout::layer_array("masks", l, "recall"), {H, QB});
-      lm.random_recall = ar.get<double>(layout::layer_array("masks", l, "random_recall"), {H, QB});
-      c.masks.push_back(std::move(lm));
+    for (CapturedMethod& cm : c.methods) {
+      for (int64_t l : c.view_layers) {
+        LayerMaskViews lm;
+        lm.layer = l;
+        lm.params = o.hip.hip;
+        lm.method = cm.choice.name;
+        if (lm.layer >= 0 && lm.layer < static_cast<int64_t>(a.layers.size())) lm.math = a.layers[static_cast<size_t>(lm.layer)].math;
+        // Format 3: masks/L<l>/<method>/{blocks, oracle_blocks, ...}; before it masks/L<l>/{hip_blocks, oracle_blocks, ...}.
+        const bool keyed = c.format_version >= 3;
+        auto array = [&](const std::string& n) {
+          return keyed ? layout::method_mask_array(l, cm.choice.name, n.c_str()) : layout::layer_array("masks", l, n.c_str());
+        };
+        const auto dense_from = ar.get<int64_t>(array("dense_from"), {QB});
+        const bool search = cm.choice.is_hip();
+        lm.hip = read_mask(ar, [&](const char* n) { return array(keyed ? std::string(n) : std::string("hip_") + n); }, search, H, QB,
+                           Kb, key_blocks, dense_from);
+        lm.oracle = read_mask(ar, [&](const char* n) { return array(std::string("oracle_") + n); }, false, H, QB, Kb, key_blocks,
+                              dense_from);
+        lm.random = read_mask(ar, [&](const char* n) { return array(std::string("random_") + n); }, false, H, QB, Kb, key_blocks,
+                              dense_from);
+        lm.recall = ar.get<double>(array("recall"), {H, QB});
+        lm.random_recall = ar.get<double>(array("random_recall"), {H, QB});
+        cm.masks.push_back(std::move(lm));
+      }
     }
+    c.masks = c.methods[0].masks;
   }
 
   const json& traces = f.at(m, "traces");
@@ -635,16 +757,41 @@ Capture decode_capture(const std::string& bytes, const std::string& what) {
     const std::string file = im.get<std::string>();
     auto it = entries.find(file);
     if (file.rfind("images/", 0) != 0 || it == entries.end()) f.fail("image '" + file + "' is listed but missing from the file");
-    c.images.push_back({file.substr(7), it->second});
+    check_entry_crc(it->second, what);
+    c.images.push_back({file.substr(7), std::string(it->second.data)});
   }
   check_capture_invariants(c, what);  // the fields against each other, once every array is known sound
   return c;
 }
 
-Capture read_capture(const std::string& path) { return decode_capture(read_whole_file(path), path); }
+Capture read_capture(const std::string& path, const CaptureReadOptions& options) {
+  const MappedFile file(path);  // the arrays are parsed out of the mapping; nothing refers to it after
+  return decode_capture(file.bytes(), path, options);
+}
+
+std::string read_capture_array(const std::string& path, const std::string& name) {
+  const MappedFile file(path);
+  const auto entries = entry_map(file.bytes(), path);
+  const json m = parse_manifest(entries, path);
+  const Fields f(path);
+  check_version(m, f, path);
+  const json& listed = f.at(m, "arrays");
+  const std::string npy = name + ".npy";
+  if (!listed.is_object() || !listed.contains(npy))
+    throw InputError(path + " holds no array '" + name + "' (`unzip -l CAPTURE` lists them; leave out the .npy)");
+  const auto it = entries.find(npy);
+  if (it == entries.end()) throw InputError(path + ": damaged capture: array '" + name + "' is listed in the manifest but missing from the file");
+  check_entry_crc(it->second, path);
+  const NpyView a = parse_npy_view(reinterpret_cast<const unsigned char*>(it->second.data.data()), it->second.data.size(), path + ": " + npy);
+  const json& spec = listed.at(npy);
+  if (f.text(spec, "dtype") != npy_type_name(a.dtype) || f.at(spec, "shape") != json(a.shape))
+    throw InputError(path + ": damaged capture: array '" + name + "' has another dtype or shape than the manifest says");
+  return std::string(it->second.data);
+}
 
 nlohmann::json read_capture_manifest(const std::string& path) {
-  const auto entries = entry_map(read_whole_file(path), path);
+  const MappedFile file(path);
+  const auto entries = entry_map(file.bytes(), path);
   json m = parse_manifest(entries, path);
   check_version(m, Fields(path), path);
   return m;

@@ -1,9 +1,11 @@
 // encode_capture / write_capture: the manifest and the named arrays (layout in capture_layout.h),
 // emitted entry by entry through one ZipWriter into a string or, streamed, into the output file.
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <stdexcept>
 
+#include "captures/analysis_json_parts.h"
 #include "captures/atomic_file.h"
 #include "captures/capture.h"
 #include "captures/capture_layout.h"
@@ -19,6 +21,9 @@ namespace hipstudio::captures {
 namespace {
 using nlohmann::json;
 
+// The capture's arrays by name: small ones encoded when added, the prompt's Q/K/V (most of a long
+// capture's bytes) encoded one at a time while they are written, so the writer never holds more
+// than one of them beside the capture.
 class ArraySink {
  public:
   template <class T>
@@ -27,25 +32,57 @@ class ArraySink {
   }
   // Float values stored as 16-bit elements: bfloat16 bits as uint16 (numpy has no bfloat16) or
   // IEEE float16. Exact for values the run computed in that dtype.
-  void add_half(const std::string& name, const std::vector<int64_t>& shape, const std::vector<float>& values, bool bf16) {
-    std::vector<uint16_t> bits(values.size());
-    for (size_t i = 0; i < values.size(); ++i) bits[i] = bf16 ? float_to_bf16(values[i]) : float_to_f16(values[i]);
-    store(name, bf16 ? NpyDType::U16 : NpyDType::F16, shape, bits.data(), bits.size());
+  // Float inputs in `dtype` ("f32", or 16-bit: bfloat16 bits as uint16, numpy having no bfloat16,
+  // or IEEE float16; exact for values the run computed in that dtype), encoded when written:
+  // `values` must outlive write().
+  void add_floats(const std::string& name, const std::vector<int64_t>& shape, const std::vector<float>& values, const std::string& dtype) {
+    const bool half = dtype != "f32", bf16 = dtype == "bf16";
+    const NpyDType type = !half ? NpyDType::F32 : bf16 ? NpyDType::U16 : NpyDType::F16;
+    check_count(name, shape, values.size());
+    manifest_[name + ".npy"] = {{"dtype", npy_type_name(type)}, {"shape", shape}};
+    arrays_[name].encode = [type, shape, &values, half, bf16] {
+      if (!half) return image(type, shape, values.data());
+      std::vector<uint16_t> bits(values.size());
+      for (size_t i = 0; i < values.size(); ++i) bits[i] = bf16 ? float_to_bf16(values[i]) : float_to_f16(values[i]);
+      return image(type, shape, bits.data());
+    };
   }
-  const std::map<std::string, std::string>& arrays() const { return arrays_; }
+  size_t size() const { return arrays_.size(); }
   const json& manifest() const { return manifest_; }
 
+  // Every array into `zip` in name order, each one's part of the content hash (content_hash.h:
+  // name order) taken as it goes; returns the hash.
+  std::string write(ZipWriter& zip) {
+    Sha256 content;
+    for (auto& [name, array] : arrays_) {
+      std::string bytes = array.encode ? array.encode() : std::move(array.image);
+      hash_capture_array(content, name, bytes);
+      zip.add(name + ".npy", bytes);
+    }
+    return content.finish_hex();
+  }
+
  private:
-  void store(const std::string& name, NpyDType type, const std::vector<int64_t>& shape, const void* data, size_t count) {
+  static void check_count(const std::string& name, const std::vector<int64_t>& shape, size_t count) {
     int64_t n = 1;
     for (int64_t d : shape) n *= d;
     if (n != static_cast<int64_t>(count))
       throw std::logic_error("capture array " + name + ": " + std::to_string(count) + " values for its shape");
-    const std::vector<unsigned char> image = encode_npy(type, shape, data);
-    arrays_[name] = std::string(reinterpret_cast<const char*>(image.data()), image.size());
+  }
+  static std::string image(NpyDType type, const std::vector<int64_t>& shape, const void* data) {
+    const std::vector<unsigned char> npy = encode_npy(type, shape, data);
+    return std::string(reinterpret_cast<const char*>(npy.data()), npy.size());
+  }
+  void store(const std::string& name, NpyDType type, const std::vector<int64_t>& shape, const void* data, size_t count) {
+    check_count(name, shape, count);
+    arrays_[name].image = image(type, shape, data);
     manifest_[name + ".npy"] = {{"dtype", npy_type_name(type)}, {"shape", shape}};
   }
-  std::map<std::string, std::string> arrays_;  // name (no .npy) -> .npy image
+  struct Array {
+    std::string image;                    // the .npy bytes, or
+    std::function<std::string()> encode;  // what makes them at write()
+  };
+  std::map<std::string, Array> arrays_;  // by name (no .npy)
   json manifest_ = json::object();
 };
 
@@ -55,8 +92,8 @@ std::vector<double> components(const std::vector<ComponentMs>& rows) {
   return v;
 }
 
-void add_side(ArraySink& s, const char* side, const SideResult& r) {
-  const std::string g = std::string("analysis/") + side + "/";
+// A side's per-token and latency arrays under the folder `g` ("analysis/dense/", "methods/hip/").
+void add_side(ArraySink& s, const std::string& g, const SideResult& r) {
   s.add(g + "nll", {static_cast<int64_t>(r.nll.size())}, r.nll);
   s.add(g + "generated", {static_cast<int64_t>(r.generated.size())}, r.generated);
   const int64_t L = static_cast<int64_t>(r.latency.prefill_layers.size());
@@ -92,10 +129,10 @@ void add_context(ArraySink& s, const char* name, const offload::ContextStats& c,
   s.add(g + "map", {c.map.steps, c.map.tokens}, std::vector<int32_t>(c.map.cells.begin(), c.map.cells.end()));
 }
 
+// Every HiP and run parameter; "selection" names the side the views show (the first method) and
+// "selection_seed" is as format 2 wrote it (the manifest's "methods" holds every value).
 json params_json(const AnalysisOptions& o) {
   const HipModelParams& p = o.hip;
-  if (!layout::selection_storable(p.method))
-    throw std::logic_error("a capture stores a HiP, oracle or random sparse side, not " + p.method.name);
   json j = {{"causal", p.hip.causal},
             {"selection", p.method.name},
             {"selection_seed", layout::selection_seed(p.method)},
@@ -126,6 +163,49 @@ json context_scalars(const offload::ContextStats& c) {
 }
 
 
+json values_json(const hip::methods::MethodValues& values) {
+  json j = json::object();
+  for (const auto& [name, value] : values) j[name] = value;
+  return j;
+}
+
+// A method's side: its per-token arrays, scalars and per-head quality under methods/<name>/, its
+// masks (with the baselines on its side) under masks/L<l>/<name>/.
+void add_method(ArraySink& s, const CapturedMethod& m, const std::vector<int64_t>& view_layers, int64_t H) {
+  const std::string& n = m.choice.name;
+  add_side(s, "methods/" + n + "/", m.side);
+  s.add(layout::method_array(n, "scalars"), {static_cast<int64_t>(layout::kMethodScalarColumns.size())},
+        std::vector<double>{m.side.mean_nll, m.side.ppl, m.kl, m.top1_agreement});
+  std::vector<double> quality;
+  for (const std::vector<HeadQuality>& heads : m.quality) {
+    if (static_cast<int64_t>(heads.size()) != H) throw std::logic_error("capture: method " + n + " with another head count");
+    for (const HeadQuality& h : heads)
+      quality.insert(quality.end(), {h.recall, h.random_recall, h.mass, h.random_mass, h.out_rel_err, h.random_out_rel_err});
+  }
+  s.add(layout::method_array(n, "quality"),
+        {static_cast<int64_t>(m.quality.size()), H, static_cast<int64_t>(layout::kQualityColumns.size())}, quality);
+  if (!m.masks.empty() && m.masks.size() != view_layers.size())
+    throw std::logic_error("capture: method " + n + "'s masks must cover every view layer or none");
+  for (size_t i = 0; i < m.masks.size(); ++i) {
+    const LayerMaskViews& v = m.masks[i];
+    auto name = [&](const char* a) { return layout::method_mask_array(view_layers[i], n, a); };
+    const std::vector<int64_t> hq{v.hip.heads, v.hip.query_blocks}, hqk{v.hip.heads, v.hip.query_blocks, v.hip.kb};
+    s.add(name("blocks"), hqk, v.hip.blocks);
+    s.add(name("counts"), hq, v.hip.counts);
+    s.add(name("dense_from"), {v.hip.query_blocks}, v.hip.dense_from);
+    if (m.choice.is_hip()) {
+      s.add(name("iterations"), hq, v.hip.iterations);
+      s.add(name("branches"), hq, v.hip.branches);
+    }
+    s.add(name("oracle_blocks"), hqk, v.oracle.blocks);
+    s.add(name("oracle_counts"), hq, v.oracle.counts);
+    s.add(name("random_blocks"), hqk, v.random.blocks);
+    s.add(name("random_counts"), hq, v.random.counts);
+    s.add(name("recall"), hq, v.recall);
+    s.add(name("random_recall"), hq, v.random_recall);
+  }
+}
+
 // Builds the capture's entries and hands them, in file order, to `zip` (then finishes it).
 void emit_capture(const Capture& c, ZipWriter& zip) {
   const PairedAnalysis& a = c.analysis;
@@ -134,19 +214,30 @@ void emit_capture(const Capture& c, ZipWriter& zip) {
   ArraySink s;
 
   s.add("analysis/prompt_ids", {static_cast<int64_t>(a.prompt_ids.size())}, a.prompt_ids);
-  s.add("analysis/scalars", {6}, std::vector<double>{a.dense.mean_nll, a.dense.ppl, a.hip.mean_nll, a.hip.ppl, a.kl, a.top1_agreement});
-  add_side(s, "dense", a.dense);
-  add_side(s, "hip", a.hip);
+  s.add("analysis/dense/scalars", {2}, std::vector<double>{a.dense.mean_nll, a.dense.ppl});
+  add_side(s, "analysis/dense/", a.dense);
   std::vector<int64_t> layer_rows;
-  std::vector<double> quality;
   for (const LayerQuality& q : a.layers) {
     if (static_cast<int64_t>(q.heads.size()) != H) throw std::logic_error("capture: layers with different head counts");
     layer_rows.insert(layer_rows.end(), {q.layer, q.dense ? 1 : 0});
-    for (const HeadQuality& h : q.heads)
-      quality.insert(quality.end(), {h.recall, h.random_recall, h.mass, h.random_mass, h.out_rel_err, h.random_out_rel_err});
   }
   s.add("analysis/layers", {L, 2}, layer_rows);
-  s.add("analysis/quality", {L, H, 6}, quality);
+  // Every method's side keyed by its name: the first is the one `analysis` and `masks` show (what a
+  // caller edited there is what is written), the others as captured.
+  if (!c.masks.empty() && c.masks.size() != c.view_layers.size())
+    throw std::logic_error("capture: masks must cover every view layer or none");
+  const CapturedMethod first = captured_method(a.options.hip.method, a, c.masks);
+  std::vector<const CapturedMethod*> all{&first};
+  for (size_t i = 1; i < c.methods.size(); ++i) all.push_back(&c.methods[i]);
+  json methods = json::array();
+  for (const CapturedMethod* m : all) {
+    if (static_cast<int64_t>(m->quality.size()) != L) throw std::logic_error("capture: method " + m->choice.name + " with another layer count");
+    for (const json& held : methods)
+      if (held["name"] == m->choice.name) throw InputError("method '" + m->choice.name + "' is captured twice");
+    add_method(s, *m, c.view_layers, H);
+    methods.push_back({{"name", m->choice.name}, {"values", values_json(m->choice.values)}, {"mask_refreshes", m->mask_refreshes},
+                       {"summary", method_summary_json(*m, a.layers)}});
+  }
   // Each layer's attention maths (window, scale, soft-cap; 0: none / 1 / sqrt(head_dim)): what the
   // views' numbers were scored with, so a reader recomputing them uses the same.
   std::vector<double> maths;
@@ -163,46 +254,18 @@ void emit_capture(const Capture& c, ZipWriter& zip) {
 
   // Inputs are stored in the run's dtype (bf16 / f16 halve the file; the values came from it).
   const std::string inputs_dtype = c.info.dtype == "bf16" || c.info.dtype == "f16" ? c.info.dtype : "f32";
-  const bool half_inputs = inputs_dtype != "f32";
   // Per-layer arrays are named by the model's layer; they cover exactly the view layers.
   for (const LayerInputs& in : a.inputs) {
     if (c.view_index(in.layer) < 0) throw std::logic_error("capture: inputs of a layer outside view_layers");
     const int64_t l = in.layer;
     const std::vector<int64_t> q_shape{in.heads, in.tokens, in.dim}, kv_shape{in.kv_heads, in.tokens, in.dim};
     const LayerInputArrays& host = in.host();  // a device run's inputs come to the host here
-    if (half_inputs) {
-      s.add_half(layout::layer_array("inputs", l, "q"), q_shape, host.q, inputs_dtype == "bf16");
-      s.add_half(layout::layer_array("inputs", l, "k"), kv_shape, host.k, inputs_dtype == "bf16");
-      s.add_half(layout::layer_array("inputs", l, "v"), kv_shape, host.v, inputs_dtype == "bf16");
-    } else {
-      s.add(layout::layer_array("inputs", l, "q"), q_shape, host.q);
-      s.add(layout::layer_array("inputs", l, "k"), kv_shape, host.k);
-      s.add(layout::layer_array("inputs", l, "v"), kv_shape, host.v);
-    }
+    s.add_floats(layout::layer_array("inputs", l, "q"), q_shape, host.q, inputs_dtype);
+    s.add_floats(layout::layer_array("inputs", l, "k"), kv_shape, host.k, inputs_dtype);
+    s.add_floats(layout::layer_array("inputs", l, "v"), kv_shape, host.v, inputs_dtype);
   }
   if (!a.inputs.empty() && a.inputs.size() != c.view_layers.size())
     throw std::logic_error("capture: inputs must cover every view layer or none");
-  if (!c.masks.empty() && c.masks.size() != c.view_layers.size())
-    throw std::logic_error("capture: masks must cover every view layer or none");
-
-  for (size_t i = 0; i < c.masks.size(); ++i) {
-    const LayerMaskViews& m = c.masks[i];
-    const int64_t l = c.view_layers[i];
-    const std::vector<int64_t> hq{m.hip.heads, m.hip.query_blocks}, hqk{m.hip.heads, m.hip.query_blocks, m.hip.kb};
-    auto name = [&](const char* n) { return layout::layer_array("masks", l, n); };
-    s.add(name("hip_blocks"), hqk, m.hip.blocks);
-    s.add(name("hip_counts"), hq, m.hip.counts);
-    s.add(name("hip_iterations"), hq, m.hip.iterations);
-    s.add(name("hip_branches"), hq, m.hip.branches);
-    s.add(name("dense_from"), {m.hip.query_blocks}, m.hip.dense_from);
-    s.add(name("oracle_blocks"), hqk, m.oracle.blocks);
-    s.add(name("oracle_counts"), hq, m.oracle.counts);
-    s.add(name("random_blocks"), hqk, m.random.blocks);
-    s.add(name("random_counts"), hq, m.random.counts);
-    s.add(name("recall"), hq, m.recall);
-    s.add(name("random_recall"), hq, m.random_recall);
-  }
-
   json traces = json::array();
   for (size_t i = 0; i < c.traces.size(); ++i) {
     const hip::MaskTrace& t = c.traces[i].trace;
@@ -255,10 +318,13 @@ void emit_capture(const Capture& c, ZipWriter& zip) {
                {"mask", context_scalars(r.mask)}, {"sparse", context_scalars(r.sparse)}};
   }
 
-  // Content hash: every array's name and bytes in name order (std::map), so a reader can check the
-  // arrays it got are the ones the manifest describes, and two captures compare by one string.
-  Sha256 content;
-  for (const auto& [name, bytes] : s.arrays()) hash_capture_array(content, name, bytes);
+  // The arrays first, streamed in name order: the content hash (every array's name and bytes in
+  // name order, so a reader can check the arrays it got are the ones the manifest describes, and
+  // two captures compare by one string) is known once they are written. The manifest that holds
+  // it comes last in the file and first in the directory.
+  if (s.size() + c.images.size() + 1 > 0xffff) throw InputError("a capture holds at most 65535 entries");
+  const std::string content = s.write(zip);
+  for (const Capture::Image& im : c.images) zip.add("images/" + im.name, im.bytes);
 
   json m;
   m["format"] = kCaptureFormat;
@@ -295,6 +361,8 @@ void emit_capture(const Capture& c, ZipWriter& zip) {
   m["access"] = {{"steps", a.access.steps}, {"layers", a.access.layers}, {"heads", a.access.heads}, {"first_layer", a.access.first_layer}};
   if (!a.access.hip_layers.empty()) m["access"]["hip_layers"] = a.access.hip_layers;
   m["masks"] = !c.masks.empty();
+  m[layout::kMethods] = methods;
+  m[layout::kMethodColumns] = {{"scalars", layout::kMethodScalarColumns}, {"quality", layout::kQualityColumns}};
   m["traces"] = traces;
   m["locality"] = c.locality.empty() ? json(nullptr)
                                      : json{{"deltas", c.locality_params.deltas}, {"bins", c.locality_params.bins}};
@@ -303,13 +371,10 @@ void emit_capture(const Capture& c, ZipWriter& zip) {
   for (const Capture::Image& im : c.images) images.push_back("images/" + im.name);
   m["images"] = images;
   m["arrays"] = s.manifest();
-  m["content_sha256"] = content.finish_hex();
+  m["content_sha256"] = content;
   m["analysis"] = analysis_to_json(a, c.info.run, c.has_offload ? &c.offload : nullptr, c.has_offload ? &c.offload_config : nullptr);
 
-  if (s.arrays().size() + c.images.size() + 1 > 0xffff) throw InputError("a capture holds at most 65535 entries");
-  zip.add("manifest.json", m.dump(1, ' ', false, json::error_handler_t::replace) + "\n");
-  for (const auto& [name, bytes] : s.arrays()) zip.add(name + ".npy", bytes);
-  for (const Capture::Image& im : c.images) zip.add("images/" + im.name, im.bytes);
+  zip.add_listed_first("manifest.json", m.dump(1, ' ', false, json::error_handler_t::replace) + "\n");
   zip.finish();
 }
 

@@ -1,4 +1,5 @@
 #include "captures/figures.h"
+#include "captures/method_comparison_report.h"
 
 #include <algorithm>
 
@@ -107,6 +108,15 @@ std::vector<Figure> capture_figures(const Capture& c, const FigureOptions& o) {
   }
   if (c.has_offload)
     out.push_back({"hit_ratio.svg", "cache", "Hit ratio of the offloading banks per decode step", svg_hit_ratio_per_step(c.offload, style, context)});
+  if (c.methods.size() > 1) {
+    // One curve per method the capture holds: the comparison `capture --methods` was made for.
+    out.push_back({"methods_recall.svg", "methods", "Recall vs the oracle per layer (mean over heads), one curve per method",
+                   svg_method_layers(c, &HeadQuality::recall, "Recall vs oracle per layer, by method", "recall", style, context)});
+    out.push_back({"methods_out_err.svg", "methods",
+                   "Attention output relative error per layer (mean over heads), one curve per method",
+                   svg_method_layers(c, &HeadQuality::out_rel_err, "Output relative error per layer, by method",
+                                     "||O_method - O_dense|| / ||O_dense||", style, context)});
+  }
   if (c.has_view("latency"))
     out.push_back({"latency.svg", "latency",
                    cpu_reference_device(c.info.run.device)

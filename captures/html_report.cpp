@@ -7,6 +7,7 @@
 #include "captures/figures.h"
 #include "captures/layer_kinds.h"
 #include "captures/mask_png.h"
+#include "captures/method_comparison_report.h"
 #include "captures/svg_plots.h"
 #include "engine/analysis/hip_layer_means.h"
 
@@ -95,6 +96,13 @@ std::string html_report(const Capture& c, const FigureOptions& figures) {
         fmt(offload::hit_ratio(c.offload.sparse.total)));
   }
   s << "</table>\n";
+  if (c.methods.size() > 1) {
+    s << "<h2 id=\"methods\">Methods compared</h2>\n<p>Every method as the sparse side at the same budget against one dense "
+         "prefill; recall, mass and output error are means over the layers HiP replaces and their heads. The sections below "
+         "show the first method, "
+      << xml_escape(c.methods.front().choice.name) << " (<code>hipstudio export --method NAME</code> gives another's).</p>\n"
+      << method_table_html(c);
+  }
 
   // Parameters.
   s << "<h2 id=\"parameters\">Parameters</h2>\n<table>\n";

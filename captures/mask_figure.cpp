@@ -10,6 +10,7 @@
 
 #include "captures/layer_kinds.h"
 #include "captures/svg_plots.h"
+#include "kernels/methods/selection_method.h"
 #include "viz/raster.h"
 
 namespace hipstudio::captures {
@@ -36,9 +37,12 @@ viz::MaskFigureText mask_figure_text(const MaskExport& mask, const PairedAnalysi
   const hip::HipParams& p = a.options.hip.hip;
   const LayerKinds kinds = layer_kinds(a);
   const bool dense = !kinds.hip(layer);
-  // A HiP layer's title is plain; another kind names itself (the subtitle gives l_d of how many).
-  t.title = "HiP mask, layer " + std::to_string(layer) + ", head " + std::to_string(head) +
-            (dense ? " (" + kinds.short_text(layer) + " layer: what HiP would pick)" : "");
+  // The side's method names the mask (HiP's, or the registry method the side ran). A HiP layer's
+  // title is plain; another kind names itself (the subtitle gives l_d of how many).
+  const hip::methods::MethodChoice& method = a.options.hip.method;
+  const std::string who = method.is_hip() ? "HiP" : hip::methods::find_selection_method(method.name).title;
+  t.title = who + " mask, layer " + std::to_string(layer) + ", head " + std::to_string(head) +
+            (dense ? " (" + kinds.short_text(layer) + " layer: what " + who + " would pick)" : "");
   std::ostringstream s;
   if (!run.empty()) s << run << "; ";
   s << "k " << p.k << ", b_q " << p.b_q << ", b_k " << p.b_k << ", b_sq " << p.b_sq << ", b_sk " << p.b_sk << ", sink " << p.sink
@@ -55,7 +59,7 @@ viz::MaskFigureText mask_figure_text(const MaskExport& mask, const PairedAnalysi
   if (c.show_oracle) {
     t.legend = {{"hit", c.hit}, {"false pick", c.false_pick}, {"miss", c.miss}};
   } else {
-    t.legend = {{"HiP selected", c.selected}};
+    t.legend = {{who + " selected", c.selected}};
   }
   if (c.show_random) t.legend.push_back({"random", c.random});
   if (c.show_sink_dense) {

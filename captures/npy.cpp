@@ -297,6 +297,23 @@ NpyArray parse_npy(const unsigned char* data, size_t size, const std::string& na
   return a;
 }
 
+NpyView parse_npy_view(const unsigned char* data, size_t size, const std::string& name) {
+  const Header h = parse_header(data, size, name);
+  check_data_size(h, size - h.data_offset, name);
+  NpyView v;
+  v.dtype = h.dtype;
+  v.shape = h.shape;
+  v.elements = data + h.data_offset;
+  v.nbytes = size - h.data_offset;
+  return v;
+}
+
+int64_t NpyView::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
 NpyArray read_npy(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) fail(path, std::string("cannot open: ") + std::strerror(errno));

@@ -60,6 +60,17 @@ NpyArray read_npy(const std::string& path);
 // Validates and decodes an in-memory .npy image (what read_npy does after reading the bytes).
 NpyArray parse_npy(const unsigned char* data, size_t size, const std::string& name);
 
+// A validated .npy image's header and a view of its element bytes (inside `data`, which must
+// outlive it): parse_npy's checks without the copy, for arrays read out of a mapped file.
+struct NpyView {
+  NpyDType dtype = NpyDType::F32;
+  std::vector<int64_t> shape;
+  const unsigned char* elements = nullptr;  // numel * itemsize little-endian bytes, any alignment
+  size_t nbytes = 0;
+  int64_t numel() const;
+};
+NpyView parse_npy_view(const unsigned char* data, size_t size, const std::string& name);
+
 // Encodes a .npy image (version 1.0, or 2.0 when the header would not fit; 64-byte aligned data).
 std::vector<unsigned char> encode_npy(NpyDType dtype, const std::vector<int64_t>& shape, const void* data);
 

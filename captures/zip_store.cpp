@@ -6,6 +6,8 @@
 #include <set>
 #include <stdexcept>
 
+#include <zlib.h>
+
 #include "engine/formats/errors.h"
 
 namespace hipstudio::captures {
@@ -17,19 +19,6 @@ constexpr uint16_t kUtf8Flag = 0x0800;   // general purpose bit 11: names are UT
 constexpr uint16_t kDosDate1980 = 0x21;  // 1980-01-01: fixed, so equal captures give equal bytes
 constexpr uint16_t kAlignExtraId = 0xD935;  // the padding extra field Android's zipalign uses
 constexpr size_t kAlign = 64;
-
-const std::array<uint32_t, 256>& crc_table() {
-  static const std::array<uint32_t, 256> table = [] {
-    std::array<uint32_t, 256> t{};
-    for (uint32_t i = 0; i < 256; ++i) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-      t[i] = c;
-    }
-    return t;
-  }();
-  return table;
-}
 
 void put16(std::string& out, uint32_t v) {
   out.push_back(static_cast<char>(v & 0xff));
@@ -61,13 +50,20 @@ bool safe_name(const std::string& n) {
 }  // namespace
 
 uint32_t crc32(std::string_view bytes, uint32_t crc) {
-  const auto& t = crc_table();
-  crc = ~crc;
-  for (char ch : bytes) crc = t[(crc ^ static_cast<unsigned char>(ch)) & 0xff] ^ (crc >> 8);
-  return ~crc;
+  // zlib takes uInt lengths: feed it below 1 GiB at a time.
+  constexpr size_t kPiece = size_t{1} << 30;
+  uLong c = crc;
+  for (size_t at = 0; at < bytes.size(); at += kPiece) {
+    const size_t n = std::min(kPiece, bytes.size() - at);
+    c = ::crc32(c, reinterpret_cast<const Bytef*>(bytes.data() + at), static_cast<uInt>(n));
+  }
+  return static_cast<uint32_t>(c);
 }
 
-void ZipWriter::add(const std::string& name, std::string_view data) {
+void ZipWriter::add(const std::string& name, std::string_view data) { add_entry(name, data, central_); }
+void ZipWriter::add_listed_first(const std::string& name, std::string_view data) { add_entry(name, data, central_first_); }
+
+void ZipWriter::add_entry(const std::string& name, std::string_view data, std::string& central) {
   constexpr uint64_t kLimit = std::numeric_limits<uint32_t>::max();
   if (finished_) throw std::logic_error("ZipWriter::add after finish");
   if (!safe_name(name)) throw InputError("capture entry name '" + name + "' is not a safe relative path");
@@ -102,37 +98,37 @@ void ZipWriter::add(const std::string& name, std::string_view data) {
   sink_(data);
   offset_ += header.size() + data.size();
 
-  put32(central_, kCentralSig);
-  put16(central_, 0x0314);  // made by: Unix, spec 2.0
-  put16(central_, 20);
-  put16(central_, kUtf8Flag);
-  put16(central_, 0);
-  put16(central_, 0);
-  put16(central_, kDosDate1980);
-  put32(central_, crc);
-  put32(central_, static_cast<uint32_t>(data.size()));
-  put32(central_, static_cast<uint32_t>(data.size()));
-  put16(central_, static_cast<uint32_t>(name.size()));
-  put16(central_, 0);  // extra
-  put16(central_, 0);  // comment
-  put16(central_, 0);  // disk
-  put16(central_, 0);  // internal attributes
-  put32(central_, 0100644u << 16);  // external: a regular file, rw-r--r--
-  put32(central_, offset);
-  central_ += name;
+  put32(central, kCentralSig);
+  put16(central, 0x0314);  // made by: Unix, spec 2.0
+  put16(central, 20);
+  put16(central, kUtf8Flag);
+  put16(central, 0);
+  put16(central, 0);
+  put16(central, kDosDate1980);
+  put32(central, crc);
+  put32(central, static_cast<uint32_t>(data.size()));
+  put32(central, static_cast<uint32_t>(data.size()));
+  put16(central, static_cast<uint32_t>(name.size()));
+  put16(central, 0);  // extra
+  put16(central, 0);  // comment
+  put16(central, 0);  // disk
+  put16(central, 0);  // internal attributes
+  put32(central, 0100644u << 16);  // external: a regular file, rw-r--r--
+  put32(central, offset);
+  central += name;
 }
 
 void ZipWriter::finish() {
   if (finished_) throw std::logic_error("ZipWriter::finish twice");
   finished_ = true;
   const uint32_t cd_offset = static_cast<uint32_t>(offset_);
-  std::string end = central_;
+  std::string end = central_first_ + central_;
   put32(end, kEndSig);
   put16(end, 0);
   put16(end, 0);
   put16(end, static_cast<uint32_t>(names_.size()));
   put16(end, static_cast<uint32_t>(names_.size()));
-  put32(end, static_cast<uint32_t>(central_.size()));
+  put32(end, static_cast<uint32_t>(central_first_.size() + central_.size()));
   put32(end, cd_offset);
   put16(end, 0);
   sink_(end);
@@ -148,10 +144,27 @@ std::string zip_encode(const std::vector<ZipEntry>& entries) {
   return out;
 }
 
+namespace {
+[[noreturn]] void damaged(const std::string& what, const std::string& why) {
+  throw InputError(what + ": damaged capture: " + why + "; write the capture again (or restore a copy)");
+}
+}  // namespace
+
+void check_entry_crc(const ZipEntryView& e, const std::string& what) {
+  if (crc32(e.data) != e.crc) damaged(what, "entry '" + e.name + "' fails its CRC-32 check (its bytes were changed)");
+}
+
 std::vector<ZipEntry> zip_decode(std::string_view b, const std::string& what) {
-  auto fail = [&](const std::string& why) -> void {
-    throw InputError(what + ": damaged capture: " + why + "; write the capture again (or restore a copy)");
-  };
+  std::vector<ZipEntry> entries;
+  for (const ZipEntryView& e : zip_index(b, what)) {
+    check_entry_crc(e, what);
+    entries.push_back({e.name, std::string(e.data)});
+  }
+  return entries;
+}
+
+std::vector<ZipEntryView> zip_index(std::string_view b, const std::string& what) {
+  auto fail = [&](const std::string& why) -> void { damaged(what, why); };
   if (b.size() < kEndSize) fail("the file is " + std::to_string(b.size()) + " bytes, too short to be a capture (truncated?)");
   // The end record sits in the last 22 + 65535 bytes (it may carry a comment).
   size_t end = std::string_view::npos;
@@ -169,7 +182,7 @@ std::vector<ZipEntry> zip_decode(std::string_view b, const std::string& what) {
   const uint64_t cd_size = get32(b, end + 12), cd_offset = get32(b, end + 16);
   if (cd_offset + cd_size != end) fail("the central directory does not end where the end record starts (offset/size damaged)");
 
-  std::vector<ZipEntry> entries;
+  std::vector<ZipEntryView> entries;
   std::set<std::string> names;
   std::vector<std::pair<uint64_t, uint64_t>> ranges;  // [local header, data end) of every entry
   size_t at = cd_offset;
@@ -197,9 +210,7 @@ std::vector<ZipEntry> zip_decode(std::string_view b, const std::string& what) {
     const uint64_t data = local + kLocalSize + lname + lextra;
     if (data + csize > cd_offset) fail(label + ": its data runs past the data area (" + std::to_string(csize) + " bytes claimed)");
     ranges.emplace_back(local, data + csize);
-    ZipEntry e{name, std::string(b.substr(data, csize))};
-    if (crc32(e.data) != crc) fail("entry '" + name + "' fails its CRC-32 check (its bytes were changed)");
-    entries.push_back(std::move(e));
+    entries.push_back({name, b.substr(data, csize), crc});
     at += kCentralSize + name_len + extra_len + comment_len;
   }
   if (at != end) fail("the central directory holds more bytes than its entries");

@@ -93,6 +93,16 @@ std::shared_ptr<const OpenCapture> capture_view(const std::string& path, bool ke
   out->params.push_back(std::to_string(pa.prompt_ids.size()) + " prompt tokens, written by hipstudio " +
                         c.info.run.tool_version + " on " + c.info.created);
 
+  // The methods the capture holds (format 3 keys every one by name): the first is the side the
+  // panels show; each one's numbers as the report's comparison table gives them.
+  out->methods = c.method_names();
+  for (const captures::CapturedMethod& cm : c.methods) {
+    std::snprintf(buf, sizeof buf, "%s%s: ppl %.4f, KL %.5f, top-1 %.3f, recall %.3f", cm.choice.name.c_str(),
+                  &cm == &c.methods.front() ? " (shown)" : "", cm.side.ppl, cm.kl, cm.top1_agreement,
+                  captures::method_mean(cm, pa.layers, &HeadQuality::recall));
+    out->params.push_back(buf);
+  }
+
   view->analysis = std::make_shared<const PairedAnalysis>(std::move(pa));
   out->analysis = view;
   return out;

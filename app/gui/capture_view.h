@@ -20,7 +20,8 @@ struct OpenCapture {
   std::shared_ptr<const AnalysisView> analysis;   // the capture's analysis, model info inside
   HipKnobs knobs;                                 // the capture's parameters, as the (disabled) sliders show them
   std::string banner;                             // "Capture FILE (read-only): model, date, device"
-  std::vector<std::string> params;                // parameter lines for the sidebar
+  std::vector<std::string> params;                // parameter lines for the sidebar, one per method at the end
+  std::vector<std::string> methods;               // the methods the capture holds, in order; the first is shown
   // The capture held each token's text (captures::CaptureInfo::prompt_pieces): the token views
   // show it. Without it they show "#id" and the sidebar shows the manifest's prompt text.
   bool has_pieces = false;

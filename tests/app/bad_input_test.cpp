@@ -250,8 +250,8 @@ TEST_F(BadInput, InconsistentCapturesAreRefusedNamingTheField) {
   expect_refused(edited_capture(good, [](json& m) { m["params"]["decode_steps"] = 5; }), "params.decode_steps");
   expect_refused(edited_capture(good, [](json& m) { m["mask_refreshes"] = 0; }), "mask_refreshes");
   expect_refused(edited_capture(good, [](json& m) { m["access"]["first_layer"] = 0; m["offload"]["first_layer"] = 0; }), "access.first_layer");
-  expect_refused(edited_capture(good, {}, "masks/L3/dense_from", [](NpyArray& a) { reinterpret_cast<int64_t*>(a.bytes.data())[0] = -8; }),
-                 "masks/L3/dense_from");
+  expect_refused(edited_capture(good, {}, "masks/L3/hip/dense_from", [](NpyArray& a) { reinterpret_cast<int64_t*>(a.bytes.data())[0] = -8; }),
+                 "masks/L3/hip/dense_from");
   expect_refused(edited_capture(good, {}, "locality/L3/counts", [](NpyArray& a) { reinterpret_cast<int64_t*>(a.bytes.data())[0] = -2; }),
                  "locality/L3/counts");
   expect_refused(edited_capture(good, {}, "offload/mask/total", [](NpyArray& a) { reinterpret_cast<int64_t*>(a.bytes.data())[1] += 1; }),
@@ -260,10 +260,13 @@ TEST_F(BadInput, InconsistentCapturesAreRefusedNamingTheField) {
                  "analysis/layers");  // layer 1 marked dense with l_d = 1
   expect_refused(edited_capture(good, {}, "analysis/decode", [](NpyArray& a) { reinterpret_cast<int64_t*>(a.bytes.data())[1] = 99; }),
                  "analysis/decode");
+  // The stored Q/K/V are checked by the commands that read them (report --npy-dir, the GUI; open
+  // --print and the figures leave them unread).
   write_bytes(bad, edited_capture(good, {}, "inputs/L2/k", [](NpyArray& a) { reinterpret_cast<float*>(a.bytes.data())[3] = NAN; }));
-  const CommandResult r = run_merged("open --print " + bad);
+  const CommandResult r = run_merged("report " + bad + " --out " + tmp.file("r.html") + " --npy-dir " + tmp.file("npy"));
   EXPECT_EQ(r.status, 2) << r.out;
   EXPECT_TRUE(has(r.out, "array 'inputs/L2/k'") && has(r.out, "NaN at index [0, 0, 3]")) << r.out;
+  EXPECT_EQ(run_merged("open --print " + bad).status, 0);
 }
 
 // Item 5, export: PNG bytes never go under an .svg name; the format can come from the name.

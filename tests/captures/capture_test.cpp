@@ -187,7 +187,7 @@ TEST(CaptureFile, IsAZipOfNpyArraysWithAManifest) {
   EXPECT_EQ(m["model"]["sha256"], std::string(64, 'a'));
   bool found = false;
   for (const ZipEntry& e : entries)
-    if (e.name == "masks/L1/hip_blocks.npy") {
+    if (e.name == "masks/L1/hip/blocks.npy") {
       found = true;
       const NpyArray a = parse_npy(reinterpret_cast<const unsigned char*>(e.data.data()), e.data.size(), e.name);
       EXPECT_EQ(a.shape, (std::vector<int64_t>{2, 10, 4}));
@@ -227,19 +227,19 @@ TEST(CaptureFile, FlippedBytesAreRejected) {
 TEST(CaptureFile, ShapesThatDisagreeWithTheManifestAreRejected) {
   const std::string bytes = encode_capture(fixture());
   // The manifest lists another shape for an array.
-  expect_rejected(with_manifest(bytes, [](json& m) { m["arrays"]["analysis/quality.npy"]["shape"] = {2, 2, 5}; }),
-                  {"analysis/quality", "[2, 2, 6]", "[2, 2, 5]"});
+  expect_rejected(with_manifest(bytes, [](json& m) { m["arrays"]["methods/hip/quality.npy"]["shape"] = {2, 2, 5}; }),
+                  {"methods/hip/quality", "[2, 2, 6]", "[2, 2, 5]"});
   // The manifest's dimensions disagree with the arrays.
   expect_rejected(with_manifest(bytes, [](json& m) { m["dims"]["heads"] = 3; }), {"has shape", "need"});
   // An array whose data size disagrees with its own header (same manifest).
   auto entries = zip_decode(bytes, "x");
   for (ZipEntry& e : entries)
-    if (e.name == "analysis/scalars.npy") e.data.resize(e.data.size() - 8);
-  expect_rejected(zip_encode(entries), {"analysis/scalars.npy", "truncated"});
+    if (e.name == "methods/hip/scalars.npy") e.data.resize(e.data.size() - 8);
+  expect_rejected(zip_encode(entries), {"methods/hip/scalars.npy", "truncated"});
   // An array replaced by another of the right shape: the content hash catches it.
   entries = zip_decode(bytes, "x");
   for (ZipEntry& e : entries)
-    if (e.name == "analysis/scalars.npy") e.data[e.data.size() - 1] ^= 0x01;
+    if (e.name == "methods/hip/scalars.npy") e.data[e.data.size() - 1] ^= 0x01;
   expect_rejected(zip_encode(entries), {"content_sha256"});
   // A missing field.
   expect_rejected(with_manifest(bytes, [](json& m) { m["params"].erase("b_k"); }), {"'b_k'", "missing"});
@@ -247,11 +247,11 @@ TEST(CaptureFile, ShapesThatDisagreeWithTheManifestAreRejected) {
 
 TEST(CaptureFile, VersionsSayWhatTheyNeed) {
   const std::string bytes = encode_capture(fixture());
-  expect_rejected(with_manifest(bytes, [](json& m) { m["format_version"] = 3; m["min_reader_version"] = 3; }),
-                  {"format version 3", "needs a reader of version 3", "update hipstudio"});
-  // A newer writer that stays readable by version 2 readers loads.
-  const Capture newer = decode_capture(with_manifest(bytes, [](json& m) { m["format_version"] = 4; m["min_reader_version"] = 2; }), "m");
-  EXPECT_EQ(newer.format_version, 4);
+  expect_rejected(with_manifest(bytes, [](json& m) { m["format_version"] = 4; m["min_reader_version"] = 4; }),
+                  {"format version 4", "needs a reader of version 4", "update hipstudio"});
+  // A newer writer that stays readable by version 3 readers loads.
+  const Capture newer = decode_capture(with_manifest(bytes, [](json& m) { m["format_version"] = 5; m["min_reader_version"] = 3; }), "m");
+  EXPECT_EQ(newer.format_version, 5);
   expect_rejected(with_manifest(bytes, [](json& m) { m["format_version"] = 0; m["min_reader_version"] = 0; }), {"older"});
   expect_rejected(with_manifest(bytes, [](json& m) { m["format"] = "something.else"; }), {"not a HiP Studio capture"});
   expect_rejected(zip_encode({{"hello.txt", "hi"}}), {"no manifest.json"});

@@ -196,9 +196,9 @@ TEST(Exports, FilesLandInTheirFolders) {
   for (const Figure& f : capture_figures(fixture())) vector_figures += !f.png();
   EXPECT_EQ(figures.size(), capture_figures(fixture()).size() + vector_figures);  // a PDF beside each SVG
   const auto npy = write_npy_exports(fixture(), dir.file("npy"));
-  EXPECT_TRUE(std::filesystem::exists(dir.file("npy/masks__L1__hip_blocks.npy")));
+  EXPECT_TRUE(std::filesystem::exists(dir.file("npy/masks__L1__hip__blocks.npy")));
   EXPECT_GT(npy.size(), 40u);
-  const NpyArray a = read_npy(dir.file("npy/masks__L1__recall.npy"));
+  const NpyArray a = read_npy(dir.file("npy/masks__L1__hip__recall.npy"));
   EXPECT_EQ(a.shape, (std::vector<int64_t>{2, 10}));
 }
 
@@ -224,7 +224,7 @@ TEST(Exports, ExportViewPicksOneFile) {
   ExportRequest r;
   r.what = "array";
   r.format = "npy";
-  r.name = "analysis/quality";
+  r.name = "methods/hip/quality";
   const std::string q = export_view(c, r);
   EXPECT_EQ(parse_npy(reinterpret_cast<const unsigned char*>(q.data()), q.size(), "q").shape, (std::vector<int64_t>{2, 2, 6}));
   EXPECT_EQ(hipstudio::testing::xml_problem(one("mask", "svg", 1, 1)), "");  // the vector mask figure
