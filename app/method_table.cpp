@@ -5,6 +5,7 @@
 
 #include "engine/analysis/hip_layer_means.h"
 #include "engine/formats/errors.h"
+#include "viz/number_text.h"
 
 namespace hipstudio::app {
 
@@ -24,12 +25,7 @@ std::vector<hip::methods::MethodChoice> method_choices(const MethodOptions& meth
 }
 
 namespace {
-std::string cell(double v, const char* format) {
-  if (!std::isfinite(v)) return "-";
-  char b[32];
-  std::snprintf(b, sizeof b, format, v);
-  return b;
-}
+std::string cell(double v, const char* format) { return viz::number_text(v, format, "-"); }
 }  // namespace
 
 void print_method_table(std::FILE* out, const std::vector<MethodRun>& runs) {

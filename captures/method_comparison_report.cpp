@@ -5,16 +5,12 @@
 #include <sstream>
 
 #include "captures/svg_plots.h"
+#include "viz/number_text.h"
 
 namespace hipstudio::captures {
 namespace {
 
-std::string cell(double v, const char* format) {
-  if (!std::isfinite(v)) return "n/a";
-  char b[48];
-  std::snprintf(b, sizeof b, format, v);
-  return b;
-}
+std::string cell(double v, const char* format) { return viz::number_text(v, format, "n/a"); }
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "captures/svg_plots.h"
+#include "viz/number_text.h"
 
 namespace hipstudio::app {
 
@@ -15,12 +16,7 @@ using hip::HipField;
 // Okabe and Ito's colour-blind-safe set, one colour per method in the order the rows name them.
 constexpr std::array<uint32_t, 6> kMethodColors = {0x0072b2, 0xd55e00, 0x009e73, 0xcc79a7, 0xe69f00, 0x56b4e9};
 
-std::string number(double v, const char* format) {
-  if (!std::isfinite(v)) return "";
-  char b[48];
-  std::snprintf(b, sizeof b, format, v);
-  return b;
-}
+std::string number(double v, const char* format) { return viz::number_text(v, format, ""); }
 
 }  // namespace
 
