@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include "tests/kernels/mask_expectations.h"
 #include "engine/analysis/kept_inputs.h"
 #include "engine/analysis/method_layer_mask.h"
 #include "kernels/methods/selection_method.h"
@@ -51,14 +52,7 @@ hm::MethodChoice choice(const std::string& name) {
   return {name, hm::resolve_values(hm::find_selection_method(name), {}, params())};
 }
 
-void expect_same_mask(const hip::MaskResult& got, const hip::MaskResult& want, const std::string& what) {
-  ASSERT_EQ(got.heads, want.heads) << what;
-  ASSERT_EQ(got.query_blocks, want.query_blocks) << what;
-  ASSERT_EQ(got.kb, want.kb) << what;
-  EXPECT_EQ(got.blocks, want.blocks) << what;
-  EXPECT_EQ(got.counts, want.counts) << what;
-  EXPECT_EQ(got.dense_from, want.dense_from) << what;
-}
+using testing::expect_same_mask;
 
 TEST(MethodLayerMask, EveryMethodGivesItsReferenceMaskFromHostArraysAndFromKeptTensors) {
   const int64_t layer = 3;

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "tests/kernels/mask_expectations.h"
 #include "kernels/dot_f64.h"
 #include "kernels/methods/fixed_order_f64.h"
 #include "kernels/methods/torch/tensor_fixed_order.h"
@@ -25,12 +26,7 @@ methods::TensorInputs tensors_of(const testing::OwnedInputs& o, at::ScalarType d
 }
 
 void expect_same(const MaskResult& want, const MaskResult& got, const std::string& what) {
-  EXPECT_EQ(got.heads, want.heads) << what;
-  EXPECT_EQ(got.query_blocks, want.query_blocks) << what;
-  EXPECT_EQ(got.kb, want.kb) << what;
-  EXPECT_EQ(got.blocks, want.blocks) << what;
-  EXPECT_EQ(got.counts, want.counts) << what;
-  EXPECT_EQ(got.dense_from, want.dense_from) << what;
+  hipstudio::testing::expect_same_mask(got, want, what);
 }
 
 TEST(SelectionMethodsTorch, FixedOrderOpsGiveTheScalarBits) {
