@@ -30,6 +30,7 @@ void register_analyze_command(CLI::App& root) {
     std::string prompt;
     std::string json_out;
     std::string sweep, sweep_out;
+    int64_t sweep_layer = -1;
     MethodOptions methods;
     bool quiet = false;
   };
@@ -43,17 +44,24 @@ void register_analyze_command(CLI::App& root) {
                   "NAME=V1,V2,...: the run for each value of one of k, b_k, b_q, l_d, r_m against one dense prefill; "
                   "a table on stdout, sweep_NAME.csv and an SVG per metric, the JSON at --json");
   cmd->add_option("--sweep-out", args->sweep_out, "folder of the sweep's CSV and SVG files (default: the folder of --json)");
+  CLI::Option* sweep_layer_option =
+      cmd->add_option("--sweep-layer", args->sweep_layer,
+                      "L: the sweep's recall, mass and output error of layer L alone, whose views are the only ones "
+                      "computed (seconds a value at 32k tokens instead of a view of every layer); default: means over "
+                      "every HiP layer. KL and latency are the whole model's either way");
   // random's seed is --seed (the views' random baseline draws with it too); every other method's
   // parameter is a flag of its own.
   args->methods.add_options(*cmd, "hip", {"random"});
   CLI::Option* methods_option = cmd->get_option("--methods");
   add_quiet_flag(*cmd, args->quiet);
-  cmd->callback([args, methods_option] {
+  cmd->callback([args, methods_option, sweep_layer_option] {
     const bool comparing = methods_option->count() > 0;
     if (comparing && !args->sweep.empty())
       throw InputError("--sweep varies HiP's parameters and --methods compares methods at one setting: give one of them");
     if (!args->sweep_out.empty() && args->sweep.empty())
       throw InputError("--sweep-out names where a sweep's files go: give --sweep NAME=V1,V2,... too, or leave it out");
+    if (sweep_layer_option->count() > 0 && args->sweep.empty())
+      throw InputError("--sweep-layer picks the layer a sweep measures: give --sweep NAME=V1,V2,... too, or leave it out");
     // Everything that can be checked without the weights is, so no refusal comes at 100%.
     CommandPaths paths;
     paths.output_files.push_back({"--json", args->json_out});
@@ -74,7 +82,14 @@ void register_analyze_command(CLI::App& root) {
     std::vector<hip::methods::MethodChoice> methods;
     if (comparing) methods = method_choices(args->methods, options);
     const bool sweeping = !args->sweep.empty();
-    const SweepSpec sweep = sweeping ? parse_sweep(args->sweep, args->run.hip, preflight.config) : SweepSpec{};
+    SweepSpec sweep = sweeping ? parse_sweep(args->sweep, args->run.hip, preflight.config) : SweepSpec{};
+    if (sweep_layer_option->count() > 0) {
+      if (args->sweep_layer < 0 || args->sweep_layer >= preflight.config.n_layers)
+        throw InputError("--sweep-layer " + std::to_string(args->sweep_layer) + " is outside the model's " +
+                         std::to_string(preflight.config.n_layers) + " layers: give 0 to " +
+                         std::to_string(preflight.config.n_layers - 1));
+      sweep.views_layer = args->sweep_layer;
+    }
     ProgressLine progress("analyze", args->quiet);
     progress(0.0, "loading the model");
     auto model = args->model.load();

@@ -73,8 +73,14 @@ std::string sweep_context(const std::string& model, const std::string& device, c
   add(HipField::kRefreshEvery, base.hip.refresh_every);
   add(HipField::kDecodeSteps, base.decode_steps);
   std::string c = model + " on " + device + ", T = " + std::to_string(result.prompt_tokens) + "; " + held;
+  c += "; " + sweep_views_scope(result);
   if (!result.timed) c += "; no latency: the CPU runs HiP's float64 correctness reference";
   return c;
+}
+
+std::string sweep_views_scope(const SweepResult& r) {
+  return r.views_layer < 0 ? "recall, mass and error: mean over the HiP layers"
+                           : "recall, mass and error: layer " + std::to_string(r.views_layer) + " alone";
 }
 
 std::string sweep_table(const SweepResult& r) {
@@ -83,7 +89,7 @@ std::string sweep_table(const SweepResult& r) {
   char line[256];
   std::snprintf(line, sizeof line, "%-8s %8s %10s %10s %12s %12s %12s %10s\n", "method", field.c_str(), "recall", "mass",
                 "out_rel_err", "kl", "latency_ms", "refreshes");
-  out += line;
+  out = "# " + sweep_views_scope(r) + "\n" + line;
   for (const SweepRow& row : r.rows) {
     const std::string latency = std::isfinite(row.latency_ms) ? number(row.latency_ms, "%.3f") : "n/a";
     std::snprintf(line, sizeof line, "%-8s %8lld %10.4f %10.4f %12.5f %12.6f %12s %10lld\n", row.method.c_str(),
@@ -139,6 +145,7 @@ std::string sweep_json(const SweepResult& r, const std::string& context) {
   j["field"] = hip::hip_field_name(r.field);
   j["timed"] = r.timed;
   j["prompt_tokens"] = r.prompt_tokens;
+  j["views_layer"] = r.views_layer < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.views_layer);
   j["context"] = context;
   nlohmann::json rows = nlohmann::json::array();
   for (const SweepRow& row : r.rows) {

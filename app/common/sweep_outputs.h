@@ -35,7 +35,10 @@ std::vector<std::string> sweep_methods(const SweepResult& result);
 std::string sweep_context(const std::string& model, const std::string& device, const AnalysisOptions& base,
                           const SweepResult& result);
 
-// A fixed-width table, one line per row: method, value and every metric ("n/a" for an untimed latency).
+// What the quality columns average: "recall, mass and error: mean over the HiP layers" or "... layer L alone".
+std::string sweep_views_scope(const SweepResult& result);
+
+// A fixed-width table after a "# " line of sweep_views_scope, one line per row: method, value and every metric ("n/a" for an untimed latency).
 std::string sweep_table(const SweepResult& result);
 // Header `method,<field>,recall,mass,out_rel_err,kl,latency_ms,mask_refreshes`; an untimed latency
 // is an empty cell.
@@ -43,7 +46,7 @@ std::string sweep_csv(const SweepResult& result);
 // The figure of one metric: x the swept value (linear), a line per method.
 std::string sweep_svg(const SweepResult& result, SweepMetric metric, const std::string& context,
                       const viz::FigureStyle& style = viz::paper_style());
-// schema hipstudio.sweep/1: field, timed, prompt_tokens, context, rows.
+// schema hipstudio.sweep/1: field, timed, prompt_tokens, views_layer (null: every HiP layer), context, rows.
 std::string sweep_json(const SweepResult& result, const std::string& context);
 
 // The files of a sweep, named after the field: sweep_<field>.csv and sweep_<field>_<metric>.svg for

@@ -108,6 +108,7 @@ Request make_request(const AppState& s) {
   r.sweep_id = s.sweep_id;
   r.sweep_field = s.sweep_field;
   r.sweep_values = s.sweep_values;
+  r.sweep_views_layer = s.sweep_views_layer;
   r.methods_id = s.methods_id;
   r.methods = s.methods;
   r.compare_methods = compare_choices(s);

@@ -123,6 +123,8 @@ struct Selection {
   uint64_t sweep_id = 0;
   hip::HipField sweep_field = hip::HipField::kK;
   std::vector<int64_t> sweep_values;
+  int64_t sweep_views_layer = -1;  // the layer it measures (the viewed one when Run was pressed), -1 every HiP layer
+  bool sweep_every_layer = false;  // the panel's "every layer" box: quality means over every HiP layer (slower)
   // Methods panel: the comparison asked for (bumped by Run; 0: none) and its checked methods.
   uint64_t methods_id = 0;
   std::vector<hip::methods::MethodChoice> methods;

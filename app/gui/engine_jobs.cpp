@@ -200,7 +200,9 @@ std::shared_ptr<const SweepView> sweep_job(const LoadedModel& model, const Model
   auto view = std::make_shared<SweepView>();
   view->id = r.sweep_id;
   view->base = analysis_options(info, r);
-  view->result = run_sweep(model.model, r.prompt, view->base, SweepSpec{r.sweep_field, r.sweep_values},
+  SweepSpec spec{r.sweep_field, r.sweep_values};
+  spec.views_layer = r.sweep_views_layer;
+  view->result = run_sweep(model.model, r.prompt, view->base, spec,
                            [&](double f, const std::string& what) { return progress(f, what); });
   view->context = app::sweep_context(info.display_name, info.device, view->base, view->result);
   return view;

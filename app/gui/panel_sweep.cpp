@@ -151,9 +151,17 @@ class SweepPanel final : public Panel {
     if (ImGui::Button("Run##sweep")) {
       s.sweep_field = field;
       s.sweep_values = parsed.values;
+      s.sweep_views_layer = s.sweep_every_layer ? -1 : s.layer;
       asked_id_ = ++s.sweep_id;
     }
     ImGui::EndDisabled();
+    ImGui::SameLine();
+    ImGui::Checkbox("every layer##sweep", &s.sweep_every_layer);
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("Off: recall, mass and error of the viewed layer (%d) alone, the only layer whose views a value "
+                        "computes (seconds a value).\nOn: their means over every HiP layer (a layer's views each).\n"
+                        "KL and latency are the whole model's either way.",
+                        s.layer);
     // The line under the controls is always there (empty when all is well), so an error never moves them.
     if (!parsed.problem.empty()) warn_text(parsed.problem, ctx.theme);
     else if (!s.invalid.empty()) warn_text("The sidebar's settings are refused: " + s.invalid, ctx.theme);

@@ -46,6 +46,7 @@ struct Request {
   uint64_t sweep_id = 0;
   hip::HipField sweep_field = hip::HipField::kK;
   std::vector<int64_t> sweep_values;
+  int64_t sweep_views_layer = -1;  // SweepSpec::views_layer: the layer whose quality it measures, -1 every HiP layer
   // The Methods panel's comparison (engine/analysis/method_comparison.h) at the current settings:
   // bumped by its Run button (0: nothing asked); the methods with their resolved values.
   uint64_t methods_id = 0;

@@ -77,6 +77,7 @@ const std::vector<Worker::StageDef>& Worker::stages() {
        [](std::ostream& k, const Request& r) {
          k << "|W" << r.sweep_id << '|' << static_cast<int>(r.sweep_field);
          for (int64_t v : r.sweep_values) k << ',' << v;
+         k << "|L" << r.sweep_views_layer;
        },
        &Worker::run_sweep, false},
       // The Methods panel's comparison: likewise its own paired run, when asked.

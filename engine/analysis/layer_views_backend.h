@@ -52,10 +52,10 @@ struct LayerViewsSetup {
   // (dense rows from the flash kernel, see tensor_layer_views.cpp); tests turn it off to compare.
   bool fused_dense = true;
   // Tensor implementation, fused route on CUDA: the oracle's block scores by the block-max kernel
-  // (kernels/cuda/oracle_block_scores.h) where it takes the shapes, else by tensor ops. Off until
-  // its gpu test (LayerViewsCuda.Bf16BlockMaxKernelGivesTheTensorOpsOracle) has passed on a device
-  // and its speed is measured (kernels/BENCHMARKS.md); that test turns it on.
-  bool block_max_kernel = false;
+  // (kernels/cuda/oracle_block_scores.h) where it takes the shapes, else by tensor ops (the same
+  // products summed in another order: LayerViewsCuda.Bf16BlockMaxKernelGivesTheTensorOpsOracle
+  // compares the two). Tests turn it off to compare.
+  bool block_max_kernel = true;
   // Tensor implementation: called between KV groups; it may throw to stop the layer (the GUI's
   // background views give way to a newly picked layer there).
   std::function<void()> checkpoint;

@@ -68,8 +68,14 @@ SweepResult run_sweep(std::shared_ptr<const Model> model, const std::string& pro
                        " (the first l_d full-attention layers run dense; this model has " + std::to_string(full) +
                        " of them)");
   }
+  if (spec.views_layer < -1 || spec.views_layer >= model->config.n_layers)
+    throw InputError("the sweep's views layer " + std::to_string(spec.views_layer) + " is outside the model's " +
+                     std::to_string(model->config.n_layers) + " layers: give 0 to " +
+                     std::to_string(model->config.n_layers - 1) + ", or -1 for every layer");
+  for (AnalysisOptions& o : points) o.views_only_layer = spec.views_layer;  // the other layers' views stay pending
   SweepResult result;
   result.field = spec.field;
+  result.views_layer = spec.views_layer;
   result.timed = model->run.device.is_cuda();
   const double n = static_cast<double>(points.size());
   // Point i owns the fraction [i / n, (i + 1) / n) of the progress; the first also holds the dense prefill.

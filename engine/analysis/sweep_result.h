@@ -30,6 +30,11 @@ inline hip::HipField sweep_field_by_name(const std::string& name) {
 struct SweepSpec {
   hip::HipField field = hip::HipField::kNone;
   std::vector<int64_t> values;  // in the order given; each must make valid HiP parameters
+  // -1: recall, mass and output error are means over every HiP layer's heads. L >= 0: over layer
+  // L's heads alone, and no other layer's views are computed (the views are most of a sweep point's
+  // time: ~0.2 s a layer of an 8B model at 32k tokens on an H200). KL and latency are the whole
+  // model's either way. The GUI's sweep panel defaults to its viewed layer.
+  int64_t views_layer = -1;
 };
 
 // One value's numbers for one selection method. Rows are keyed by the method's registry name so that
@@ -37,7 +42,9 @@ struct SweepSpec {
 struct SweepRow {
   std::string method = "hip";
   int64_t value = 0;
-  double recall = 0;       // HeadQuality::recall, mean over the HiP layers' heads (mean_over_hip_layers, hip_layer_means.h)
+  // HeadQuality::recall, mean over the HiP layers' heads (mean_over_hip_layers, hip_layer_means.h),
+  // or over SweepResult::views_layer's heads; NaN where that layer runs dense at this value
+  double recall = 0;
   double mass = 0;         // HeadQuality::mass, the same mean
   double out_rel_err = 0;  // HeadQuality::out_rel_err, the same mean
   double kl = 0;           // PairedAnalysis::kl: KL(dense || HiP), mean over prompt positions
@@ -49,6 +56,7 @@ struct SweepResult {
   hip::HipField field = hip::HipField::kNone;
   bool timed = false;        // latency_ms measured (a CUDA run)
   int64_t prompt_tokens = 0; // T, with BOS
+  int64_t views_layer = -1;  // SweepSpec::views_layer: -1 every HiP layer, else the one layer measured
   std::vector<SweepRow> rows;  // (values x methods), in the spec's order
 };
 

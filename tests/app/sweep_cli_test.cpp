@@ -112,6 +112,28 @@ TEST(SweepCli, FilesGoBesideTheJsonWithoutSweepOut) {
   EXPECT_TRUE(std::filesystem::exists(tmp.file("sweep_b_q_recall.svg")));
 }
 
+// --sweep-layer L: the JSON, the table and the figures say that the quality columns are layer L's,
+// and they are not the mean over every HiP layer the same sweep gives without it.
+TEST(SweepCli, OneLayerSweepSaysWhichLayerItMeasured) {
+  TempDir tmp;
+  std::ofstream(tmp.file("prompt.txt")) << "Once upon a time, there was a little girl named Lily. She loved to play "
+                                           "outside in the park with her dog, and every day they ran to the big tree.";
+  const std::string run = "analyze --prompt @" + tmp.file("prompt.txt") + kHip + " --sweep k=8,16 ";
+  const CommandResult one = run_hipstudio(run + "--sweep-layer 3 --json " + tmp.file("one.json"));
+  ASSERT_EQ(one.status, 0) << one.out;
+  const CommandResult all = run_hipstudio(run + "--sweep-out " + tmp.file("all") + " --json " + tmp.file("all.json"));
+  ASSERT_EQ(all.status, 0) << all.out;
+  const nlohmann::json a = nlohmann::json::parse(read(tmp.file("one.json")));
+  const nlohmann::json b = nlohmann::json::parse(read(tmp.file("all.json")));
+  EXPECT_EQ(a["views_layer"], 3);
+  EXPECT_TRUE(b["views_layer"].is_null());
+  EXPECT_NE(a["rows"][0]["out_rel_err"].get<double>(), b["rows"][0]["out_rel_err"].get<double>());
+  EXPECT_DOUBLE_EQ(a["rows"][0]["kl"].get<double>(), b["rows"][0]["kl"].get<double>()) << "KL is the whole model's";
+  EXPECT_NE(one.out.find("layer 3 alone"), std::string::npos) << one.out;
+  EXPECT_NE(read(tmp.file("sweep_k_recall.svg")).find("layer 3 alone"), std::string::npos);
+  EXPECT_NE(all.out.find("mean over the HiP layers"), std::string::npos) << all.out;
+}
+
 TEST(SweepCli, BadValuesAreRefusedBeforeAnyWork) {
   TempDir tmp;
   const std::string run = "analyze --prompt hi" + kHip + " --json " + tmp.file("s.json") + " --sweep ";
@@ -128,6 +150,9 @@ TEST(SweepCli, BadValuesAreRefusedBeforeAnyWork) {
   expect_refused_early(run + "sink=2", {"'sink' is not a parameter a sweep varies"});
   expect_refused_early("analyze --prompt hi" + kHip + " --json " + tmp.file("s.json") + " --sweep-out " + tmp.file("o"),
                        {"--sweep-out", "give --sweep"});
+  expect_refused_early("analyze --prompt hi" + kHip + " --json " + tmp.file("s.json") + " --sweep-layer 2",
+                       {"--sweep-layer", "give --sweep"});
+  expect_refused_early(run + "k=8 --sweep-layer 6", {"--sweep-layer 6", "outside the model's 6 layers", "0 to 5"});
   std::ofstream(tmp.file("a_file")) << "keep me";
   expect_refused_early(run + "k=8 --sweep-out " + tmp.file("a_file"), {"--sweep-out", "a_file"});
   EXPECT_EQ(read(tmp.file("a_file")), "keep me");

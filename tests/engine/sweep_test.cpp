@@ -65,6 +65,35 @@ TEST(Sweep, EveryRowEqualsASeparateRunWithThatValue) {
   }
 }
 
+// A one-layer sweep: each row's quality is that layer's mean over its heads in a whole run with that
+// value (recomputed here), its KL the whole model's; a layer HiP does not replace at a value gives NaN.
+TEST(Sweep, OneLayerRowsEqualThatLayerOfSeparateRuns) {
+  const int64_t layer = 4;
+  SweepSpec spec{HipField::kDenseLayers, {1, 5}};
+  spec.views_layer = layer;
+  const SweepResult r = run_sweep(default_model(), testing::kStory, base_options(), spec);
+  EXPECT_EQ(r.views_layer, layer);
+  ASSERT_EQ(r.rows.size(), 2u);
+  const AnalysisOptions options = sweep_point_options(base_options(), HipField::kDenseLayers, 1);
+  const PairedAnalysis whole = run_paired_analysis(default_model(), testing::kStory, options);
+  const LayerQuality& q = whole.layers.at(static_cast<size_t>(layer));
+  double recall = 0, mass = 0;
+  for (const HeadQuality& h : q.heads) recall += h.recall, mass += h.mass;
+  recall /= static_cast<double>(q.heads.size()), mass /= static_cast<double>(q.heads.size());
+  EXPECT_NEAR(r.rows[0].recall, recall, 1e-12);
+  EXPECT_NEAR(r.rows[0].mass, mass, 1e-12);
+  EXPECT_NEAR(r.rows[0].kl, whole.kl, 1e-9);
+  EXPECT_NE(r.rows[0].recall, brute_mean(whole, &HeadQuality::recall)) << "the mean over every HiP layer, not layer 4's";
+  EXPECT_TRUE(std::isnan(r.rows[1].recall)) << "with l_d 5 layer 4 runs dense: HiP's recall there is not defined";
+  EXPECT_TRUE(std::isfinite(r.rows[1].kl));
+}
+
+TEST(Sweep, AViewsLayerOutsideTheModelIsRefused) {
+  SweepSpec spec{HipField::kK, {8}};
+  spec.views_layer = 6;  // stories15M has 6 layers
+  EXPECT_THROW(run_sweep(default_model(), testing::kStory, base_options(), spec), InputError);
+}
+
 TEST(Sweep, ValuesChangeTheNumbers) {
   // A sweep that ignored its values would give equal rows: k = 4 and k = 64 cannot have equal recall.
   const SweepResult r = run_sweep(default_model(), testing::kStory, base_options(), SweepSpec{HipField::kK, {4, 64}});
