@@ -3,7 +3,8 @@
 // reference's and the tensor ops' (on the CPU and on CUDA); the decode state from CUDA tensors is
 // the reference's. The table covers GQA, ranges of at most k / b_k blocks (the first query blocks),
 // rows past tq in the last query block, a sink, a window, b_k 1, 2 and 4, given positions, a
-// non-causal case and ranges of thousands of blocks (every warp of the kernel's block walks some).
+// non-causal case and ranges of thousands of blocks (every warp of the kernel's block walks some),
+// and a prompt whose state is computed in chunks of heads that cut a KV head's group.
 // A range beyond the kernel's shared memory goes to the tensor ops with the same masks; a timing
 // prints step 4 at the 8B model's shape by both paths.
 #include <gtest/gtest.h>
@@ -48,6 +49,9 @@ std::vector<testing::SelectionShape> kernel_shapes() {
       {"noncausal", 2, 1, 100, 2000, 16, 64, 32, 2, 1, 2, 0, false},
       {"long_ranges", 4, 1, 69, 20000, 8, 512, 64, 2, 1, 4, 0},
       {"model_8b_heads", 32, 8, 4096, 4096, 32, 512, 64, 2, 1, 0, 0},
+      // Steps 1-3 take 3 heads a chunk here (2^23 elements / (64 rows x tk)): chunks that cut a
+      // KV head's group.
+      {"state_chunks_across_groups", 8, 2, 64, 43690, 4, 256, 64, 2, 1, 0, 0},
   };
 }
 

@@ -1,11 +1,10 @@
 // MInference's vertical-slash rule (vslash.h; Jiang et al. 2024) on tensors. Steps 1-3 for the
-// query heads of a chunk at once (a chunk's (heads, rows, tk) tensors within chunk_rows' budget):
-// the last rows' logits in dot_f64's order (dot_f64_pairs, once per KV head over its query heads'
-// rows), exp_f64, the tree sum, the division by a tensor, v and s summed over the rows ascending;
-// every operation is elementwise or along the keys, so batching heads leaves each head's bits as
-// the CPU reference's. V and S by a stable sort of all heads' rows at once, copied to the host as
-// the reference's VslashState. Step 4 (vslash_torch.h) by the CUDA kernel where it takes the
-// shape, else per head and chunk of query blocks by LibTorch ops.
+// query heads of a chunk at once: the last rows' logits in dot_f64's order (dot_f64_pairs, once per
+// KV head over its query heads' rows), exp_f64, the tree sum, the division by a tensor, v and s
+// summed over the rows ascending; every operation is elementwise or along the keys, so batching
+// heads leaves each head's bits as the CPU reference's. V and S by a stable sort of all heads' rows
+// at once, copied to the host as the reference's VslashState. Step 4 (vslash_torch.h) by the CUDA
+// kernel where it takes the shape, else per head and chunk of query blocks by LibTorch ops.
 #include "kernels/methods/torch/vslash_torch.h"
 
 #include <algorithm>
@@ -74,7 +73,10 @@ std::shared_ptr<const MethodState> vslash_tensor_state(const TensorInputs& input
   const at::Tensor slash_ok = offset_key.ge(0), slash_key = offset_key.clamp_min(0);
   const double scale = 1.0 / std::sqrt(static_cast<double>(in.shape.d));
   const at::Tensor q_rows = in.q.narrow(1, first, rows);  // (hq, L, d)
-  const int64_t chunk = chunk_rows(rows * tk);
+  // Heads a chunk takes: (heads, L, tk) float64 tensors of at most 2^23 elements, one head's at
+  // 128k tokens (the memory a head at a time took there); shorter prompts, where the launches
+  // rather than the elements cost, batch more heads.
+  const int64_t chunk = chunk_rows(rows * tk, int64_t{1} << 23);
   std::vector<at::Tensor> v_parts, s_parts;
   for (int64_t h0 = 0; h0 < hq; h0 += chunk) {
     const int64_t n = std::min(chunk, hq - h0);
