@@ -111,13 +111,14 @@ void check_model_hash(const std::string& hash) {
 // Refuses before the run when the analysis plus the capture built from it (masks, traces, offloading
 // maps, the archive image) cannot fit in memory; run_paired_analysis checks the run alone.
 void check_capture_fits(const Model& model, const std::string& prompt, const AnalysisOptions& options,
-                        const captures::CaptureRequest& request) {
+                        const captures::CaptureRequest& request, int64_t methods) {
   if (prompt.empty() || !model.tokenizer) return;  // the analysis refuses these with its own message
   auto has = [&](const char* view) { return std::find(request.views.begin(), request.views.end(), view) != request.views.end(); };
   AnalysisMemoryShape extras;
   RunMemoryShape shape = paired_analysis_shape(model, static_cast<int64_t>(model.tokenizer->encode(prompt, true).size()),
                                                options, extras);
   extras.capture = true;
+  extras.methods = methods;
   extras.capture_masks = has("mask");
   extras.keep_inputs = request.keep_inputs;
   extras.offload_maps = has("cache");
@@ -276,13 +277,14 @@ void register_capture_commands(CLI::App& root) {
     info.run = {HIPSTUDIO_VERSION, model->source.display_name, model->config.architecture, device_description(model->run), prompt};
     info.dtype = dtype_name(model->run.dtype);
     info.model_sha256 = args->model_hash == "none" ? "" : !args->model_hash.empty() ? args->model_hash : model_weights_sha256(model->source);
-    check_capture_fits(*model, prompt, options, request);
+    check_capture_fits(*model, prompt, options, request, std::max<int64_t>(1, static_cast<int64_t>(methods.size())));
     std::vector<MethodRun> runs;
     if (methods.empty()) {
       PairedAnalysis analysis = run_paired_analysis(model, prompt, options, std::ref(progress));
       runs.push_back({analysis.options.hip.method, std::move(analysis)});
     } else {
-      runs = run_method_comparison(model, prompt, options, methods, std::ref(progress));
+      // The capture stores the first method's Q/K/V only: the later methods keep their masks.
+      runs = run_method_comparison(model, prompt, options, methods, std::ref(progress), /*later_inputs=*/false);
     }
     const PairedAnalysis& first = runs.front().analysis;
     if (model->tokenizer)

@@ -133,7 +133,8 @@ MemoryEstimate estimate_run_memory(const ModelConfig& c, const RunDevice& run, c
     add(memory_line::kHidden, (3 + entries) * n * dim * e, MemoryPlace::Device);
     // The kept layers' Q/K/V (PairedAnalysis::inputs, kept_inputs.h): the run's tensors on a device,
     // float32 host arrays on the CPU.
-    add(memory_line::kKeptQkv, kept * qkv_elems * (cuda ? e : 4), MemoryPlace::Device);
+    const uint64_t sides = u(std::max<int64_t>(1, a->methods));
+    add(memory_line::kKeptQkv, std::min<uint64_t>(sides, 2) * kept * qkv_elems * (cuda ? e : 4), MemoryPlace::Device);
     if (cuda) {
       // The tensor views (tensor_layer_views.cpp): a KV group's keys and values in the compute
       // type and about six score tiles of tile_bytes (scores, probabilities, a selection's
@@ -161,14 +162,14 @@ MemoryEstimate estimate_run_memory(const ModelConfig& c, const RunDevice& run, c
     const uint64_t sparse_keys = std::min<uint64_t>(total, u(p.k + p.sink + p.window + a->hip.refresh_every));
     const uint64_t mask_keys = std::min<uint64_t>(total, u(2 * kb * std::max<int64_t>(1, iterations) * std::max<int64_t>(1, p.b_sk)));
     const uint64_t streams = u(s.new_tokens) * u(hip_layers) * H;
-    add(memory_line::kAccessStreams, streams * ((sparse_keys + mask_keys) * 4 + 2 * 24), MemoryPlace::Host);
+    add(memory_line::kAccessStreams, sides * streams * ((sparse_keys + mask_keys) * 4 + 2 * 24), MemoryPlace::Host);
 
     // The kept layers' masks (PairedAnalysis::masks): MaskResult blocks (heads, qbs, kb) int32,
     // counts and iterations int32, branches int64, dense_from int64 per query block; three of them
     // (HiP, oracle, random) and two recall tables (heads, qbs) float64.
     const uint64_t qbs = u(ceil_div(static_cast<int64_t>(n), std::max<int64_t>(1, p.b_q)));
     const uint64_t one_mask = H * qbs * (u(kb) * 4 + 4 + 4 + 8) + qbs * 8;
-    const uint64_t masks = kept * (3 * one_mask + 2 * H * qbs * 8);
+    const uint64_t masks = sides * kept * (3 * one_mask + 2 * H * qbs * 8);
     add(memory_line::kMasks, masks, MemoryPlace::Host);
     if (a->capture) {
       // A trace: the initial nodes and per iteration 2*kb branches of (begin, end, score, kept).

@@ -69,6 +69,10 @@ struct AnalysisMemoryShape {
   bool keep_inputs = true;        // the capture stores the Q/K/V copies
   int64_t traced_blocks = 0;      // query blocks traced (the "iterations" view)
   bool offload_maps = false;      // the "cache" view's access maps, (steps, T) bytes per context
+  // Sides a method comparison runs (--methods): each keeps its masks and access streams to the end;
+  // the later ones drop their Q/K/V when done (run_method_comparison's later_inputs false), so two
+  // sets of kept inputs are held at once at most.
+  int64_t methods = 1;
 };
 
 struct RunMemoryShape {

@@ -10,7 +10,7 @@ namespace hipstudio {
 std::vector<MethodRun> run_method_comparison(std::shared_ptr<const Model> model, const std::string& prompt,
                                              const AnalysisOptions& base,
                                              const std::vector<hip::methods::MethodChoice>& methods,
-                                             const AnalysisProgress& progress) {
+                                             const AnalysisProgress& progress, bool later_inputs) {
   if (methods.empty()) throw std::invalid_argument("a method comparison needs at least one method");
   std::vector<AnalysisOptions> points;
   for (const hip::methods::MethodChoice& m : methods) {
@@ -42,6 +42,7 @@ std::vector<MethodRun> run_method_comparison(std::shared_ptr<const Model> model,
     const auto decode_part = [&](double f, const std::string& w) { return report(0.8 + 0.2 * f, w); };
     runs.push_back({methods[i], last ? prefill->finish(o.decode_steps, o.hip.refresh_every, decode_part)
                                      : prefill->decode(o.decode_steps, o.hip.refresh_every, decode_part)});
+    if (i > 0 && !later_inputs) runs.back().analysis.inputs.clear();
   }
   if (progress && !progress(1.0, "methods done")) throw RunCancelled();
   return runs;

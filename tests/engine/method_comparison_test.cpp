@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/analysis/layer_view.h"
+#include "engine/analysis/memory_estimate.h"
 #include "engine/analysis/method_comparison.h"
 #include "engine/analysis/paired_analysis.h"
 #include "tests/engine/engine_fixture.h"
@@ -114,6 +115,43 @@ TEST(MethodComparison, EachSideMasksAreItsMethodsReferenceOnTheKeptInputs) {
       EXPECT_EQ(m.hip.counts, want.counts) << methods[i].name << " layer " << m.layer;
     }
   }
+}
+
+// later_inputs false (a capture): the methods after the first keep their masks, equal to those of a
+// comparison that keeps every method's inputs, and drop their Q/K/V; the first keeps its inputs.
+TEST(MethodComparison, LaterMethodsCanDropTheirInputsAndKeepTheirMasks) {
+  AnalysisOptions o = small_options();
+  o.keep_all_layers = false;
+  o.keep_layers = {2, 4};
+  const std::vector<hm::MethodChoice> methods = {choice("hip"), choice("streaming"), choice("vslash")};
+  const std::vector<MethodRun> all = run_method_comparison(default_model(), kStory, o, methods);
+  const std::vector<MethodRun> lean = run_method_comparison(default_model(), kStory, o, methods, {}, /*later_inputs=*/false);
+  ASSERT_EQ(lean.size(), methods.size());
+  EXPECT_EQ(lean[0].analysis.inputs.size(), 2u);
+  for (size_t i = 0; i < methods.size(); ++i) {
+    if (i > 0) {
+      EXPECT_TRUE(lean[i].analysis.inputs.empty()) << methods[i].name;
+    }
+    ASSERT_EQ(lean[i].analysis.masks.size(), 2u) << methods[i].name;
+    for (size_t m = 0; m < 2; ++m) EXPECT_EQ(lean[i].analysis.masks[m].hip.blocks, all[i].analysis.masks[m].hip.blocks);
+  }
+}
+
+// A capture of several methods counts each side's masks and access streams, and two sets of kept inputs.
+TEST(MethodComparison, TheMemoryPlanCountsEveryMethodsSide) {
+  ModelConfig c = default_model()->config;
+  AnalysisMemoryShape one;
+  one.hip.hip = small_options().hip.hip;
+  one.kept_layers = 2;
+  one.capture = one.capture_masks = true;
+  AnalysisMemoryShape three = one;
+  three.methods = 3;
+  const RunMemoryShape s1{200, 8, 200, false, &one}, s3{200, 8, 200, false, &three};
+  const RunDevice cpu{c10::Device(c10::kCPU), c10::kFloat};
+  const MemoryEstimate e1 = estimate_run_memory(c, cpu, s1), e3 = estimate_run_memory(c, cpu, s3);
+  EXPECT_EQ(e3.bytes(memory_line::kMasks), 3 * e1.bytes(memory_line::kMasks));
+  EXPECT_EQ(e3.bytes(memory_line::kAccessStreams), 3 * e1.bytes(memory_line::kAccessStreams));
+  EXPECT_EQ(e3.bytes(memory_line::kKeptQkv), 2 * e1.bytes(memory_line::kKeptQkv));
 }
 
 TEST(MethodComparison, MethodsDecodeWithTheirRefreshesAndPromptState) {
