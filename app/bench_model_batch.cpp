@@ -14,7 +14,7 @@
 #include "engine/analysis/paired_result.h"
 #include "engine/backends/hip_attention.h"
 #include "engine/formats/errors.h"
-#include "engine/generation/batched_decode.h"
+#include "engine/generation/batch_decoder.h"
 #include "engine/generation/prompt_prefill.h"
 #include "engine/model/kv_cache.h"
 #include "engine/model/transformer.h"
@@ -73,6 +73,7 @@ struct Samples {
   std::vector<double> prefill;   // ms, every timed run's N prefills together
   std::vector<double> per_step;  // ms, every timed run's decode time over its steps (refreshes included)
   std::vector<double> steps;     // ms, every timed run's single steps
+  int64_t graphed_steps = 0;     // of them, the steps replayed from CUDA graphs (batch_decoder.h)
   double peak_gib = -1;
 };
 
@@ -142,6 +143,10 @@ class BatchRunner {
     }
     const double prefill_ms = now() - start;
     if (breakdown) breakdown->decoding = true;
+    // The timed steps replay CUDA graphs where the side can (the breakdown run's timer keeps its
+    // steps eager): captured here, outside them.
+    BatchDecoder decoder(transformer, &storage);
+    if (!breakdown) decoder.prepare(batch);
     at::Tensor logits = at::cat(last, 0);  // [N, vocab]
     std::vector<double> steps;
     for (int64_t s = 0; s < bench_.decode; ++s) {
@@ -149,7 +154,7 @@ class BatchRunner {
       std::vector<int32_t> tokens;
       for (int64_t i = 0; i < next.size(0); ++i) tokens.push_back(static_cast<int32_t>(next[i].item<int64_t>()));
       start = now();
-      logits = decode_batch(transformer, tokens, batch, timer, &storage);
+      logits = decoder.step(tokens, batch, timer);
       steps.push_back(now() - start);
     }
     if (breakdown) {
@@ -167,6 +172,7 @@ class BatchRunner {
     into->prefill.push_back(prefill_ms);
     into->per_step.push_back(mean(steps));
     into->steps.insert(into->steps.end(), steps.begin(), steps.end());
+    into->graphed_steps += decoder.graphed_steps();
     const DeviceMemoryStats memory = device_memory_stats();
     if (memory.available)
       into->peak_gib = std::max(into->peak_gib, static_cast<double>(memory.peak_allocated_bytes) / (1ull << 30));
@@ -211,7 +217,7 @@ void run_batch_bench(const BatchBench& bench) {
   const Model& model = *bench.model;
   const ModelConfig& c = model.config;
   const int64_t n = static_cast<int64_t>(bench.prompts.size());
-  DenseAttention dense;  // no per-sequence state: one object serves every sequence (batched steps are eager)
+  DenseAttention dense;  // no per-sequence state: one object serves every sequence
   std::vector<std::unique_ptr<HipAttention>> hips;  // one per sequence: each keeps its own decode masks
   std::vector<AttentionBackend*> dense_side, hip_side;
   std::vector<HipAttention*> hip_states;
@@ -256,10 +262,14 @@ void run_batch_bench(const BatchBench& bench) {
               static_cast<long long>(p.sink), static_cast<long long>(p.window),
               static_cast<long long>(bench.hip.dense_layers), static_cast<long long>(bench.hip.refresh_every),
               bench.repeats, bench.warmup);
-  std::printf("HiP backend: %s; decode steps: eager launches (a batched step has no CUDA graph), projections and "
-              "MLP over the %lld rows at once, each layer's attention of every sequence in one launch where the side "
-              "can (CUDA; dense layers in bf16/f16), each HiP sequence's mask refresh its own search\n",
-              hips.front()->backend_note().c_str(), static_cast<long long>(n));
+  const int64_t timed_steps = static_cast<int64_t>(bench.repeats) * bench.decode;
+  std::printf("HiP backend: %s; decode steps: projections and MLP over the %lld rows at once, each layer's attention "
+              "of every sequence in one launch where the side can (CUDA; dense layers in bf16/f16), each HiP "
+              "sequence's mask refresh its own search; replayed from CUDA graphs (attention inside) where the side "
+              "can, else eager launches: dense %lld of %lld timed steps, HiP %lld of %lld\n",
+              hips.front()->backend_note().c_str(), static_cast<long long>(n),
+              static_cast<long long>(dense_samples.graphed_steps), static_cast<long long>(timed_steps),
+              static_cast<long long>(hip_samples.graphed_steps), static_cast<long long>(timed_steps));
   std::printf("%-6s %11s %7s %9s %9s %9s %9s %9s %13s %7s %9s %10s %8s\n", "side", "prefill ms", "+-", "attn", "mask ms",
               "sparse ms", "dense ms", "other ms", "decode ms", "+-", "step med", "decode t/s", "peak GiB");
   print_row("dense", dense_samples, dense_parts, n);

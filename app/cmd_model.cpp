@@ -24,7 +24,7 @@ namespace {
 // and completion come out once the run ends, under a "[sequence i]" line.
 void generate_batch_and_print(std::shared_ptr<const Model> model, const std::string& prompt, const GenerationOptions& options,
                               int64_t batch, const HipModelParams* hip_params) {
-  DenseAttention dense;  // no per-sequence state: one object serves every sequence (batched steps are eager)
+  DenseAttention dense;  // no per-sequence state: one object serves every sequence
   std::vector<std::unique_ptr<HipAttention>> hips;  // one per sequence: each keeps its own decode masks
   std::vector<AttentionBackend*> attention;
   for (int64_t i = 0; i < batch; ++i) {
@@ -43,10 +43,10 @@ void generate_batch_and_print(std::shared_ptr<const Model> model, const std::str
   if (!hips.empty()) std::fprintf(stderr, "attention: %s\n", hips.front()->backend_note().c_str());
   const double prompts = static_cast<double>(r.prompt_ids.size()) * static_cast<double>(batch);
   std::fprintf(stderr, "batch: %lld sequences; prompts: %zu tokens x %lld, prefilled one by one in %.3f s (%.1f tok/s); "
-               "generated: %zu tokens in all, decoded together in %.3f s (%.1f tok/s)\n",
+               "generated: %zu tokens in all, decoded together in %.3f s (%.1f tok/s; %lld batched steps from CUDA graphs)\n",
                static_cast<long long>(batch), r.prompt_ids.size(), static_cast<long long>(batch), r.prefill_seconds,
                prompts / std::max(r.prefill_seconds, 1e-9), generated, r.decode_seconds,
-               static_cast<double>(generated) / std::max(r.decode_seconds, 1e-9));
+               static_cast<double>(generated) / std::max(r.decode_seconds, 1e-9), static_cast<long long>(r.graphed_steps));
 }
 
 void register_generate(CLI::App& root) {

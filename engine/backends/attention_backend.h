@@ -78,6 +78,15 @@ struct BatchAttentionCall {
   // 1, key_starts (B) starts, query_offsets (B + 1) 0, 1, ..., B and key_offsets (B + 1) starts
   // followed by the last slot's end (flash's variable-length form).
   at::Tensor key_counts, key_starts, query_offsets, key_offsets;
+  // Inside a batched decode graph's capture (attend_batch_in_graph; undefined / false elsewhere):
+  // device_positions, int64 (B) on q's device, each query's position when the graph replays (the
+  // host's `positions` then hold the capture's, which a backend must not bake in; key_counts hold
+  // the replay's too); step_values, int64 on q's device, the values the backend's
+  // begin_graphed_batch_step staged for the replayed step (BatchGraphedAttention::step_values);
+  // refresh_in_graph: the call refreshes every sequence's mask of the layer first (the capture of
+  // a refresh step).
+  at::Tensor device_positions, step_values;
+  bool refresh_in_graph = false;
   // One sequence's call, as a batch-1 step would hand it: q [n_heads, 1, head_dim], its cache's keys
   // and values up to its position.
   AttentionCall alone(int64_t i) const;
@@ -90,6 +99,25 @@ struct GraphedAttention {
   bool refreshes = false;   // their refresh steps too (a second capture, with call.refresh_in_graph)
   bool operator==(const GraphedAttention& o) const {
     return from_layer == o.from_layer && buffers == o.buffers && refreshes == o.refreshes;
+  }
+};
+
+// What a backend lets a batched decode step's CUDA graphs (batch_decode_graph.h) capture: every
+// layer's attention of the batch or nothing (the step then runs eagerly, decode_batch).
+struct BatchGraphedAttention {
+  bool graphed = false;     // every layer's attention can run inside the graphs
+  uint64_t buffers = 0;     // identity of the device buffers a capture bakes in: a new one makes it stale
+  bool refreshes = false;   // the refresh steps too (a second capture, with call.refresh_in_graph)
+  // int64 values per step that begin_graphed_batch_step writes into the graphs' staging (copied to
+  // the device with the tokens, BatchAttentionCall::step_values): per-step inputs a backend would
+  // otherwise copy with a launch of its own.
+  int64_t step_values = 0;
+  // What the captures' eager passes and first replays stage instead (step_values of them): values
+  // the replayed kernels may read whatever the backends' state (a capture runs before any step).
+  std::vector<int64_t> capture_values;
+  bool operator==(const BatchGraphedAttention& o) const {
+    return graphed == o.graphed && buffers == o.buffers && refreshes == o.refreshes && step_values == o.step_values &&
+           capture_values == o.capture_values;
   }
 };
 
@@ -185,6 +213,35 @@ class AttentionBackend {
     (void)call, (void)position, (void)stream;
     throw std::logic_error(name() + " attention cannot run inside a decode graph");
   }
+
+  // Batched decode steps replayed from CUDA graphs (batch_decode_graph.h), asked of the first
+  // sequence's backend with every sequence's, as attend_batch is. The default captures nothing.
+  // prepare_graphed_batch: whether every layer's attention of this batch can run inside the graphs,
+  // given a layer's call as the graphs hold it (the storage's whole tensors, the graphs' device
+  // fields; its host positions the capture's), making the buffers it reads (outside any capture).
+  virtual BatchGraphedAttention prepare_graphed_batch(const BatchAttentionCall& call,
+                                                      const std::vector<AttentionBackend*>& sequences) {
+    (void)call, (void)sequences;
+    return {};
+  }
+  // Which capture made under `plan` the batched step at `positions` (B, on the host) can replay, as
+  // begin_graphed_step; kCached / kRefresh: the backends' bookkeeping for the step is done and
+  // `step_values` (plan.step_values of them) holds what the replay reads; kNone: no state moved, and
+  // the step runs eagerly.
+  virtual GraphedStep begin_graphed_batch_step(const std::vector<int64_t>& positions, const BatchGraphedAttention& plan,
+                                               bool refresh_captured, const std::vector<AttentionBackend*>& sequences,
+                                               int64_t* step_values) {
+    (void)positions, (void)plan, (void)refresh_captured, (void)sequences, (void)step_values;
+    return GraphedStep::kNone;
+  }
+  // One layer's attention of the batch as the graph captures it, on `stream` (a cudaStream_t), with
+  // the call's device fields read when the graph replays: [B, n_heads, head_dim], a tensor that
+  // stays at one address every replay (allocated inside the capture, or the backend's own).
+  virtual at::Tensor attend_batch_in_graph(const BatchAttentionCall& call, const std::vector<AttentionBackend*>& sequences,
+                                           void* stream) {
+    (void)call, (void)sequences, (void)stream;
+    throw std::logic_error(name() + " attention cannot run inside a batched decode graph");
+  }
 };
 
 // Causal softmax(softcap(scale q k^T)) v with grouped-query heads over each row's visible keys
@@ -215,6 +272,16 @@ class DenseAttention final : public AttentionBackend {
   GraphedAttention prepare_graphed_decode(const at::Tensor& q, const at::Tensor& k) override;
   GraphedStep begin_graphed_step(int64_t position, const GraphedAttention& plan, bool refresh_captured) override;
   at::Tensor attend_in_graph(const AttentionCall& call, const at::Tensor& position, void* stream) override;
+  // Batched steps in CUDA graphs: attend_batch's one call, which reads everything per step from the
+  // device (key counts, offsets), where attend_batch takes the batch (decodes_in_graph, full
+  // attention without a soft-cap); nothing of its own is baked in.
+  BatchGraphedAttention prepare_graphed_batch(const BatchAttentionCall& call,
+                                              const std::vector<AttentionBackend*>& sequences) override;
+  GraphedStep begin_graphed_batch_step(const std::vector<int64_t>& positions, const BatchGraphedAttention& plan,
+                                       bool refresh_captured, const std::vector<AttentionBackend*>& sequences,
+                                       int64_t* step_values) override;
+  at::Tensor attend_batch_in_graph(const BatchAttentionCall& call, const std::vector<AttentionBackend*>& sequences,
+                                   void* stream) override;
 
  private:
   // The variable-length form's cumulative offsets for one sequence, int32 [2] on the device: [0, 1]

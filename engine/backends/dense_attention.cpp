@@ -227,20 +227,30 @@ at::Tensor DenseAttention::attend_in_graph(const AttentionCall& call, const at::
 #endif
 }
 
-at::Tensor DenseAttention::attend_batch(const BatchAttentionCall& call, const std::vector<AttentionBackend*>&) {
+namespace {
+
+// Whether flash's variable-length form takes this batch in one call: the layer's maths full
+// attention without a soft-cap, the device fields set, and the form decodes_in_graph asks.
+bool flash_takes_batch(const BatchAttentionCall& call) {
+  if (call.math.window != 0 || call.math.softcap != 0.0 || !call.key_offsets.defined()) return false;
+  const int64_t batch = call.q.size(0), heads = call.q.size(1), d = call.q.size(3);
+  // decodes_in_graph asks the form (device, dtype, head_dim, grouping); the rows' bound is the key count's.
+  return DenseAttention::decodes_in_graph(call.q.reshape({batch, heads, d}).select(0, 0).unsqueeze(1), call.k);
+}
+
+// The batch in one call of flash's variable-length form, where flash_takes_batch: [B, n_heads,
+// head_dim]. Sequence i's keys are rows [key_offsets[i], key_offsets[i + 1]) of the storage, of
+// which flash reads the first key_counts[i] (seqused_k), both read on the device when the kernel
+// runs (a graph replays them); query heads of a KV group fold into rows and the keys split as in
+// the batch-1 graphed call. The split count flash picks depends on the batch and the longest slot,
+// so a sequence's output may round differently from its batch-1 step's (a different split of its
+// keys' softmax sums), never more than that; the eager and the graphed batched call are one call.
+at::Tensor flash_batch(const BatchAttentionCall& call) {
 #ifdef HIPSTUDIO_FLASH_DECODE_IN_GRAPH
   const int64_t batch = call.q.size(0), heads = call.q.size(1), d = call.q.size(3);
-  if (call.math.window != 0 || call.math.softcap != 0.0 || !call.key_offsets.defined()) return {};
   const at::Tensor q = call.q.reshape({batch, heads, d});  // one query row a sequence
-  // decodes_in_graph asks the form (device, dtype, head_dim, grouping); the rows' bound is the key count's.
-  if (!decodes_in_graph(q.select(0, 0).unsqueeze(1), call.k)) return {};
   int64_t longest = 0;
   for (const int64_t capacity : call.capacities) longest = std::max(longest, capacity);
-  // Sequence i's keys are rows [key_offsets[i], key_offsets[i + 1]) of the storage, of which flash
-  // reads the first key_counts[i] (seqused_k); query heads of a KV group fold into rows and the
-  // keys split as in the batch-1 graphed call. The split count flash picks depends on the batch
-  // and the longest slot, so a sequence's output may round differently from its batch-1 step's
-  // (a different split of its keys' softmax sums), never more than that.
   const auto result = at::_flash_attention_forward(
       q.contiguous(), call.k.transpose(0, 1), call.v.transpose(0, 1), call.query_offsets, call.key_offsets,
       /*max_q=*/1, /*max_k=*/longest, /*dropout_p=*/0.0, /*is_causal=*/false, /*return_debug_mask=*/false,
@@ -249,8 +259,33 @@ at::Tensor DenseAttention::attend_batch(const BatchAttentionCall& call, const st
   return std::get<0>(result);  // [B, n_heads, head_dim]
 #else
   (void)call;
-  return {};
+  throw std::logic_error("dense attention of a batch in one call needs LibTorch 2.5 or later with CUDA");
 #endif
+}
+
+}  // namespace
+
+at::Tensor DenseAttention::attend_batch(const BatchAttentionCall& call, const std::vector<AttentionBackend*>&) {
+  return flash_takes_batch(call) ? flash_batch(call) : at::Tensor();
+}
+
+BatchGraphedAttention DenseAttention::prepare_graphed_batch(const BatchAttentionCall& call,
+                                                            const std::vector<AttentionBackend*>&) {
+  BatchGraphedAttention plan;
+  plan.graphed = flash_takes_batch(call);
+  return plan;  // buffers 0: the call's tensors are the graphs' own
+}
+
+GraphedStep DenseAttention::begin_graphed_batch_step(const std::vector<int64_t>&, const BatchGraphedAttention& plan,
+                                                     bool, const std::vector<AttentionBackend*>&, int64_t*) {
+  return plan.graphed ? GraphedStep::kCached : GraphedStep::kNone;  // no state of its own
+}
+
+at::Tensor DenseAttention::attend_batch_in_graph(const BatchAttentionCall& call, const std::vector<AttentionBackend*>&,
+                                                 void*) {
+  // The graph runs on LibTorch's current stream, the capture's, where flash launches.
+  if (!flash_takes_batch(call)) throw std::logic_error("dense attention of this batch cannot run inside a decode graph");
+  return flash_batch(call);
 }
 
 at::Tensor DenseAttention::attend(const AttentionCall& call) {

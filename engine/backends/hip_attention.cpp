@@ -436,20 +436,26 @@ bool same_params(const HipModelParams& a, const HipModelParams& b) {
 
 }  // namespace
 
-at::Tensor HipAttention::attend_batch(const BatchAttentionCall& call, const std::vector<AttentionBackend*>& sequences) {
+std::vector<HipAttention*> HipAttention::batch_peers(const at::Tensor& q, const std::vector<AttentionBackend*>& sequences) {
   // Every sequence's backend a HiP backend of these parameters whose sparse layers the CUDA kernels
   // serve with no host copy of the mask (no access recording), one object per sequence.
   std::vector<HipAttention*> hips;
   for (AttentionBackend* backend : sequences) {
     auto* hip = dynamic_cast<HipAttention*>(backend);
-    if (!hip || !same_params(hip->params_, params_) || !call.q.is_cuda() || hip->record_access_ ||
+    if (!hip || !same_params(hip->params_, params_) || !q.is_cuda() || hip->record_access_ ||
         !params_.method.is_hip() || !hip->cuda_ready())
       return {};
     for (const HipAttention* seen : hips)
       if (seen == hip) return {};  // one backend twice would share its cached masks
     hips.push_back(hip);
   }
-  if (sequences.empty() || hips.front() != this || call.layer >= static_cast<int64_t>(layers_.size())) return {};
+  if (hips.empty() || hips.front() != this) return {};
+  return hips;
+}
+
+at::Tensor HipAttention::attend_batch(const BatchAttentionCall& call, const std::vector<AttentionBackend*>& sequences) {
+  const std::vector<HipAttention*> hips = batch_peers(call.q, sequences);
+  if (hips.empty() || call.layer >= static_cast<int64_t>(layers_.size())) return {};
   const int64_t batch = call.q.size(0);
   // With per-call timing (bench model's breakdown run), each sequence's refresh search is timed
   // on its own and the one launch as a whole; each observer hears of its sequence's part, the
@@ -511,6 +517,188 @@ at::Tensor HipAttention::attend_batch(const BatchAttentionCall& call, const std:
           .reshape({batch, call.q.size(1), call.q.size(3)});
   if (sync_timing_) events.front().attention_seconds = attention_time.stop_seconds();
   return tell(out);
+}
+
+bool HipAttention::shares_batch_buffers(const std::vector<HipAttention*>& hips) const {
+  if (!batch_ || batch_->members.size() != hips.size()) return false;
+  for (size_t i = 0; i < hips.size(); ++i)
+    if (batch_->members[i] != hips[i] || hips[i]->buffers_.batch_id != batch_->id ||
+        hips[i]->buffers_.batch_slot != static_cast<int64_t>(i))
+      return false;
+  return true;
+}
+
+void HipAttention::adopt_batch_buffers(const BatchDecodeBuffers& batch, int64_t slot) {
+  DecodeBuffers& d = buffers_;
+  const at::Tensor rows = batch.rows.select(1, slot), counts_by_extra = batch.counts_by_extra.select(1, slot);
+  if (d.rows.defined() && d.rows.sizes() == rows.sizes() && d.rows.device() == rows.device()) {
+    rows.copy_(d.rows);  // the cached masks move with their rows
+    counts_by_extra.copy_(d.counts_by_extra);
+  }
+  d.rows = rows;
+  d.counts_by_extra = counts_by_extra;
+  d.layer_rows.clear();
+  d.layer_counts_by_extra.clear();
+  d.counts_for_extra.clear();
+  for (int64_t l = 0; l < rows.size(0); ++l) {
+    d.layer_rows.push_back(rows.select(0, l));  // [l][slot]: contiguous (hq, 1, kb + tail_room)
+    d.layer_counts_by_extra.push_back(counts_by_extra.select(0, l));
+  }
+  for (int64_t e = 0; e < counts_by_extra.size(1); ++e) d.counts_for_extra.push_back(counts_by_extra.select(1, e));
+  // Captures of batch-1 graphs baked in the old addresses: a new identity makes them stale.
+  d.generation = next_graph_buffers_id();
+  d.plan = {};
+  d.pending_extra = -1;
+  d.batch_id = batch.id;
+  d.batch_slot = slot;
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    LayerState& state = layers_[l];
+    if (!state.valid || !state.gpu_rows.defined()) continue;
+    state.gpu_rows = d.layer_rows.at(l);
+    state.gpu_counts_by_extra = d.layer_counts_by_extra.at(l);
+  }
+}
+
+void HipAttention::share_batch_buffers(const std::vector<HipAttention*>& hips, int64_t heads, const c10::Device& device) {
+  if (shares_batch_buffers(hips)) return;
+  const int64_t layers = static_cast<int64_t>(layers_.size()), room = tail_room(), batch = static_cast<int64_t>(hips.size());
+  const auto i32 = at::TensorOptions().device(device).dtype(at::kInt);
+  auto shared = std::make_shared<BatchDecodeBuffers>();
+  shared->id = next_graph_buffers_id();
+  shared->members.assign(hips.begin(), hips.end());
+  shared->rows = at::full({layers, batch, heads, 1, mask_kb() + room}, -1, i32);
+  shared->counts_by_extra = at::zeros({layers, batch, room + 1, heads, 1}, i32);
+  shared->counts_now = at::zeros({layers, batch, heads, 1}, i32);
+  for (int64_t i = 0; i < batch; ++i) hips[static_cast<size_t>(i)]->adopt_batch_buffers(*shared, i);
+  batch_ = std::move(shared);
+}
+
+BatchGraphedAttention HipAttention::prepare_graphed_batch(const BatchAttentionCall& call,
+                                                          const std::vector<AttentionBackend*>& sequences) {
+  const std::vector<HipAttention*> hips = batch_peers(call.q, sequences);
+  if (hips.empty()) return {};
+  for (HipAttention* hip : hips)
+    if (!hip->graphable(call.q.device())) return {};
+  // The l_d dense layers inside the graphs too, or no graphs: the step is captured whole.
+  if (params_.dense_layers > 0 && !dense_.prepare_graphed_batch(call, sequences).graphed) return {};
+  const int64_t heads = call.q.size(1);
+  for (HipAttention* hip : hips) hip->ensure_decode_buffers(heads, call.q.device());
+  const bool fresh = !shares_batch_buffers(hips);
+  share_batch_buffers(hips, heads, call.q.device());
+  BatchDecodeBuffers& b = *batch_;
+  if (fresh) {
+    // Each sequence's refresh reads its own slot's keys: asked of each one's form.
+    b.refresh_in_graph = true;
+    for (size_t i = 0; i < hips.size(); ++i)
+      b.refresh_in_graph = b.refresh_in_graph &&
+                           hip_torch::refresh_in_decode_graph_supported(
+                               call.q.select(0, static_cast<int64_t>(i)),
+                               call.k.narrow(1, call.starts.at(i), call.capacities.at(i)), params_.hip);
+  }
+  BatchGraphedAttention plan;
+  plan.graphed = true;
+  plan.buffers = b.id;
+  plan.refreshes = b.refresh_in_graph;
+  plan.step_values = static_cast<int64_t>(hips.size());  // each sequence's row of the counts' gather
+  // A capture gathers each sequence's own counts at extra 0, which its rows always cover (another
+  // sequence's counts could reach past its rows' blocks into their -1 padding).
+  for (int64_t i = 0; i < plan.step_values; ++i) plan.capture_values.push_back(i * (tail_room() + 1));
+  b.plan = plan;
+  return plan;
+}
+
+GraphedStep HipAttention::begin_graphed_batch_step(const std::vector<int64_t>& positions, const BatchGraphedAttention& plan,
+                                                   bool refresh_captured, const std::vector<AttentionBackend*>& sequences,
+                                                   int64_t* step_values) {
+  if (!batch_ || !(plan == batch_->plan) || !plan.graphed) return GraphedStep::kNone;
+  const std::vector<HipAttention*> hips = batch_peers(batch_->counts_now, sequences);
+  if (hips.empty() || !shares_batch_buffers(hips) || positions.size() != hips.size()) return GraphedStep::kNone;
+  for (HipAttention* hip : hips)
+    if (!hip->graphable(batch_->rows.device()) || hip->buffers_.rows.size(-1) != mask_kb() + tail_room())
+      return GraphedStep::kNone;
+  const size_t first = static_cast<size_t>(params_.dense_layers), layers = layers_.size();
+  const int64_t room = tail_room();
+  // Every sequence's layers refresh together at this step (the refresh capture), or none of them
+  // does (each layer of a sequence reuses its cached mask, whose tail moved the same number of
+  // blocks in every layer); anything else runs eagerly, before any state moves.
+  if (needs_refresh(layers_[first])) {
+    if (!refresh_captured || !plan.refreshes) return GraphedStep::kNone;
+    for (const HipAttention* hip : hips)
+      if (!hip->next_step_refreshes_graphed_layers()) return GraphedStep::kNone;
+    for (size_t i = 0; i < hips.size(); ++i) {
+      HipAttention& hip = *hips[i];
+      for (size_t l = first; l < layers; ++l) {
+        hip.note_refresh(hip.layers_[l], static_cast<int64_t>(l), positions[i]);  // the capture writes the rows
+        ++hip.layers_[l].steps_since_refresh;
+      }
+      step_values[i] = static_cast<int64_t>(i) * (room + 1);  // a fresh mask's counts: extra 0
+    }
+    return GraphedStep::kRefresh;
+  }
+  std::vector<int64_t> extras(hips.size(), -1);
+  for (size_t i = 0; i < hips.size(); ++i) {
+    const HipAttention& hip = *hips[i];
+    for (size_t l = first; l < layers; ++l) {
+      const LayerState& state = hip.layers_[l];
+      if (hip.needs_refresh(state)) return GraphedStep::kNone;
+      const int64_t e = hip.cached_extra(state, positions[i]);
+      if (extras[i] >= 0 && e != extras[i]) return GraphedStep::kNone;
+      extras[i] = e;
+    }
+  }
+  for (size_t i = 0; i < hips.size(); ++i) {
+    for (size_t l = first; l < layers; ++l) ++hips[i]->layers_[l].steps_since_refresh;
+    step_values[i] = static_cast<int64_t>(i) * (room + 1) + extras[i];
+  }
+  return GraphedStep::kCached;
+}
+
+at::Tensor HipAttention::attend_batch_in_graph(const BatchAttentionCall& call, const std::vector<AttentionBackend*>& sequences,
+                                               void* stream) {
+  if (!hip_replaces(call.math, call.layer, params_.dense_layers))
+    return dense_.attend_batch_in_graph(call, sequences, stream);  // no mask, no refresh: flash over the slots
+  if (!batch_ || !call.step_values.defined() || !call.device_positions.defined())
+    throw std::logic_error("HiP: a batched graph's attention needs prepare_graphed_batch and the staged step values");
+  const std::vector<HipAttention*> hips = batch_peers(call.q, sequences);
+  if (hips.empty() || !shares_batch_buffers(hips))
+    throw std::logic_error("HiP: the batch's backends do not hold the buffers prepare_graphed_batch made");
+  BatchDecodeBuffers& b = *batch_;
+  const int64_t l = call.layer, batch = call.q.size(0), room = tail_room(), layers = static_cast<int64_t>(layers_.size());
+  const hip::HipParams widened = widened_params();
+  // Each sequence's step counts are row i * (room + 1) + extra_i of its layer's count table (the
+  // staged step values): a cached step gathers every sparse layer's at its first one, a refresh
+  // step each layer's after that layer's searches.
+  auto gather_counts = [&](int64_t first, int64_t count) {
+    const at::Tensor by_extra = b.counts_by_extra.narrow(0, first, count).view({count, batch * (room + 1), b.counts_now.size(2), 1});
+    at::Tensor into = b.counts_now.narrow(0, first, count);
+    at::index_select_out(into, by_extra, 1, call.step_values);
+  };
+  if (call.refresh_in_graph) {
+    if (!b.refresh_in_graph) throw std::logic_error("HiP: this batch's refreshes cannot run inside a decode graph");
+    for (int64_t i = 0; i < batch; ++i) {
+      const size_t s = static_cast<size_t>(i);
+      HipAttention& hip = *hips[s];
+      hip_torch::DecodeRows fresh{hip.buffers_.layer_rows.at(static_cast<size_t>(l)),
+                                  hip.buffers_.layer_counts_by_extra.at(static_cast<size_t>(l))};
+      // Its own slot's keys and its own position, read when the graph replays.
+      hip_torch::refresh_decode_rows_on_stream(call.q.select(0, i), call.k.narrow(1, call.starts.at(s), call.capacities.at(s)),
+                                               params_.hip, call.device_positions.narrow(0, i, 1), fresh, room, stream,
+                                               /*after_prior=*/false);
+    }
+    gather_counts(l, 1);
+  } else if (l == params_.dense_layers) {
+    gather_counts(l, layers - l);
+  }
+  const at::Tensor rows = b.rows.select(0, l), counts = b.counts_now.select(0, l);  // (B, hq, 1, kb + room), (B, hq, 1)
+  const at::Tensor out = at::empty(call.q.sizes(), call.q.options());  // inside the capture: one address every replay
+  if (!b.workspace_made) {  // before any capture: the graph warms every launch up eagerly first
+    b.workspace = hip_torch::sparse_attention_batch_workspace(call.q, call.k, call.v, rows, counts, widened, call.key_counts,
+                                                              call.key_starts, out);
+    b.workspace_made = true;
+  }
+  hip_torch::sparse_attention_batch_on_stream(call.q, call.k, call.v, rows, counts, widened, call.key_counts, call.key_starts,
+                                              out, b.workspace, stream, {call.math.scale, call.math.softcap});
+  return out.reshape({batch, call.q.size(1), call.q.size(3)});
 }
 
 at::Tensor HipAttention::attend_cuda(const AttentionCall& call, LayerState& state, HipLayerEvent& event) {

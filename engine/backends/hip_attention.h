@@ -103,6 +103,24 @@ class HipAttention final : public AttentionBackend {
   // DenseAttention::attend_batch. Each sequence's observer hears of its part (its refresh, timed
   // with sync timing; the launch's time in the first sequence's event only).
   at::Tensor attend_batch(const BatchAttentionCall& call, const std::vector<AttentionBackend*>& sequences) override;
+  // Batched steps in CUDA graphs (batch_decode_graph.h), where every sequence's backend is one that
+  // attend_batch takes and graphable, and the l_d dense layers can attend inside the graph too
+  // (DenseAttention::prepare_graphed_batch): the sequences' decode rows and count tables become
+  // slices of one set of batch buffers (their contents and cached masks kept), so that the one
+  // sparse attention launch reads every sequence's rows where they are, and a cached step gathers
+  // every layer's counts of each sequence's tail extra in one launch inside the graph (the extras
+  // staged with the step's tokens: BatchGraphedAttention::step_values, one a sequence). Refresh
+  // steps too where the few-search mask kernel serves every sequence's refresh: each sequence's
+  // search (its own keys, its position on the device) writes its rows before the layer's launch.
+  // The sequences refresh together (they do after prefills and batched steps alike); a step where
+  // they do not runs eagerly.
+  BatchGraphedAttention prepare_graphed_batch(const BatchAttentionCall& call,
+                                              const std::vector<AttentionBackend*>& sequences) override;
+  GraphedStep begin_graphed_batch_step(const std::vector<int64_t>& positions, const BatchGraphedAttention& plan,
+                                       bool refresh_captured, const std::vector<AttentionBackend*>& sequences,
+                                       int64_t* step_values) override;
+  at::Tensor attend_batch_in_graph(const BatchAttentionCall& call, const std::vector<AttentionBackend*>& sequences,
+                                   void* stream) override;
   GraphedAttention prepare_graphed_decode(const at::Tensor& q, const at::Tensor& k) override;
   GraphedStep begin_graphed_step(int64_t position, const GraphedAttention& plan, bool refresh_captured) override;
   bool next_step_refreshes_graphed_layers() const override;
@@ -160,10 +178,36 @@ class HipAttention final : public AttentionBackend {
     std::vector<at::Tensor> layer_rows, layer_counts_by_extra, counts_for_extra;
     bool workspace_made = false;
     uint64_t generation = 0;
+    // The batch buffers (BatchDecodeBuffers::id) whose slice `batch_slot` rows and counts_by_extra
+    // are, 0: their own.
+    uint64_t batch_id = 0;
+    int64_t batch_slot = -1;
     bool refresh_in_graph = false;  // a refresh can run inside the graphs last prepared (refresh_in_decode_graph_supported)
     DecodeGraphForm refresh_asked;  // the form of the graphs' tensors it was asked of
     GraphedAttention plan;          // what prepare_graphed_decode last offered
   };
+  // A batched graph's buffers, held by the first sequence's backend: every sequence's decode rows
+  // (layers, B, hq, 1, kb + tail_room) and counts by extra (layers, B, tail_room + 1, hq, 1), whose
+  // slices [l][i] are sequence i's layer l (DecodeBuffers' views), the counts a graphed step attends
+  // (layers, B, hq, 1), gathered inside the graph, and the batched launch's split workspace.
+  struct BatchDecodeBuffers {
+    uint64_t id = 0;
+    std::vector<const HipAttention*> members;  // (B) the sequences' backends, for identity only
+    at::Tensor rows, counts_by_extra, counts_now, workspace;
+    bool workspace_made = false;
+    bool refresh_in_graph = false;  // every sequence's refresh can run inside the graphs
+    BatchGraphedAttention plan;     // what prepare_graphed_batch last offered
+  };
+  // The sequences' backends as HiP backends attend_batch takes together (these parameters, the CUDA
+  // kernels, no access recording, each once, this one first), or empty.
+  std::vector<HipAttention*> batch_peers(const at::Tensor& q, const std::vector<AttentionBackend*>& sequences);
+  // Whether `hips` (batch_peers) hold slices of batch_ in their order.
+  bool shares_batch_buffers(const std::vector<HipAttention*>& hips) const;
+  // Makes batch_ for `hips` unless they share it already; each adopts its slice.
+  void share_batch_buffers(const std::vector<HipAttention*>& hips, int64_t heads, const c10::Device& device);
+  // This backend's rows and counts_by_extra become slice `slot` of `batch`, their contents copied
+  // there and every valid cached mask pointed at them (no mask is forgotten).
+  void adopt_batch_buffers(const BatchDecodeBuffers& batch, int64_t slot);
   void ensure_decode_buffers(int64_t heads, const c10::Device& device);
   // Whether the CUDA kernels serve this backend's sparse layers and nothing needs per-call host work.
   bool graphable(const c10::Device& device);
@@ -213,6 +257,7 @@ class HipAttention final : public AttentionBackend {
   int cuda_ready_ = -1;  // -1 unknown, 0 no (reason in backend_note_), 1 yes
   bool cuda_ready();     // decides cuda_ready_ and backend_note_ once
   DecodeBuffers buffers_;
+  std::shared_ptr<BatchDecodeBuffers> batch_;
   std::string backend_note_;
 };
 

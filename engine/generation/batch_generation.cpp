@@ -6,8 +6,8 @@
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 
+#include "engine/generation/batch_decoder.h"
 #include "engine/generation/batch_kv_storage.h"
-#include "engine/generation/batched_decode.h"
 #include "engine/analysis/context_plan.h"
 #include "engine/model/kv_cache.h"
 #include "engine/runtime/out_of_memory.h"
@@ -60,6 +60,9 @@ BatchGenerationResult run_batch(std::shared_ptr<const Model> model, const std::s
   result.generated_ids.assign(n, {});
   std::vector<size_t> active(n);  // the sequences still generating, in batch-row order
   for (size_t i = 0; i < n; ++i) active[i] = i;
+  // Replayed from CUDA graphs where the run can (batch_decoder.h); a sequence leaving the batch
+  // makes a new set, captured again.
+  BatchDecoder decoder(transformer, &storage);
   start = std::chrono::steady_clock::now();
   for (int64_t step = 0; step < options.max_new_tokens && !active.empty(); ++step) {
     if (options.keep_going && !options.keep_going()) throw RunCancelled();
@@ -77,11 +80,12 @@ BatchGenerationResult run_batch(std::shared_ptr<const Model> model, const std::s
     }
     active = std::move(still);
     if (step + 1 == options.max_new_tokens || active.empty()) break;
-    const at::Tensor logits = decode_batch(transformer, tokens, batch, {}, &storage);  // [active, vocab]
+    const at::Tensor logits = decoder.step(tokens, batch);  // [active, vocab]
     rows.clear();
     for (int64_t r = 0; r < logits.size(0); ++r) rows.push_back(logits[r]);
   }
   result.decode_seconds = seconds_since(start);
+  result.graphed_steps = decoder.graphed_steps();
 
   const Tokenizer& tokenizer = *model->tokenizer;
   const std::string prompt_text = tokenizer.decode(result.prompt_ids);

@@ -1,8 +1,9 @@
 #pragma once
 // generate for N sequences of the same prompt decoded together (generate --batch N): each sequence
 // is prefilled on its own (as generate prefills), then every step decodes one token for each
-// unfinished sequence in one batched step (batched_decode.h). Sequence i samples with seed + i, so
-// sampled runs differ while greedy runs give N copies of generate's text.
+// unfinished sequence in one batched step (batched_decode.h), replayed from CUDA graphs where the
+// run can (batch_decoder.h). Sequence i samples with seed + i, so sampled runs differ while greedy
+// runs give N copies of generate's text.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -20,6 +21,7 @@ struct BatchGenerationResult {
   std::vector<std::string> completions;             // (sequences) decoded text continuing the prompt
   double prefill_seconds = 0.0;                     // the N prefills, one after another
   double decode_seconds = 0.0;                      // every batched decode step, sampling included
+  int64_t graphed_steps = 0;                        // batched steps replayed from CUDA graphs (batch_decoder.h)
 };
 
 // One backend per sequence (attention.size() = N >= 1); a backend with per-sequence state (HiP's

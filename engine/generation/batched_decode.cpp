@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 
+#include "engine/generation/batch_step_parts.h"
 #include "engine/model/layer_math.h"
 #include "engine/runtime/device_timer.h"
 
@@ -42,37 +43,16 @@ struct OneCall {
 };
 OneCall one_call_of(const std::vector<BatchSequence>& sequences, const BatchKVStorage* storage, const c10::Device& device) {
   OneCall one;
-  if (!storage || storage->rows() >= (int64_t{1} << 31)) return one;  // the kernels' int32 rows
-  int64_t previous = -1;
-  std::vector<int64_t> positions, starts, capacities;
-  for (const BatchSequence& s : sequences) {
-    const int64_t slot = storage->slot_of(*s.cache);
-    if (slot <= previous) return one;
-    previous = slot;
-    positions.push_back(s.cache->length());
-    starts.push_back(storage->start(slot));
-    capacities.push_back(s.cache->capacity());
-  }
+  BatchSlots slots = batch_slots(sequences, storage);
+  if (slots.empty()) return one;
   const int64_t n = static_cast<int64_t>(sequences.size());
-  // One int32 tensor holds every field (one copy to the device): counts, starts, query and key offsets.
-  std::vector<int32_t> packed;
-  for (const int64_t p : positions) packed.push_back(static_cast<int32_t>(p + 1));
-  for (const int64_t s : starts) packed.push_back(static_cast<int32_t>(s));
-  for (int64_t i = 0; i <= n; ++i) packed.push_back(static_cast<int32_t>(i));
-  for (const int64_t s : starts) packed.push_back(static_cast<int32_t>(s));
-  packed.push_back(static_cast<int32_t>(starts.back() + capacities.back()));
-  const at::Tensor ints = at::tensor(at::ArrayRef<int32_t>(packed), at::kInt).to(device);
-  std::vector<int64_t> rows;
-  for (int64_t i = 0; i < n; ++i) rows.push_back(starts[static_cast<size_t>(i)] + positions[static_cast<size_t>(i)]);
-  one.write_rows = at::tensor(at::IntArrayRef(rows), at::kLong).to(device);
+  const std::vector<int32_t> packed = batch_call_ints(slots);
+  set_batch_call_ints(one.call, at::tensor(at::ArrayRef<int32_t>(packed), at::kInt).to(device), n);
+  one.write_rows = at::tensor(at::IntArrayRef(batch_write_rows(slots)), at::kLong).to(device);
   BatchAttentionCall& c = one.call;
-  c.key_counts = ints.narrow(0, 0, n);
-  c.key_starts = ints.narrow(0, n, n);
-  c.query_offsets = ints.narrow(0, 2 * n, n + 1);
-  c.key_offsets = ints.narrow(0, 3 * n + 1, n + 1);
-  c.positions = std::move(positions);
-  c.starts = std::move(starts);
-  c.capacities = std::move(capacities);
+  c.positions = std::move(slots.positions);
+  c.starts = std::move(slots.starts);
+  c.capacities = std::move(slots.capacities);
   return one;
 }
 
@@ -91,16 +71,7 @@ at::Tensor decode_batch(const Transformer& transformer, const std::vector<int32_
   std::vector<int64_t> positions;
   for (const BatchSequence& s : sequences) positions.push_back(s.cache->length());
   const at::Tensor position_ids = at::tensor(at::IntArrayRef(positions), at::kLong).to(model.run.device);
-  // [N, 2, head_dim] of each table the layers use (rope and rope_local may be one table).
-  std::vector<std::pair<const void*, at::Tensor>> rope_rows;
-  rope_rows.reserve(2);  // rows_of hands out references into it
-  auto rows_of = [&](int64_t l) -> const at::Tensor& {
-    const at::Tensor& table = transformer.rope_table(l);
-    for (const auto& [key, rows] : rope_rows)
-      if (key == table.data_ptr()) return rows;
-    rope_rows.emplace_back(table.data_ptr(), table.index_select(0, position_ids));
-    return rope_rows.back().second;
-  };
+  BatchRopeRows rope_rows(transformer, position_ids);  // [N, 2, head_dim] of each table the layers use
 
   const bool cuda = model.run.device.is_cuda();
   OneCall one = one_call_of(sequences, storage, model.run.device);
@@ -114,19 +85,18 @@ at::Tensor decode_batch(const Transformer& transformer, const std::vector<int32_
     if (timer) layer_time.start();
     double attention_seconds = 0.0;
     const LayerWeights& layer = model.weights.layers[l];
-    const RotatedQkv in = attention_inputs(c, layer, x, rows_of(l));  // q [n_heads, N, hd], k/v [kv_heads, N, hd]
+    const RotatedQkv in = attention_inputs(c, layer, x, rope_rows.of(l));  // q [n_heads, N, hd], k/v [kv_heads, N, hd]
     std::vector<at::Tensor> attended;
     attended.reserve(static_cast<size_t>(n));
     if (timer) attention_time.start();
     at::Tensor together;  // [N, n_heads, hd] where one call attended every sequence
     if (slots) {
       // Row i's key and value into its slot at its position, every row in one copy each.
-      storage->keys(l).index_copy_(1, one.write_rows, in.k);
-      storage->values(l).index_copy_(1, one.write_rows, in.v);
+      const at::Tensor queries = write_batch_kv(in, *storage, l, one.write_rows);
       BatchAttentionCall& call = one.call;
       call.layer = l;
       call.math = layer_attention_math(c, l);
-      call.q = in.q.transpose(0, 1).contiguous().unsqueeze(2);  // [N, n_heads, 1, hd]
+      call.q = queries;  // [N, n_heads, 1, hd]
       call.k = storage->keys(l);
       call.v = storage->values(l);
       together = backends.front()->attend_batch(call, backends);

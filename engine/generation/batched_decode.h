@@ -28,11 +28,12 @@ struct BatchSequence {
 // cache and returns float32 CPU logits [N, vocab], row i for sequence i: the same numbers as N
 // batch-1 Transformer::forward(..., Phase::Decode) calls, up to the rounding of a matrix product
 // over N rows instead of one (and, in one attention call, of the split of each sequence's keys).
-// Eager (the CUDA graphs of decode_graph.h are captured for one cache). `storage`, when set and every
-// sequence's cache is one of its slots, in ascending slot order: each layer writes the batch's new
-// keys and values in one copy each and asks the first sequence's backend to attend every sequence
-// in one call (AttentionBackend::attend_batch: one launch on CUDA for dense in bf16/f16 and for HiP);
-// otherwise, or where it declines, each sequence attends through its own backend.
+// Eager: the reference that the batched CUDA graphs (batch_decode_graph.h; batch_decoder.h picks
+// them or this step) reproduce. `storage`, when set and every sequence's cache is one of its slots,
+// in ascending slot order: each layer writes the batch's new keys and values in one copy each and
+// asks the first sequence's backend to attend every sequence in one call (AttentionBackend::
+// attend_batch: one launch on CUDA for dense in bf16/f16 and for HiP); otherwise, or where it
+// declines, each sequence attends through its own backend.
 // `layers_in_one_call`, when set, gets how many layers attended the batch in one call. `timer`, when
 // set, gets each layer's time (Transformer::LayerTimer: the attention, every sequence's together,
 // and the rest), waiting for the device after each part: breakdown runs only.

@@ -6,6 +6,7 @@
 
 #include <ATen/ATen.h>
 
+#include "engine/generation/graph_staging.h"
 #include "engine/model/layer_math.h"
 
 // CUDA graphs need a CUDA LibTorch's headers and library (the GPU machine's); elsewhere the class
@@ -38,14 +39,10 @@ struct DecodeGraph::Impl {
   std::vector<at::Tensor> rope;  // (layers) each layer's RoPE table (Transformer::rope_table)
   const void* cache_keys = nullptr;  // identity of the cache the graphs write into
   // The step's token, position and key count (position + 1, int32 in the low half of the third
-  // int64), written by the host into pinned memory and copied to the device by the first graph's
-  // first node (inputs: int64 [3] on the device; token, position and key_count its views). Why: two
-  // eager fill_ launches before the first graph left the GPU idle ~25 us a step (each launch's host
-  // time, kernels/BENCHMARKS.md's timeline). `staged_read` is recorded after that graph: the host
-  // waits for it before overwriting the staging (a no-op in practice: each step ends by copying its
-  // logits to the host).
-  int64_t* staged = nullptr;
-  cudaEvent_t staged_read = nullptr;
+  // int64), staged for the first graph's first node to copy (graph_staging.h; inputs: its int64 [3]
+  // on the device; token, position and key_count its views). `staging.mark_read` is recorded after
+  // that graph.
+  std::unique_ptr<GraphStaging> staging;
   at::Tensor inputs, key_count;
   // The step's token and position on the device (views of `inputs`, which the first graph's copy
   // fills from the staging) and the attention output the graph after it reads (attended: written
@@ -78,17 +75,14 @@ struct DecodeGraph::Impl {
   int64_t last_graphed_from = -1;
 
   Impl(const Model& m, std::vector<at::Tensor> r) : model(m), rope(std::move(r)) {}
-  ~Impl() {
-    if (staged_read) cudaEventDestroy(staged_read);
-    if (staged) cudaFreeHost(staged);
-  }
 
   // The step's inputs into the staging, once the previous step's copy has read it.
   void stage(int64_t token_id, int64_t pos) {
-    C10_CUDA_CHECK(cudaEventSynchronize(staged_read));
+    staging->wait_until_read();
     stage_values(token_id, pos);
   }
   void stage_values(int64_t token_id, int64_t pos) {
+    int64_t* staged = staging->host();
     staged[0] = token_id;
     staged[1] = pos;
     // The key count, read through an int32 view of this int64's low half: whole below 2^31, which
@@ -96,9 +90,7 @@ struct DecodeGraph::Impl {
     // tk < 2^30).
     staged[2] = pos + 1;
   }
-  void copy_staged(cudaStream_t stream) {
-    C10_CUDA_CHECK(cudaMemcpyAsync(inputs.data_ptr(), staged, 3 * sizeof(int64_t), cudaMemcpyHostToDevice, stream));
-  }
+  void copy_staged(cudaStream_t stream) { staging->copy(stream); }
   // The device's position and key count set directly (the captures' eager passes, outside any step).
   void set_device_position(int64_t pos) {
     position.fill_(pos);
@@ -188,10 +180,10 @@ DecodeGraph::DecodeGraph(const Model& model, std::vector<at::Tensor> layer_rope,
   Impl& g = *impl_;
   const ModelConfig& c = model.config;
   const auto options = at::TensorOptions().device(model.run.device).dtype(model.run.dtype);
-  C10_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&g.staged), 3 * sizeof(int64_t)));
-  C10_CUDA_CHECK(cudaEventCreateWithFlags(&g.staged_read, cudaEventDisableTiming));
+  g.staging = std::make_unique<GraphStaging>(3, model.run.device);
   g.stage_values(0, cache.length());
-  g.inputs = at::from_blob(g.staged, {3}, at::TensorOptions().dtype(at::kLong)).to(model.run.device);
+  g.inputs = g.staging->device();
+  g.copy_staged(c10::cuda::getCurrentCUDAStream().stream());
   g.token = g.inputs.narrow(0, 0, 1);
   g.position = g.inputs.narrow(0, 1, 1);
   static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the key count is the low half of an int64");
@@ -238,7 +230,7 @@ DecodeGraph::DecodeGraph(const Model& model, std::vector<at::Tensor> layer_rope,
     // One replay of each now: a graph's first launch also uploads it to the device, which a
     // benchmark's first timed step would otherwise pay (this writes the same scratch as the warm-up).
     g.first->replay();
-    C10_CUDA_CHECK(cudaEventRecord(g.staged_read, c10::cuda::getCurrentCUDAStream().stream()));
+    g.staging->mark_read(c10::cuda::getCurrentCUDAStream().stream());
     for (auto& graph : g.between) graph->replay();
   }
   c10::cuda::device_synchronize();
@@ -278,7 +270,7 @@ at::Tensor DecodeGraph::step(int32_t token, KVCache& cache, AttentionBackend& at
   const int64_t position = cache.length(), n_layers = g.model.config.n_layers;
   g.stage(token, position);
   g.first->replay();
-  C10_CUDA_CHECK(cudaEventRecord(g.staged_read, c10::cuda::getCurrentCUDAStream().stream()));
+  g.staging->mark_read(c10::cuda::getCurrentCUDAStream().stream());
   // The layers below a tail attend eagerly whichever capture the step replays; the backend is asked
   // about the tail only after them (their attend() calls come first), and issues its own launches
   // for the tail's layers in before_graphed_layers, chunk by chunk (HiP: the step's counts, while the

@@ -335,11 +335,14 @@ at::Tensor sparse_attention(const at::Tensor& q, const at::Tensor& k, const at::
   return out;
 }
 
-at::Tensor sparse_attention_batch(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& blocks,
-                                  const at::Tensor& counts, const hip::HipParams& p, const at::Tensor& key_counts,
-                                  const at::Tensor& key_starts, int num_splits, const at::Tensor& out_given,
-                                  const hip::ScoreTransform& score) {
-  require_ready();
+namespace {
+// The launch of sparse_attention_batch over these tensors, every argument checked, `out` allocated:
+// the per-sequence fields read on the device, one K/V the batch shares where key_starts is given.
+// No workspace yet.
+gpu::AttentionLaunch batch_attention_launch(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                            const at::Tensor& blocks, const at::Tensor& counts, const hip::HipParams& p,
+                                            const at::Tensor& key_counts, const at::Tensor& key_starts, int num_splits,
+                                            const at::Tensor& out, const hip::ScoreTransform& score) {
   if (q.dim() != 4) fail("sparse_attention_batch takes a batched (batch, hq, tq, d) Q, got " + shape_str(q));
   auto check_per_sequence = [&](const at::Tensor& t, const char* name) {
     if (!t.defined() || t.dim() != 1 || t.size(0) != q.size(0) || t.scalar_type() != at::kInt || !t.is_contiguous() ||
@@ -353,19 +356,59 @@ at::Tensor sparse_attention_batch(const at::Tensor& q, const at::Tensor& k, cons
     if (k.dim() != 3 || v.dim() != 3)
       fail("with key_starts, K and V are the batch's one (hkv, rows, d) tensor each, got " + shape_str(k));
   }
-  c10::DeviceGuard guard(q.device());
   // One K/V shared by the batch: a batch dimension of stride 0 (the kernel reads key_starts instead).
   auto batched = [&](const at::Tensor& kv) {
     return key_starts.defined() ? kv.unsqueeze(0).expand({q.size(0), kv.size(0), kv.size(1), kv.size(2)}) : kv;
   };
-  const at::Tensor out = out_given.defined() ? out_given : at::empty(q.sizes(), q.options());
   gpu::AttentionLaunch l = attention_launch(q, batched(k), batched(v), blocks, counts, p, at::Tensor(), out, num_splits);
   l.key_counts = key_counts.data_ptr<int32_t>();
   l.key_starts = key_starts.defined() ? key_starts.data_ptr<int32_t>() : nullptr;
   l.score = score;
+  return l;
+}
+}  // namespace
+
+at::Tensor sparse_attention_batch(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& blocks,
+                                  const at::Tensor& counts, const hip::HipParams& p, const at::Tensor& key_counts,
+                                  const at::Tensor& key_starts, int num_splits, const at::Tensor& out_given,
+                                  const hip::ScoreTransform& score) {
+  require_ready();
+  c10::DeviceGuard guard(q.device());
+  const at::Tensor out = out_given.defined() ? out_given : at::empty(q.sizes(), q.options());
+  gpu::AttentionLaunch l = batch_attention_launch(q, k, v, blocks, counts, p, key_counts, key_starts, num_splits, out, score);
   if (l.num_splits > 1) use_split_buffers(q, l, l.num_splits);
   gpu::sparse_attention(l);
   return out;
+}
+
+at::Tensor sparse_attention_batch_workspace(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                            const at::Tensor& blocks, const at::Tensor& counts, const hip::HipParams& p,
+                                            const at::Tensor& key_counts, const at::Tensor& key_starts,
+                                            const at::Tensor& out) {
+  require_ready();
+  c10::DeviceGuard guard(q.device());
+  const gpu::AttentionLaunch l = batch_attention_launch(q, k, v, blocks, counts, p, key_counts, key_starts, 0, out, {});
+  const size_t bytes = gpu::attention_workspace_bytes(l, l.num_splits);
+  return bytes == 0 ? at::Tensor() : at::zeros({static_cast<int64_t>(bytes)}, q.options().dtype(at::kByte));
+}
+
+void sparse_attention_batch_on_stream(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                      const at::Tensor& blocks, const at::Tensor& counts, const hip::HipParams& p,
+                                      const at::Tensor& key_counts, const at::Tensor& key_starts, const at::Tensor& out,
+                                      const at::Tensor& workspace, void* stream, const hip::ScoreTransform& score) {
+  require_ready();
+  c10::DeviceGuard guard(q.device());
+  gpu::AttentionLaunch l = batch_attention_launch(q, k, v, blocks, counts, p, key_counts, key_starts, 0, out, score);
+  const size_t bytes = gpu::attention_workspace_bytes(l, l.num_splits);
+  if (bytes > 0) {
+    if (!workspace.defined() || static_cast<size_t>(workspace.numel()) * workspace.element_size() < bytes ||
+        workspace.device() != q.device() || !workspace.is_contiguous())
+      fail("this batched launch splits its keys and needs a workspace of " + std::to_string(bytes) +
+           " bytes on Q's device from sparse_attention_batch_workspace()");
+    l.workspace = workspace.data_ptr();  // its counters follow the partials (l.counters null)
+  }
+  l.stream = stream;
+  gpu::sparse_attention(l);
 }
 
 at::Tensor sparse_attention_workspace(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
@@ -505,6 +548,16 @@ at::Tensor sparse_attention(const at::Tensor&, const at::Tensor&, const at::Tens
 at::Tensor sparse_attention_batch(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
                                   const at::Tensor&, const hip::HipParams&, const at::Tensor&, const at::Tensor&, int,
                                   const at::Tensor&, const hip::ScoreTransform&) {
+  throw std::runtime_error(cuda_kernels_status());
+}
+at::Tensor sparse_attention_batch_workspace(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                            const at::Tensor&, const hip::HipParams&, const at::Tensor&, const at::Tensor&,
+                                            const at::Tensor&) {
+  throw std::runtime_error(cuda_kernels_status());
+}
+void sparse_attention_batch_on_stream(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                      const at::Tensor&, const hip::HipParams&, const at::Tensor&, const at::Tensor&,
+                                      const at::Tensor&, const at::Tensor&, void*, const hip::ScoreTransform&) {
   throw std::runtime_error(cuda_kernels_status());
 }
 #endif

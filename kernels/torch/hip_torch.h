@@ -91,6 +91,19 @@ void sparse_attention_on_stream(const at::Tensor& q, const at::Tensor& k, const 
 at::Tensor sparse_attention_workspace(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                       const at::Tensor& blocks, const at::Tensor& counts, const hip::HipParams& p,
                                       const at::Tensor& positions, const at::Tensor& out);
+// sparse_attention_batch as a launch that a CUDA graph captures (engine/generation/batch_decode_graph.cpp):
+// on `stream`, key_counts (and key_starts) read when the kernel runs, num_splits chosen by the
+// launch's shapes alone (0), into `out` (Q's shape), the split partials in `workspace` from
+// sparse_attention_batch_workspace() with the same arguments (undefined where the launch does not
+// split; kept as long as the graph). The same bits as sparse_attention_batch of the same inputs.
+void sparse_attention_batch_on_stream(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                      const at::Tensor& blocks, const at::Tensor& counts, const hip::HipParams& p,
+                                      const at::Tensor& key_counts, const at::Tensor& key_starts, const at::Tensor& out,
+                                      const at::Tensor& workspace, void* stream, const hip::ScoreTransform& score = {});
+at::Tensor sparse_attention_batch_workspace(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                            const at::Tensor& blocks, const at::Tensor& counts, const hip::HipParams& p,
+                                            const at::Tensor& key_counts, const at::Tensor& key_starts,
+                                            const at::Tensor& out);
 
 // A refreshed decode mask (3-D, one query block) laid out for the cached steps after it, in one
 // launch (kernels/cuda/decode_rows.h): rows (hq, 1, kb + tail_room) hold each head's selected
