@@ -204,12 +204,13 @@ void draw_series(std::ostringstream& s, const Frame& f, const std::vector<PlotSe
   }
 }
 
-// The histogram of one Delta as the locality panel draws it: bars of the counts and the fitted
-// normal's expected count per bin (viz::fitted_normal_counts) through the bin centres.
-void draw_histogram(std::ostringstream& s, const hip::DeltaStats& d, Box box, std::vector<LegendItem>& items) {
+// The histogram of one Delta as the locality panel draws it: bars of the counts and the view's
+// fitted normal's expected count per bin through the bin centres.
+void draw_histogram(std::ostringstream& s, const LocalityView& v, Box box, std::vector<LegendItem>& items) {
+  const hip::DeltaStats& d = v.histogram;
   const size_t bins = d.counts.size();
   const double width = bins ? (d.hist_hi - d.hist_lo) / static_cast<double>(bins) : 1;
-  const std::vector<double> fitted = viz::fitted_normal_counts(d);
+  const std::vector<double>& fitted = v.fitted;
   double top = 1;
   for (int64_t c : d.counts) top = std::max(top, static_cast<double>(c));
   for (double c : fitted) top = std::max(top, c);
@@ -236,12 +237,12 @@ void draw_histogram(std::ostringstream& s, const hip::DeltaStats& d, Box box, st
 }
 
 // Mean and std of delta against Delta, a pair of curves per head.
-std::vector<PlotSeries> locality_series(const std::vector<hip::ScoreLocality>& heads) {
+std::vector<PlotSeries> locality_series(const std::vector<LocalityView>& heads) {
   std::vector<PlotSeries> series;
   for (size_t h = 0; h < heads.size(); ++h) {
     PlotSeries mean{"head " + std::to_string(heads[h].head) + " mean", {}, {}, kColors[(2 * h) % 8], true, ""};
     PlotSeries sd{"head " + std::to_string(heads[h].head) + " std", {}, {}, kColors[(2 * h + 1) % 8], true, ""};
-    for (const hip::DeltaStats& d : heads[h].deltas) {
+    for (const hip::DeltaStats& d : heads[h].curve) {
       mean.x.push_back(static_cast<double>(d.delta));
       mean.y.push_back(d.mean);
       sd.x.push_back(static_cast<double>(d.delta));
@@ -251,6 +252,11 @@ std::vector<PlotSeries> locality_series(const std::vector<hip::ScoreLocality>& h
     series.push_back(sd);
   }
   return series;
+}
+
+// A view pooled under another rule than the panel's says what it pooled before the run's context.
+std::string noted_context(const LocalityView& v, const std::string& context) {
+  return v.rule_note.empty() ? context : "pooled over " + v.rule_note + "; " + context;
 }
 
 }  // namespace
@@ -290,33 +296,29 @@ std::string svg_line_chart(const std::string& title, const std::string& xl, cons
   return s.str();
 }
 
-std::string svg_locality_histogram(const hip::DeltaStats& d, const std::string& title, const viz::FigureStyle& st,
+std::string svg_locality_histogram(const LocalityView& v, const std::string& title, const viz::FigureStyle& st,
                                    const std::string& context) {
   const StyleScope scope(st);
   std::ostringstream s;
-  open_svg(s, title, context);
+  open_svg(s, title, noted_context(v, context));
   std::vector<LegendItem> items;
-  draw_histogram(s, d, kPlot, items);
+  draw_histogram(s, v, kPlot, items);
   legend(s, items);
   s << "</svg>\n";
   return s.str();
 }
 
-std::string svg_locality(const std::vector<hip::ScoreLocality>& heads, int64_t histogram_delta, const std::string& title,
-                         const viz::FigureStyle& st, const std::string& context) {
+std::string svg_locality(const std::vector<LocalityView>& heads, const std::string& title, const viz::FigureStyle& st,
+                         const std::string& context) {
   const StyleScope scope(st);
   // Two plots side by side, as the locality panel shows them: the histogram, then the curves.
   constexpr double kWide = 2 * kW - kRight;
   const Box hist_box{kLeft, kTop, kW - kRight, kH - kBottom};
   const Box curve_box{kW - kRight + kLeft + 24, kTop, kWide - kRight, kH - kBottom};
   std::ostringstream s;
-  open_svg(s, title, context, kWide);
+  open_svg(s, title, heads.empty() ? context : noted_context(heads[0], context), kWide);
   std::vector<LegendItem> items;
-  const hip::DeltaStats* hist = nullptr;
-  if (!heads.empty())
-    for (const hip::DeltaStats& d : heads[0].deltas)
-      if (!hist || d.delta == histogram_delta) hist = &d;  // the asked-for Delta, else the first
-  if (hist) draw_histogram(s, *hist, hist_box, items);
+  if (!heads.empty()) draw_histogram(s, heads[0], hist_box, items);
   const std::vector<PlotSeries> series = locality_series(heads);
   const Frame f = series_frame(series, true, NAN, NAN, curve_box);
   axes(s, f, "Delta (key distance)", "delta score: mean, std", true);
