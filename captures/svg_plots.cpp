@@ -12,7 +12,6 @@ namespace {
 
 // kTop leaves room for the title and two lines of context (model, device, dtype, T, parameters).
 constexpr double kW = 720, kH = 420, kLeft = 72, kRight = 210, kTop = 66, kBottom = 56;  // px
-const char* kColors[] = {"#1f4e79", "#e15759", "#f28e2b", "#59a14f", "#76b7b2", "#b07aa1", "#9c755f", "#edc948"};
 
 std::string num(double v) {
   char b[32];
@@ -54,6 +53,8 @@ const viz::FigureStyle& style() {
   return g_style ? *g_style : paper;
 }
 std::string col(uint32_t packed) { return viz::css_color(packed); }
+// Series k's colour in the figure's style.
+std::string series_col(size_t k) { return col(style().series_color(k)); }
 struct StyleScope {
   const viz::FigureStyle* saved = g_style;
   explicit StyleScope(const viz::FigureStyle& s) { g_style = &s; }
@@ -178,7 +179,7 @@ void draw_series(std::ostringstream& s, const Frame& f, const std::vector<PlotSe
   auto tx = [&](double x) { return log2_x ? std::log2(x) : x; };
   for (size_t k = 0; k < series.size(); ++k) {
     const PlotSeries& p = series[k];
-    const std::string color = p.color.empty() ? kColors[k % 8] : p.color;
+    const std::string color = p.color.empty() ? series_col(k) : p.color;
     items.push_back({p.name, color, p.dash, true, p.markers});
     // A non-finite point breaks the line (a step without accesses has no hit ratio).
     std::vector<std::string> lines(1);
@@ -218,7 +219,7 @@ void draw_histogram(std::ostringstream& s, const LocalityView& v, Box box, std::
   widen(lo, hi);
   const Frame f{lo, hi, 0, top * 1.05, box};
   axes(s, f, "delta = s(j + " + std::to_string(d.delta) + ") - s(j)", "key pairs", false);
-  s << "<g class=\"bars\" fill=\"#1f4e79\" fill-opacity=\"0.75\">\n";
+  s << "<g class=\"bars\" fill=\"" << series_col(0) << "\" fill-opacity=\"0.75\">\n";
   for (size_t b = 0; b < bins; ++b) {
     const double xa = f.sx(d.hist_lo + width * static_cast<double>(b)), xb = f.sx(d.hist_lo + width * static_cast<double>(b + 1));
     const double y = f.sy(static_cast<double>(d.counts[b]));
@@ -227,12 +228,12 @@ void draw_histogram(std::ostringstream& s, const LocalityView& v, Box box, std::
   }
   s << "</g>\n";
   if (d.stddev > 0 && d.pairs > 0) {
-    s << "<polyline class=\"normal-fit\" fill=\"none\" stroke=\"#e15759\" stroke-width=\"2\" points=\"";
+    s << "<polyline class=\"normal-fit\" fill=\"none\" stroke=\"" << series_col(1) << "\" stroke-width=\"2\" points=\"";
     for (size_t b = 0; b < bins; ++b) s << px(f.sx(d.hist_lo + width * (static_cast<double>(b) + 0.5))) << "," << px(f.sy(fitted[b])) << " ";
     s << "\"/>\n";
   }
-  items.push_back({"observed (Delta = " + std::to_string(d.delta) + ")", "#1f4e79"});
-  items.push_back({"N(" + num(d.mean) + ", " + num(d.stddev) + "^2)", "#e15759", "", true});
+  items.push_back({"observed (Delta = " + std::to_string(d.delta) + ")", series_col(0)});
+  items.push_back({"N(" + num(d.mean) + ", " + num(d.stddev) + "^2)", series_col(1), "", true});
   items.push_back({"KL " + num(d.kl_to_normal), col(style().background)});
 }
 
@@ -240,8 +241,8 @@ void draw_histogram(std::ostringstream& s, const LocalityView& v, Box box, std::
 std::vector<PlotSeries> locality_series(const std::vector<LocalityView>& heads) {
   std::vector<PlotSeries> series;
   for (size_t h = 0; h < heads.size(); ++h) {
-    PlotSeries mean{"head " + std::to_string(heads[h].head) + " mean", {}, {}, kColors[(2 * h) % 8], true, ""};
-    PlotSeries sd{"head " + std::to_string(heads[h].head) + " std", {}, {}, kColors[(2 * h + 1) % 8], true, ""};
+    PlotSeries mean{"head " + std::to_string(heads[h].head) + " mean", {}, {}, series_col(2 * h), true, ""};
+    PlotSeries sd{"head " + std::to_string(heads[h].head) + " std", {}, {}, series_col(2 * h + 1), true, ""};
     for (const hip::DeltaStats& d : heads[h].curve) {
       mean.x.push_back(static_cast<double>(d.delta));
       mean.y.push_back(d.mean);
@@ -335,7 +336,7 @@ std::string svg_hit_ratio_per_step(const offload::OffloadResult& r, const viz::F
   for (int c : {1, 0}) {
     const offload::ContextStats& ctx = c == 0 ? r.mask : r.sparse;
     const char* name = c == 0 ? "mask estimation" : "sparse attention";  // legend: name (bank slots)
-    PlotSeries p{std::string(name) + " (" + std::to_string(ctx.bank_tokens) + ")", {}, {}, kColors[c], true, c == 0 ? "6 4" : ""};
+    PlotSeries p{std::string(name) + " (" + std::to_string(ctx.bank_tokens) + ")", {}, {}, viz::css_color(st.series_color(static_cast<size_t>(c))), true, c == 0 ? "6 4" : ""};
     // Mask estimation reads only on refresh steps: its points are joined across the steps between,
     // so the dashed line the legend shows is what the plot draws.
     p.bridge_gaps = true;
@@ -354,7 +355,7 @@ std::string svg_latency_bars(const PairedAnalysis& a, const std::string& device,
   const ComponentMs bars[4] = {a.dense.latency.prefill, a.hip.latency.prefill, a.dense.latency.decode_step, a.hip.latency.decode_step};
   const std::vector<std::string> names{"dense prefill", "HiP prefill", "dense decode", "HiP decode"};
   const char* parts[4] = {"mask estimation", "sparse attention", "dense attention", "other"};
-  const char* colors[4] = {"#f28e2b", "#e15759", "#1f4e79", "#bab0ac"};
+  const std::string colors[4] = {series_col(2), series_col(1), series_col(0), col(style().text_dim)};
   double top = 0;
   for (const ComponentMs& b : bars) top = std::max(top, b.total());
   Frame f{-0.6, 3.6, 0, top > 0 ? top * 1.08 : 1};

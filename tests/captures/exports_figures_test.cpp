@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -123,6 +124,39 @@ TEST(ExportsFigures, ChartsHonourTheStyle) {
     EXPECT_EQ(m[1], viz::css_color(viz::dark_style().background)) << what;
     EXPECT_EQ(dark.find("\"white\""), std::string::npos) << what;
   }
+}
+
+// Every colour a chart paints is its style's (background, text, axis, grid, series, mask palette):
+// nothing is left at a fixed colour that reads on one background only, and a dark figure has no
+// white in it. The figures of the report (capture_figures) and of export, in both styles.
+TEST(ExportsFigures, EveryChartColourIsTheStyles) {
+  const Capture& c = fixture();
+  const std::regex colour("(?:fill|stroke)=\"(#[0-9a-f]{6}|white|black)\"");
+  for (const viz::FigureStyle& style : {viz::paper_style(), viz::dark_style()}) {
+    std::set<std::string> allowed;
+    for (uint32_t v : {style.background, style.text, style.text_dim, style.axis, style.grid}) allowed.insert(viz::css_color(v));
+    for (uint32_t v : style.series) allowed.insert(viz::css_color(v));
+    const viz::MaskPalette& m = style.mask;
+    for (uint32_t v : {m.future, m.empty, m.selected, m.hit, m.miss, m.false_pick, m.random, m.sink, m.dense, m.dense_layer})
+      allowed.insert(viz::css_color(v));
+    FigureOptions options;
+    options.style = style.name;
+    std::vector<std::pair<std::string, std::string>> svgs;
+    for (const Figure& f : capture_figures(c, options))
+      if (!f.png()) svgs.emplace_back(f.name, f.bytes);
+    for (const char* what : {"latency", "hit-ratio", "locality", "iterations"}) svgs.emplace_back(what, export_view(c, req(what, "svg", style.name)));
+    ASSERT_GE(svgs.size(), 6u);
+    for (const auto& [name, svg] : svgs) {
+      for (auto it = std::sregex_iterator(svg.begin(), svg.end(), colour); it != std::sregex_iterator(); ++it)
+        EXPECT_TRUE(allowed.count((*it)[1])) << style.name << " " << name << ": " << (*it)[1];
+      if (style.name == "dark") {
+        EXPECT_EQ(svg.find("#ffffff"), std::string::npos) << name;
+        EXPECT_EQ(svg.find("\"white\""), std::string::npos) << name;
+      }
+    }
+  }
+  // The two styles' series differ (each reads on its own background).
+  EXPECT_NE(viz::paper_style().series, viz::dark_style().series);
 }
 
 TEST(ExportsFigures, HitRatioDashedSeriesIsALine) {
