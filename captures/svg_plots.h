@@ -1,7 +1,8 @@
 #pragma once
 // SVG figures for papers (vector, so they stay sharp): each is a standalone <svg> document with a
 // title, labelled axes with ticks and a legend, valid XML (text is escaped). Used by the report
-// (inline) and written as .svg files by exports.
+// (inline) and written as .svg files by exports. The charts are viz/chart.h's chart model drawn by
+// viz::svg_chart, the model the GUI's panels draw (the locality chart: viz/locality_chart.h).
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -11,6 +12,7 @@
 #include "engine/offload/offload_result.h"
 #include "engine/views/locality_view.h"
 #include "engine/views/trace_view.h"
+#include "viz/chart_svg.h"
 #include "viz/figure.h"
 
 namespace hipstudio::captures {
@@ -18,16 +20,16 @@ namespace hipstudio::captures {
 struct PlotSeries {
   std::string name;
   std::vector<double> x, y;  // same length; non-finite points are skipped
-  std::string color;         // CSS colour
+  std::string color;         // "#rrggbb" in every style, or "": the style's series colour of its index
   bool markers = true;
-  std::string dash = "";     // SVG stroke-dasharray such as "6 4"; "" solid. Dashed markers are rings.
+  std::string dash = "";     // non-empty: dashed (the chart model's one dash pattern); dashed markers are rings
   bool bridge_gaps = false;  // join the finite points across non-finite ones (else a gap breaks the line)
 };
 
 // Every chart below is drawn in `style`'s colours (background included) with `context` (model,
 // device, dtype, T, parameters: figure_context) in up to two lines under its title.
 
-// A generic line chart (the specific figures below are built on it).
+// A line chart of one plot (for callers outside viz's chart model: the sweep and method figures).
 std::string svg_line_chart(const std::string& title, const std::string& x_label, const std::string& y_label,
                            const std::vector<PlotSeries>& series, bool log2_x = false, double y_lo = NAN,
                            double y_hi = NAN,  // a fixed y range where given (NaN: from the data)
@@ -60,6 +62,6 @@ bool cpu_reference_device(const std::string& device);
 std::string svg_iterations(const BlockTraceView& view, const std::string& title, const std::string& subtitle,
                            const viz::FigureStyle& style = viz::paper_style());
 
-std::string xml_escape(const std::string& text);
+using viz::xml_escape;
 
 }  // namespace hipstudio::captures
