@@ -1,4 +1,5 @@
 #include "captures/svg_plots.h"
+#include "captures/hit_ratio_chart.h"
 
 #include <algorithm>
 #include <cmath>
@@ -70,33 +71,7 @@ std::string svg_locality(const std::vector<LocalityView>& heads, const std::stri
 }
 
 std::string svg_hit_ratio_per_step(const offload::OffloadResult& r, const viz::FigureStyle& st, const std::string& context) {
-  viz::ChartPlot plot;
-  plot.x.label = "decode step";
-  plot.y.label = "hit ratio";
-  plot.y.lo = 0, plot.y.hi = 1;
-  // Both contexts often read the same keys, so their curves coincide: sparse attention is drawn
-  // first and solid, mask estimation over it dashed with ring markers, so neither hides the other.
-  for (int c : {1, 0}) {
-    const offload::ContextStats& ctx = c == 0 ? r.mask : r.sparse;
-    viz::ChartSeries p;
-    p.name = std::string(c == 0 ? "mask estimation" : "sparse attention") + " (" + std::to_string(ctx.bank_tokens) + ")";  // (bank slots)
-    p.color = c;
-    p.markers = true;
-    p.dashed = c == 0;
-    // Mask estimation reads only on refresh steps: its points are joined across the steps between,
-    // so the dashed line the legend shows is what the plot draws.
-    p.bridge_gaps = true;
-    for (size_t s = 0; s < ctx.per_step_total.size(); ++s) {
-      const offload::BankCounts& b = ctx.per_step_total[s];
-      p.x.push_back(static_cast<double>(s));
-      p.y.push_back(b.accesses > 0 ? offload::hit_ratio(b) : NAN);  // no reads: no ratio (steps without a refresh)
-    }
-    plot.series.push_back(std::move(p));
-  }
-  viz::Chart chart;
-  chart.title = "KV offloading: hit ratio per decode step";
-  chart.plots.push_back(std::move(plot));
-  return viz::svg_chart(chart, st, context);
+  return viz::svg_chart(hit_ratio_step_chart(r), st, context);
 }
 
 std::string svg_latency_bars(const PairedAnalysis& a, const std::string& device, const viz::FigureStyle& st, const std::string& context) {

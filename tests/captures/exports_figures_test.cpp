@@ -16,6 +16,7 @@
 #include "captures/export_view.h"
 #include "captures/exports.h"
 #include "captures/figures.h"
+#include "captures/hit_ratio_chart.h"
 #include "captures/mask_png.h"
 #include "captures/svg_plots.h"
 #include "tests/captures/capture_fixture.h"
@@ -157,6 +158,21 @@ TEST(ExportsFigures, EveryChartColourIsTheStyles) {
   }
   // The two styles' series differ (each reads on its own background).
   EXPECT_NE(viz::paper_style().series, viz::dark_style().series);
+}
+
+// The exported hit-ratio figure is the chart the GUI's KV cache panel draws (hit_ratio_step_chart),
+// and its legend names each context's series once, with its bank's slots.
+TEST(ExportsFigures, HitRatioFigureIsTheChartThePanelDraws) {
+  const Capture& c = fixture();
+  const viz::Chart chart = hit_ratio_step_chart(c.offload);
+  for (const viz::FigureStyle& style : {viz::paper_style(), viz::dark_style()})
+    EXPECT_EQ(svg_hit_ratio_per_step(c.offload, style, "ctx"), viz::svg_chart(chart, style, "ctx")) << style.name;
+  const std::vector<viz::ChartLegendEntry> legend = viz::chart_legend(chart);
+  ASSERT_EQ(legend.size(), 2u);
+  EXPECT_EQ(legend[0].name, "sparse attention (" + std::to_string(c.offload.sparse.bank_tokens) + ")");
+  EXPECT_EQ(legend[1].name, "mask estimation (" + std::to_string(c.offload.mask.bank_tokens) + ")");
+  EXPECT_TRUE(legend[1].dashed);
+  EXPECT_FALSE(legend[0].dashed);
 }
 
 TEST(ExportsFigures, HitRatioDashedSeriesIsALine) {
