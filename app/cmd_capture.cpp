@@ -309,7 +309,7 @@ void register_capture_commands(CLI::App& root) {
   });
 
   struct ReportArgs {
-    std::string capture, out, png_dir, csv_dir, npy_dir, json_out, trace_out, tile_dir, figure;
+    std::string capture, out, png_dir, csv_dir, npy_dir, json_out, trace_out, tile_dir, figure, style = "paper";
     int64_t mask_px = 512, tile = 4096;
   };
   auto rargs = std::make_shared<ReportArgs>();
@@ -327,6 +327,9 @@ void register_capture_commands(CLI::App& root) {
   add_number(*rep, "--tile", rargs->tile, "tile side in pixels for --mask-tiles", int64_t{16}, int64_t{16384});
   rep->add_option("--json", rargs->json_out, "also write the metrics in the `analyze` JSON schema");
   rep->add_option("--chrome-trace", rargs->trace_out, "also write the latency as Chrome trace events (Perfetto, chrome://tracing)");
+  add_choice(*rep, "--style", rargs->style,
+             "figures (in the report and --png-dir): paper (light, for print, whatever the GUI's theme) or dark (the GUI's screen colours)",
+             {"paper", "dark"});
   rep->callback([rargs] {
     if (!rargs->figure.empty()) {
       // One figure instead of the report: the options that write other files would do nothing.
@@ -346,6 +349,7 @@ void register_capture_commands(CLI::App& root) {
       const captures::Capture c = captures::read_capture(rargs->capture, read);
       captures::FigureOptions figures;
       figures.mask_px = rargs->mask_px;
+      figures.style = rargs->style;
       figures.only = rargs->figure;
       for (const std::string& path : captures::write_figure_exports(c, rargs->png_dir, figures)) std::printf("wrote %s\n", path.c_str());
       return;
@@ -367,6 +371,7 @@ void register_capture_commands(CLI::App& root) {
     const captures::Capture c = captures::read_capture(rargs->capture, read);
     captures::FigureOptions figures;
     figures.mask_px = rargs->mask_px;
+    figures.style = rargs->style;
     captures::write_file_atomic(out, captures::html_report(c, figures));
     std::fprintf(stderr, "wrote %s\n", out.c_str());
     auto note = [](const std::vector<std::string>& paths, const std::string& dir) {

@@ -67,6 +67,9 @@ void set_token_pieces(CaptureInfo& info, const PairedAnalysis& analysis, const s
 struct CapturedTrace {
   int64_t layer = 0;
   hip::MaskTrace trace;  // head and query block inside
+  // (hi - lo) oracle block scores of the block (engine/views/trace_view.h), block lo first; empty in
+  // a capture written before traces held them (its oracle blocks then come from the mask view).
+  std::vector<double> oracle_scores;
 };
 
 struct TraceSpec {
@@ -138,8 +141,8 @@ struct Capture {
 struct CaptureRequest {
   std::vector<std::string> views = capture_view_names();
   std::vector<TraceSpec> traces;               // empty: the last query block of head 0 in every HiP view layer
-  // The locality view's rows and Deltas are hip::locality_sample's, the GUI panel's: its sweep plus
-  // these (the Delta on screen), with this many histogram bins.
+  // The locality view's rows and Deltas are the views layer's rule (engine/views/locality_view.h),
+  // the GUI panel's: its sweep plus these (the Delta on screen), with this many histogram bins.
   std::vector<int64_t> locality_shown_deltas;
   int64_t locality_bins = 40;
   bool render_images = true;                   // PNG of masks, SVG of plots, under images/

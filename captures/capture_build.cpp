@@ -1,5 +1,6 @@
 // build_capture: the views of a capture, from the views layer's results in the analysis and, for
-// traces and locality, from the kept layers' prompt Q/K/V (the same calls the GUI's views make).
+// traces and locality, from the kept layers' prompt Q/K/V by the views layer's rules
+// (engine/views/trace_view.h, locality_view.h), the GUI's.
 #include <algorithm>
 #include <ctime>
 #include <stdexcept>
@@ -8,7 +9,9 @@
 #include "captures/figures.h"
 #include "engine/analysis/layer_view.h"
 #include "engine/formats/errors.h"
+#include "engine/views/locality_view.h"
 #include "engine/views/reference_views.h"
+#include "engine/views/trace_view.h"
 
 namespace hipstudio::captures {
 
@@ -125,14 +128,15 @@ Capture build_capture(std::vector<MethodRun> runs, CaptureInfo info, const Captu
       if (s.head < 0 || s.head >= in.hq || s.query_block < 0 || s.query_block >= blocks)
         throw InputError("trace head " + std::to_string(s.head) + ", query block " + std::to_string(s.query_block) +
                          " is outside the prompt (" + std::to_string(in.hq) + " heads, " + std::to_string(blocks) + " query blocks)");
-      c.traces.push_back({s.layer, hip::trace_block_mask(in, p, s.head, s.query_block)});
+      BlockTraceView view = reference_trace_view(in, p, s.layer, s.head, s.query_block);
+      c.traces.push_back({s.layer, std::move(view.trace), std::move(view.oracle_scores)});
     }
   }
 
   // Locality needs every view layer's inputs (locality[i] belongs to view_layers[i]).
   const bool all_inputs = std::all_of(c.view_layers.begin(), c.view_layers.end(), [&](int64_t l) { return a.find_inputs(l); });
   if (c.has_view("locality") && tokens > 1 && !c.view_layers.empty() && all_inputs) {
-    const hip::LocalitySample sample = hip::locality_sample(tokens, request.locality_bins, request.locality_shown_deltas);
+    const hip::LocalitySample sample = locality_view_sample(tokens, request.locality_bins, request.locality_shown_deltas);
     c.locality_params = sample.params;
     c.locality_queries = sample.rows;
     if (!c.locality_params.deltas.empty()) {

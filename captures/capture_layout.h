@@ -28,7 +28,7 @@
 //     hip_iterations i32 (H, QB), hip_branches i64 (H, QB), recall, random_recall f64 (H, QB)
 //   traces/<i>/header i64 (9): layer, head, query_block, row_begin, row_end, p0, lo, hi, dense_from
 //   traces/<i>/initial i32 (2, n), blocks i32 (n), branches i32 (nb, 5): iteration, begin, end, repr, kept;
-//     scores f64 (nb)
+//     scores f64 (nb); oracle_scores f64 (hi - lo), optional (older captures lack it)
 //   locality/queries i64 (q), locality/L<l>/stats f64 (H, nd, 7): delta, pairs, mean, std, lo, hi, kl;
 //     locality/L<l>/counts i64 (H, nd, B)
 //   offload/{mask,sparse}/per_step i64 (Lh, H, Sa, 6): accesses hits misses bytes evictions probes;

@@ -667,6 +667,8 @@ Capture decode_capture(std::string_view bytes, const std::string& what, const Ca
       t.iterations.resize(static_cast<size_t>(v[0]) + 1);
       t.iterations[v[0]].branches.push_back({v[1], v[2], v[3], scores[b], v[4] != 0});
     }
+    if (ar.has(layout::trace_array(i, "oracle_scores")))
+      ct.oracle_scores = ar.get<double>(layout::trace_array(i, "oracle_scores"), {t.hi - t.lo});
     c.traces.push_back(std::move(ct));
   }
 

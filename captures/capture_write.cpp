@@ -285,6 +285,8 @@ void emit_capture(const Capture& c, ZipWriter& zip) {
       }
     s.add(layout::trace_array(i, "branches"), {static_cast<int64_t>(scores.size()), 5}, branches);
     s.add(layout::trace_array(i, "scores"), {static_cast<int64_t>(scores.size())}, scores);
+    const std::vector<double>& oracle = c.traces[i].oracle_scores;
+    if (!oracle.empty()) s.add(layout::trace_array(i, "oracle_scores"), {static_cast<int64_t>(oracle.size())}, oracle);
   }
 
   if (!c.locality.empty()) {

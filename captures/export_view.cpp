@@ -106,24 +106,24 @@ std::string export_view(const Capture& c, const ExportRequest& r) {
     return head_slice(hqk, mr.blocks, r.head);
   }
   if (w == "locality") {
-    const auto& heads = c.locality[need_layer(c.locality.size(), "locality")];
+    const size_t index = need_layer(c.locality.size(), "locality");
+    const auto& heads = c.locality[index];
     need_head(static_cast<int64_t>(heads.size()));
     if (f == "svg") {
-      if (r.delta > 0 && r.with_curves) {
-        const hip::ScoreLocality& h = heads[std::max<int64_t>(r.head, 0)];
-        return svg_locality({h}, r.delta, "Score locality, layer " + std::to_string(layer) + ", head " + std::to_string(h.head) +
-                                              ", histogram at Delta = " + std::to_string(r.delta), figure_style(r.style), context);
-      }
-      if (r.delta > 0) {
-        const hip::ScoreLocality& h = heads[std::max<int64_t>(r.head, 0)];
-        for (const hip::DeltaStats& d : h.deltas)
-          if (d.delta == r.delta)
-            return svg_locality_histogram(d, "Score differences, layer " + std::to_string(layer) + ", head " + std::to_string(h.head) +
-                                                 ", Delta = " + std::to_string(d.delta), figure_style(r.style), context);
+      const std::vector<int64_t>& stored = c.locality_params.deltas;
+      if (r.delta > 0 && std::find(stored.begin(), stored.end(), r.delta) == stored.end())
         throw InputError("--delta " + std::to_string(r.delta) + " was not captured (see the manifest's locality.deltas)");
+      const std::vector<LocalityView> views = captured_locality_views(c, index, r.delta);
+      if (r.delta > 0) {
+        const LocalityView& v = views[static_cast<size_t>(std::max<int64_t>(r.head, 0))];
+        if (r.with_curves)
+          return svg_locality({v}, "Score locality, layer " + std::to_string(layer) + ", head " + std::to_string(v.head) +
+                                       ", histogram at Delta = " + std::to_string(r.delta), figure_style(r.style), context);
+        return svg_locality_histogram(v, "Score differences, layer " + std::to_string(layer) + ", head " + std::to_string(v.head) +
+                                             ", Delta = " + std::to_string(r.delta), figure_style(r.style), context);
       }
-      std::vector<hip::ScoreLocality> some = r.head >= 0 ? std::vector<hip::ScoreLocality>{heads[r.head]} : heads;
-      return svg_locality(some, -1, "Score locality, layer " + std::to_string(layer), figure_style(r.style), context);
+      const std::vector<LocalityView> some = r.head >= 0 ? std::vector<LocalityView>{views[static_cast<size_t>(r.head)]} : views;
+      return svg_locality(some, "Score locality, layer " + std::to_string(layer), figure_style(r.style), context);
     }
     if (f != "npy") bad(r);
     std::vector<double> stats;
@@ -137,7 +137,7 @@ std::string export_view(const Capture& c, const ExportRequest& r) {
     if (f != "svg") bad(r);
     for (const CapturedTrace& t : c.traces) {
       if (t.layer != layer || (r.head >= 0 && t.trace.head != r.head)) continue;
-      return svg_iterations(t.trace, captured_oracle_blocks(c, t), iterations_title(t), iterations_subtitle(c, t), figure_style(r.style));
+      return svg_iterations(captured_trace_view(c, t), iterations_title(t), iterations_subtitle(c, t), figure_style(r.style));
     }
     throw InputError("the capture holds no trace of layer " + std::to_string(layer) + (r.head >= 0 ? ", head " + std::to_string(r.head) : "") +
                      " (capture it with --views ...,iterations --trace L:H:QB)");

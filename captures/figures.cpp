@@ -9,13 +9,28 @@
 
 namespace hipstudio::captures {
 
-std::vector<int32_t> captured_oracle_blocks(const Capture& c, const CapturedTrace& t) {
+BlockTraceView captured_trace_view(const Capture& c, const CapturedTrace& t) {
+  const hip::HipParams& p = c.analysis.options.hip.hip;
+  if (!t.oracle_scores.empty()) return trace_view_of(t.layer, p, t.trace, t.oracle_scores, "capture");
+  BlockTraceView v = trace_view_of(t.layer, p, t.trace, {}, "capture (oracle blocks from its masks)");
   const int64_t i = c.view_index(t.layer);
-  if (i < 0 || i >= static_cast<int64_t>(c.masks.size())) return {};
+  if (i < 0 || i >= static_cast<int64_t>(c.masks.size())) return v;
   const hip::MaskResult& o = c.masks[static_cast<size_t>(i)].oracle;
-  if (o.blocks.empty() || t.trace.head >= o.heads || t.trace.query_block >= o.query_blocks) return {};
+  if (o.blocks.empty() || t.trace.head >= o.heads || t.trace.query_block >= o.query_blocks) return v;
   const int32_t* row = o.row(t.trace.head, t.trace.query_block);
-  return std::vector<int32_t>(row, row + o.count(t.trace.head, t.trace.query_block));
+  v.oracle_blocks.assign(row, row + o.count(t.trace.head, t.trace.query_block));
+  return v;
+}
+
+std::vector<LocalityView> captured_locality_views(const Capture& c, size_t index, int64_t delta) {
+  const std::vector<int64_t>& deltas = c.locality_params.deltas;
+  if (std::find(deltas.begin(), deltas.end(), delta) == deltas.end() && !deltas.empty()) delta = deltas.front();
+  const std::string note =
+      locality_rule_note(c.locality_queries, deltas, static_cast<int64_t>(c.analysis.prompt_ids.size()));
+  std::vector<LocalityView> out;
+  for (const hip::ScoreLocality& h : c.locality.at(index))
+    out.push_back(locality_view_of(h, c.view_layers.at(index), delta, c.locality_params.bins, "capture", note));
+  return out;
 }
 
 std::string iterations_title(const CapturedTrace& t) {
@@ -66,11 +81,12 @@ std::vector<Figure> capture_figures(const Capture& c, const FigureOptions& o) {
   }
   for (size_t i = 0; i < c.locality.size(); ++i) {
     const int64_t l = c.view_layers[i];
-    const auto& heads = c.locality[i];
+    const std::vector<LocalityView> heads = captured_locality_views(c, i, o.delta);
     const size_t first = static_cast<size_t>(std::clamp<int64_t>(o.head, 0, std::max<int64_t>(0, static_cast<int64_t>(heads.size()) - 1)));
     const size_t drawn = std::min<size_t>(heads.size() - first, static_cast<size_t>(std::max<int64_t>(1, o.locality_heads)));
-    std::vector<hip::ScoreLocality> some(heads.begin() + static_cast<std::ptrdiff_t>(first),
-                                         heads.begin() + static_cast<std::ptrdiff_t>(first + drawn));
+    std::vector<LocalityView> some(heads.begin() + static_cast<std::ptrdiff_t>(first),
+                                   heads.begin() + static_cast<std::ptrdiff_t>(first + drawn));
+    const std::string note = some.empty() || some[0].rule_note.empty() ? "" : "; pooled over " + some[0].rule_note;
     // The plot draws a few heads only: the caption and title say which, of how many.
     const std::string which = drawn < heads.size() ? "heads " + std::to_string(first) + "-" + std::to_string(first + drawn - 1) +
                                                          " of " + std::to_string(heads.size())
@@ -78,8 +94,8 @@ std::vector<Figure> capture_figures(const Capture& c, const FigureOptions& o) {
     out.push_back({"locality_L" + std::to_string(l) + ".svg", "locality",
                    "Layer " + std::to_string(l) + ", " + which + ": histogram of score differences (head " +
                        std::to_string(first) + (o.delta > 0 ? ", Delta " + std::to_string(o.delta) : ", first Delta") +
-                       ") and their mean and std against key distance Delta",
-                   svg_locality(some, o.delta, "Score locality, layer " + std::to_string(l) + ", " + which, style, context)});
+                       ") and their mean and std against key distance Delta" + note,
+                   svg_locality(some, "Score locality, layer " + std::to_string(l) + ", " + which, style, context)});
   }
   if (!c.locality.empty() && !c.locality.back().empty()) {
     const auto& heads = c.locality.back();
@@ -92,11 +108,13 @@ std::vector<Figure> capture_figures(const Capture& c, const FigureOptions& o) {
     if (picks.size() == 1 && o.delta <= 0 && h0.deltas.size() > 1) picks.push_back(h0.deltas.size() - 1);
     for (size_t i : picks) {
       const hip::DeltaStats& d = h0.deltas[i];
+      const LocalityView v = captured_locality_views(c, c.locality.size() - 1, d.delta)[static_cast<size_t>(&h0 - heads.data())];
+      const std::string note = v.rule_note.empty() ? "" : "; pooled over " + v.rule_note;
       const std::string lh = "L" + std::to_string(last_layer) + "_H" + std::to_string(h0.head);
       out.push_back({"locality_hist_" + lh + "_D" + std::to_string(d.delta) + ".svg", "locality",
                      "Layer " + std::to_string(last_layer) + ", head " + std::to_string(h0.head) +
-                         ": histogram of score differences at Delta = " + std::to_string(d.delta) + " with the fitted normal",
-                     svg_locality_histogram(d, "Score differences, layer " + std::to_string(last_layer) + ", head " + std::to_string(h0.head) +
+                         ": histogram of score differences at Delta = " + std::to_string(d.delta) + " with the fitted normal" + note,
+                     svg_locality_histogram(v, "Score differences, layer " + std::to_string(last_layer) + ", head " + std::to_string(h0.head) +
                                                    ", Delta = " + std::to_string(d.delta), style, context)});
     }
   }
@@ -104,7 +122,7 @@ std::vector<Figure> capture_figures(const Capture& c, const FigureOptions& o) {
     const std::string name = "iterations_L" + std::to_string(t.layer) + "_H" + std::to_string(t.trace.head) + "_Q" +
                              std::to_string(t.trace.query_block) + ".svg";
     out.push_back({name, "iterations", iterations_title(t) + ": one row per step",
-                   svg_iterations(t.trace, captured_oracle_blocks(c, t), iterations_title(t), iterations_subtitle(c, t), style)});
+                   svg_iterations(captured_trace_view(c, t), iterations_title(t), iterations_subtitle(c, t), style)});
   }
   if (c.has_offload)
     out.push_back({"hit_ratio.svg", "cache", "Hit ratio of the offloading banks per decode step", svg_hit_ratio_per_step(c.offload, style, context)});

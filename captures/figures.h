@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "captures/capture.h"
+#include "engine/views/locality_view.h"
+#include "engine/views/trace_view.h"
 
 namespace hipstudio::captures {
 
@@ -26,9 +28,14 @@ struct FigureOptions {
   std::string only;           // write_figure_exports: just this file ("latency.pdf") or view ("latency"); "" all
 };
 
-// The oracle's blocks for a captured trace's query block (from the capture's masks of that layer;
-// empty when the layer has none).
-std::vector<int32_t> captured_oracle_blocks(const Capture& capture, const CapturedTrace& trace);
+// A captured trace as the views layer's trace view (engine/views/trace_view.h): the oracle's
+// selection from the stored oracle scores, the GUI's rule; a capture written without them takes the
+// oracle's blocks from its mask view of that layer (none where it has no masks of it).
+BlockTraceView captured_trace_view(const Capture& capture, const CapturedTrace& trace);
+// The locality views of view layer `index`, one per head (engine/views/locality_view.h), with the
+// histogram at `delta` (the first stored Delta where `delta` was not stored) and, where the capture
+// pooled other rows or Deltas than the one rule, its rule_note.
+std::vector<LocalityView> captured_locality_views(const Capture& capture, size_t index, int64_t delta);
 std::string iterations_title(const CapturedTrace& trace);
 std::string iterations_subtitle(const Capture& capture, const CapturedTrace& trace);
 

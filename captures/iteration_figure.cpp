@@ -20,8 +20,10 @@ std::string f2(double v) {
 
 }  // namespace
 
-std::string svg_iterations(const hip::MaskTrace& t, const std::vector<int32_t>& oracle_blocks, const std::string& title,
-                           const std::string& subtitle, const viz::FigureStyle& style) {
+std::string svg_iterations(const BlockTraceView& view, const std::string& title, const std::string& subtitle,
+                           const viz::FigureStyle& style) {
+  const hip::MaskTrace& t = view.trace;
+  const std::vector<int32_t>& oracle_blocks = view.oracle_blocks;
   const std::vector<viz::TraceStep> steps = viz::trace_steps(t, oracle_blocks);
   const int64_t lo = t.lo, hi = std::max(t.hi, t.lo + 1), n = hi - lo;
   const std::vector<int> left_at = viz::pruned_at_step(steps, lo, hi);

@@ -19,6 +19,9 @@ FigureStyle paper_style() {
   s.text_dim = pack_rgba8(90, 90, 90);
   s.axis = pack_rgba8(60, 60, 60);
   s.grid = pack_rgba8(220, 220, 220);
+  // Tableau-like: dark enough on white.
+  s.series = {pack_rgba8(0x1f, 0x4e, 0x79), pack_rgba8(0xe1, 0x57, 0x59), pack_rgba8(0xf2, 0x8e, 0x2b), pack_rgba8(0x59, 0xa1, 0x4f),
+              pack_rgba8(0x76, 0xb7, 0xb2), pack_rgba8(0xb0, 0x7a, 0xa1), pack_rgba8(0x9c, 0x75, 0x5f), pack_rgba8(0xed, 0xc9, 0x48)};
   s.mask = light_mask_palette();
   return s;
 }
@@ -31,6 +34,9 @@ FigureStyle dark_style() {
   s.text_dim = pack_rgba8(160, 160, 165);
   s.axis = pack_rgba8(170, 170, 175);
   s.grid = pack_rgba8(70, 72, 80);
+  // The same hues lightened, so that each reads on the dark background.
+  s.series = {pack_rgba8(0x6f, 0xa8, 0xdc), pack_rgba8(0xff, 0x7b, 0x7d), pack_rgba8(0xff, 0xb0, 0x62), pack_rgba8(0x8f, 0xd1, 0x7f),
+              pack_rgba8(0x9f, 0xe0, 0xda), pack_rgba8(0xd4, 0xa5, 0xc9), pack_rgba8(0xc9, 0xa4, 0x8a), pack_rgba8(0xf4, 0xdc, 0x7a)};
   s.mask = dark_mask_palette();
   return s;
 }

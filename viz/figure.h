@@ -15,7 +15,11 @@ namespace hipstudio::viz {
 struct FigureStyle {
   std::string name;  // "paper", "dark"
   uint32_t background = 0, text = 0, text_dim = 0, axis = 0, grid = 0;
+  // Chart series colours in order (a chart's series k without its own colour takes series[k % n]),
+  // chosen to read on `background`.
+  std::vector<uint32_t> series;
   MaskPalette mask;
+  uint32_t series_color(size_t k) const { return series.empty() ? text : series[k % series.size()]; }
 };
 // White page, black text, the light mask palette: what a paper wants, whatever the UI shows.
 FigureStyle paper_style();

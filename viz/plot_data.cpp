@@ -57,22 +57,6 @@ std::string tick_label(double v) {
   return buf;
 }
 
-std::vector<double> fitted_normal_counts(const hip::DeltaStats& s) {
-  const size_t bins = s.counts.size();
-  std::vector<double> out(bins, 0.0);
-  if (bins == 0 || !(s.stddev > 0) || s.pairs <= 0) return out;
-  auto cdf = [&](double x) { return 0.5 * std::erfc(-(x - s.mean) / (s.stddev * std::sqrt(2.0))); };
-  const double width = (s.hist_hi - s.hist_lo) / static_cast<double>(bins);
-  double total = 0;
-  for (size_t b = 0; b < bins; ++b) {
-    const double a = s.hist_lo + width * static_cast<double>(b);
-    out[b] = cdf(a + width) - cdf(a);
-    total += out[b];
-  }
-  for (double& v : out) v = total > 0 ? v / total * static_cast<double>(s.pairs) : 0.0;
-  return out;
-}
-
 std::string format_bytes(double bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;

@@ -1,13 +1,13 @@
 #pragma once
 // Numbers behind the plots and the iteration stepper, kept out of the drawing code so they can be
-// tested: axis ticks, the fitted normal over a locality histogram, the pruning steps of a trace.
+// tested: axis ticks and the pruning steps of a trace (the locality histogram's fitted normal is
+// the views layer's: engine/views/locality_view.h).
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "kernels/hip_trace.h"
-#include "kernels/score_locality.h"
 
 namespace hipstudio::viz {
 
@@ -20,10 +20,6 @@ std::vector<double> cell_ticks(double lo, double hi, int target);
 std::vector<double> log_ticks(double lo, double hi);
 // A tick's label: "12k" from 10,000, whole numbers bare, one decimal from 1, else 2 significant digits.
 std::string tick_label(double v);
-
-// Expected count per histogram bin under the fitted normal N(mean, stddev^2), renormalised to the
-// histogram range (what DeltaStats::kl_to_normal compares against), scaled to `pairs`.
-std::vector<double> fitted_normal_counts(const hip::DeltaStats& stats);
 
 // "1.5 KiB", "12.0 MiB".
 std::string format_bytes(double bytes);

@@ -181,7 +181,7 @@ MaskCanvasEvents MaskCanvas::draw(const char* id, const std::shared_ptr<const La
       ev.hovered_key = j;
       if (interactive) {
         const uint8_t f = viz::mask_cell_flags(picture_, i, j);
-        const viz::ProbeValue pv = probe ? probe_.at(in, masks.math, head, i, j) : viz::ProbeValue{};
+        const ProbeValue pv = probe ? probe_.at(in, masks.math, head, i, j) : ProbeValue{};
         ImGui::BeginTooltip();
         ImGui::Text("query %lld %s  (block %lld)", static_cast<long long>(i), token_label(a, i).c_str(),
                     static_cast<long long>(i / masks.params.b_q));

@@ -12,7 +12,7 @@
 #include "app/gui/results.h"
 #include "app/gui/texture.h"
 #include "app/gui/theme.h"
-#include "viz/attention_probe.h"
+#include "engine/views/dense_view.h"
 #include "viz/mask_image.h"
 
 namespace hipstudio::gui {
@@ -59,7 +59,7 @@ class MaskCanvas {
   } key_;
   bool dense_ = false, picture_dense_ = false;
   int64_t cursor_q_ = -1, cursor_k_ = -1;
-  viz::AttentionProbe probe_;
+  AttentionProbe probe_;
   bool dragging_ = false;
 };
 

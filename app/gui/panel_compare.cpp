@@ -171,7 +171,7 @@ class ComparePanel final : public Panel {
         const auto i = static_cast<int64_t>(v.y0 + (mp.y - p0.y) / px_per_cell);
         const auto j = static_cast<int64_t>(v.x0 + (mp.x - p0.x) / px_per_cell);
         hover_q = i, hover_k = j;
-        const viz::ProbeValue pv = probe ? probe_.at(in, a.layer_math(d->layer), d->head, i, j) : viz::ProbeValue{};
+        const ProbeValue pv = probe ? probe_.at(in, a.layer_math(d->layer), d->head, i, j) : ProbeValue{};
         ImGui::BeginTooltip();
         ImGui::Text("query %lld %s, key %lld %s", static_cast<long long>(i), token_label(a, i).c_str(), static_cast<long long>(j),
                     token_label(a, j).c_str());
@@ -285,7 +285,7 @@ class ComparePanel final : public Panel {
 
   MaskCanvas canvas_[2];  // one per side: each keeps its own picture
   MethodMultiples multiples_;
-  viz::AttentionProbe probe_;
+  AttentionProbe probe_;
   bool dense_dragging_ = false;
   bool stacked_ = false;  // the two images one above the other (narrow panes)
   double scale_lo_ = 1e-4, scale_hi_ = 1;

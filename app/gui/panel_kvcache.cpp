@@ -7,9 +7,11 @@
 #include <imgui.h>
 
 #include "app/gui/capture_view.h"
+#include "app/gui/chart_draw.h"
 #include "app/gui/panel.h"
 #include "app/gui/texture.h"
 #include "app/gui/widgets.h"
+#include "captures/hit_ratio_chart.h"
 #include "engine/offload/access_map_columns.h"
 #include "viz/plot_data.h"
 
@@ -178,42 +180,41 @@ class KvCachePanel final : public Panel {
         }
       }
     }
-    // Hit ratio per step for both contexts, and vs bank size.
-    const float w = (ImGui::GetContentRegionAvail().x - ImGui::GetStyle().ItemSpacing.x) / 2;
+    // Hit ratio per step for both contexts (the chart the exports write, with the scrubbed step
+    // marked), and beside it the overall ratio against bank size in the same series' colours and
+    // dashes, so the one legend names both plots' curves.
     const float h = std::max(ImGui::GetFontSize() * 9, ImGui::GetContentRegionAvail().y - ImGui::GetFontSize() * 1.8f);
-    std::vector<double> xs, ym, ys;
-    for (int64_t st = 0; st < r.steps; ++st) {
-      xs.push_back(static_cast<double>(st));
-      // Steps that read nothing (mask estimation between refreshes) have no ratio: NaN, not 0.
-      auto ratio = [](const offload::BankCounts& c) { return c.accesses ? offload::hit_ratio(c) * 100 : std::nan(""); };
-      ym.push_back(ratio(r.mask.per_step_total[static_cast<size_t>(st)]));
-      ys.push_back(ratio(r.sparse.per_step_total[static_cast<size_t>(st)]));
+    viz::Chart chart = captures::hit_ratio_step_chart(r);
+    viz::ChartSeries step;
+    step.color = -1;
+    step.width = 1;
+    step.x = {static_cast<double>(s.kv_step), static_cast<double>(s.kv_step)};
+    step.y = {0, 1};
+    chart.plots[0].series.push_back(step);
+    viz::ChartPlot banks;
+    banks.x.label = "bank tokens per head (log)";
+    banks.x.log2 = true;
+    banks.y.label = "overall hit ratio";
+    banks.y.lo = 0, banks.y.hi = 1;
+    for (int c : {1, 0}) {
+      viz::ChartSeries curve;
+      curve.color = c;
+      curve.markers = true;
+      curve.dashed = c == 0;
+      for (const auto& pt : c == 0 ? v.mask_curve : v.sparse_curve) {
+        curve.x.push_back(static_cast<double>(std::max<int64_t>(1, pt.bank_tokens)));
+        curve.y.push_back(pt.hit_ratio);
+      }
+      banks.series.push_back(std::move(curve));
     }
-    {
-      PlotArea p = begin_plot("##kv_steps", ImVec2(w, h), 0, std::max<double>(1, static_cast<double>(r.steps - 1)), 0, 105,
-                              "decode step", "hit ratio %", t);
-      plot_line(p, xs, ym, t.hip);
-      plot_points(p, xs, ym, t.hip);
-      plot_line(p, xs, ys, t.dense);
-      plot_line(p, {static_cast<double>(s.kv_step), static_cast<double>(s.kv_step)}, {0.0, 105.0}, t.accent, 1.0f);
-      end_plot();
-    }
-    ImGui::SameLine();
-    {
-      std::vector<double> bx, bm, bs;
-      for (const auto& pt : v.mask_curve) bx.push_back(static_cast<double>(std::max<int64_t>(1, pt.bank_tokens))), bm.push_back(pt.hit_ratio * 100);
-      for (const auto& pt : v.sparse_curve) bs.push_back(pt.hit_ratio * 100);
-      PlotArea p = begin_plot("##kv_banks", ImVec2(w, h), bx.empty() ? 1 : bx.front(), bx.empty() ? 2 : bx.back(), 0, 105,
-                              "bank tokens per head (log)", "overall hit ratio %", t, true);
-      plot_line(p, bx, bm, t.hip);
-      plot_points(p, bx, bm, t.hip);
-      plot_line(p, bx, bs, t.dense);
-      plot_points(p, bx, bs, t.dense);
-      plot_line(p, {static_cast<double>(r.mask.bank_tokens), static_cast<double>(r.mask.bank_tokens)}, {0.0, 105.0}, t.hip, 1.0f);
-      end_plot();
-    }
-    legend_item(t.hip, "mask-estimation context");
-    legend_item(t.dense, "sparse-attention context");
+    viz::ChartSeries bank;  // the simulated mask bank's size, in mask estimation's colour
+    bank.color = 0;
+    bank.width = 1;
+    bank.x = {static_cast<double>(std::max<int64_t>(1, r.mask.bank_tokens)), static_cast<double>(std::max<int64_t>(1, r.mask.bank_tokens))};
+    bank.y = {0, 1};
+    banks.series.push_back(bank);
+    chart.plots.push_back(std::move(banks));
+    draw_chart("kv", chart, ImVec2(0, h), t);
   }
 
  private:

@@ -2,7 +2,7 @@
 // each key token coloured by its dense probability (log scale) beside the same text coloured by
 // what HiP kept for that query (hit, false pick, miss, sink, window). Clicking a token in either
 // column picks it as the query, and its query block in the search stepper. Rows come from
-// viz::dense_probability_row (the probe's softmax) and the views layer's masks (viz::mask_cell_flags of
+// dense_probability_row (engine/views/dense_view.h) and the views layer's masks (viz::mask_cell_flags of
 // the layer's MaskPicture).
 #include <algorithm>
 #include <cmath>
@@ -14,7 +14,7 @@
 #include "app/gui/mask_canvas.h"
 #include "app/gui/panel.h"
 #include "app/gui/widgets.h"
-#include "viz/attention_probe.h"
+#include "engine/views/dense_view.h"
 #include "viz/heat_image.h"
 
 namespace hipstudio::gui {
@@ -66,7 +66,7 @@ class TokenPanel final : public Panel {
     StaleScope grey(stale);
     // The row, cached per (inputs, head, query): O(T d) once per pick, not per frame.
     if (row_q_ != in.q || row_head_ != head || row_query_ != q) {
-      row_ = viz::dense_probability_row(in, m->math, head, q);
+      row_ = dense_probability_row(in, m->math, head, q);
       row_q_ = in.q, row_head_ = head, row_query_ = q;
     }
     if (picture_src_ != m || picture_head_ != head) {

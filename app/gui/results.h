@@ -19,7 +19,8 @@
 #include "engine/offload/offload_simulator.h"
 #include "kernels/hip_trace.h"
 #include "kernels/mask_reference.h"
-#include "kernels/score_locality.h"
+#include "engine/views/locality_view.h"
+#include "engine/views/trace_view.h"
 #include "viz/heat_image.h"
 #include "viz/plot_data.h"
 
@@ -137,13 +138,10 @@ struct LayerMaskSnapshot {
 constexpr int64_t kOracleMaxTokens = 8192;  // also bounds the CPU's dense-probability image
 constexpr int kDenseImageSide = 1024;        // texels a side of the dense-probability image
 
-struct TraceView {
-  int64_t layer = 0, head = 0, query_block = 0;
-  hip::HipParams params;
-  hip::MaskTrace trace;
-  std::string source;                     // what traced it: the CUDA kernels or the CPU reference
-  std::vector<int32_t> oracle_blocks;     // the oracle's selection for this block
-  std::vector<double> oracle_scores;      // (hi - lo) oracle block scores, block lo first
+// The views layer's trace of one (head, query block) (engine/views/trace_view.h) with what the
+// stepper draws from it.
+struct TraceView : BlockTraceView {
+  int64_t head = 0, query_block = 0;
   std::vector<viz::TraceStep> steps;      // initial nodes, then one per iteration
   std::vector<int32_t> engine_blocks;     // estimate_masks_reference's row for this block (self-test compares)
 };
@@ -162,16 +160,6 @@ struct LatencyView {
   std::optional<AttentionTiming> timing;
   int64_t layer = 0;          // the viewed layer when it was requested
   int64_t requested_tokens = 0;  // Request::latency_tokens
-};
-
-struct LocalityView {
-  int64_t layer = 0, head = 0;
-  int64_t delta = 0;                  // the histogram's Delta
-  hip::DeltaStats histogram;          // at `delta`
-  std::vector<double> fitted;         // (bins) fitted normal counts
-  std::vector<hip::DeltaStats> curve; // mean / std vs Delta
-  int64_t queries = 0;
-  std::string source;                 // where the scores came from: the device or the CPU reference
 };
 
 struct OffloadView {

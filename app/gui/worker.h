@@ -161,15 +161,15 @@ Request clamp_selection(const AnalysisView& a, Request r);
 // The stage computations that need no LibTorch (worker_views.cpp), usable from the self-test.
 std::shared_ptr<const LayerMaskSnapshot> compute_layer_masks(const std::shared_ptr<const AnalysisView>& a, const Request& r);
 std::shared_ptr<const TraceView> compute_trace(const LayerMaskSnapshot& m, const Request& r);  // the reference's
-// The same view from a trace and oracle scores computed elsewhere (the CUDA kernels'); `source` names it.
-std::shared_ptr<const TraceView> compute_trace(const LayerMaskSnapshot& m, const Request& r, hip::MaskTrace trace,
-                                               std::vector<double> oracle_scores, const std::string& source);
+// The same view from the views layer's trace of the block computed elsewhere (trace_view_of on the
+// CUDA kernels' trace and scores).
+std::shared_ptr<const TraceView> compute_trace(const LayerMaskSnapshot& m, const Request& r, BlockTraceView view);
 std::shared_ptr<const DenseView> compute_dense(const AnalysisView& a, const Request& r);  // the reference's
 // The same view from an image pooled elsewhere (on the device); `source` names it.
 std::shared_ptr<const DenseView> compute_dense(const Request& r, viz::HeatGrid probs, const std::string& source);
 std::shared_ptr<const LocalityView> compute_locality(const AnalysisView& a, const Request& r);  // the reference's
-// The query rows and Deltas the locality view pools (hip::locality_sample with the viewed Delta and
-// bins), and the view from statistics computed with them elsewhere (on the device:
+// The query rows and Deltas the locality view pools (engine/views/locality_view.h's rule with the
+// viewed Delta and bins), and the view from statistics computed with them elsewhere (on the device:
 // engine/analysis/device_locality.h); `source` names where.
 hip::LocalitySample locality_sample(const Request& r, int64_t tokens);
 std::shared_ptr<const LocalityView> compute_locality(const Request& r, const hip::ScoreLocality& stats,

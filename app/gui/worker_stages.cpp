@@ -246,7 +246,8 @@ void Worker::run_trace(const Request& r, StageRun&) {
   const LayerInputs* in = m.source->analysis->find_inputs(m.layer);
   std::optional<DeviceTrace> dev;
   if (in) dev = device_trace_job(*in, m.params, rc.head, rc.query_block);
-  auto t = dev ? compute_trace(m, rc, std::move(dev->trace), std::move(dev->oracle_scores), "CUDA kernels") : compute_trace(m, rc);
+  auto t = dev ? compute_trace(m, rc, trace_view_of(m.layer, m.params, std::move(dev->trace), std::move(dev->oracle_scores), "CUDA kernels"))
+               : compute_trace(m, rc);
   std::lock_guard<std::mutex> lock(mutex_);
   current_.trace = t;
 }

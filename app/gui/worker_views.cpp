@@ -9,11 +9,11 @@
 
 #include "app/gui/worker.h"
 #include "engine/analysis/layer_view.h"
+#include "engine/views/locality_view.h"
 #include "engine/views/reference_views.h"
-#include "kernels/oracle.h"
+#include "engine/views/trace_view.h"
 #include "kernels/random_baseline.h"
-#include "kernels/search_range.h"
-#include "viz/attention_probe.h"
+#include "engine/views/dense_view.h"
 
 namespace hipstudio::gui {
 
@@ -71,34 +71,16 @@ std::shared_ptr<const LayerMaskSnapshot> compute_layer_masks(const std::shared_p
 
 std::shared_ptr<const TraceView> compute_trace(const LayerMaskSnapshot& m, const Request& r) {
   const hip::AttentionInputs in = m.source->inputs(m.layer);
-  return compute_trace(m, r, hip::trace_block_mask(in, m.params, r.head, r.query_block),
-                       hip::oracle_block_scores(in, m.params, r.head, r.query_block), "float64 CPU reference");
+  return compute_trace(m, r, reference_trace_view(in, m.params, m.layer, r.head, r.query_block));
 }
 
-std::shared_ptr<const TraceView> compute_trace(const LayerMaskSnapshot& m, const Request& r, hip::MaskTrace trace,
-                                               std::vector<double> oracle_scores, const std::string& source) {
+std::shared_ptr<const TraceView> compute_trace(const LayerMaskSnapshot& m, const Request& r, BlockTraceView view) {
   auto t = std::make_shared<TraceView>();
-  t->layer = m.layer;
+  static_cast<BlockTraceView&>(*t) = std::move(view);
   t->head = r.head;
   t->query_block = r.query_block;
-  t->params = m.params;
-  t->source = source;
-  t->trace = std::move(trace);
   const int32_t* e = m.hip.row(r.head, r.query_block);
   t->engine_blocks.assign(e, e + m.hip.count(r.head, r.query_block));
-  t->oracle_scores = std::move(oracle_scores);
-  // The oracle's selection for this block from its scores (kernels/oracle.h: the Kb best, ties to
-  // the smaller block; all of them when N <= Kb): O(T d), so it exists at any prompt length.
-  const int64_t kb = hip::hip_kb(m.params), lo = t->trace.lo;
-  std::vector<int32_t> order(t->oracle_scores.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
-  const auto take = std::min<size_t>(order.size(), static_cast<size_t>(kb));
-  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(take), order.end(), [&](int32_t a, int32_t b) {
-    const double sa = t->oracle_scores[static_cast<size_t>(a)], sb = t->oracle_scores[static_cast<size_t>(b)];
-    return sa != sb ? sa > sb : a < b;
-  });
-  for (size_t i = 0; i < take; ++i) t->oracle_blocks.push_back(static_cast<int32_t>(lo + order[i]));
-  std::sort(t->oracle_blocks.begin(), t->oracle_blocks.end());
   t->steps = viz::trace_steps(t->trace, t->oracle_blocks);
   return t;
 }
@@ -111,7 +93,8 @@ std::shared_ptr<const DenseView> compute_dense(const AnalysisView& a, const Requ
     d->head = r.head;
     return d;
   }
-  return compute_dense(r, viz::dense_probability_image(in, a.layer_math(r.layer), r.head, kDenseImageSide), "float64 CPU reference");
+  DenseImage image = dense_probability_image(in, a.layer_math(r.layer), r.head, kDenseImageSide);
+  return compute_dense(r, viz::HeatGrid{image.rows, image.cols, std::move(image.values)}, "float64 CPU reference");
 }
 
 std::shared_ptr<const DenseView> compute_dense(const Request& r, viz::HeatGrid probs, const std::string& source) {
@@ -120,47 +103,23 @@ std::shared_ptr<const DenseView> compute_dense(const Request& r, viz::HeatGrid p
   d->head = r.head;
   d->source = source;
   d->probs = std::move(probs);
-  std::vector<float> vals;
-  for (float v : d->probs.values)
-    if (v == v) vals.push_back(v), d->max_prob = std::max(d->max_prob, v);
-  if (!vals.empty()) {
-    const size_t k = std::min(vals.size() - 1, vals.size() * 995 / 1000);
-    std::nth_element(vals.begin(), vals.begin() + static_cast<std::ptrdiff_t>(k), vals.end());
-    d->scale_max = vals[k];
-  }
+  const DenseImageScale scale = dense_image_scale(d->probs.values);
+  d->max_prob = scale.max_prob;
+  d->scale_max = scale.scale_max;
   return d;
 }
 
-hip::LocalitySample locality_sample(const Request& r, int64_t tokens) {
-  return hip::locality_sample(tokens, r.bins, {std::max<int64_t>(1, r.delta)});
-}
+hip::LocalitySample locality_sample(const Request& r, int64_t tokens) { return locality_view_sample(tokens, r.bins, {r.delta}); }
 
 std::shared_ptr<const LocalityView> compute_locality(const AnalysisView& a, const Request& r) {
   const hip::AttentionInputs in = a.inputs(r.layer);
-  const hip::LocalitySample sample = locality_sample(r, in.tq);
-  const hip::HipParams p = a.analysis->options.hip.hip;
-  return compute_locality(r, hip::score_locality(in, p, r.head, sample.rows, sample.params), "float64 CPU reference");
+  return std::make_shared<const LocalityView>(
+      reference_locality_view(in, a.analysis->options.hip.hip, r.layer, r.head, r.delta, r.bins));
 }
 
 std::shared_ptr<const LocalityView> compute_locality(const Request& r, const hip::ScoreLocality& stats,
                                                      const std::string& source) {
-  auto v = std::make_shared<LocalityView>();
-  v->layer = r.layer;
-  v->head = r.head;
-  v->delta = std::max<int64_t>(1, r.delta);
-  // The histogram's Delta is in the sample unless no row has a pair that far apart: then it is
-  // empty, as score_locality states a Delta without pairs.
-  v->histogram.delta = v->delta;
-  v->histogram.counts.assign(static_cast<size_t>(std::max<int64_t>(1, r.bins)), 0);
-  v->histogram.mean = v->histogram.stddev = v->histogram.kl_to_normal = std::numeric_limits<double>::quiet_NaN();
-  for (const hip::DeltaStats& d : stats.deltas) {
-    if (d.delta == v->delta) v->histogram = d;
-    if (d.pairs > 0) v->curve.push_back(d);
-  }
-  v->fitted = viz::fitted_normal_counts(v->histogram);
-  v->queries = static_cast<int64_t>(stats.queries.size());
-  v->source = source;
-  return v;
+  return std::make_shared<const LocalityView>(locality_view_of(stats, r.layer, r.delta, r.bins, source));
 }
 
 std::shared_ptr<const OffloadView> compute_offload(const AnalysisView& a, const Request& r,

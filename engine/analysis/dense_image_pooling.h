@@ -1,6 +1,6 @@
 #pragma once
 // The computation behind dense_image_on_device (device_dense_image.h) on tensors of any device, so a
-// CPU test checks it against viz::dense_probability_image where CI runs.
+// CPU test checks it against dense_probability_image where CI runs.
 #include <ATen/core/Tensor.h>
 
 #include "engine/analysis/device_dense_image.h"

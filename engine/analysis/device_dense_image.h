@@ -2,7 +2,7 @@
 // The Side by side view's dense probabilities for a layer whose inputs stay on the device: the
 // softmax of one head under the layer's attention rule (window, scale, soft-cap), max-pooled on the device into at most max_side x max_side texels, at
 // any prompt length (the CPU path stops at a length where O(T^2 d) per head takes seconds). It
-// follows viz::dense_probability_image (viz/attention_probe.h) cell for cell; a gpu test compares.
+// follows dense_probability_image (engine/views/dense_view.h) cell for cell; a gpu test compares.
 #include <cstdint>
 #include <optional>
 #include <vector>

@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "captures/export_view.h"
+#include "captures/figures.h"
 #include "captures/npy.h"
 #include "engine/analysis/layer_view.h"
 #include "kernels/score_locality.h"
@@ -40,8 +42,8 @@ void expect_rejected(const std::string& bytes, const std::vector<std::string>& p
   }
 }
 
-// A capture's locality is the GUI panel's: hip::locality_sample's rows and Deltas (with the Delta
-// on screen added), the float64 reference's statistics on them, so its figure is the one on screen.
+// A capture's locality is the GUI panel's: the views layer's rows and Deltas (with the Delta on
+// screen added), the float64 reference's statistics on them, so its figure is the one on screen.
 TEST(CaptureFile, LocalityPoolsTheRowsAndDeltasOfTheLocalityPanel) {
   const int64_t tokens = 40;
   PairedAnalysis a = hipstudio::testing::synthetic_analysis(tokens);
@@ -92,6 +94,56 @@ TEST(CaptureFile, LocalityOfAnotherRuleReadsBackAsStored) {
   ASSERT_EQ(back.locality.size(), c.locality.size());
   EXPECT_EQ(back.locality[1][0].deltas[5].counts, c.locality[1][0].deltas[5].counts);
   EXPECT_EQ(back.locality[1][0].queries, c.locality_queries);
+}
+
+// What such a capture's figures show is labelled: the views carry the rule note and the exported
+// SVG says what was pooled; a capture under the one rule carries none.
+TEST(CaptureFile, LocalityOfAnotherRuleIsLabelledInItsFigures) {
+  Capture c = fixture();
+  EXPECT_EQ(captured_locality_views(c, 1, -1).at(0).rule_note, "");
+  const int64_t tokens = static_cast<int64_t>(c.analysis.prompt_ids.size());
+  c.locality_queries.clear();
+  for (int64_t i = tokens - 8; i < tokens; ++i) c.locality_queries.push_back(i);
+  c.locality_params.deltas = {1, 2, 4, 8, 16, 32};
+  c.locality.clear();
+  for (int64_t l : c.view_layers) {
+    const hip::AttentionInputs in = layer_view(*c.analysis.find_inputs(l));
+    std::vector<hip::ScoreLocality> heads;
+    for (int64_t h = 0; h < in.hq; ++h)
+      heads.push_back(hip::score_locality(in, c.analysis.options.hip.hip, h, c.locality_queries, c.locality_params));
+    c.locality.push_back(std::move(heads));
+  }
+  const Capture back = decode_capture(encode_capture(c), "older.hipcap");
+  const std::vector<LocalityView> views = captured_locality_views(back, 1, 4);
+  ASSERT_FALSE(views.empty());
+  EXPECT_NE(views[0].rule_note.find("the last 8 rows"), std::string::npos) << views[0].rule_note;
+  EXPECT_EQ(views[0].histogram.counts, back.locality[1][0].deltas[2].counts);  // read back as stored
+  ExportRequest r;
+  r.what = "locality", r.format = "svg", r.layer = back.view_layers[1];
+  EXPECT_NE(export_view(back, r).find("pooled over the last 8 rows"), std::string::npos);
+}
+
+// Traces keep their oracle block scores, so a capture's iteration figure marks the oracle blocks by
+// the GUI's rule; a capture written without them (older) still opens and takes them from its masks.
+TEST(CaptureFile, TracesKeepTheirOracleScoresAndOlderOnesRead) {
+  const Capture& c = fixture();
+  ASSERT_FALSE(c.traces.empty());
+  const Capture back = decode_capture(encode_capture(c), "mem");
+  for (size_t i = 0; i < c.traces.size(); ++i) {
+    const CapturedTrace& t = back.traces[i];
+    EXPECT_EQ(t.oracle_scores, c.traces[i].oracle_scores);
+    const hip::AttentionInputs in = layer_view(*c.analysis.find_inputs(t.layer));
+    const BlockTraceView gui = reference_trace_view(in, c.analysis.options.hip.hip, t.layer, t.trace.head, t.trace.query_block);
+    EXPECT_EQ(t.oracle_scores, gui.oracle_scores);
+    EXPECT_EQ(captured_trace_view(back, t).oracle_blocks, gui.oracle_blocks);
+  }
+  Capture older = c;
+  for (CapturedTrace& t : older.traces) t.oracle_scores.clear();
+  const Capture read = decode_capture(encode_capture(older), "older.hipcap");
+  for (size_t i = 0; i < read.traces.size(); ++i) {
+    EXPECT_TRUE(read.traces[i].oracle_scores.empty());
+    EXPECT_EQ(captured_trace_view(read, read.traces[i]).oracle_blocks, captured_trace_view(back, back.traces[i]).oracle_blocks);
+  }
 }
 
 TEST(CaptureFile, RoundTripKeepsEveryArrayAndParameter) {

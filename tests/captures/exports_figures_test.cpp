@@ -9,12 +9,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "captures/export_view.h"
 #include "captures/exports.h"
 #include "captures/figures.h"
+#include "captures/hit_ratio_chart.h"
 #include "captures/mask_png.h"
 #include "captures/svg_plots.h"
 #include "tests/captures/capture_fixture.h"
@@ -123,6 +125,54 @@ TEST(ExportsFigures, ChartsHonourTheStyle) {
     EXPECT_EQ(m[1], viz::css_color(viz::dark_style().background)) << what;
     EXPECT_EQ(dark.find("\"white\""), std::string::npos) << what;
   }
+}
+
+// Every colour a chart paints is its style's (background, text, axis, grid, series, mask palette):
+// nothing is left at a fixed colour that reads on one background only, and a dark figure has no
+// white in it. The figures of the report (capture_figures) and of export, in both styles.
+TEST(ExportsFigures, EveryChartColourIsTheStyles) {
+  const Capture& c = fixture();
+  const std::regex colour("(?:fill|stroke)=\"(#[0-9a-f]{6}|white|black)\"");
+  for (const viz::FigureStyle& style : {viz::paper_style(), viz::dark_style()}) {
+    std::set<std::string> allowed;
+    for (uint32_t v : {style.background, style.text, style.text_dim, style.axis, style.grid}) allowed.insert(viz::css_color(v));
+    for (uint32_t v : style.series) allowed.insert(viz::css_color(v));
+    const viz::MaskPalette& m = style.mask;
+    for (uint32_t v : {m.future, m.empty, m.selected, m.hit, m.miss, m.false_pick, m.random, m.sink, m.dense, m.dense_layer})
+      allowed.insert(viz::css_color(v));
+    FigureOptions options;
+    options.style = style.name;
+    std::vector<std::pair<std::string, std::string>> svgs;
+    for (const Figure& f : capture_figures(c, options))
+      if (!f.png()) svgs.emplace_back(f.name, f.bytes);
+    for (const char* what : {"latency", "hit-ratio", "locality", "iterations"}) svgs.emplace_back(what, export_view(c, req(what, "svg", style.name)));
+    ASSERT_GE(svgs.size(), 6u);
+    for (const auto& [name, svg] : svgs) {
+      for (auto it = std::sregex_iterator(svg.begin(), svg.end(), colour); it != std::sregex_iterator(); ++it)
+        EXPECT_TRUE(allowed.count((*it)[1])) << style.name << " " << name << ": " << (*it)[1];
+      if (style.name == "dark") {
+        EXPECT_EQ(svg.find("#ffffff"), std::string::npos) << name;
+        EXPECT_EQ(svg.find("\"white\""), std::string::npos) << name;
+      }
+    }
+  }
+  // The two styles' series differ (each reads on its own background).
+  EXPECT_NE(viz::paper_style().series, viz::dark_style().series);
+}
+
+// The exported hit-ratio figure is the chart the GUI's KV cache panel draws (hit_ratio_step_chart),
+// and its legend names each context's series once, with its bank's slots.
+TEST(ExportsFigures, HitRatioFigureIsTheChartThePanelDraws) {
+  const Capture& c = fixture();
+  const viz::Chart chart = hit_ratio_step_chart(c.offload);
+  for (const viz::FigureStyle& style : {viz::paper_style(), viz::dark_style()})
+    EXPECT_EQ(svg_hit_ratio_per_step(c.offload, style, "ctx"), viz::svg_chart(chart, style, "ctx")) << style.name;
+  const std::vector<viz::ChartLegendEntry> legend = viz::chart_legend(chart);
+  ASSERT_EQ(legend.size(), 2u);
+  EXPECT_EQ(legend[0].name, "sparse attention (" + std::to_string(c.offload.sparse.bank_tokens) + ")");
+  EXPECT_EQ(legend[1].name, "mask estimation (" + std::to_string(c.offload.mask.bank_tokens) + ")");
+  EXPECT_TRUE(legend[1].dashed);
+  EXPECT_FALSE(legend[0].dashed);
 }
 
 TEST(ExportsFigures, HitRatioDashedSeriesIsALine) {

@@ -115,7 +115,7 @@ TEST(Exports, SvgFiguresAreValidXmlWithAxesAndLabels) {
     EXPECT_NE(f.bytes.find("<title>"), std::string::npos) << f.name;
   }
   EXPECT_GE(svgs, 5);  // locality per layer, two histograms, hit ratio, latency
-  const std::string hist = svg_locality_histogram(c.locality[1][0].deltas[0], "h");
+  const std::string hist = svg_locality_histogram(captured_locality_views(c, 1, c.locality_params.deltas.at(0)).at(0), "h");
   EXPECT_NE(hist.find("class=\"normal-fit\""), std::string::npos);
   EXPECT_NE(hist.find("<rect class=\"bar\" x="), std::string::npos);
   EXPECT_EQ(hipstudio::testing::xml_problem(svg_line_chart("a <b> & \"c\"", "x & y", "<y>", {{"s<1>", {1, 2}, {3, 4}, "", true}})), "");

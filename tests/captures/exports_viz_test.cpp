@@ -11,6 +11,7 @@
 
 #include "captures/export_view.h"
 #include "captures/exports.h"
+#include "captures/figures.h"
 #include "captures/mask_png.h"
 #include "captures/svg_plots.h"
 #include "tests/captures/capture_fixture.h"
@@ -114,11 +115,11 @@ TEST(ExportsViz, LocalitySvgHasTheHistogramBars) {
   EXPECT_EQ(occurrences(svg, "class=\"normal-fit\""), 1u);
   EXPECT_NE(svg.find("observed (Delta = " + std::to_string(first.delta) + ")"), std::string::npos);
   EXPECT_NE(svg.find("head " + std::to_string(c.locality[1][0].head) + " mean"), std::string::npos);  // the curves beside it
-  // The fitted normal is viz's: one point per bin (expected pairs per bin at the bin centre).
+  // The fitted normal is the views layer's: one point per bin (expected pairs per bin at the bin centre).
   const size_t at = svg.find("class=\"normal-fit\"");
   const size_t points = svg.find("points=\"", at) + 8;
   const std::string list = svg.substr(points, svg.find('"', points) - points);
-  EXPECT_EQ(occurrences(list, ","), viz::fitted_normal_counts(first).size());
+  EXPECT_EQ(occurrences(list, ","), locality_fitted_counts(first).size());
 }
 
 TEST(ExportsViz, TicksComeFromVizsRule) {
@@ -129,7 +130,7 @@ TEST(ExportsViz, TicksComeFromVizsRule) {
   EXPECT_EQ(texts_of_class(svg_hit_ratio_per_step(c.offload), "y-tick"), want);
   // Locality curves: Delta on a log axis, ticked at viz::log_ticks.
   const std::vector<hip::ScoreLocality>& heads = c.locality[1];
-  const std::string svg = svg_locality(heads, -1, "t");
+  const std::string svg = svg_locality(captured_locality_views(c, 1, -1), "t");
   double lo = 1e300, hi = 0;
   for (const hip::DeltaStats& d : heads[0].deltas) lo = std::min(lo, double(d.delta)), hi = std::max(hi, double(d.delta));
   std::vector<std::string> log_labels;

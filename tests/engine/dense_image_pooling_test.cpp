@@ -1,5 +1,5 @@
 // The device dense-probability image's computation (engine/analysis/dense_image_pooling.h), run on the
-// CPU here, against the CPU image the GUI drew before (viz::dense_probability_image): cell for
+// CPU here, against the views layer's float64 image (engine/views/dense_view.h): cell for
 // cell, unpooled and pooled at sides that do and do not divide the length, NaN where nothing is visible,
 // for plain attention and for a windowed, soft-capped rule with its own scale.
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <ATen/ATen.h>
 
 #include "engine/analysis/dense_image_pooling.h"
-#include "viz/attention_probe.h"
+#include "engine/views/dense_view.h"
 
 namespace hipstudio {
 namespace {
@@ -32,7 +32,7 @@ TEST(DenseImagePooling, EqualsTheCpuImageCellForCell) {
     for (int64_t head : {0, 1}) {
       SCOPED_TRACE("side " + std::to_string(side) + " head " + std::to_string(head) + " window " + std::to_string(rule.window));
       const PooledProbabilities got = pool_dense_probabilities(q[head], k[0], rule, side);
-      const viz::HeatGrid want = viz::dense_probability_image(in, rule, head, side);
+      const DenseImage want = dense_probability_image(in, rule, head, side);
       ASSERT_EQ(got.rows, want.rows);
       ASSERT_EQ(got.cols, want.cols);
       int nan = 0;

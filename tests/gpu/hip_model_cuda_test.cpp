@@ -20,7 +20,7 @@
 #include "kernels/oracle.h"
 #include "kernels/score_locality.h"
 #include "kernels/torch/hip_torch.h"
-#include "viz/attention_probe.h"
+#include "engine/views/dense_view.h"
 #include "tests/engine/hip_test_setup.h"
 #include "tests/gpu/require_cuda_kernels.h"
 
@@ -158,7 +158,7 @@ TEST(HipModelCuda, KernelTraceOfAKeptLayerEqualsTheCpuTraceInFp32) {
 }
 
 // Side by side's dense probabilities on CUDA, pooled on the device: cell for cell the CPU image
-// (viz::dense_probability_image) of the same kept layer in fp32, unpooled and pooled (16 texels a
+// (dense_probability_image, engine/views/dense_view.h) of the same kept layer in fp32, unpooled and pooled (16 texels a
 // side over the prompt's rows and keys), NaN exactly where no visible key falls.
 TEST(HipModelCuda, DeviceDenseImageEqualsTheCpuImageInFp32) {
   REQUIRE_CUDA_KERNELS();
@@ -179,7 +179,7 @@ TEST(HipModelCuda, DeviceDenseImageEqualsTheCpuImageInFp32) {
       SCOPED_TRACE("side " + std::to_string(side) + " head " + std::to_string(head) + " window " + std::to_string(rule.window));
       const std::optional<PooledProbabilities> dev = dense_image_on_device(*in, rule, head, side);
       ASSERT_TRUE(dev.has_value());
-      const viz::HeatGrid cpu = viz::dense_probability_image(host, rule, head, side);
+      const DenseImage cpu = dense_probability_image(host, rule, head, side);
       ASSERT_EQ(dev->rows, cpu.rows);
       ASSERT_EQ(dev->cols, cpu.cols);
       for (size_t i = 0; i < cpu.values.size(); ++i) {

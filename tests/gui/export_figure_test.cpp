@@ -23,7 +23,7 @@
 #include "tests/captures/capture_fixture.h"
 #include "tests/captures/xml_check.h"
 #include "engine/analysis/layer_view.h"
-#include "viz/attention_probe.h"
+#include "engine/views/dense_view.h"
 #include "viz/figure.h"
 #include "viz/heat_image.h"
 #include "viz/plot_data.h"
@@ -290,8 +290,8 @@ TEST(ExportFigure, PrunedAtStepMatchesTheSteps) {
   const Capture c = hipstudio::testing::synthetic_capture();
   ASSERT_FALSE(c.traces.empty());
   for (const CapturedTrace& t : c.traces) {
-    const std::vector<int32_t> oracle = captured_oracle_blocks(c, t);
-    const auto steps = viz::trace_steps(t.trace, oracle);
+    const BlockTraceView view = captured_trace_view(c, t);
+    const auto steps = viz::trace_steps(t.trace, view.oracle_blocks);
     const auto left = viz::pruned_at_step(steps, t.trace.lo, t.trace.hi);
     // Brute force: the number of leading steps whose nodes hold the block.
     for (int64_t b = t.trace.lo; b < t.trace.hi; ++b) {
@@ -304,7 +304,7 @@ TEST(ExportFigure, PrunedAtStepMatchesTheSteps) {
       }
       EXPECT_EQ(left[static_cast<size_t>(b - t.trace.lo)], lead) << "block " << b;
     }
-    const std::string svg = svg_iterations(t.trace, oracle, iterations_title(t), iterations_subtitle(c, t));
+    const std::string svg = svg_iterations(view, iterations_title(t), iterations_subtitle(c, t));
     EXPECT_EQ(hipstudio::testing::xml_problem(svg), "");
     size_t rows = 0;
     for (size_t at = svg.find("class=\"step\""); at != std::string::npos; at = svg.find("class=\"step\"", at + 1)) ++rows;
@@ -376,8 +376,8 @@ TEST(VizViews, LogScaleSpreadsSmallProbabilities) {
 TEST(VizViews, DenseRowIsTheProbesSoftmax) {
   const PairedAnalysis a = hipstudio::testing::synthetic_analysis();
   const hip::AttentionInputs in = layer_view(a.inputs.at(0));
-  viz::AttentionProbe probe;
-  const std::vector<double> row = viz::dense_probability_row(in, {}, 1, 17);
+  hipstudio::AttentionProbe probe;
+  const std::vector<double> row = hipstudio::dense_probability_row(in, {}, 1, 17);
   ASSERT_EQ(row.size(), 18u);
   double sum = 0;
   for (size_t j = 0; j < row.size(); ++j) {
@@ -406,19 +406,19 @@ TEST(VizViews, DenseRowFollowsTheLayersWindowAndSoftCap) {
     want[static_cast<size_t>(j)] = std::exp(2.0 * std::tanh(0.7 * dot / 2.0));
     total += want[static_cast<size_t>(j)];
   }
-  viz::AttentionProbe probe;
-  const std::vector<double> row = viz::dense_probability_row(in, rule, head, query);
+  hipstudio::AttentionProbe probe;
+  const std::vector<double> row = hipstudio::dense_probability_row(in, rule, head, query);
   ASSERT_EQ(row.size(), want.size());
   for (size_t j = 0; j < row.size(); ++j) {
     EXPECT_NEAR(row[j], want[j] / total, 1e-12) << "key " << j;
-    const viz::ProbeValue pv = probe.at(in, rule, head, query, static_cast<int64_t>(j));
+    const hipstudio::ProbeValue pv = probe.at(in, rule, head, query, static_cast<int64_t>(j));
     EXPECT_EQ(pv.visible, want[j] > 0) << "key " << j;
     if (pv.visible) {
       EXPECT_NEAR(pv.probability, want[j] / total, 1e-12) << "key " << j;
     }
   }
   // The plain rule differs on the same row: the test would catch a view that ignored the layer's rule.
-  EXPECT_GT(std::abs(viz::dense_probability_row(in, {}, head, query)[static_cast<size_t>(pos)] - row.back()), 1e-6);
+  EXPECT_GT(std::abs(hipstudio::dense_probability_row(in, {}, head, query)[static_cast<size_t>(pos)] - row.back()), 1e-6);
 }
 
 }  // namespace

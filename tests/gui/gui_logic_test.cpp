@@ -8,6 +8,8 @@
 
 #include "app/gui/app_state.h"
 #include "app/gui/worker.h"
+#include "captures/capture.h"
+#include "captures/figures.h"
 #include "kernels/mask_reference.h"
 
 namespace hipstudio::gui {
@@ -141,6 +143,61 @@ TEST(GuiLogic, ViewsOnASyntheticAnalysisMatchTheKernels) {
   EXPECT_EQ(l->delta, r.delta);
   EXPECT_GT(l->histogram.pairs, 0);
   EXPECT_FALSE(l->curve.empty());
+}
+
+// The GUI's locality and trace views of a layer are the ones a capture of the same analysis stores
+// and shows: one rule for both (engine/views/).
+TEST(GuiLogic, LocalityAndTraceViewsEqualTheCapturesOfTheSameInputs) {
+  Request r;
+  r.hip.hip.k = 32;
+  r.hip.hip.b_q = 16;
+  r.hip.hip.b_k = 2;
+  r.hip.hip.sink = 4;
+  r.hip.hip.window = 16;
+  r.layer = 0;
+  r.delta = 13;  // off the sweep: the shown Delta is added to it
+  r.bins = 23;
+  r.query_block = 17;
+  auto a = synthetic_analysis(384, r);
+  r = clamp_selection(*a, r);
+  captures::CaptureInfo info;
+  info.run = {"0.1.0", "synthetic", "llama", "cpu", "prompt"};
+  info.dtype = "f32";
+  captures::CaptureRequest request;
+  request.views = {"iterations", "locality"};
+  request.render_images = false;
+  request.locality_shown_deltas = {r.delta};
+  request.locality_bins = r.bins;
+  request.threads = 1;
+  auto m = compute_layer_masks(a, r);
+  for (int64_t head : {0, 1}) request.traces.push_back({0, head, r.query_block});
+  // The synthetic analysis has no model outputs to write; tests/captures checks that a capture's
+  // views read back as written.
+  const captures::Capture c = captures::build_capture(*a->analysis, info, request, nullptr);
+  ASSERT_EQ(c.view_layers, std::vector<int64_t>{0});
+  for (int64_t head : {0, 1}) {
+    r.head = head;
+    const auto gui = compute_locality(*a, r);
+    const LocalityView cap = captures::captured_locality_views(c, 0, r.delta).at(static_cast<size_t>(head));
+    EXPECT_EQ(cap.rule_note, "");
+    EXPECT_EQ(cap.queries, gui->queries);
+    EXPECT_EQ(cap.delta, gui->delta);
+    EXPECT_EQ(cap.histogram.counts, gui->histogram.counts);
+    EXPECT_EQ(cap.histogram.mean, gui->histogram.mean);
+    EXPECT_EQ(cap.histogram.stddev, gui->histogram.stddev);
+    EXPECT_EQ(cap.fitted, gui->fitted);
+    ASSERT_EQ(cap.curve.size(), gui->curve.size());
+    for (size_t i = 0; i < cap.curve.size(); ++i) {
+      EXPECT_EQ(cap.curve[i].delta, gui->curve[i].delta);
+      EXPECT_EQ(cap.curve[i].mean, gui->curve[i].mean);
+      EXPECT_EQ(cap.curve[i].stddev, gui->curve[i].stddev);
+    }
+    const auto t = compute_trace(*m, r);
+    const BlockTraceView ct = captures::captured_trace_view(c, c.traces.at(static_cast<size_t>(head)));
+    EXPECT_EQ(ct.oracle_scores, t->oracle_scores);
+    EXPECT_EQ(ct.oracle_blocks, t->oracle_blocks);
+    EXPECT_EQ(ct.trace.blocks, t->trace.blocks);
+  }
 }
 
 // A layer's views are found wherever they were computed (with the prefill, or deferred and added

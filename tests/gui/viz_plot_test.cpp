@@ -103,21 +103,6 @@ TEST(PlotData, LogTicksAndLabels) {
   EXPECT_EQ(tick_label(0.25), "0.25");
 }
 
-TEST(PlotData, FittedNormalSumsToPairs) {
-  hip::DeltaStats s;
-  s.pairs = 1000;
-  s.mean = 0.2;
-  s.stddev = 1.5;
-  s.hist_lo = -4;
-  s.hist_hi = 5;
-  s.counts.assign(30, 0);
-  const std::vector<double> f = fitted_normal_counts(s);
-  double sum = 0;
-  for (double v : f) sum += v;
-  EXPECT_NEAR(sum, 1000.0, 1e-6);
-  EXPECT_GT(f[15], f[0]);  // peaked in the middle
-}
-
 TEST(PlotData, RasterizeBarsPaintsInOrder) {
   const std::vector<ImageBar> bars = {{0, 10, 0, 1, 1u}, {5, 6, 0, 0.5, 2u}};
   const std::vector<uint32_t> img = rasterize_bars(bars, 0, 10, 0, 1, 10, 4, 0u);

@@ -15,7 +15,7 @@
 #include "app/gui/harness/self_test.h"
 #include "app/gui/shortcuts.h"
 #include "captures/layer_kinds.h"
-#include "viz/attention_probe.h"
+#include "engine/views/dense_view.h"
 #include "viz/colormap.h"
 
 namespace hipstudio::gui {
@@ -137,7 +137,7 @@ void SelfTest::build_view_steps() {
                       }
                       if (!s.focus_panel.empty() || *n < 4) return kMore;
                       const hip::AttentionInputs in = snap.analysis->inputs(1);
-                      const std::vector<double> row = viz::dense_probability_row(in, snap.analysis->layer_math(1), s.head, s.query_token);
+                      const std::vector<double> row = dense_probability_row(in, snap.analysis->layer_math(1), s.head, s.query_token);
                       double sum = 0;
                       for (double p : row) sum += p;
                       if (static_cast<int>(row.size()) != s.query_token + 1 || std::abs(sum - 1) > 1e-9)

@@ -1,4 +1,4 @@
-#include "viz/attention_probe.h"
+#include "engine/views/dense_view.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include "kernels/dot_f64.h"
 
-namespace hipstudio::viz {
+namespace hipstudio {
 
 namespace {
 
@@ -57,10 +57,10 @@ std::vector<double> dense_probability_row(const hip::AttentionInputs& in, const 
   return s;
 }
 
-HeatGrid dense_probability_image(const hip::AttentionInputs& in, const DenseRule& rule, int64_t head, int max_side) {
+DenseImage dense_probability_image(const hip::AttentionInputs& in, const DenseRule& rule, int64_t head, int max_side) {
   const int width = static_cast<int>(std::min<int64_t>(in.tk, max_side));
   const int height = static_cast<int>(std::min<int64_t>(in.tq, max_side));
-  HeatGrid out;
+  DenseImage out;
   out.rows = height;
   out.cols = width;
   out.values.assign(static_cast<size_t>(width) * static_cast<size_t>(height), std::numeric_limits<float>::quiet_NaN());
@@ -77,4 +77,17 @@ HeatGrid dense_probability_image(const hip::AttentionInputs& in, const DenseRule
   return out;
 }
 
-}  // namespace hipstudio::viz
+DenseImageScale dense_image_scale(const std::vector<float>& values) {
+  DenseImageScale s;
+  std::vector<float> vals;
+  for (float v : values)
+    if (v == v) vals.push_back(v), s.max_prob = std::max(s.max_prob, v);
+  if (!vals.empty()) {
+    const size_t k = std::min(vals.size() - 1, vals.size() * 995 / 1000);
+    std::nth_element(vals.begin(), vals.begin() + static_cast<std::ptrdiff_t>(k), vals.end());
+    s.scale_max = vals[k];
+  }
+  return s;
+}
+
+}  // namespace hipstudio
