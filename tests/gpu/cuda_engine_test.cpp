@@ -14,6 +14,7 @@
 #include "engine/model/kv_cache.h"
 #include "engine/model/transformer.h"
 #include "tests/engine/hip_test_setup.h"
+#include "tests/gpu/random_bf16_model.h"
 #include "tests/gpu/require_cuda_kernels.h"
 
 namespace hipstudio {
@@ -172,34 +173,6 @@ TEST(CudaEngine, GraphDecodeStepsMatchEagerSteps) {
   }
 }
 
-// A small Llama-shaped model with random bf16 weights on CUDA whose heads the few-search mask
-// kernel serves (head_dim 64; stories15M's 48 take the generic kernel), so that HiP's refresh
-// steps can run inside the decode graphs too.
-std::shared_ptr<const Model> random_bf16_model() {
-  auto m = std::make_shared<Model>();
-  ModelConfig& c = m->config;
-  c.architecture = "LlamaForCausalLM";
-  c.dim = 256, c.hidden_dim = 512, c.n_layers = 4, c.n_heads = 4, c.n_kv_heads = 2, c.head_dim = 64;
-  c.vocab_size = 512, c.max_seq_len = 4096;
-  m->run = parse_run_device("cuda", "bf16");
-  at::manual_seed(7);
-  auto matrix = [&](int64_t rows, int64_t cols) { return at::randn({rows, cols}) / std::sqrt(static_cast<double>(cols)); };
-  m->weights.embedding = at::randn({c.vocab_size, c.dim});
-  for (int64_t l = 0; l < c.n_layers; ++l) {
-    LayerWeights w;
-    w.attn_norm = at::rand({c.dim}).add(0.5);
-    w.wqkv = matrix(c.q_dim() + 2 * c.kv_dim(), c.dim);
-    w.wo = matrix(c.dim, c.q_dim());
-    w.mlp_norm = at::rand({c.dim}).add(0.5);
-    w.w13 = matrix(2 * c.hidden_dim, c.dim);
-    w.w2 = matrix(c.dim, c.hidden_dim);
-    m->weights.layers.push_back(w);
-  }
-  m->weights.final_norm = at::rand({c.dim}).add(0.5);
-  m->weights.classifier = matrix(c.vocab_size, c.dim);
-  place_weights(m->weights, m->run);  // as a loaded model's: bf16 matrices, float32 norms
-  return m;
-}
 
 // HiP's refresh steps inside the decode graphs (each sparse layer's mask search reading the
 // position on the device and writing its rows itself) compute what the eager steps do (the search

@@ -1,7 +1,7 @@
 #pragma once
 // A small Llama-shaped model with random bf16 weights on CUDA whose heads the few-search mask kernel
-// serves (head_dim 64), so that HiP's refresh steps can run inside decode graphs. Defined in
-// cuda_engine_test.cpp; declared here for the other gpu tests that need such a model.
+// serves (head_dim 64), so that HiP's refresh steps can run inside decode graphs. Shared by
+// the gpu tests of decode graphs, batch 1 and batched.
 #include <memory>
 
 #include "engine/model/model.h"
