@@ -45,10 +45,11 @@ void register_analyze_command(CLI::App& root) {
                   "a table on stdout, sweep_NAME.csv and an SVG per metric, the JSON at --json");
   cmd->add_option("--sweep-out", args->sweep_out, "folder of the sweep's CSV and SVG files (default: the folder of --json)");
   CLI::Option* sweep_layer_option =
-      cmd->add_option("--sweep-layer", args->sweep_layer,
-                      "L: the sweep's recall, mass and output error of layer L alone, whose views are the only ones "
-                      "computed (seconds a value at 32k tokens instead of a view of every layer); default: means over "
-                      "every HiP layer. KL and latency are the whole model's either way");
+      add_number(*cmd, "--sweep-layer", args->sweep_layer,
+                 "L: the sweep's recall, mass and output error of layer L alone, whose views are the only ones "
+                 "computed (seconds a value at 32k tokens instead of a view of every layer); default: means over "
+                 "every HiP layer. KL and latency are the whole model's either way",
+                 int64_t{0}, int64_t{65535});
   // random's seed is --seed (the views' random baseline draws with it too); every other method's
   // parameter is a flag of its own.
   args->methods.add_options(*cmd, "hip", {"random"});
