@@ -9,15 +9,10 @@
 #include "viz/chart_svg.h"
 #include "viz/colormap.h"
 #include "viz/locality_chart.h"
+#include "viz/number_text.h"
 
 namespace hipstudio::captures {
 namespace {
-
-std::string num(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.4g", v);
-  return b;
-}
 
 // A PlotSeries as a chart series: its CSS colour fixed where given, else series colour `k`.
 viz::ChartSeries chart_series(const PlotSeries& p, size_t k) {
@@ -99,12 +94,12 @@ std::string svg_latency_bars(const PairedAnalysis& a, const std::string& device,
       const double v[4] = {bars[i].mask, bars[i].sparse, bars[i].dense, bars[i].other};
       const double h = v[k] > 0 ? v[k] : 0.0;
       s.x.push_back(i), s.y.push_back(h), s.base.push_back(base[i]);
-      s.tips.push_back(names[static_cast<size_t>(i)] + ": " + parts[k] + " " + num(h) + " ms");
+      s.tips.push_back(names[static_cast<size_t>(i)] + ": " + parts[k] + " " + viz::figure_number(h) + " ms");
       base[i] += h;
     }
     plot.series.push_back(std::move(s));
   }
-  for (int i = 0; i < 4; ++i) plot.texts.push_back({static_cast<double>(i), base[i], num(base[i])});
+  for (int i = 0; i < 4; ++i) plot.texts.push_back({static_cast<double>(i), base[i], viz::figure_number(base[i])});
   viz::Chart chart;
   // On the CPU HiP runs the float64 reference: the bars are a correctness run's wall-clock, said in
   // the title as the Latency panel says it, and no ratio of the two sides is drawn.

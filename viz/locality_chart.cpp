@@ -2,14 +2,10 @@
 
 #include <cstdio>
 
+#include "viz/number_text.h"
+
 namespace hipstudio::viz {
 namespace {
-
-std::string num(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.4g", v);
-  return b;
-}
 
 ChartPlot histogram_plot(const LocalityView& v) {
   const hip::DeltaStats& d = v.histogram;
@@ -25,7 +21,7 @@ ChartPlot histogram_plot(const LocalityView& v) {
   bars.bar_width = width;
   bars.opacity = 0.75f;
   ChartSeries fit;
-  fit.name = "N(" + num(d.mean) + ", " + num(d.stddev) + "^2)";
+  fit.name = "N(" + figure_number(d.mean) + ", " + figure_number(d.stddev) + "^2)";
   fit.color = 1;
   fit.width = 2;
   fit.svg_class = "normal-fit";
@@ -37,7 +33,7 @@ ChartPlot histogram_plot(const LocalityView& v) {
   }
   p.series.push_back(std::move(bars));
   if (d.stddev > 0 && d.pairs > 0) p.series.push_back(std::move(fit));  // no spread: no normal to draw
-  p.notes.push_back("KL " + num(d.kl_to_normal));
+  p.notes.push_back("KL " + figure_number(d.kl_to_normal));
   return p;
 }
 

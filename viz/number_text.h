@@ -14,4 +14,7 @@ inline std::string number_text(double v, const char* format, const char* missing
   return b;
 }
 
+// A figure's short number (a fitted normal's parameters, a bar's label): %.4g.
+inline std::string figure_number(double v) { return number_text(v, "%.4g", "nan"); }
+
 }  // namespace hipstudio::viz
