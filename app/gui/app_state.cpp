@@ -130,6 +130,13 @@ Request make_request(const AppState& s) {
   return r;
 }
 
+uint64_t ask_sweep(AppState& s, hip::HipField field, std::vector<int64_t> values) {
+  s.sweep_field = field;
+  s.sweep_values = std::move(values);
+  s.sweep_views_layer = s.sweep_every_layer ? -1 : s.layer;
+  return ++s.sweep_id;
+}
+
 std::vector<hip::methods::MethodChoice> compare_choices(const AppState& s) {
   namespace hm = hip::methods;
   auto wanted = [&](const std::string& name) {

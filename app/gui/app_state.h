@@ -197,4 +197,9 @@ Request make_request(const AppState& s);
 // says why for that method alone).
 std::vector<hip::methods::MethodChoice> compare_choices(const AppState& s);
 
+// The Sweep panel's Run: asks the worker for a sweep of `field` over `values` (checked by the
+// caller), measuring the viewed layer alone unless the panel's "every layer" box is checked; returns
+// the new sweep id.
+uint64_t ask_sweep(AppState& s, hip::HipField field, std::vector<int64_t> values);
+
 }  // namespace hipstudio::gui

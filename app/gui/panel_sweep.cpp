@@ -142,18 +142,14 @@ class SweepPanel final : public Panel {
     ImGui::SameLine();
     char buf[256];
     std::snprintf(buf, sizeof buf, "%s", values_.c_str());
-    ImGui::SetNextItemWidth(std::max(ImGui::GetFontSize() * 10, ImGui::GetContentRegionAvail().x - ImGui::GetFontSize() * 9));
+    // Room on the line for Run and the "every layer" box.
+    ImGui::SetNextItemWidth(std::max(ImGui::GetFontSize() * 8, ImGui::GetContentRegionAvail().x - ImGui::GetFontSize() * 16));
     if (ImGui::InputText("values##sweep", buf, sizeof buf)) values_ = buf;
     const ParsedValues parsed = parse_values(values_, field, s.applied, n_layers);
     ImGui::SameLine();
     const bool can_run = parsed.problem.empty() && s.invalid.empty() && ctx.snap.model;
     ImGui::BeginDisabled(!can_run);
-    if (ImGui::Button("Run##sweep")) {
-      s.sweep_field = field;
-      s.sweep_values = parsed.values;
-      s.sweep_views_layer = s.sweep_every_layer ? -1 : s.layer;
-      asked_id_ = ++s.sweep_id;
-    }
+    if (ImGui::Button("Run##sweep")) asked_id_ = ask_sweep(s, field, parsed.values);
     ImGui::EndDisabled();
     ImGui::SameLine();
     ImGui::Checkbox("every layer##sweep", &s.sweep_every_layer);

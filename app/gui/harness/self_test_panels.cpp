@@ -70,15 +70,45 @@ void SelfTest::build_panel_steps() {
   auto shot = [this](const std::string& suffix) {
     if (!screenshot_.empty()) pending_screenshot_ = with_suffix(screenshot_, suffix);
   };
+  // The panel's default: the viewed layer's quality alone (its views the only ones computed), equal
+  // to that layer's mean over its heads in the live run, and the context says so.
+  auto one_layer = std::make_shared<uint64_t>(0);
+  steps_.push_back({"sweep: the viewed layer's quality alone, the live run's numbers of that layer",
+                    [one_layer](AppState& s) {
+                      s.focus_panel = "sweep";
+                      s.sweep_every_layer = false;
+                      *one_layer = ask_sweep(s, hip::HipField::kK, {s.applied.k});
+                    },
+                    [one_layer](const AppState&, const Snapshot& snap) {
+                      return snap.sweep && snap.sweep->id == *one_layer && snap.fresh(kStageSweep) && !snap.busy;
+                    },
+                    [shot](AppState& s, const Snapshot& snap) -> std::string {
+                      const SweepResult& r = snap.sweep->result;
+                      if (r.views_layer != s.layer) return "the sweep did not measure the viewed layer";
+                      if (r.rows.size() != 1) return "the sweep has not one row";
+                      const auto live = snap.analysis->with_deferred_views();
+                      const LayerQuality& q = live->layers.at(static_cast<size_t>(s.layer));
+                      double recall = 0;
+                      for (const HeadQuality& h : q.heads) recall += h.recall / static_cast<double>(q.heads.size());
+                      if (!(std::abs(r.rows[0].recall - recall) < 1e-9)) return mismatch("layer recall", r.rows[0].recall, recall);
+                      if (!(std::abs(r.rows[0].kl - live->kl) < 1e-9)) return mismatch("KL", r.rows[0].kl, live->kl);
+                      if (snap.sweep->context.find("layer " + std::to_string(s.layer) + " alone") == std::string::npos)
+                        return "the sweep's context does not say which layer it measured";
+                      std::printf("self-test:   sweep of layer %d alone: recall %.4f (the live layer's %.4f)\n", s.layer,
+                                  r.rows[0].recall, recall);
+                      shot("sweep-one-layer");
+                      return "";
+                    },
+                    30, 2});
   auto swept = std::make_shared<uint64_t>(0);  // the sweep id the first step finished
   steps_.push_back({"sweep: k on the worker, the live run's numbers at the sliders' k",
                     [swept](AppState& s) {
                       s.focus_panel = "sweep";
                       const int k = s.applied.k, b_k = s.applied.b_k;
                       const int half = std::max(b_k, k / 2 / b_k * b_k);
-                      s.sweep_field = hip::HipField::kK;
-                      s.sweep_values = half == k ? std::vector<int64_t>{k, 2 * k} : std::vector<int64_t>{half, k};
-                      *swept = ++s.sweep_id;
+                      s.sweep_every_layer = true;  // the means over every HiP layer, which the live run gives too
+                      *swept = ask_sweep(s, hip::HipField::kK,
+                                         half == k ? std::vector<int64_t>{k, 2 * k} : std::vector<int64_t>{half, k});
                     },
                     [swept](const AppState&, const Snapshot& snap) {
                       return snap.sweep && snap.sweep->id == *swept && snap.fresh(kStageSweep) && snap.fresh(kStageViews) &&

@@ -579,10 +579,10 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
     add({"sweep_4_k_to_result",
          [run, sweep_asked](AppState& s) {
            const int b_k = std::max(1, s.applied.b_k);
-           s.sweep_field = hip::HipField::kK;
-           s.sweep_values.clear();
-           for (int k : {128, 256, 512, 1024}) s.sweep_values.push_back(std::max(b_k, k / b_k * b_k));
-           *sweep_asked = ++s.sweep_id;
+           std::vector<int64_t> values;
+           for (int k : {128, 256, 512, 1024}) values.push_back(std::max(b_k, k / b_k * b_k));
+           s.sweep_every_layer = false;  // the panel's default: the viewed layer's quality
+           *sweep_asked = ask_sweep(s, hip::HipField::kK, values);
            s.focus_panel = "sweep";
            run->act();
          },
