@@ -72,10 +72,9 @@ TEST(CaptureFile, LocalityPoolsTheRowsAndDeltasOfTheLocalityPanel) {
   }
 }
 
-// A capture stores the rows and Deltas it pooled: one written under another rule (the last 8 rows,
-// Delta 1, 2, 4, ... 32) reads back with exactly those.
-TEST(CaptureFile, LocalityOfAnotherRuleReadsBackAsStored) {
-  Capture c = fixture();
+// The capture's locality pooled again under a rule other than the views layer's (the last 8 rows,
+// Delta 1, 2, 4, ... 32), as an older capture holds it.
+void pool_locality_under_an_older_rule(Capture& c) {
   const int64_t tokens = static_cast<int64_t>(c.analysis.prompt_ids.size());
   c.locality_queries.clear();
   for (int64_t i = tokens - 8; i < tokens; ++i) c.locality_queries.push_back(i);
@@ -88,6 +87,13 @@ TEST(CaptureFile, LocalityOfAnotherRuleReadsBackAsStored) {
       heads.push_back(hip::score_locality(in, c.analysis.options.hip.hip, h, c.locality_queries, c.locality_params));
     c.locality.push_back(std::move(heads));
   }
+}
+
+// A capture stores the rows and Deltas it pooled: one written under another rule (the last 8 rows,
+// Delta 1, 2, 4, ... 32) reads back with exactly those.
+TEST(CaptureFile, LocalityOfAnotherRuleReadsBackAsStored) {
+  Capture c = fixture();
+  pool_locality_under_an_older_rule(c);
   const Capture back = decode_capture(encode_capture(c), "older.hipcap");
   EXPECT_EQ(back.locality_queries, c.locality_queries);
   EXPECT_EQ(back.locality_params.deltas, c.locality_params.deltas);
@@ -101,18 +107,7 @@ TEST(CaptureFile, LocalityOfAnotherRuleReadsBackAsStored) {
 TEST(CaptureFile, LocalityOfAnotherRuleIsLabelledInItsFigures) {
   Capture c = fixture();
   EXPECT_EQ(captured_locality_views(c, 1, -1).at(0).rule_note, "");
-  const int64_t tokens = static_cast<int64_t>(c.analysis.prompt_ids.size());
-  c.locality_queries.clear();
-  for (int64_t i = tokens - 8; i < tokens; ++i) c.locality_queries.push_back(i);
-  c.locality_params.deltas = {1, 2, 4, 8, 16, 32};
-  c.locality.clear();
-  for (int64_t l : c.view_layers) {
-    const hip::AttentionInputs in = layer_view(*c.analysis.find_inputs(l));
-    std::vector<hip::ScoreLocality> heads;
-    for (int64_t h = 0; h < in.hq; ++h)
-      heads.push_back(hip::score_locality(in, c.analysis.options.hip.hip, h, c.locality_queries, c.locality_params));
-    c.locality.push_back(std::move(heads));
-  }
+  pool_locality_under_an_older_rule(c);
   const Capture back = decode_capture(encode_capture(c), "older.hipcap");
   const std::vector<LocalityView> views = captured_locality_views(back, 1, 4);
   ASSERT_FALSE(views.empty());
