@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <ctime>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include "captures/capture.h"
 #include "captures/figures.h"
@@ -12,6 +14,8 @@
 #include "engine/views/locality_view.h"
 #include "engine/views/reference_views.h"
 #include "engine/views/trace_view.h"
+#include "engine/runtime/phase_clock.h"
+#include "kernels/parallel_for.h"
 
 namespace hipstudio::captures {
 
@@ -96,6 +100,8 @@ Capture build_capture(std::vector<MethodRun> runs, CaptureInfo info, const Captu
   if (a.masks.empty())
     for (const LayerInputs& in : a.inputs) c.view_layers.push_back(in.layer);
 
+  PhaseClock clock;  // HIPSTUDIO_PROFILE=1: where building the views goes
+  clock.begin();
   a.options.hip.method = runs.front().method;  // the run's method is what its side selected with
   if (c.has_view("mask")) c.masks = side_masks(a, c.view_layers, request.threads);
   c.methods.push_back(captured_method(runs.front().method, a, c.masks));
@@ -108,6 +114,7 @@ Capture build_capture(std::vector<MethodRun> runs, CaptureInfo info, const Captu
                                                                                : std::vector<LayerMaskViews>{}));
     runs[i].analysis = PairedAnalysis{};
   }
+  clock.lap("masks");
 
   if (c.has_view("iterations") && !a.inputs.empty()) {
     std::vector<TraceSpec> specs = request.traces;
@@ -132,6 +139,7 @@ Capture build_capture(std::vector<MethodRun> runs, CaptureInfo info, const Captu
       c.traces.push_back({s.layer, std::move(view.trace), std::move(view.oracle_scores)});
     }
   }
+  clock.lap("traces");
 
   // Locality needs every view layer's inputs (locality[i] belongs to view_layers[i]).
   const bool all_inputs = std::all_of(c.view_layers.begin(), c.view_layers.end(), [&](int64_t l) { return a.find_inputs(l); });
@@ -140,15 +148,23 @@ Capture build_capture(std::vector<MethodRun> runs, CaptureInfo info, const Captu
     c.locality_params = sample.params;
     c.locality_queries = sample.rows;
     if (!c.locality_params.deltas.empty()) {
-      for (int64_t l : c.view_layers) {
-        const hip::AttentionInputs in = layer_view(*a.find_inputs(l));
-        std::vector<hip::ScoreLocality> heads;
-        for (int64_t h = 0; h < in.hq; ++h) heads.push_back(hip::score_locality(in, p, h, c.locality_queries, c.locality_params));
-        c.locality.push_back(std::move(heads));
+      // One float64 reference per (view layer, head), spread over the request's threads: each item
+      // writes its own slot, so the result does not depend on them.
+      std::vector<hip::AttentionInputs> inputs;
+      for (int64_t l : c.view_layers) inputs.push_back(layer_view(*a.find_inputs(l)));
+      std::vector<std::pair<size_t, int64_t>> items;  // (view layer index, head)
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        c.locality.emplace_back(static_cast<size_t>(inputs[i].hq));
+        for (int64_t h = 0; h < inputs[i].hq; ++h) items.emplace_back(i, h);
       }
+      hip::parallel_for(static_cast<int64_t>(items.size()), request.threads, [&](int64_t item, int) {
+        const auto [i, h] = items[static_cast<size_t>(item)];
+        c.locality[i][static_cast<size_t>(h)] = hip::score_locality(inputs[i], p, h, c.locality_queries, c.locality_params);
+      });
     }
   }
 
+  clock.lap("locality");
   if (c.has_view("cache")) {
     if (!offload_config) throw InputError("the cache view needs an offloading configuration");
     c.has_offload = true;
@@ -156,10 +172,12 @@ Capture build_capture(std::vector<MethodRun> runs, CaptureInfo info, const Captu
     c.offload_config.build_access_map = true;
     c.offload = offload::simulate_offloading(a.access, c.offload_config);
   }
-
+  clock.lap("offloading");
   if (request.render_images) c.images = render_capture_images(c);
+  clock.lap("figures");
   if (!request.keep_inputs) c.analysis.inputs.clear();
   c.analysis.masks.clear();  // the capture's own copy (c.masks) is what it writes
+  clock.print("build_capture");
   return c;
 }
 

@@ -6,6 +6,7 @@
 #include "captures/layer_kinds.h"
 #include "captures/mask_png.h"
 #include "captures/svg_plots.h"
+#include "kernels/parallel_for.h"
 
 namespace hipstudio::captures {
 
@@ -69,16 +70,20 @@ std::vector<Figure> capture_figures(const Capture& c, const FigureOptions& o) {
   const int64_t tokens = static_cast<int64_t>(a.prompt_ids.size());
   const viz::FigureStyle style = viz::figure_style(o.style);
   const LayerKinds kinds = layer_kinds(a);
-  for (size_t i = 0; i < c.masks.size(); ++i) {
+  // The mask figures, one per view layer, rendered and encoded in parallel (each into its own slot).
+  std::vector<Figure> masks(c.masks.size());
+  hip::parallel_for(static_cast<int64_t>(c.masks.size()), 0, [&](int64_t item, int) {
+    const size_t i = static_cast<size_t>(item);
     const int64_t l = c.view_layers[i];
     const int64_t head = std::clamp<int64_t>(o.head, 0, std::max<int64_t>(0, c.masks[i].hip.heads - 1));
     const MaskExport mask = mask_export(c.masks[i], p, tokens, head, style);
     const std::string dense = kinds.hip(l) ? "" : " (" + kinds.text(l) + "; what HiP would select)";
     const std::string lh = "L" + std::to_string(l) + "_H" + std::to_string(head);
-    out.push_back({"mask_" + lh + ".png", "mask",
-                   "Layer " + std::to_string(l) + " (" + kinds.short_text(l) + "), head " + std::to_string(head) + ": HiP's key blocks per query block" + dense,
-                   encode_png(render_mask_figure(mask, mask_figure_text(mask, a, l, head, figure_run(c)), o.mask_px, style))});
-  }
+    masks[i] = {"mask_" + lh + ".png", "mask",
+                "Layer " + std::to_string(l) + " (" + kinds.short_text(l) + "), head " + std::to_string(head) + ": HiP's key blocks per query block" + dense,
+                encode_png(render_mask_figure(mask, mask_figure_text(mask, a, l, head, figure_run(c)), o.mask_px, style))};
+  });
+  for (Figure& f : masks) out.push_back(std::move(f));
   for (size_t i = 0; i < c.locality.size(); ++i) {
     const int64_t l = c.view_layers[i];
     const std::vector<LocalityView> heads = captured_locality_views(c, i, o.delta);

@@ -8,6 +8,8 @@
 //   a layer change and a head change -> the new mask on screen;
 //   an r_m change -> the new decode results;
 //   a sweep of four k values (the Sweep panel's Run) -> its result on screen;
+//   each selection method picked in the Side by side panel -> its mask of the viewed layer on
+//   screen, and a switch back to one already computed;
 //   median and p99 frame time while idle and while zooming the mask (wheel events over the canvas);
 // then screenshots of every panel (with_suffix(screenshot, panel id)). Each measurement is one line
 // `timing: <what> <value> <unit> (target ...)` of the log (written and flushed as it is measured, so

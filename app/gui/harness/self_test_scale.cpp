@@ -38,7 +38,8 @@ const Target kTargets[] = {
     {"b_k_change_to_mask", "s", 1},      {"layer_change_to_mask", "s", 0.2},  {"head_change_to_mask", "s", 0.2},
     {"head_change_to_views", "s", 0.2},  {"r_m_change_to_decode", "s", 1},    {"idle_frame_median", "ms", 16},
     {"idle_frame_p99", "ms", 33.3},      {"zoom_frame_median", "ms", 16},     {"zoom_frame_p99", "ms", 33.3},
-    {"sweep_4_k_to_result", "s", 10},
+    {"sweep_4_k_to_result", "s", 10},    {"add_streaming_to_mask", "s", 3},  {"add_quest_to_mask", "s", 3},
+    {"add_vslash_to_mask", "s", 3},      {"switch_method_to_mask", "s", 0.2},
 };
 const Target* target_of(const std::string& key) {
   for (const Target& t : kTargets)
@@ -605,6 +606,48 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
          },
          600, 1},
         {"sweep_4_k_to_result"});
+
+    // 4c. The Side by side panel's methods, at rest: each registry method picked as the right-hand
+    // view is timed to the frame that draws its mask of the viewed layer (its selection on the
+    // layer's inputs, recall against the layer's oracle); then a switch back to a method already
+    // computed, which only re-draws.
+    add(settle("settle before the methods"), {});
+    auto method_step = [run, errors](const std::string& key, const std::string& name) -> SelfTestStep {
+      return {key,
+              [run, name](AppState& s) {
+                s.compare_left = kCompareDense;
+                s.compare_right = name;
+                s.compare_multiples.clear();
+                s.focus_panel = "compare";
+                run->act();
+              },
+              [name, errors](const AppState& s, const Snapshot& snap) {
+                if (!errors(snap).empty() || !snap.error[kStageMethodMasks].empty()) return true;
+                const MethodMaskView* v = snap.method_masks ? snap.method_masks->find(name) : nullptr;
+                return snap.method_masks && snap.method_masks->layer == s.layer && v && (v->masks || !v->error.empty());
+              },
+              [run, key, name, errors](AppState& s, const Snapshot& snap) -> std::string {
+                if (!errors(snap).empty()) return errors(snap);
+                if (!snap.error[kStageMethodMasks].empty()) return std::string("method masks failed: ") + snap.error[kStageMethodMasks];
+                const MethodMaskView& v = *snap.method_masks->find(name);
+                if (!v.masks) return name + " has no mask: " + v.error;
+                if (run->phase++ == 0) return kMore;  // this frame draws it
+                run->timing(key, run->elapsed());
+                double sum = 0;
+                size_t n = 0;
+                for (double r : v.masks->recall)
+                  if (std::isfinite(r)) sum += r, ++n;
+                run->line(fmt("result: %s changed yes (%s's mask of layer %d: recall %s, selected by %s%s in %.1f ms)", key.c_str(),
+                              name.c_str(), s.layer, n ? fmt("%.4f", sum / static_cast<double>(n)).c_str() : "n/a", v.source.c_str(),
+                              v.device_timing ? " on the device" : "", v.seconds * 1e3));
+                return "";
+              },
+              600, 1};
+    };
+    for (const char* name : {"streaming", "quest", "vslash"})
+      add(method_step(std::string("add_") + name + "_to_mask", name), {std::string("add_") + name + "_to_mask"});
+    add(settle("settle before the method switch"), {});
+    add(method_step("switch_method_to_mask", "quest"), {"switch_method_to_mask"});
 
     // 5. Frame times: idle (every stage done), then zooming the mask with the wheel.
     add({"idle frames",
