@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <functional>
 #include <filesystem>
+#include <future>
 #include <memory>
 
 #include "app/commands.h"
@@ -22,6 +23,7 @@
 #include "captures/export_view.h"
 #include "captures/exports.h"
 #include "captures/sha256.h"
+#include "kernels/parallel_for.h"
 #include "engine/formats/errors.h"
 #include "engine/analysis/context_plan.h"
 #include "engine/analysis/method_comparison.h"
@@ -45,8 +47,13 @@ std::string model_weights_sha256(const ModelSource& source) {
     if (n == "config.json" || (n.size() > 12 && n.compare(n.size() - 12, 12, ".safetensors") == 0)) names.push_back(n);
   }
   std::sort(names.begin(), names.end());
+  // Each file's hash on a thread of its own (a checkpoint's shards are a few GB each).
+  std::vector<std::string> hashes(names.size());
+  hip::parallel_for(static_cast<int64_t>(names.size()), 0, [&](int64_t i, int) {
+    hashes[static_cast<size_t>(i)] = captures::sha256_file_hex((fs::path(source.checkpoint) / names[static_cast<size_t>(i)]).string());
+  });
   captures::Sha256 all;
-  for (const std::string& n : names) all.update(n + " " + captures::sha256_file_hex((fs::path(source.checkpoint) / n).string()) + "\n");
+  for (size_t i = 0; i < names.size(); ++i) all.update(names[i] + " " + hashes[i] + "\n");
   return all.finish_hex();
 }
 
@@ -276,7 +283,11 @@ void register_capture_commands(CLI::App& root) {
     captures::CaptureInfo info;
     info.run = {HIPSTUDIO_VERSION, model->source.display_name, model->config.architecture, device_description(model->run), prompt};
     info.dtype = dtype_name(model->run.dtype);
-    info.model_sha256 = args->model_hash == "none" ? "" : !args->model_hash.empty() ? args->model_hash : model_weights_sha256(model->source);
+    info.model_sha256 = args->model_hash == "none" ? "" : args->model_hash;
+    // The weights' hash (reading every file once more) runs beside the analysis, which is the device's work.
+    std::future<std::string> weights_hash;
+    if (args->model_hash.empty())
+      weights_hash = std::async(std::launch::async, [source = model->source] { return model_weights_sha256(source); });
     check_capture_fits(*model, prompt, options, request, std::max<int64_t>(1, static_cast<int64_t>(methods.size())));
     std::vector<MethodRun> runs;
     if (methods.empty()) {
@@ -286,6 +297,7 @@ void register_capture_commands(CLI::App& root) {
       // The capture stores the first method's Q/K/V only: the later methods keep their masks.
       runs = run_method_comparison(model, prompt, options, methods, std::ref(progress), /*later_inputs=*/false);
     }
+    if (weights_hash.valid()) info.model_sha256 = weights_hash.get();
     const PairedAnalysis& first = runs.front().analysis;
     if (model->tokenizer)
       captures::set_token_pieces(info, first, [&tok = *model->tokenizer](int32_t id) { return tok.token_text(id); });

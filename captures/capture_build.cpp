@@ -124,6 +124,7 @@ Capture build_capture(std::vector<MethodRun> runs, CaptureInfo info, const Captu
         if (in.layer >= a.options.hip.dense_layers) specs.push_back({in.layer, 0, last_qb});
       if (specs.empty()) specs.push_back({a.inputs.back().layer, 0, last_qb});
     }
+    std::vector<hip::AttentionInputs> trace_inputs;
     for (const TraceSpec& s : specs) {
       if (s.layer < 0 || s.layer >= n_layers)
         throw InputError("trace layer " + std::to_string(s.layer) + " is outside the model's " + std::to_string(n_layers) + " layers");
@@ -135,9 +136,15 @@ Capture build_capture(std::vector<MethodRun> runs, CaptureInfo info, const Captu
       if (s.head < 0 || s.head >= in.hq || s.query_block < 0 || s.query_block >= blocks)
         throw InputError("trace head " + std::to_string(s.head) + ", query block " + std::to_string(s.query_block) +
                          " is outside the prompt (" + std::to_string(in.hq) + " heads, " + std::to_string(blocks) + " query blocks)");
-      BlockTraceView view = reference_trace_view(in, p, s.layer, s.head, s.query_block);
-      c.traces.push_back({s.layer, std::move(view.trace), std::move(view.oracle_scores)});
+      trace_inputs.push_back(in);
     }
+    // Each trace's float64 search on a thread of its own (each writes its own slot).
+    c.traces.resize(specs.size());
+    hip::parallel_for(static_cast<int64_t>(specs.size()), request.threads, [&](int64_t i, int) {
+      const TraceSpec& s = specs[static_cast<size_t>(i)];
+      BlockTraceView view = reference_trace_view(trace_inputs[static_cast<size_t>(i)], p, s.layer, s.head, s.query_block);
+      c.traces[static_cast<size_t>(i)] = {s.layer, std::move(view.trace), std::move(view.oracle_scores)};
+    });
   }
   clock.lap("traces");
 

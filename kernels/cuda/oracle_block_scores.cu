@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 #include <mma.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -14,13 +15,14 @@ namespace hipstudio::gpu {
 namespace {
 
 constexpr int kRowsTile = 128;  // sampled rows of a CTA: 8 warps of 32 rows x 32 keys (4 x 2)
-constexpr int kKeysTile = 64;
+constexpr int kKeysTile = 64;   // keys of one step of a CTA's loop
 constexpr int kThreads = 256;
 constexpr int kAccLd = kKeysTile + 4;  // floats: a multiple of 4 (wmma) that spreads banks
 
 struct Dims {
-  int64_t sampled;  // rows a query block samples: ceil(b_q / b_sq)
-  int64_t ld;       // shared-memory row length of Q and K tiles, in elements (d + 8)
+  int64_t sampled;     // rows a query block samples: ceil(b_q / b_sq)
+  int64_t ld;          // shared-memory row length of Q and K tiles, in elements (d + 8)
+  int64_t split_keys;  // keys of one CTA's share of its rows' visible keys, a multiple of kKeysTile
 };
 
 // The float maximum as an integer atomic: floats with the sign bit clear order as signed ints, those
@@ -30,92 +32,123 @@ __device__ __forceinline__ void atomic_max_float(float* addr, float v) {
   else atomicMin(reinterpret_cast<unsigned*>(addr), __float_as_uint(v));
 }
 
+// One CTA: a tile of kRowsTile sampled rows of one head, held in shared memory, against one share of
+// the keys its rows can see, kKeysTile keys a step with the next step's keys in flight (cp.async
+// double buffer). Each step's scores go through shared memory: first the maximum over each query
+// block's rows per key (written into the block's first row), then over each key block's keys, which
+// meets the other CTAs' and steps' parts of the same entry in an atomic maximum.
 template <class T>
-__global__ void __launch_bounds__(kThreads) oracle_block_scores_kernel(const OracleBlockScoresLaunch a, const Dims dims) {
+__global__ void __launch_bounds__(kThreads, 2) oracle_block_scores_kernel(const OracleBlockScoresLaunch a, const Dims dims) {
   namespace wmma = nvcuda::wmma;
   extern __shared__ __align__(16) uint8_t smem[];
   const int64_t ld = dims.ld, S = dims.sampled, d = a.d;
-  T* qs = reinterpret_cast<T*>(smem);           // [kRowsTile][ld]
-  T* ks = qs + kRowsTile * ld;                   // [kKeysTile][ld]
-  float* acc = reinterpret_cast<float*>(ks + kKeysTile * ld);  // [kRowsTile][kAccLd]
+  T* qs = reinterpret_cast<T*>(smem);            // [kRowsTile][ld]
+  T* kbuf = qs + kRowsTile * ld;                  // [2][kKeysTile][ld]
+  float* acc = reinterpret_cast<float*>(kbuf + 2 * kKeysTile * ld);  // [kRowsTile][kAccLd]
 
-  const int64_t h = blockIdx.z;
-  const int64_t v0 = static_cast<int64_t>(blockIdx.y) * kRowsTile;  // first sampled row (j S + t) of the tile
-  const int64_t c0 = static_cast<int64_t>(blockIdx.x) * kKeysTile;  // first key
+  const int64_t h = blockIdx.y;
+  // Later row tiles see more keys (causal): they start first, so the short ones fill the tail.
+  const int64_t v0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * kRowsTile;  // first sampled row (j S + t)
   const int64_t total = a.nq * S;
   if (v0 >= total) return;
   const int64_t j_first = v0 / S, j_last = min(a.nq - 1, (v0 + kRowsTile - 1) / S);
   const int64_t visible = min(a.keys, a.first_position + (j_last + 1) * a.b_q);
-  if (c0 >= visible) return;  // keys after every row of the tile: left at the fill
+  const int64_t c_begin = static_cast<int64_t>(blockIdx.z) * dims.split_keys;
+  const int64_t c_end = min(visible, c_begin + dims.split_keys);
+  if (c_begin >= c_end) return;  // keys after every row of the tile: left at the fill
   const int tid = threadIdx.x;
-
-  // Q: sampled rows (zeros past the prompt's rows), K: the tile's keys (zeros past `keys`).
   const T* qh = static_cast<const T*>(a.q) + h * a.q_head_stride;
   const T* kk = static_cast<const T*>(a.k);
   const int vecs = static_cast<int>(d / 8);
+
+  // K: kKeysTile keys from c0 (zeros past `keys`) into buffer b.
+  auto load_keys = [&](int64_t c0, int b) {
+    T* ks = kbuf + b * kKeysTile * ld;
+    for (int i = tid; i < kKeysTile * vecs; i += kThreads) {
+      const int c = i / vecs, e = (i % vecs) * 8;
+      const bool ok = c0 + c < a.keys;
+      cp_async16(ks + c * ld + e, ok ? kk + (c0 + c) * a.k_row_stride + e : kk, ok);
+    }
+  };
+  // Q: the tile's sampled rows (zeros past the prompt's rows), once.
   for (int i = tid; i < kRowsTile * vecs; i += kThreads) {
     const int r = i / vecs, e = (i % vecs) * 8;
     const int64_t v = v0 + r, j = v / S, t = v % S, row = j * a.b_q + t * a.b_sq;
     const bool ok = v < total && t * a.b_sq < a.b_q && row < a.rows;
     cp_async16(qs + r * ld + e, ok ? qh + row * a.q_row_stride + e : qh, ok);
   }
-  for (int i = tid; i < kKeysTile * vecs; i += kThreads) {
-    const int c = i / vecs, e = (i % vecs) * 8;
-    const bool ok = c0 + c < a.keys;
-    cp_async16(ks + c * ld + e, ok ? kk + (c0 + c) * a.k_row_stride + e : kk, ok);
-  }
-  asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
-  __syncthreads();
+  load_keys(c_begin, 0);
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
 
-  // 8 warps as 4 (rows) x 2 (keys), each 32 x 32: 2 x 2 fragments of 16 x 16.
   const int warp = tid / 32, wr = (warp / 2) * 32, wc = (warp % 2) * 32;
-  wmma::fragment<wmma::accumulator, 16, 16, 16, float> c[2][2];
-#pragma unroll
-  for (int x = 0; x < 2; ++x)
-#pragma unroll
-    for (int y = 0; y < 2; ++y) wmma::fill_fragment(c[x][y], 0.f);
-  for (int k0 = 0; k0 < d; k0 += 16) {
-    wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa[2];
-    wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> fb[2];
-#pragma unroll
-    for (int x = 0; x < 2; ++x) wmma::load_matrix_sync(fa[x], qs + (wr + x * 16) * ld + k0, static_cast<unsigned>(ld));
-#pragma unroll
-    for (int y = 0; y < 2; ++y) wmma::load_matrix_sync(fb[y], ks + (wc + y * 16) * ld + k0, static_cast<unsigned>(ld));
+  const float neg_inf = __int_as_float(static_cast<int>(0xff800000u));
+  const int segs = static_cast<int>(j_last - j_first + 1);
+  int b = 0;
+  for (int64_t c0 = c_begin; c0 < c_end; c0 += kKeysTile, b ^= 1) {
+    if (c0 + kKeysTile < c_end) load_keys(c0 + kKeysTile, b ^ 1);
+    asm volatile("cp.async.commit_group;\ncp.async.wait_group 1;\n" ::: "memory");  // this step's keys (and Q) landed
+    __syncthreads();
+
+    // 8 warps as 4 (rows) x 2 (keys), each 32 x 32: 2 x 2 fragments of 16 x 16.
+    const T* ks = kbuf + b * kKeysTile * ld;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> c[2][2];
 #pragma unroll
     for (int x = 0; x < 2; ++x)
 #pragma unroll
-      for (int y = 0; y < 2; ++y) wmma::mma_sync(c[x][y], fa[x], fb[y], c[x][y]);
-  }
+      for (int y = 0; y < 2; ++y) wmma::fill_fragment(c[x][y], 0.f);
+    for (int k0 = 0; k0 < d; k0 += 16) {
+      wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa[2];
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> fb[2];
 #pragma unroll
-  for (int x = 0; x < 2; ++x)
+      for (int x = 0; x < 2; ++x) wmma::load_matrix_sync(fa[x], qs + (wr + x * 16) * ld + k0, static_cast<unsigned>(ld));
 #pragma unroll
-    for (int y = 0; y < 2; ++y)
-      wmma::store_matrix_sync(acc + (wr + x * 16) * kAccLd + wc + y * 16, c[x][y], kAccLd, wmma::mem_row_major);
-  __syncthreads();
-
-  // Per (query block, key block) of the tile: the maximum over the block's valid sampled rows and
-  // its keys inside the tile (a block straddling tiles meets its other part in the atomic).
-  const float neg_inf = __int_as_float(static_cast<int>(0xff800000u));
-  const int segs = static_cast<int>(j_last - j_first + 1);
-  const int64_t key_end_tile = min(c0 + kKeysTile, a.keys);
-  const int64_t kb_first = c0 / a.b_k, kb_last = min(a.key_blocks - 1, (key_end_tile - 1) / a.b_k);
-  const int kbs = static_cast<int>(kb_last - kb_first + 1);
-  for (int i = tid; i < segs * kbs; i += kThreads) {
-    const int64_t j = j_first + i / kbs, cb = kb_first + i % kbs;
-    const int64_t r_begin = max(v0, j * S) - v0, r_end = min(v0 + kRowsTile, (j + 1) * S) - v0;
-    const int64_t key_begin = max(c0, cb * a.b_k), key_end = min(key_end_tile, (cb + 1) * a.b_k);
-    float m = neg_inf;
-    for (int64_t r = r_begin; r < r_end; ++r) {
-      const int64_t t = (v0 + r) - j * S, row = j * a.b_q + t * a.b_sq;
-      if (t * a.b_sq >= a.b_q || row >= a.rows) break;  // rows ascend within the block
-      for (int64_t key = key_begin; key < key_end; ++key) m = fmaxf(m, acc[r * kAccLd + (key - c0)]);
+      for (int y = 0; y < 2; ++y) wmma::load_matrix_sync(fb[y], ks + (wc + y * 16) * ld + k0, static_cast<unsigned>(ld));
+#pragma unroll
+      for (int x = 0; x < 2; ++x)
+#pragma unroll
+        for (int y = 0; y < 2; ++y) wmma::mma_sync(c[x][y], fa[x], fb[y], c[x][y]);
     }
-    if (m > neg_inf) atomic_max_float(a.out + (h * a.nq + j) * a.key_blocks + cb, m);
+#pragma unroll
+    for (int x = 0; x < 2; ++x)
+#pragma unroll
+      for (int y = 0; y < 2; ++y)
+        wmma::store_matrix_sync(acc + (wr + x * 16) * kAccLd + wc + y * 16, c[x][y], kAccLd, wmma::mem_row_major);
+    __syncthreads();
+
+    // Per (query block, key): the maximum over the block's valid sampled rows inside the tile, into
+    // the block's first row of the tile (each (block, key) is one thread's: no other reads it).
+    for (int i = tid; i < segs * kKeysTile; i += kThreads) {
+      const int64_t j = j_first + i / kKeysTile;
+      const int key = i % kKeysTile;
+      const int64_t r_begin = max(v0, j * S) - v0, r_end = min(v0 + kRowsTile, (j + 1) * S) - v0;
+      float m = neg_inf;
+      for (int64_t r = r_begin; r < r_end; ++r) {
+        const int64_t row = j * a.b_q + ((v0 + r) - j * S) * a.b_sq;
+        if (row >= a.rows) break;  // rows ascend within the block
+        m = fmaxf(m, acc[r * kAccLd + key]);
+      }
+      if (r_begin < r_end) acc[r_begin * kAccLd + key] = m;
+    }
+    __syncthreads();
+
+    // Per (query block, key block): the maximum over the block's keys inside the step.
+    const int64_t key_end_step = min(c0 + kKeysTile, a.keys);
+    const int64_t kb_first = c0 / a.b_k, kb_last = min(a.key_blocks - 1, (key_end_step - 1) / a.b_k);
+    const int kbs = static_cast<int>(kb_last - kb_first + 1);
+    for (int i = tid; i < segs * kbs; i += kThreads) {
+      const int64_t j = j_first + i / kbs, cb = kb_first + i % kbs;
+      const int64_t r_begin = max(v0, j * S) - v0;
+      const int64_t key_begin = max(c0, cb * a.b_k), key_end = min(key_end_step, (cb + 1) * a.b_k);
+      float m = neg_inf;
+      for (int64_t key = key_begin; key < key_end; ++key) m = fmaxf(m, acc[r_begin * kAccLd + (key - c0)]);
+      if (m > neg_inf) atomic_max_float(a.out + (h * a.nq + j) * a.key_blocks + cb, m);
+    }
+    __syncthreads();  // the next step's scores and key loads reuse acc and this buffer
   }
 }
 
 size_t smem_bytes(int64_t ld) {
-  return static_cast<size_t>(kRowsTile + kKeysTile) * static_cast<size_t>(ld) * 2 +
+  return static_cast<size_t>(kRowsTile + 2 * kKeysTile) * static_cast<size_t>(ld) * 2 +
          static_cast<size_t>(kRowsTile) * kAccLd * sizeof(float);
 }
 
@@ -130,18 +163,25 @@ bool oracle_block_scores_fits(const OracleBlockScoresLaunch& a) {
 void oracle_block_scores(const OracleBlockScoresLaunch& a) {
   if (!oracle_block_scores_fits(a)) throw std::invalid_argument("oracle block scores: shapes or alignment the kernel does not take");
   if (a.heads == 0 || a.nq == 0 || a.keys == 0 || a.rows == 0) return;
-  const Dims dims{(a.b_q + a.b_sq - 1) / a.b_sq, a.d + 8};
-  const int64_t row_tiles = (a.nq * dims.sampled + kRowsTile - 1) / kRowsTile, key_tiles = (a.keys + kKeysTile - 1) / kKeysTile;
-  if (row_tiles >= 65536 || a.heads >= 65536 || key_tiles >= (int64_t{1} << 31))
+  Dims dims{(a.b_q + a.b_sq - 1) / a.b_sq, a.d + 8, 0};
+  const int64_t row_tiles = (a.nq * dims.sampled + kRowsTile - 1) / kRowsTile;
+  // The keys the last rows see, split so that the launch has a few CTAs per SM (a prompt's few row
+  // tiles would otherwise leave most SMs idle); each share is many steps long, so Q is loaded rarely.
+  const int64_t visible = std::min(a.keys, a.first_position + a.nq * a.b_q);
+  const int64_t key_steps = (visible + kKeysTile - 1) / kKeysTile;
+  const int64_t want = 4 * static_cast<int64_t>(device_sm_count());
+  const int64_t splits = std::clamp<int64_t>((want + row_tiles * a.heads - 1) / (row_tiles * a.heads), 1, key_steps);
+  dims.split_keys = (key_steps + splits - 1) / splits * kKeysTile;
+  if (row_tiles >= (int64_t{1} << 31) || a.heads >= 65536 || splits >= 65536)
     throw std::invalid_argument("oracle block scores: too many tiles for one launch");
-  const dim3 grid(static_cast<unsigned>(key_tiles), static_cast<unsigned>(row_tiles), static_cast<unsigned>(a.heads));
+  const dim3 grid(static_cast<unsigned>(row_tiles), static_cast<unsigned>(a.heads), static_cast<unsigned>(splits));
   const size_t smem = smem_bytes(dims.ld);
   cudaStream_t s = static_cast<cudaStream_t>(a.stream);
   if (a.bf16) {
-    set_smem(reinterpret_cast<const void*>(oracle_block_scores_kernel<__nv_bfloat16>), smem, "oracle block scores");
+    set_smem(reinterpret_cast<const void*>(oracle_block_scores_kernel<__nv_bfloat16>), smem, "oracle block scores", true);
     oracle_block_scores_kernel<__nv_bfloat16><<<grid, kThreads, smem, s>>>(a, dims);
   } else {
-    set_smem(reinterpret_cast<const void*>(oracle_block_scores_kernel<__half>), smem, "oracle block scores");
+    set_smem(reinterpret_cast<const void*>(oracle_block_scores_kernel<__half>), smem, "oracle block scores", true);
     oracle_block_scores_kernel<__half><<<grid, kThreads, smem, s>>>(a, dims);
   }
   const cudaError_t err = cudaGetLastError();
