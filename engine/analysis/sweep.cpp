@@ -97,10 +97,15 @@ SweepResult run_sweep(std::shared_ptr<const Model> model, const std::string& pro
       prefill = PairedPrefill::run(model, prompt, o, steps, [&](double f, const std::string& w) { return report(0.8 * f, w); });
     else if (spec.field != HipField::kRefreshEvery)
       prefill->rerun_hip(o, [&](double f, const std::string& w) { return report(0.8 * f, w); });
-    const PairedAnalysis a = prefill->decode(steps, o.hip.refresh_every,
+    // A row reads the decode steps only for their mask refreshes, which follow r_m's cadence alone
+    // (the dense side's steps are replayed, not re-run): a sweep of another field decodes its first
+    // value, and its later values carry that count over with their prompt-only numbers.
+    const bool decode_this = i == 0 || spec.field == HipField::kRefreshEvery;
+    const PairedAnalysis a = prefill->decode(decode_this ? steps : 0, o.hip.refresh_every,
                                              [&](double f, const std::string& w) { return report(0.8 + 0.2 * f, w); });
     result.prompt_tokens = static_cast<int64_t>(a.prompt_ids.size());
     result.rows.push_back(sweep_row(a, spec.values[i], result.timed));
+    if (!decode_this) result.rows.back().mask_refreshes = result.rows.front().mask_refreshes;
   }
   if (progress && !progress(1.0, "sweep done")) throw RunCancelled();
   return result;

@@ -6,7 +6,9 @@
 //
 // Reuse: the dense prefill runs once for the whole sweep (PairedPrefill::rerun_hip against it for
 // each value; only the layers from the lower l_d on run again), and an r_m sweep runs no prefill
-// again at all, only the decode steps (r_m only changes decoding).
+// again at all, only the decode steps (r_m only changes decoding). The decode steps feed a row only
+// its mask refreshes, which follow r_m's cadence alone: a sweep of any other field decodes its first
+// value only, and the later rows carry that count.
 #include <cstdint>
 #include <memory>
 #include <string>
