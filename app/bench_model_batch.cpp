@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <ATen/ATen.h>
 #include <torch/cuda.h>
@@ -147,15 +149,34 @@ class BatchRunner {
     // steps eager): captured here, outside them.
     BatchDecoder decoder(transformer, &storage);
     if (!breakdown) decoder.prepare(batch);
-    at::Tensor logits = at::cat(last, 0);  // [N, vocab]
-    std::vector<double> steps;
-    for (int64_t s = 0; s < bench_.decode; ++s) {
-      const at::Tensor next = logits.argmax(-1);
-      std::vector<int32_t> tokens;
-      for (int64_t i = 0; i < next.size(0); ++i) tokens.push_back(static_cast<int32_t>(next[i].item<int64_t>()));
-      start = now();
-      logits = decoder.step(tokens, batch, timer);
-      steps.push_back(now() - start);
+    const int rounds = breakdown ? 1 : std::max(1, bench_.decode_rounds);
+    std::vector<double> steps, round_means;
+    std::vector<std::vector<int32_t>> first_round;  // each step's tokens in the first round
+    for (int round = 0; round < rounds; ++round) {
+      if (round > 0) {
+        // Back to the end of the prompts: the steps' keys forgotten, HiP's decode masks too (its next
+        // step refreshes, as the first after a prefill does).
+        for (size_t i = 0; i < caches.size(); ++i) caches[i]->truncate(static_cast<int64_t>(bench_.prompts[i].size()));
+        for (HipAttention* hip : hips) hip->reset();
+      }
+      at::Tensor logits = at::cat(last, 0);  // [N, vocab]
+      std::vector<double> round_steps;
+      for (int64_t s = 0; s < bench_.decode; ++s) {
+        const at::Tensor next = logits.argmax(-1);
+        std::vector<int32_t> tokens;
+        for (int64_t i = 0; i < next.size(0); ++i) tokens.push_back(static_cast<int32_t>(next[i].item<int64_t>()));
+        if (round == 0) {
+          first_round.push_back(tokens);
+        } else if (tokens != first_round[static_cast<size_t>(s)]) {
+          throw std::runtime_error("bench model --batch: decode round " + std::to_string(round + 1) + " chose other tokens than the first at step " +
+                                   std::to_string(s) + ": going back to the prompts did not restore their state");
+        }
+        start = now();
+        logits = decoder.step(tokens, batch, timer);
+        round_steps.push_back(now() - start);
+      }
+      round_means.push_back(mean(round_steps));
+      steps.insert(steps.end(), round_steps.begin(), round_steps.end());
     }
     if (breakdown) {
       for (HipAttention* hip : hips) {
@@ -170,7 +191,7 @@ class BatchRunner {
     }
     if (!into) return;
     into->prefill.push_back(prefill_ms);
-    into->per_step.push_back(mean(steps));
+    into->per_step.insert(into->per_step.end(), round_means.begin(), round_means.end());
     into->steps.insert(into->steps.end(), steps.begin(), steps.end());
     into->graphed_steps += decoder.graphed_steps();
     const DeviceMemoryStats memory = device_memory_stats();
@@ -254,15 +275,16 @@ void run_batch_bench(const BatchBench& bench) {
   const hip::HipParams& p = bench.hip.hip;
   std::printf("bench model: %s on %s; batch %lld: %lld different prompts of %s tokens, each prefilled alone, then "
               "%lld decode steps of all %lld together; HiP k=%lld b_q=%lld b_k=%lld b_sq=%lld b_sk=%lld sink=%lld "
-              "window=%lld l_d=%lld r_m=%lld (one HiP state per sequence); median of %d after %d warm-up\n",
+              "window=%lld l_d=%lld r_m=%lld (one HiP state per sequence); median of %d runs x %d decode rounds from each "
+              "run's prefill, after %d warm-up\n",
               model.source.display_name.c_str(), device_description(model.run).c_str(), static_cast<long long>(n),
               static_cast<long long>(n), lengths_text(bench.prompts).c_str(), static_cast<long long>(bench.decode),
               static_cast<long long>(n), static_cast<long long>(p.k), static_cast<long long>(p.b_q),
               static_cast<long long>(p.b_k), static_cast<long long>(p.b_sq), static_cast<long long>(p.b_sk),
               static_cast<long long>(p.sink), static_cast<long long>(p.window),
               static_cast<long long>(bench.hip.dense_layers), static_cast<long long>(bench.hip.refresh_every),
-              bench.repeats, bench.warmup);
-  const int64_t timed_steps = static_cast<int64_t>(bench.repeats) * bench.decode;
+              bench.repeats, std::max(1, bench.decode_rounds), bench.warmup);
+  const int64_t timed_steps = static_cast<int64_t>(bench.repeats) * std::max(1, bench.decode_rounds) * bench.decode;
   std::printf("HiP backend: %s; decode steps: projections and MLP over the %lld rows at once, each layer's attention "
               "of every sequence in one launch where the side can (CUDA; dense layers in bf16/f16), each HiP "
               "sequence's mask refresh its own search; replayed from CUDA graphs (attention inside) where the side "
@@ -277,8 +299,8 @@ void run_batch_bench(const BatchBench& bench) {
   const double dense_step = median(dense_samples.per_step), hip_step = median(hip_samples.per_step);
   std::printf("speedup (dense / HiP): prefill %.2fx, decode %.2fx  (prefill ms: the %lld prompts one after another; "
               "decode ms: a batched step of %lld new tokens, a run's decode time over its steps (HiP's mask refreshes "
-              "every r_m-th step included), median over the runs; step med: the median single step; decode t/s = "
-              "%lld x 1000 / decode ms; +-: half the interquartile range over the timed runs; breakdown columns: the "
+              "every r_m-th step included), median over the runs' decode rounds; step med: the median single step; decode t/s = "
+              "%lld x 1000 / decode ms; +-: half the interquartile range over the timed rounds (prefill: runs); breakdown columns: the "
               "prefills of one extra run synchronized per layer; attn = attention share of them)\n",
               median(dense_samples.prefill) / std::max(median(hip_samples.prefill), 1e-9),
               dense_step / std::max(hip_step, 1e-9), static_cast<long long>(n), static_cast<long long>(n),

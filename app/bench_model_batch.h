@@ -22,6 +22,10 @@ struct BatchBench {
   int64_t decode = 0;                         // batched steps timed after the prefills
   int warmup = 0;
   int repeats = 1;
+  // Rounds of `decode` steps per run from its one prefill: before each later round the caches go back
+  // to the prompts and HiP forgets its decode masks, so every round decodes what the first did (its
+  // greedy tokens are checked to be the same); each round is a sample of the decode times.
+  int decode_rounds = 1;
 };
 
 // The prompt lengths of `--tokens` as bench model takes them: one length T (every one of the

@@ -197,6 +197,7 @@ void register_bench_model(CLI::App& bench) {
     int64_t decode = 32;
     int warmup = 1;
     int repeats = 3;
+    int decode_rounds = 1;
     uint64_t seed = 1;
     int64_t batch = 1;
   };
@@ -210,12 +211,19 @@ void register_bench_model(CLI::App& bench) {
   add_number(*cmd, "--decode", args->decode, "decode steps timed after the prompt", int64_t{0}, int64_t{1} << 20);
   add_number(*cmd, "--warmup", args->warmup, "untimed runs first", 0, 1000);
   add_number(*cmd, "--repeats", args->repeats, "timed runs (median)", 1, 10000);
+  add_number(*cmd, "--decode-rounds", args->decode_rounds,
+             "with --batch N: rounds of --decode steps timed after each run's one prefill (the caches go back to the "
+             "prompts between rounds); each round is a sample of the decode times",
+             1, 1000);
   add_number(*cmd, "--seed", args->seed, "seed of the random prompt (sequence i of a batch: seed + i)", uint64_t{0});
   add_number(*cmd, "--batch", args->batch,
              "sequences decoded together (N > 1: N different prompts prefilled one by one, then batched decode steps "
              "timed; tokens/s = N x 1000 / ms per step)",
              int64_t{1}, kMaxBatch);
   cmd->callback([args] {
+    if (args->decode_rounds != 1 && args->batch == 1)
+      throw InputError("--decode-rounds " + std::to_string(args->decode_rounds) +
+                       " needs --batch N with N > 1 (a batch-1 run prefills again for every --repeats)");
     const HipModelParams hip_params = args->hip.model_params();
     const ModelPreflight preflight = preflight_model(args->model, /*require_tokenizer=*/false);
     args->hip.check_dense_layers(preflight.config);
@@ -271,6 +279,7 @@ void register_bench_model(CLI::App& bench) {
       bench.decode = args->decode;
       bench.warmup = args->warmup;
       bench.repeats = args->repeats;
+      bench.decode_rounds = args->decode_rounds;
       run_batch_bench(bench);
       return;
     }

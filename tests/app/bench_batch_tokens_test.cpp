@@ -1,6 +1,7 @@
 // bench model --batch N --tokens T1,...,TN: mixed prompt lengths run and are reported, a list that
 // does not match --batch (or holds a non-length) is refused before any work, and a batch that cannot
-// fit is refused before the weights load with the largest batch that fits.
+// fit is refused before the weights load with the largest batch that fits; --decode-rounds decodes
+// again from one prefill.
 #include <string>
 
 #include <gtest/gtest.h>
@@ -38,6 +39,18 @@ TEST(BenchBatchTokens, MixedLengthsRunAndAreReportedWithTheBreakdown) {
   const CommandResult same = run_merged("bench model --decode 2 --batch 2 --tokens 24" + kHip);
   ASSERT_EQ(same.status, 0) << same.out;
   EXPECT_TRUE(has(same.out, "2 different prompts of 2 x 24 tokens")) << same.out;
+}
+
+// --decode-rounds: several rounds of decode steps from each run's one prefill, each round going back
+// to the prompts first; the bench checks that every round chose the first round's tokens (a rollback
+// that left a step's keys or a stale HiP mask behind fails the run), and the header says what the
+// median is over. At batch 1 the flag is refused before any work.
+TEST(BenchBatchTokens, DecodeRoundsReplayTheFirstRoundFromOnePrefill) {
+  const CommandResult r = run_merged("bench model --decode 3 --batch 2 --tokens 40,24 --decode-rounds 3" + kHip);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "median of 1 runs x 3 decode rounds from each run's prefill")) << r.out;
+  EXPECT_FALSE(has(r.out, "chose other tokens")) << r.out;
+  expect_refused_early("bench model --decode 2 --tokens 8 --decode-rounds 3", {"--decode-rounds 3 needs --batch N with N > 1"});
 }
 
 TEST(BenchBatchTokens, ABatchThatCannotFitIsRefusedBeforeLoadingWithTheLargestThatFits) {
