@@ -151,7 +151,7 @@ class BatchRunner {
     if (!breakdown) decoder.prepare(batch);
     const int rounds = breakdown ? 1 : std::max(1, bench_.decode_rounds);
     std::vector<double> steps, round_means;
-    std::vector<std::vector<int32_t>> first_round;  // each step's tokens in the first round
+    std::vector<at::Tensor> first_round;  // each step's logits in the first round
     for (int round = 0; round < rounds; ++round) {
       if (round > 0) {
         // Back to the end of the prompts: the steps' keys forgotten, HiP's decode masks too (its next
@@ -165,15 +165,20 @@ class BatchRunner {
         const at::Tensor next = logits.argmax(-1);
         std::vector<int32_t> tokens;
         for (int64_t i = 0; i < next.size(0); ++i) tokens.push_back(static_cast<int32_t>(next[i].item<int64_t>()));
-        if (round == 0) {
-          first_round.push_back(tokens);
-        } else if (tokens != first_round[static_cast<size_t>(s)]) {
-          throw std::runtime_error("bench model --batch: decode round " + std::to_string(round + 1) + " chose other tokens than the first at step " +
-                                   std::to_string(s) + ": going back to the prompts did not restore their state");
-        }
         start = now();
         logits = decoder.step(tokens, batch, timer);
         round_steps.push_back(now() - start);
+        // Every round's logits are the first round's, bit for bit (a graphed step equals its eager
+        // one): a rollback that left a step's keys or a stale HiP mask behind fails here.
+        if (rounds == 1) continue;
+        if (round == 0) {
+          first_round.push_back(logits.clone());
+        } else if (!at::equal(logits, first_round[static_cast<size_t>(s)])) {
+          const double diff = (logits - first_round[static_cast<size_t>(s)]).abs().max().item<double>();
+          throw std::runtime_error("bench model --batch: decode round " + std::to_string(round + 1) + "'s logits of step " +
+                                   std::to_string(s) + " differ from the first round's (max abs " + std::to_string(diff) +
+                                   "): going back to the prompts did not restore their state");
+        }
       }
       round_means.push_back(mean(round_steps));
       steps.insert(steps.end(), round_steps.begin(), round_steps.end());

@@ -23,8 +23,9 @@ struct BatchBench {
   int warmup = 0;
   int repeats = 1;
   // Rounds of `decode` steps per run from its one prefill: before each later round the caches go back
-  // to the prompts and HiP forgets its decode masks, so every round decodes what the first did (its
-  // greedy tokens are checked to be the same); each round is a sample of the decode times.
+  // to the prompts and HiP forgets its decode masks, so every round decodes what the first did (each
+  // step's logits are checked to be the first round's, bit for bit); each round is a sample of the
+  // decode times.
   int decode_rounds = 1;
 };
 
