@@ -224,12 +224,16 @@ void check_capture_invariants(const Capture& c, const std::string& what) {
       const std::string field = "locality/L" + num(c.view_layers[i]) + "/counts";
       for (const hip::ScoreLocality& h : c.locality[i])
         for (const hip::DeltaStats& d : h.deltas) {
+          // Counts from a file: their sum may pass int64 (checked, never wrapped).
           int64_t sum = 0;
+          bool overflow = false;
           for (const int64_t n : d.counts) {
             k.require(n >= 0, field, "holds a negative count");
-            sum += n;
+            overflow = overflow || __builtin_add_overflow(sum, n, &sum);
           }
-          k.require(sum == d.pairs, field, "adds up to " + num(sum) + " but the stats count " + num(d.pairs) + " pairs");
+          k.require(!overflow, field, "adds up past the largest 64-bit count");
+          if (!overflow)
+            k.require(sum == d.pairs, field, "adds up to " + num(sum) + " but the stats count " + num(d.pairs) + " pairs");
         }
     }
   }
