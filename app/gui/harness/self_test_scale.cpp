@@ -38,12 +38,17 @@ const Target kTargets[] = {
     {"b_k_change_to_mask", "s", 1},      {"layer_change_to_mask", "s", 0.2},  {"head_change_to_mask", "s", 0.2},
     {"head_change_to_views", "s", 0.2},  {"r_m_change_to_decode", "s", 1},    {"idle_frame_median", "ms", 16},
     {"idle_frame_p99", "ms", 33.3},      {"zoom_frame_median", "ms", 16},     {"zoom_frame_p99", "ms", 33.3},
-    {"sweep_4_k_to_result", "s", 10},    {"add_streaming_to_mask", "s", 3},  {"add_quest_to_mask", "s", 3},
-    {"add_vslash_to_mask", "s", 3},      {"switch_method_to_mask", "s", 0.2},
+    {"sweep_4_k_to_result", "s", 10},    {"switch_method_to_mask", "s", 0.2},
 };
+// Adding any registry method in Side by side: add_<method>_to_mask.
+const Target kAddMethod = {"add_<method>_to_mask", "s", 3};
 const Target* target_of(const std::string& key) {
   for (const Target& t : kTargets)
     if (key == t.key) return &t;
+  const std::string prefix = "add_", suffix = "_to_mask";
+  if (key.size() > prefix.size() + suffix.size() && key.rfind(prefix, 0) == 0 &&
+      key.compare(key.size() - suffix.size(), suffix.size(), suffix) == 0)
+    return &kAddMethod;
   return nullptr;
 }
 
@@ -633,21 +638,24 @@ void SelfTest::build_scale_steps(const ScaleOptions& options) {
                 if (!v.masks) return name + " has no mask: " + v.error;
                 if (run->phase++ == 0) return kMore;  // this frame draws it
                 run->timing(key, run->elapsed());
-                double sum = 0;
-                size_t n = 0;
-                for (double r : v.masks->recall)
-                  if (std::isfinite(r)) sum += r, ++n;
                 run->line(fmt("result: %s changed yes (%s's mask of layer %d: recall %s, selected by %s%s in %.1f ms)", key.c_str(),
-                              name.c_str(), s.layer, n ? fmt("%.4f", sum / static_cast<double>(n)).c_str() : "n/a", v.source.c_str(),
+                              name.c_str(), s.layer, recall_text(*v.masks).c_str(), v.source.c_str(),
                               v.device_timing ? " on the device" : "", v.seconds * 1e3));
                 return "";
               },
               600, 1};
     };
-    for (const char* name : {"streaming", "quest", "vslash"})
-      add(method_step(std::string("add_") + name + "_to_mask", name), {std::string("add_") + name + "_to_mask"});
-    add(settle("settle before the method switch"), {});
-    add(method_step("switch_method_to_mask", "quest"), {"switch_method_to_mask"});
+    // Every registry method but the two whose masks are the layer views' own (HiP's, the oracle's).
+    std::string last_added;
+    for (const hip::methods::SelectionMethod* m : hip::methods::selection_methods()) {
+      if (m->name == "hip" || m->name == "oracle") continue;
+      add(method_step("add_" + m->name + "_to_mask", m->name), {"add_" + m->name + "_to_mask"});
+      if (last_added.empty()) last_added = m->name;
+    }
+    if (!last_added.empty()) {
+      add(settle("settle before the method switch"), {});
+      add(method_step("switch_method_to_mask", last_added), {"switch_method_to_mask"});  // computed above
+    }
 
     // 5. Frame times: idle (every stage done), then zooming the mask with the wheel.
     add({"idle frames",
