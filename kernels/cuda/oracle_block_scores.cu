@@ -147,6 +147,149 @@ __global__ void __launch_bounds__(kThreads, 2) oracle_block_scores_kernel(const 
   }
 }
 
+// The same scores where every warp's 32 sampled rows lie in one query block (32 divides the rows a
+// block samples) and d is kD (64 or 128): the warps hold their Q fragments in registers for the CTA's
+// whole key loop (mma.m16n8k16 with K fragments by ldmatrix), and reduce each step's scores in
+// registers: the maximum over the warp's valid rows per key by shuffles, then over each key block's
+// keys, into the same atomic maximum. 8 warps as 4 (rows) x 2 (keys) of 32 x 32.
+template <class T, int kD>
+__global__ void __launch_bounds__(kThreads, 2) oracle_block_scores_mma_kernel(const OracleBlockScoresLaunch a, const Dims dims) {
+  constexpr int kSteps = kD / 16, kLd = kD + 8;
+  extern __shared__ __align__(16) uint8_t smem[];
+  const int64_t S = dims.sampled;
+  T* qs = reinterpret_cast<T*>(smem);                               // [kRowsTile][kLd]
+  T* kbuf = qs + kRowsTile * kLd;                                    // [2][kKeysTile][kLd]
+  float* colmax = reinterpret_cast<float*>(kbuf + 2 * kKeysTile * kLd);  // [8 warps][32]
+
+  const int64_t h = blockIdx.y;
+  const int64_t v0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * kRowsTile;
+  const int64_t total = a.nq * S;
+  if (v0 >= total) return;
+  const int64_t j_last = min(a.nq - 1, (v0 + kRowsTile - 1) / S);
+  const int64_t visible = min(a.keys, a.first_position + (j_last + 1) * a.b_q);
+  const int64_t c_begin = static_cast<int64_t>(blockIdx.z) * dims.split_keys;
+  const int64_t c_end = min(visible, c_begin + dims.split_keys);
+  if (c_begin >= c_end) return;
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, g = lane / 4, tig = lane % 4;
+  const int wr = (warp / 2) * 32, wc = (warp % 2) * 32;
+  const T* qh = static_cast<const T*>(a.q) + h * a.q_head_stride;
+  const T* kk = static_cast<const T*>(a.k);
+  constexpr int kVecs = kD / 8;
+
+  auto load_keys = [&](int64_t c0, int b) {
+    T* ks = kbuf + b * kKeysTile * kLd;
+    for (int i = tid; i < kKeysTile * kVecs; i += kThreads) {
+      const int c = i / kVecs, e = (i % kVecs) * 8;
+      const bool ok = c0 + c < a.keys;
+      cp_async16(ks + c * kLd + e, ok ? kk + (c0 + c) * a.k_row_stride + e : kk, ok);
+    }
+  };
+  for (int i = tid; i < kRowsTile * kVecs; i += kThreads) {
+    const int r = i / kVecs, e = (i % kVecs) * 8;
+    const int64_t v = v0 + r, j = v / S, t = v % S, row = j * a.b_q + t * a.b_sq;
+    const bool ok = v < total && row < a.rows;
+    cp_async16(qs + r * kLd + e, ok ? qh + row * a.q_row_stride + e : qh, ok);
+  }
+  load_keys(c_begin, 0);
+  cp_async_commit();
+
+  // This thread's four rows of the warp (m-tile mt, half hh: row wr + 16 mt + 8 hh + g): whether each
+  // is a sampled row of the prompt (padding rows score 0 and must not win a maximum).
+  const int64_t wv = v0 + wr;  // the warp's first sampled row; all 32 are in query block wv / S
+  bool row_ok[2][2];
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      const int64_t v = wv + 16 * mt + 8 * hh + g, j = v / S, t = v % S;
+      row_ok[mt][hh] = v < total && j * a.b_q + t * a.b_sq < a.rows;
+    }
+  const bool warp_rows = wv < total;
+  const int64_t j = wv / S;
+
+  uint32_t qa[2][kSteps][4];
+  int b = 0;
+  bool loaded_q = false;
+  for (int64_t c0 = c_begin; c0 < c_end; c0 += kKeysTile, b ^= 1) {
+    if (c0 + kKeysTile < c_end) load_keys(c0 + kKeysTile, b ^ 1);
+    cp_async_commit();
+    cp_async_wait<1>();
+    __syncthreads();
+    if (!loaded_q) {  // the warp's Q fragments, once
+      loaded_q = true;
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int ks = 0; ks < kSteps; ++ks)
+          ldmatrix_x4(qa[mt][ks], qs + (wr + mt * 16 + lane % 16) * kLd + ks * 16 + (lane / 16) * 8);
+    }
+    const T* kt = kbuf + b * kKeysTile * kLd;
+    float c[2][4][4];
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) c[mt][nt][e] = 0.f;
+#pragma unroll
+    for (int ks = 0; ks < kSteps; ++ks) {
+#pragma unroll
+      for (int np = 0; np < 2; ++np) {
+        uint32_t kb[4];  // keys wc + 16 np + 0..7: kb[0..1]; + 8..15: kb[2..3]
+        ldmatrix_x4(kb, kt + (wc + np * 16 + lane % 8 + (lane / 16) * 8) * kLd + ks * 16 + ((lane / 8) % 2) * 8);
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt) {
+          mma16816<T>(c[mt][2 * np], qa[mt][ks], kb);
+          mma16816<T>(c[mt][2 * np + 1], qa[mt][ks], kb + 2);
+        }
+      }
+    }
+    // Per key: the maximum over this thread's valid rows, then over the lanes of the same columns.
+    const float neg_inf = __int_as_float(static_cast<int>(0xff800000u));
+    float m[4][2];
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        float x = neg_inf;
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+          for (int hh = 0; hh < 2; ++hh)
+            if (row_ok[mt][hh]) x = fmaxf(x, c[mt][nt][2 * hh + e]);
+        x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 4));
+        x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 8));
+        x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 16));
+        m[nt][e] = x;
+      }
+    float* cm = colmax + warp * 32;
+    if (g == 0) {
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) cm[nt * 8 + tig * 2 + e] = m[nt][e];
+    }
+    __syncwarp();
+    // Per key block of the warp's 32 keys (keys below `keys` only): the maximum, into the entry.
+    const int64_t w0 = c0 + wc, w1 = min(w0 + 32, a.keys);
+    if (warp_rows && w0 < w1) {
+      const int64_t kb_first = w0 / a.b_k, kb_last = min(a.key_blocks - 1, (w1 - 1) / a.b_k);
+      for (int64_t cb = kb_first + lane; cb <= kb_last; cb += 32) {
+        const int64_t k_begin = max(w0, cb * a.b_k), k_end = min(w1, (cb + 1) * a.b_k);
+        float x = neg_inf;
+        for (int64_t key = k_begin; key < k_end; ++key) x = fmaxf(x, cm[key - w0]);
+        if (x > neg_inf) atomic_max_float(a.out + (h * a.nq + j) * a.key_blocks + cb, x);
+      }
+    }
+    __syncthreads();  // the next step's key loads reuse this buffer
+  }
+}
+
+template <int kD>
+size_t mma_smem_bytes() {
+  return static_cast<size_t>(kRowsTile + 2 * kKeysTile) * static_cast<size_t>(kD + 8) * 2 + 8 * 32 * sizeof(float);
+}
+
 size_t smem_bytes(int64_t ld) {
   return static_cast<size_t>(kRowsTile + 2 * kKeysTile) * static_cast<size_t>(ld) * 2 +
          static_cast<size_t>(kRowsTile) * kAccLd * sizeof(float);
@@ -175,14 +318,29 @@ void oracle_block_scores(const OracleBlockScoresLaunch& a) {
   if (row_tiles >= (int64_t{1} << 31) || a.heads >= 65536 || splits >= 65536)
     throw std::invalid_argument("oracle block scores: too many tiles for one launch");
   const dim3 grid(static_cast<unsigned>(row_tiles), static_cast<unsigned>(a.heads), static_cast<unsigned>(splits));
-  const size_t smem = smem_bytes(dims.ld);
   cudaStream_t s = static_cast<cudaStream_t>(a.stream);
-  if (a.bf16) {
-    set_smem(reinterpret_cast<const void*>(oracle_block_scores_kernel<__nv_bfloat16>), smem, "oracle block scores", true);
-    oracle_block_scores_kernel<__nv_bfloat16><<<grid, kThreads, smem, s>>>(a, dims);
+  // Register-level reduction where every warp's rows are one query block's and d has a variant.
+  if (dims.sampled % 32 == 0 && (a.d == 64 || a.d == 128)) {
+    auto launch = [&](auto kernel, size_t smem) {
+      set_smem(reinterpret_cast<const void*>(kernel), smem, "oracle block scores", true);
+      kernel<<<grid, kThreads, smem, s>>>(a, dims);
+    };
+    if (a.d == 64) {
+      if (a.bf16) launch(oracle_block_scores_mma_kernel<__nv_bfloat16, 64>, mma_smem_bytes<64>());
+      else launch(oracle_block_scores_mma_kernel<__half, 64>, mma_smem_bytes<64>());
+    } else {
+      if (a.bf16) launch(oracle_block_scores_mma_kernel<__nv_bfloat16, 128>, mma_smem_bytes<128>());
+      else launch(oracle_block_scores_mma_kernel<__half, 128>, mma_smem_bytes<128>());
+    }
   } else {
-    set_smem(reinterpret_cast<const void*>(oracle_block_scores_kernel<__half>), smem, "oracle block scores", true);
-    oracle_block_scores_kernel<__half><<<grid, kThreads, smem, s>>>(a, dims);
+    const size_t smem = smem_bytes(dims.ld);
+    if (a.bf16) {
+      set_smem(reinterpret_cast<const void*>(oracle_block_scores_kernel<__nv_bfloat16>), smem, "oracle block scores", true);
+      oracle_block_scores_kernel<__nv_bfloat16><<<grid, kThreads, smem, s>>>(a, dims);
+    } else {
+      set_smem(reinterpret_cast<const void*>(oracle_block_scores_kernel<__half>), smem, "oracle block scores", true);
+      oracle_block_scores_kernel<__half><<<grid, kThreads, smem, s>>>(a, dims);
+    }
   }
   const cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) throw std::runtime_error(std::string("oracle block scores kernel: ") + cudaGetErrorString(err));

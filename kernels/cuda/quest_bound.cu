@@ -10,15 +10,20 @@ namespace {
 
 constexpr int kThreads = 128;
 constexpr int kMaxDim = 256;
-constexpr int kRows = 8;  // sampled rows whose sums a thread keeps in registers at once
+// Sampled rows whose sums a thread keeps in registers at once, and the head dims that many rows take
+// in shared memory: a whole query block's rows (32 at b_q 64, b_sq 2) for d <= 128, so each page's
+// minimum and maximum are read once per block; 8 rows up to d 256.
+constexpr int kManyRows = 32, kManyRowsDim = 128;
+constexpr int kFewRows = 8;
 
 // Block (query block x page tile, head): the block's sampled rows kRows at a time into shared
 // memory; each thread holds its page's sums of those rows in registers, so each page's minimum and
 // maximum are read once per kRows rows (the kernel is bound by those reads otherwise). Each row's sum
 // still runs over d ascending, and the rows' maximum is taken in row order: the bits are unchanged.
 // Pages starting after the block's last row are in none of its search ranges: -inf, not scored.
+template <int kRows, int kDim>
 __global__ void quest_scores_kernel(QuestBoundLaunch a) {
-  __shared__ double rows[kRows][kMaxDim];
+  __shared__ double rows[kRows][kDim];
   const double neg_inf = __longlong_as_double(static_cast<long long>(0xfff0000000000000ULL));
   const int64_t tiles = (a.pages + kThreads - 1) / kThreads;
   const int64_t qb = blockIdx.x / tiles, page = (blockIdx.x % tiles) * kThreads + threadIdx.x;
@@ -66,7 +71,9 @@ void quest_page_scores(const QuestBoundLaunch& a) {
   if (a.pages == 0 || a.qbs == 0 || a.hq == 0) return;
   const int64_t tiles = (a.pages + kThreads - 1) / kThreads;
   const dim3 grid(static_cast<unsigned>(tiles * a.qbs), static_cast<unsigned>(a.hq));
-  quest_scores_kernel<<<grid, kThreads, 0, static_cast<cudaStream_t>(a.stream)>>>(a);
+  cudaStream_t stream = static_cast<cudaStream_t>(a.stream);
+  if (a.d <= kManyRowsDim) quest_scores_kernel<kManyRows, kManyRowsDim><<<grid, kThreads, 0, stream>>>(a);
+  else quest_scores_kernel<kFewRows, kMaxDim><<<grid, kThreads, 0, stream>>>(a);
   const cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) throw std::runtime_error(std::string("Quest scores kernel: ") + cudaGetErrorString(err));
 }

@@ -1,8 +1,10 @@
 // The oracle's block-max kernel (kernels/cuda/oracle_block_scores.h), label gpu: every entry a query
 // block's causal range reaches equals a float64 brute force over the same bf16/f16 values (the
 // maximum over the block's sampled rows and the key block's keys of q . k), within float32
-// summation. The shapes cover query blocks that straddle the kernel's row tiles (b_q / b_sq not
-// dividing 128, and b_q = b_sq = 1), key blocks that straddle its 64-key steps (b_k 3, 5), rows
+// summation, for both of its kernels (the shared-memory reduction, and the register reduction where
+// 32 divides a block's sampled rows and d is 64 or 128). The shapes cover query blocks that straddle
+// the row tiles (b_q / b_sq not dividing 128, and b_q = b_sq = 1), key blocks that straddle the 64-key
+// steps and the 32-key warp windows (b_k 3, 5), rows
 // past the prompt in the last query block, rows that start after earlier keys, both element types,
 // and a key range long enough that the launch splits it across CTAs; a timing prints the 8B
 // model's 128k shape.
@@ -79,6 +81,11 @@ TEST(OracleBlockScoresCuda, EveryReachedEntryIsTheFloat64BlockMax) {
       {"one_row_blocks_f16", 2, 16, 300, 0, 1, 1, 1, false},
       {"long_key_range_split", 2, 128, 256, 19744, 64, 2, 2},
       {"d256_f16", 1, 256, 200, 100, 64, 3, 4, false},
+      // The register-reduction kernel (32 divides the sampled rows, d 64 or 128): padding rows,
+      // later rows, key blocks across 32-key warp windows, two warps' rows in one query block, f16.
+      {"warp_rows_d64_bk3_later", 3, 64, 1000, 500, 64, 2, 3},
+      {"warp_rows_two_warps_a_block", 2, 128, 777, 0, 64, 1, 1},
+      {"warp_rows_f16", 2, 128, 640, 64, 32, 1, 2, false},
   };
   for (const Shape& s : shapes) {
     Prepared r = prepare(s, 7);

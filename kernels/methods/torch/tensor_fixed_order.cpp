@@ -3,6 +3,11 @@
 #include <limits>
 
 #include "kernels/methods/fixed_order_f64.h"
+#ifdef HIPSTUDIO_HAVE_CUDA_KERNELS
+#include <c10/core/DeviceGuard.h>
+
+#include "kernels/cuda/dot_f64_pairs.h"
+#endif
 
 namespace hipstudio::hip::methods {
 
@@ -28,6 +33,26 @@ at::Tensor tree_sum_last(const at::Tensor& x) {
 }
 
 at::Tensor dot_f64_pairs(const at::Tensor& rows, const at::Tensor& keys) {
+#ifdef HIPSTUDIO_HAVE_CUDA_KERNELS
+  if (rows.is_cuda() && keys.is_cuda() && rows.scalar_type() == at::kDouble && keys.scalar_type() == at::kDouble) {
+    // One kernel with the lanes' sums in registers, where the ops below stream a (R, T) tensor
+    // through memory twice per element of d: the same operations, so the same bits.
+    const at::Tensor r = rows.contiguous(), k = keys.contiguous();
+    at::Tensor out = at::empty({r.size(0), k.size(0)}, r.options());
+    gpu::DotF64PairsLaunch l;
+    l.rows = r.data_ptr<double>(), l.keys = k.data_ptr<double>(), l.out = out.data_ptr<double>();
+    l.n_rows = r.size(0), l.n_keys = k.size(0), l.d = r.size(1);
+    if (gpu::dot_f64_pairs_fits(l)) {
+      const c10::DeviceGuard guard(r.device());  // the legacy default stream of the inputs' device
+      gpu::dot_f64_pairs(l);
+      return out;
+    }
+  }
+#endif
+  return dot_f64_pairs_by_tensor_ops(rows, keys);
+}
+
+at::Tensor dot_f64_pairs_by_tensor_ops(const at::Tensor& rows, const at::Tensor& keys) {
   const int64_t d = rows.size(1);
   auto lane = [&](int64_t l) {
     at::Tensor s = at::zeros({rows.size(0), keys.size(0)}, rows.options());

@@ -16,6 +16,9 @@ at::Tensor tree_sum_last(const at::Tensor& x);
 // dot_f64(rows[r], keys[t]) for every pair: rows (R, d), keys (T, d) float64 holding float32
 // values -> (R, T), eight lanes over d = l, l + 8, ... from +0.0, combined
 // ((s0 + s4) + (s2 + s6)) + ((s1 + s5) + (s3 + s7)).
+// float64 CUDA tensors go to one kernel (kernels/cuda/dot_f64_pairs.h) where the kernels are built.
 at::Tensor dot_f64_pairs(const at::Tensor& rows, const at::Tensor& keys);
+// The same by tensor ops on any device (what the kernel is checked against).
+at::Tensor dot_f64_pairs_by_tensor_ops(const at::Tensor& rows, const at::Tensor& keys);
 
 }  // namespace hipstudio::hip::methods
