@@ -25,6 +25,7 @@
 #include <future>
 #include <limits>
 #include <stdexcept>
+#include <vector>
 
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -71,10 +72,15 @@ at::Tensor listed_hits(const at::Tensor& chosen, const at::Tensor& blocks) {
   return hit.sum(-1).to(at::kDouble);
 }
 
-// The oracle's choice per query block (kernels/oracle.h): every block of the range when it holds
-// at most kb, else the kb best scores, ties to the smaller block. scores (G, nq, KB), in_range (nq, KB).
-at::Tensor oracle_selection(const at::Tensor& scores, const at::Tensor& in_range, int64_t kb) {
-  return hip::methods::top_with_lower_ties(scores, in_range.unsqueeze(0), kb);
+// A selection (..., key_blocks) bool from its -1 padded block lists (..., kb): for the recall's
+// gathers (listed_hits), where the lists are what the oracle's ranking writes.
+at::Tensor selection_of_lists(const at::Tensor& lists, int64_t key_blocks) {
+  const at::Tensor ids = lists.to(at::kLong);
+  std::vector<int64_t> shape(lists.sizes().begin(), lists.sizes().end());
+  shape.back() = key_blocks + 1;  // the last column takes the padding
+  at::Tensor chosen = at::zeros(shape, lists.options().dtype(at::kBool));
+  chosen.scatter_(-1, ids.masked_fill(ids.lt(0), key_blocks), true);
+  return chosen.narrow(-1, 0, key_blocks);
 }
 
 // TF32 tensor-core products for float32 copies of bf16/f16 values while it lives: their 8/11-bit
@@ -495,14 +501,16 @@ void TensorLayerViews::tile(const LayerViewsChunk& chunk, const at::Tensor& hip_
   const int64_t lo = p.sink / p.b_k;
   for (int64_t j = 0; j < nq; ++j) hi[j] = hip::search_hi(p, first + j * p.b_q);
   const at::Tensor hi_t = at::tensor(hi, at::kLong).to(dev.device());
-  const at::Tensor block_ids = at::arange(key_blocks, long_opts);
-  const at::Tensor in_range = block_ids.ge(lo).unsqueeze(0).logical_and(block_ids.unsqueeze(0).lt(hi_t.unsqueeze(1)));
-  const at::Tensor oracle = oracle_selection(block_scores, in_range, kb_);  // (G, nq, key_blocks)
+  // The oracle's choice per query block (kernels/oracle.h): every block of the range [lo, hi) when
+  // it holds at most kb, else the kb best scores, ties to the smaller block; ascending lists
+  // (G, nq, kb) and the same as a (G, nq, key_blocks) selection.
+  const at::Tensor oracle_lists = hip::methods::top_in_ranges(block_scores, lo, hi_t, kb_);
+  const at::Tensor oracle = selection_of_lists(oracle_lists, key_blocks);
   profile_.lap("oracle top-k");
 
   const int64_t qb = r0 / p.b_q;  // first query block of the tile within the chunk
   const at::Tensor& random_blocks = chunk_random_blocks();
-  const at::Tensor found = oracle.sum(-1).to(at::kDouble);
+  const at::Tensor found = oracle_lists.ge(0).sum(-1).to(at::kDouble);
   auto recall = [&](const at::Tensor& blocks) {
     const at::Tensor hits = listed_hits(oracle, blocks.narrow(0, g * G, G).narrow(1, qb, nq));
     return (hits / found.clamp_min(1)).masked_fill(found.eq(0), 1.0);  // (G, nq)
@@ -511,7 +519,7 @@ void TensorLayerViews::tile(const LayerViewsChunk& chunk, const at::Tensor& hip_
   recall_.narrow(0, g * G, G).add_(hip_recall.sum(-1));
   random_recall_.narrow(0, g * G, G).add_(random_recall.sum(-1));
   if (setup_.keep_masks) {
-    chunk_oracle_.narrow(0, g * G, G).narrow(1, qb, nq).copy_(hip::methods::ascending_indices(oracle, kb_));
+    chunk_oracle_.narrow(0, g * G, G).narrow(1, qb, nq).copy_(oracle_lists);
     chunk_recall_.narrow(0, g * G, G).narrow(1, qb, nq).copy_(hip_recall);
     chunk_random_recall_.narrow(0, g * G, G).narrow(1, qb, nq).copy_(random_recall);
   }

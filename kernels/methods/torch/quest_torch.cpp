@@ -1,9 +1,9 @@
 // Quest's rule (quest.cpp) on tensors: page min / max by amin / amax (exact), each row's bound
 // summed over d ascending from +0.0 (one add per d, quest_rule.h's order), the max over the
-// block's sampled rows, ranked by rank_blocks. On CUDA with the kernels built, one kernel per head
-// computes the scores with the same operations in the same order (kernels/cuda/quest_bound.h);
-// elsewhere LibTorch ops do, heads and query blocks in chunks, so the (rows, pages) bounds stay
-// within a fixed number of elements.
+// block's sampled rows, ranked by rank_blocks_in_ranges. On CUDA with the kernels built, one kernel
+// per head computes the scores with the same operations in the same order (kernels/cuda/
+// quest_bound.h) and one more ranks them; elsewhere LibTorch ops do, heads and query blocks in
+// chunks, so the (rows, pages) bounds stay within a fixed number of elements.
 #include <limits>
 
 #include "kernels/methods/torch/tensor_method_mask.h"
@@ -22,7 +22,6 @@ MethodMaskTensors quest_tensor_select(const TensorInputs& inputs, const Selectio
   const int64_t qbs = static_cast<int64_t>(r.hi_host.size()), per_block = (p.b_q + p.b_sq - 1) / p.b_sq;
   const at::Tensor whole = in.k.narrow(1, 0, pages * b).view({in.shape.hkv, pages, b, d});
   const at::Tensor page_min = std::get<0>(whole.min(2)), page_max = std::get<0>(whole.max(2));  // (hkv, pages, d)
-  const at::Tensor eligible = in_range(r, pages, in.i64);                                        // (qbs, pages)
   std::vector<at::Tensor> head_blocks, head_counts;
 #ifdef HIPSTUDIO_HAVE_CUDA_KERNELS
   if (in.q.is_cuda()) {
@@ -39,13 +38,14 @@ MethodMaskTensors quest_tensor_select(const TensorInputs& inputs, const Selectio
       // scored; otherwise every page is (an offset of tk places every page before every row).
       l.page_size = b, l.key_offset = p.causal && in.positions.empty() ? in.shape.tk - tq : in.shape.tk;
       gpu::quest_page_scores(l);
-      auto [blocks, counts] = rank_blocks(score, eligible.unsqueeze(0), take, b, p);
+      auto [blocks, counts] = rank_blocks_in_ranges(score, r.lo, r.hi, take, b, p);
       head_blocks.push_back(blocks[0]);
       head_counts.push_back(counts[0]);
     }
     return {at::stack(head_blocks).contiguous(), at::stack(head_counts).contiguous(), r.dense_from};
   }
 #endif
+  const at::Tensor eligible = in_range(r, pages, in.i64);  // (qbs, pages)
   const int64_t chunk = chunk_rows(per_block * pages);
   for (int64_t h = 0; h < in.shape.hq; ++h) {
     const at::Tensor mn = page_min[h / group], mx = page_max[h / group];  // (pages, d)

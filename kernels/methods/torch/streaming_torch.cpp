@@ -10,7 +10,7 @@ MethodMaskTensors streaming_tensor_select(const TensorInputs& inputs, const Sele
   const RangeTensors r = range_tensors(in, p, p.b_k);
   const int64_t n = in.shape.tk / p.b_k;
   const at::Tensor scores = at::arange(n, in.f64).unsqueeze(0).expand({r.hi.size(0), n}).unsqueeze(0);
-  auto [blocks, counts] = rank_blocks(scores, in_range(r, n, in.i64).unsqueeze(0), p.k / p.b_k, p.b_k, p);
+  auto [blocks, counts] = rank_blocks_in_ranges(scores, r.lo, r.hi, p.k / p.b_k, p.b_k, p);
   return {blocks.expand({in.shape.hq, -1, -1}).contiguous(), counts.expand({in.shape.hq, -1}).contiguous(),
           r.dense_from};
 }

@@ -60,11 +60,12 @@ at::Tensor in_range(const RangeTensors& r, int64_t n, const at::TensorOptions& i
   return j.ge(r.lo) & j.lt(r.hi.unsqueeze(1));
 }
 
-std::pair<at::Tensor, at::Tensor> rank_blocks(const at::Tensor& scores, const at::Tensor& eligible, int64_t take,
-                                              int64_t b, const HipParams& p) {
-  const int64_t kb = p.k / p.b_k, f = b / p.b_k, n = scores.size(-1);
-  const int64_t cols = std::min(take, n);
-  const at::Tensor chosen = ascending_indices(top_with_lower_ties(scores, eligible, cols), cols).to(at::kLong);
+namespace {
+
+// rank_blocks' rows from the chosen method blocks (h, qbs, cols) int, ascending and -1 padded.
+std::pair<at::Tensor, at::Tensor> blocks_of_chosen(const at::Tensor& chosen_lists, int64_t b, const HipParams& p) {
+  const int64_t kb = p.k / p.b_k, f = b / p.b_k, cols = chosen_lists.size(-1);
+  const at::Tensor chosen = chosen_lists.to(at::kLong);
   const at::Tensor kept = chosen.ge(0);
   // Method block j -> b_k blocks j f + t, t in [0, f).
   std::vector<int64_t> wide(chosen.sizes().begin(), chosen.sizes().end());
@@ -80,6 +81,21 @@ std::pair<at::Tensor, at::Tensor> rank_blocks(const at::Tensor& scores, const at
   const at::Tensor sorted = std::get<0>(at::sort(key, -1)).narrow(-1, 0, kb);
   const at::Tensor out = at::where(sorted.eq(big), at::full_like(sorted, -1), sorted).to(at::kInt);
   return {out.contiguous(), ok.sum(-1).to(at::kInt).contiguous()};
+}
+
+}  // namespace
+
+std::pair<at::Tensor, at::Tensor> rank_blocks(const at::Tensor& scores, const at::Tensor& eligible, int64_t take,
+                                              int64_t b, const HipParams& p) {
+  const int64_t cols = std::min(take, scores.size(-1));
+  return blocks_of_chosen(ascending_indices(top_with_lower_ties(scores, eligible, cols), cols), b, p);
+}
+
+std::pair<at::Tensor, at::Tensor> rank_blocks_in_ranges(const at::Tensor& scores, int64_t lo, const at::Tensor& hi,
+                                                        int64_t take, int64_t b, const HipParams& p) {
+  const int64_t cols = std::min(take, scores.size(-1));
+  if (cols < 1) return rank_blocks(scores, at::zeros_like(scores, scores.options().dtype(at::kBool)), take, b, p);
+  return blocks_of_chosen(top_in_ranges(scores, lo, hi, cols), b, p);
 }
 
 MethodMaskTensors mask_tensors_of(const MaskResult& m, const at::TensorOptions& device) {

@@ -42,6 +42,10 @@ at::Tensor in_range(const RangeTensors& r, int64_t n, const at::TensorOptions& i
 // columns; returns blocks (h, qbs, kb) int32 and counts (h, qbs) int32. `eligible` (h, qbs, n) bool.
 std::pair<at::Tensor, at::Tensor> rank_blocks(const at::Tensor& scores, const at::Tensor& eligible, int64_t take,
                                               int64_t b, const HipParams& p);
+// The same where query block i's eligible blocks are the range [lo, hi[i]) (hi (qbs) int64, as
+// RangeTensors holds it): on CUDA one ranking kernel (tensor_top_blocks.h's top_in_ranges).
+std::pair<at::Tensor, at::Tensor> rank_blocks_in_ranges(const at::Tensor& scores, int64_t lo, const at::Tensor& hi,
+                                                        int64_t take, int64_t b, const HipParams& p);
 
 // A host mask on `options`' device.
 MethodMaskTensors mask_tensors_of(const MaskResult& m, const at::TensorOptions& device);

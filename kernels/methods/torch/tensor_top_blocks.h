@@ -18,4 +18,11 @@ at::Tensor top_with_lower_ties(const at::Tensor& scores, const at::Tensor& eligi
 // entries per row: each selected index goes to its rank among the selected (a running count).
 at::Tensor ascending_indices(const at::Tensor& selection, int64_t width);
 
+// ascending_indices(top_with_lower_ties(scores, eligible, take), take) where row i of each (m, n)
+// matrix of scores (..., m, n) may pick the columns [lo, hi[i]) (hi int64 (m)): (..., m, take) int32.
+// On CUDA, float32 or float64 scores, with the kernels built: one kernel (kernels/cuda/
+// top_in_ranges.h), the same lists; elsewhere the tensor ops below. take >= 1.
+at::Tensor top_in_ranges(const at::Tensor& scores, int64_t lo, const at::Tensor& hi, int64_t take);
+at::Tensor top_in_ranges_by_tensor_ops(const at::Tensor& scores, int64_t lo, const at::Tensor& hi, int64_t take);
+
 }  // namespace hipstudio::hip::methods
